@@ -1,0 +1,290 @@
+/* dlio_mpi native I/O engines: the C hot path.
+ *
+ * Every function here is plain C with no Python API and may be called without the GIL.
+ * Functions return 0 on success and -1 on failure, with a message in the dm_err the caller
+ * passes (which names the operation, file and offset; the Python layer adds the rank).
+ */
+#ifndef DLIO_MPI_DM_H
+#define DLIO_MPI_DM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <mpi.h>
+#include <hdf5.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ errors */
+#define DM_MSG_LEN 768
+typedef struct {
+    int code;               /* errno, or a DM_E* value below */
+    char msg[DM_MSG_LEN];
+} dm_err;
+
+enum {
+    DM_EOF = 10001,         /* fewer bytes than asked for, with exact=1 */
+    DM_EALIGN = 10002,      /* O_DIRECT request not aligned */
+    DM_EMPI = 10003,        /* an MPI call failed */
+    DM_EHDF5 = 10004,       /* an HDF5 call failed */
+    DM_EARG = 10005,        /* bad argument */
+    DM_ENOMEM = 10006,
+};
+
+void dm_err_set(dm_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void dm_err_clear(dm_err *e);
+
+/* ------------------------------------------------------------------ op log */
+/* Operation kinds and interfaces, as stored in the op log. */
+enum dm_op {
+    DM_OP_READ = 0, DM_OP_WRITE = 1, DM_OP_OPEN = 2, DM_OP_CLOSE = 3,
+    DM_OP_FSYNC = 4, DM_OP_FDATASYNC = 5, DM_OP_SEEK = 6, DM_OP_STAT = 7,
+    DM_OP_MMAP = 8, DM_OP_N = 9
+};
+enum dm_iface {
+    DM_IF_POSIX = 0, DM_IF_POSIX_DIRECT = 1, DM_IF_STDIO = 2, DM_IF_MMAP = 3,
+    DM_IF_MPIIO_IND = 4, DM_IF_MPIIO_COLL = 5, DM_IF_HDF5_IND = 6, DM_IF_HDF5_COLL = 7,
+    DM_IF_HDF5_SEC2 = 8, DM_IF_N = 9
+};
+
+/* Log-bucketed latency histogram: bucket b holds durations d (ns) with
+ * floor(4*log2(d)) == b - 1 (bucket 0: d < 1 ns), i.e. four buckets per doubling. */
+#define DM_HIST_BUCKETS 160
+
+typedef struct dm_oplog {
+    /* struct of arrays, cap entries each; entries [0, n) are valid */
+    int64_t *start;       /* ns since the log's origin (ticks until dm_oplog_finalize) */
+    int64_t *dur;         /* ns (ticks until finalized) */
+    int64_t *offset;      /* file offset, or -1 where none */
+    int64_t *bytes;       /* bytes actually moved */
+    int32_t *file;        /* file id given at open */
+    uint8_t *op;          /* enum dm_op */
+    uint8_t *iface;       /* enum dm_iface */
+    size_t cap;
+    size_t n;             /* entries recorded */
+    size_t nconv;         /* entries [0, nconv) converted to ns */
+    int concurrent;       /* set while several threads record: index taken atomically */
+    int enabled;
+    uint64_t tick0;       /* origin in ticks */
+    int64_t mono0_ns;     /* CLOCK_MONOTONIC at the origin */
+    double ns_per_tick;
+    /* operations that did not fit: counted, not kept one by one */
+    uint64_t over_count[DM_OP_N];
+    int64_t over_bytes[DM_OP_N];
+    uint64_t over_hist[DM_OP_N][DM_HIST_BUCKETS];
+    void *over_lock;      /* pthread mutex */
+} dm_oplog;
+
+dm_oplog *dm_oplog_create(size_t cap, dm_err *e);
+void dm_oplog_free(dm_oplog *L);
+void dm_oplog_reset(dm_oplog *L);            /* forget all entries and overflow counts */
+void dm_oplog_finalize(dm_oplog *L);         /* convert entries to ns in place */
+uint64_t dm_oplog_overflow(const dm_oplog *L);
+/* add durations (ns) of finalized entries with op==op (or any op if op<0), and overflow
+ * counts, into hist[DM_HIST_BUCKETS] */
+void dm_oplog_histogram(const dm_oplog *L, int op, int iface, uint64_t *hist);
+int dm_hist_bucket(int64_t ns);
+double dm_hist_bucket_lower_ns(int b);
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t dm_ticks(void) { return __rdtsc(); }
+#define DM_TICKS_ARE_NS 0
+#else
+#include <time.h>
+static inline uint64_t dm_ticks(void) {
+    struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#define DM_TICKS_ARE_NS 1
+#endif
+int64_t dm_mono_ns(void);
+
+void dm_oplog_overflow_add(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t bytes, int op);
+
+/* Record one operation; t0/t1 are dm_ticks() values. */
+static inline void dm_log(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t off, int64_t bytes,
+                          int32_t file, int op, int iface) {
+    size_t i;
+    if (!L || !L->enabled) return;
+    if (L->concurrent) i = __atomic_fetch_add(&L->n, 1, __ATOMIC_RELAXED);
+    else i = L->n++;
+    if (i < L->cap) {
+        L->start[i] = (int64_t)(t0 - L->tick0);
+        L->dur[i] = (int64_t)(t1 - t0);
+        L->offset[i] = off;
+        L->bytes[i] = bytes;
+        L->file[i] = file;
+        L->op[i] = (uint8_t)op;
+        L->iface[i] = (uint8_t)iface;
+    } else {
+        dm_oplog_overflow_add(L, t0, t1, bytes, op);
+    }
+}
+
+/* ------------------------------------------------------------------ POSIX */
+enum { DM_O_READ = 0, DM_O_WRITE = 1, DM_O_CREATE = 2, DM_O_TRUNC = 4, DM_O_DIRECT = 8 };
+enum { DM_ADV_NONE = -1 };   /* else a POSIX_FADV_* value */
+
+typedef struct {
+    int fd;
+    int flags;              /* DM_O_* */
+    int iface;              /* DM_IF_POSIX, _DIRECT or _MMAP */
+    int32_t file_id;
+    size_t mem_align;       /* O_DIRECT buffer alignment */
+    size_t off_align;       /* O_DIRECT offset/length alignment */
+    char *map;              /* mmap'ed view (mmap mode) */
+    size_t map_len;
+    dm_oplog *log;
+    char path[4096];
+} dm_posix;
+
+/* O_DIRECT alignment of a file or directory: statx DIOALIGN where the kernel has it, else the
+ * logical block size of the device. Returns 0 and sets *mem, *off, *source ("statx" or
+ * "blocksize"). */
+int dm_dio_alignment(const char *path, size_t *mem, size_t *off, const char **source, dm_err *e);
+/* Check that the file system holding dir accepts O_DIRECT (creates and removes a probe file). */
+int dm_dio_probe(const char *dir, dm_err *e);
+
+int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int advice,
+                  int32_t file_id, dm_oplog *log, dm_err *e);
+int dm_posix_close(dm_posix *h, dm_err *e);
+int dm_posix_size(dm_posix *h, int64_t *size, dm_err *e);
+int dm_posix_fadvise(dm_posix *h, int64_t off, int64_t len, int advice, dm_err *e);
+/* Read n ranges into buf, packed one after another. Each range is cut into transfers of at most
+ * xfer bytes (0: no cut); each transfer is one pread (looping on short reads and EINTR) and one
+ * op-log entry. got[i] receives the bytes read for range i (less at EOF); with exact=1 a short
+ * range is an error. *total receives the sum. In O_DIRECT mode offsets, lengths, xfer and buf
+ * must be aligned. */
+int dm_posix_readv(dm_posix *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
+int dm_posix_writev(dm_posix *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                    const char *buf, int64_t *total, dm_err *e);
+int dm_posix_sync(dm_posix *h, int data_only, dm_err *e);
+int dm_posix_check_aligned(const dm_posix *h, int64_t off, int64_t len, const void *buf,
+                           dm_err *e);
+
+/* ------------------------------------------------------------------ STDIO */
+typedef struct {
+    FILE *fp;
+    char *vbuf;
+    int32_t file_id;
+    int writing;
+    int64_t pos;            /* position known to the stream, -1 unknown */
+    dm_oplog *log;
+    char path[4096];
+} dm_stdio;
+
+int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize, int32_t file_id,
+                  dm_oplog *log, dm_err *e);
+int dm_stdio_close(dm_stdio *h, dm_err *e);
+int dm_stdio_readv(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
+int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                    const char *buf, int64_t *total, dm_err *e);
+int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e);
+
+/* ------------------------------------------------------------------ MPI-IO */
+typedef struct {
+    MPI_File fh;
+    MPI_Comm comm;
+    int32_t file_id;
+    int rank;
+    dm_oplog *log;
+    char path[4096];
+} dm_mpiio;
+
+/* keys/vals: nhints MPI_Info hints (cb_buffer_size, romio_cb_read, ...) */
+int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int nhints,
+                  const char *const *keys, const char *const *vals, int32_t file_id,
+                  dm_oplog *log, dm_err *e);
+int dm_mpiio_close(dm_mpiio *h, dm_err *e);
+int dm_mpiio_size(dm_mpiio *h, int64_t *size, dm_err *e);
+/* independent: one MPI_File_read_at per transfer */
+int dm_mpiio_readv(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
+/* collective: every range of the batch in one MPI_File_read_at_all through a file view built
+ * from the ranges (sorted by offset) and a memory type that puts each range at its place in buf.
+ * Every rank of the communicator must call it; n may be 0. */
+int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, char *buf,
+                      int64_t *total, dm_err *e);
+int dm_mpiio_writev(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                    const char *buf, int64_t *total, dm_err *e);
+int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
+                       const char *buf, int64_t *total, dm_err *e);
+int dm_mpiio_sync(dm_mpiio *h, dm_err *e);
+
+/* ------------------------------------------------------------------ HDF5 */
+enum { DM_H5_SEC2 = 0, DM_H5_MPIO = 1 };
+
+typedef struct {
+    hid_t file, dset, space, dtype;
+    int driver;              /* DM_H5_SEC2 or DM_H5_MPIO */
+    int collective;
+    int rank_ndims;
+    hsize_t dims[8];
+    hsize_t row_elems;       /* elements per index along dimension 0 */
+    size_t elem_size;
+    int64_t row_bytes;
+    int32_t file_id;
+    int writing;
+    dm_oplog *log;
+    char path[4096];
+    char name[256];
+} dm_h5;
+
+int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
+               int collective, int writing, int nhints, const char *const *keys,
+               const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e);
+/* Create file + 2-D-or-more dataset of uint8 (for checkpoints and tests): dims[0] rows,
+ * chunk_rows>0 for a chunked layout. Collective under DM_H5_MPIO. */
+int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const hsize_t *dims,
+                 hsize_t chunk_rows, int driver, MPI_Comm comm, int collective, int nhints,
+                 const char *const *keys, const char *const *vals, int32_t file_id,
+                 dm_oplog *log, dm_err *e);
+int dm_h5_close(dm_h5 *h, dm_err *e);
+/* Read the rows [start[i], start[i]+count[i]) of dimension 0, for every i, as one union of
+ * hyperslabs in one H5Dread. Rows come back in ascending file order (HDF5 selections are sets);
+ * overlapping ranges are read once. n may be 0 (a collective call still joins). */
+int dm_h5_read_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count, char *buf,
+                    int64_t *total, dm_err *e);
+int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
+                     const char *buf, int64_t *total, dm_err *e);
+int dm_h5_flush(dm_h5 *h, dm_err *e);
+/* HDF5 is not thread-safe in this build: every HDF5 call goes through this lock. */
+void dm_h5_lock(void);
+void dm_h5_unlock(void);
+
+/* ------------------------------------------------------------------ read-ahead */
+enum { DM_RA_POSIX = 0, DM_RA_H5 = 1 };
+
+typedef struct dm_readahead dm_readahead;
+
+dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
+                           dm_err *e);
+/* Stops the threads after the queued requests. */
+void dm_ra_free(dm_readahead *ra);
+/* Queue a request (ranges of a POSIX handle, or rows of an HDF5 dataset) into the next slot of
+ * the ring, blocking while that slot is still held. Returns the ticket (>= 0) or -1. */
+int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
+                     const int64_t *len, int64_t xfer, dm_err *e);
+/* Wait for a ticket; *buf points into its slot until dm_ra_release, where the request's ranges
+ * lie packed over *need bytes (a range cut short by EOF leaves the rest of its place unset);
+ * *total is the bytes read. Returns -1 with the request's error if it failed. */
+int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,
+               dm_err *e);
+int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e);
+size_t dm_ra_slot_bytes(const dm_readahead *ra);
+
+/* ------------------------------------------------------------------ misc */
+void *dm_aligned_alloc(size_t align, size_t bytes);
+void dm_aligned_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

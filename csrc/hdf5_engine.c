@@ -1,0 +1,322 @@
+/* HDF5 engine: a dataset opened through the MPI-IO driver or sec2; a batch of samples (rows of
+ * dimension 0) read as one union of hyperslabs in one H5Dread, collective or independent. */
+#define _GNU_SOURCE
+#include "dm.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_mutex_t g_h5_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pthread_once_t g_h5_once = PTHREAD_ONCE_INIT;
+
+void dm_h5_lock(void) { pthread_mutex_lock(&g_h5_lock); }
+void dm_h5_unlock(void) { pthread_mutex_unlock(&g_h5_lock); }
+
+static void h5_init(void) {
+    H5open();
+}
+
+typedef struct { char *out; size_t cap; int n; } walk_ctx;
+
+static herr_t walk_cb(unsigned n, const H5E_error2_t *err, void *data) {
+    walk_ctx *w = data;
+    (void)n;
+    if (w->n >= 2 || !err->desc || !err->desc[0]) return 0;
+    size_t used = strlen(w->out);
+    snprintf(w->out + used, w->cap - used, "%s%s", w->n ? "; " : "", err->desc);
+    w->n++;
+    return 0;
+}
+
+/* The innermost HDF5 error descriptions, then the stack cleared. */
+static void h5_err(dm_err *e, const char *what, const dm_h5 *h, int64_t row) {
+    char detail[400] = "";
+    walk_ctx w = {detail, sizeof detail, 0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &w);
+    H5Eclear2(H5E_DEFAULT);
+    if (row >= 0)
+        dm_err_set(e, DM_EHDF5, "%s of dataset %s in %s at row %lld failed: %s", what, h->name,
+                   h->path, (long long)row, detail[0] ? detail : "HDF5 error");
+    else
+        dm_err_set(e, DM_EHDF5, "%s of dataset %s in %s failed: %s", what, h->name, h->path,
+                   detail[0] ? detail : "HDF5 error");
+}
+
+static hid_t make_fapl(int driver, MPI_Comm comm, int nhints, const char *const *keys,
+                       const char *const *vals) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (driver == DM_H5_MPIO) {
+        MPI_Info info = MPI_INFO_NULL;
+        if (nhints > 0) {
+            MPI_Info_create(&info);
+            for (int i = 0; i < nhints; i++) MPI_Info_set(info, keys[i], vals[i]);
+        }
+        H5Pset_fapl_mpio(fapl, comm, info);
+        if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+    } else {
+        H5Pset_fapl_sec2(fapl);
+    }
+    return fapl;
+}
+
+static int describe(dm_h5 *h, dm_err *e) {
+    h->space = H5Dget_space(h->dset);
+    h->dtype = H5Dget_type(h->dset);
+    if (h->space < 0 || h->dtype < 0) { h5_err(e, "describe", h, -1); return -1; }
+    h->rank_ndims = H5Sget_simple_extent_ndims(h->space);
+    if (h->rank_ndims < 1 || h->rank_ndims > 8) {
+        dm_err_set(e, DM_EARG, "dataset %s in %s has %d dimensions (1 to 8 supported)", h->name,
+                   h->path, h->rank_ndims);
+        return -1;
+    }
+    H5Sget_simple_extent_dims(h->space, h->dims, NULL);
+    h->elem_size = H5Tget_size(h->dtype);
+    h->row_elems = 1;
+    for (int d = 1; d < h->rank_ndims; d++) h->row_elems *= h->dims[d];
+    h->row_bytes = (int64_t)(h->row_elems * h->elem_size);
+    return 0;
+}
+
+static void close_ids(dm_h5 *h) {
+    if (h->dtype > 0) H5Tclose(h->dtype);
+    if (h->space > 0) H5Sclose(h->space);
+    if (h->dset > 0) H5Dclose(h->dset);
+    if (h->file > 0) H5Fclose(h->file);
+    h->dtype = h->space = h->dset = h->file = -1;
+}
+
+int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
+               int collective, int writing, int nhints, const char *const *keys,
+               const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e) {
+    pthread_once(&g_h5_once, h5_init);
+    memset(h, 0, sizeof *h);
+    h->file = h->dset = h->space = h->dtype = -1;
+    snprintf(h->path, sizeof h->path, "%s", path);
+    snprintf(h->name, sizeof h->name, "%s", dset);
+    h->driver = driver;
+    h->collective = collective && driver == DM_H5_MPIO;
+    h->file_id = file_id;
+    h->log = log;
+    h->writing = writing;
+    /* a missing or unreadable file is named with its errno, not HDF5's stack */
+    if (access(path, writing ? (R_OK | W_OK) : R_OK) != 0) {
+        dm_err_set(e, errno, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    dm_h5_lock();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals);
+    uint64_t t0 = dm_ticks();
+    h->file = H5Fopen(path, writing ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    if (h->file < 0) {
+        int is = H5Fis_hdf5(path);
+        H5Eclear2(H5E_DEFAULT);
+        if (is == 0) dm_err_set(e, DM_EHDF5, "%s is not an HDF5 file", path);
+        else h5_err(e, "open", h, -1);
+        dm_h5_unlock();
+        return -1;
+    }
+    h->dset = H5Dopen2(h->file, dset, H5P_DEFAULT);
+    uint64_t t1 = dm_ticks();
+    if (h->dset < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        dm_err_set(e, DM_EHDF5, "%s has no dataset named %s", path, dset);
+        close_ids(h);
+        dm_h5_unlock();
+        return -1;
+    }
+    int rc = describe(h, e);
+    if (rc != 0) close_ids(h);
+    dm_h5_unlock();
+    if (rc == 0)
+        dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN,
+               driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                                    : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
+    return rc;
+}
+
+int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const hsize_t *dims,
+                 hsize_t chunk_rows, int driver, MPI_Comm comm, int collective, int nhints,
+                 const char *const *keys, const char *const *vals, int32_t file_id,
+                 dm_oplog *log, dm_err *e) {
+    pthread_once(&g_h5_once, h5_init);
+    memset(h, 0, sizeof *h);
+    h->file = h->dset = h->space = h->dtype = -1;
+    snprintf(h->path, sizeof h->path, "%s", path);
+    snprintf(h->name, sizeof h->name, "%s", dset);
+    h->driver = driver;
+    h->collective = collective && driver == DM_H5_MPIO;
+    h->file_id = file_id;
+    h->log = log;
+    h->writing = 1;
+    if (ndims < 1 || ndims > 8) {
+        dm_err_set(e, DM_EARG, "cannot create a %d-dimensional dataset", ndims);
+        return -1;
+    }
+    dm_h5_lock();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals);
+    uint64_t t0 = dm_ticks();
+    h->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (h->file < 0) {
+        h5_err(e, "create", h, -1);
+        dm_h5_unlock();
+        return -1;
+    }
+    hid_t space = H5Screate_simple(ndims, dims, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (chunk_rows > 0) {
+        hsize_t cd[8];
+        cd[0] = chunk_rows < dims[0] ? chunk_rows : (dims[0] ? dims[0] : 1);
+        for (int d = 1; d < ndims; d++) cd[d] = dims[d];
+        H5Pset_chunk(dcpl, ndims, cd);
+    }
+    h->dset = H5Dcreate2(h->file, dset, H5T_NATIVE_UINT8, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    uint64_t t1 = dm_ticks();
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    if (h->dset < 0) {
+        h5_err(e, "create", h, -1);
+        close_ids(h);
+        dm_h5_unlock();
+        return -1;
+    }
+    int rc = describe(h, e);
+    if (rc != 0) close_ids(h);
+    dm_h5_unlock();
+    if (rc == 0)
+        dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN,
+               driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                                    : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
+    return rc;
+}
+
+int dm_h5_close(dm_h5 *h, dm_err *e) {
+    if (h->file < 0) return 0;
+    dm_h5_lock();
+    uint64_t t0 = dm_ticks();
+    herr_t r = 0;
+    if (h->dtype >= 0) r |= H5Tclose(h->dtype);
+    if (h->space >= 0) r |= H5Sclose(h->space);
+    if (h->dset >= 0) r |= H5Dclose(h->dset);
+    r |= H5Fclose(h->file);
+    uint64_t t1 = dm_ticks();
+    if (r < 0) h5_err(e, "close", h, -1);
+    h->dtype = h->space = h->dset = h->file = -1;
+    dm_h5_unlock();
+    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_CLOSE,
+           h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                                   : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
+    return r < 0 ? -1 : 0;
+}
+
+typedef struct { int64_t s, c; } rows;
+
+static int cmp_rows(const void *a, const void *b) {
+    const rows *x = a, *y = b;
+    return x->s < y->s ? -1 : x->s > y->s ? 1 : 0;
+}
+
+static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count, char *buf,
+                    int64_t *total, int writing, dm_err *e) {
+    *total = 0;
+    /* sort and merge: the union of the selections, as HDF5 would make it */
+    rows *r = n ? malloc(n * sizeof *r) : NULL;
+    if (n && !r) { dm_err_set(e, DM_ENOMEM, "out of memory for %zu row ranges", n); return -1; }
+    size_t k = 0;
+    int local_fail = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (count[i] == 0) continue;
+        if (start[i] < 0 || count[i] < 0 || (hsize_t)(start[i] + count[i]) > h->dims[0]) {
+            dm_err_set(e, DM_EARG, "rows [%lld, %lld) out of the %llu rows of dataset %s in %s",
+                       (long long)start[i], (long long)(start[i] + count[i]),
+                       (unsigned long long)h->dims[0], h->name, h->path);
+            local_fail = 1;
+            k = 0;
+            break;
+        }
+        r[k++] = (rows){start[i], count[i]};
+    }
+    qsort(r, k, sizeof *r, cmp_rows);
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (m > 0 && r[i].s <= r[m - 1].s + r[m - 1].c) {
+            int64_t end = r[i].s + r[i].c;
+            if (end > r[m - 1].s + r[m - 1].c) r[m - 1].c = end - r[m - 1].s;
+        } else {
+            r[m++] = r[i];
+        }
+    }
+    dm_h5_lock();
+    hid_t fs = H5Scopy(h->space);
+    hsize_t st[8] = {0}, ct[8];
+    int64_t nrows = 0;
+    H5Sselect_none(fs);
+    for (size_t i = 0; i < m; i++) {
+        st[0] = (hsize_t)r[i].s;
+        ct[0] = (hsize_t)r[i].c;
+        for (int d = 1; d < h->rank_ndims; d++) ct[d] = h->dims[d];
+        H5Sselect_hyperslab(fs, i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, st, NULL, ct, NULL);
+        nrows += r[i].c;
+    }
+    hsize_t nelem = (hsize_t)nrows * h->row_elems;
+    hsize_t one = nelem > 0 ? nelem : 1;
+    hid_t ms = H5Screate_simple(1, &one, NULL);
+    if (nelem == 0) H5Sselect_none(ms);
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (h->driver == DM_H5_MPIO)
+        H5Pset_dxpl_mpio(dxpl, h->collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+    int64_t first = m > 0 ? r[0].s : -1;
+    herr_t rc = 0;
+    uint64_t t0 = dm_ticks();
+    /* an independent read of nothing is skipped; a collective one still joins */
+    if (nelem > 0 || h->collective) {
+        if (writing) rc = H5Dwrite(h->dset, h->dtype, ms, fs, dxpl, buf);
+        else rc = H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf);
+    }
+    uint64_t t1 = dm_ticks();
+    if (rc < 0) h5_err(e, writing ? "H5Dwrite" : "H5Dread", h, first);
+    H5Pclose(dxpl);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    dm_h5_unlock();
+    free(r);
+    if (local_fail || rc < 0) return -1;
+    int64_t bytes = (int64_t)(nelem * h->elem_size);
+    *total = bytes;
+    if (nelem > 0 || h->collective)
+        dm_log(h->log, t0, t1, first >= 0 ? first * h->row_bytes : -1, bytes, h->file_id,
+               writing ? DM_OP_WRITE : DM_OP_READ,
+               h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                                       : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
+    return 0;
+}
+
+int dm_h5_read_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count, char *buf,
+                    int64_t *total, dm_err *e) {
+    return transfer(h, n, start, count, buf, total, 0, e);
+}
+
+int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
+                     const char *buf, int64_t *total, dm_err *e) {
+    return transfer(h, n, start, count, (char *)buf, total, 1, e);
+}
+
+int dm_h5_flush(dm_h5 *h, dm_err *e) {
+    dm_h5_lock();
+    uint64_t t0 = dm_ticks();
+    herr_t r = H5Fflush(h->file, H5F_SCOPE_LOCAL);
+    uint64_t t1 = dm_ticks();
+    if (r < 0) h5_err(e, "H5Fflush", h, -1);
+    dm_h5_unlock();
+    if (r < 0) return -1;
+    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC,
+           h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                                   : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
+    return 0;
+}

@@ -1,0 +1,352 @@
+/* MPI-IO engine: independent read_at/write_at, and collective read_at_all/write_at_all of a
+ * whole batch of (offset, length) ranges in one call through a file view. */
+#define _GNU_SOURCE
+#include "dm.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DM_MPI_CHUNK ((int64_t)1 << 30)   /* largest count given to one MPI call */
+
+static void mpi_err(dm_err *e, int rc, const char *what, const dm_mpiio *h, int64_t off) {
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, s, &len);
+    s[len < MPI_MAX_ERROR_STRING ? len : MPI_MAX_ERROR_STRING - 1] = 0;
+    if (off >= 0)
+        dm_err_set(e, DM_EMPI, "%s of %s at offset %lld failed: %s", what, h->path,
+                   (long long)off, s);
+    else
+        dm_err_set(e, DM_EMPI, "%s of %s failed: %s", what, h->path, s);
+}
+
+int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int nhints,
+                  const char *const *keys, const char *const *vals, int32_t file_id,
+                  dm_oplog *log, dm_err *e) {
+    memset(h, 0, sizeof *h);
+    h->fh = MPI_FILE_NULL;
+    h->comm = comm;
+    h->file_id = file_id;
+    h->log = log;
+    snprintf(h->path, sizeof h->path, "%s", path);
+    MPI_Comm_rank(comm, &h->rank);
+    if (flags & DM_O_DIRECT) {
+        dm_err_set(e, DM_EARG, "O_DIRECT is not an MPI-IO open mode (%s): use the MPI-IO "
+                   "implementation's hints instead", path);
+        return -1;
+    }
+    int amode = (flags & DM_O_WRITE) ? MPI_MODE_RDWR : MPI_MODE_RDONLY;
+    if (flags & DM_O_CREATE) amode |= MPI_MODE_CREATE;
+    MPI_Info info = MPI_INFO_NULL;
+    if (nhints > 0) {
+        MPI_Info_create(&info);
+        for (int i = 0; i < nhints; i++) MPI_Info_set(info, keys[i], vals[i]);
+    }
+    uint64_t t0 = dm_ticks();
+    int rc = MPI_File_open(comm, path, amode, info, &h->fh);
+    uint64_t t1 = dm_ticks();
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS) {
+        h->fh = MPI_FILE_NULL;
+        mpi_err(e, rc, "MPI_File_open", h, -1);
+        return -1;
+    }
+    if (flags & DM_O_TRUNC) {
+        rc = MPI_File_set_size(h->fh, 0);
+        if (rc != MPI_SUCCESS) {
+            mpi_err(e, rc, "MPI_File_set_size", h, -1);
+            MPI_File_close(&h->fh);
+            return -1;
+        }
+    }
+    dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN, DM_IF_MPIIO_IND);
+    return 0;
+}
+
+int dm_mpiio_close(dm_mpiio *h, dm_err *e) {
+    if (h->fh == MPI_FILE_NULL) return 0;
+    uint64_t t0 = dm_ticks();
+    int rc = MPI_File_close(&h->fh);
+    uint64_t t1 = dm_ticks();
+    h->fh = MPI_FILE_NULL;
+    if (rc != MPI_SUCCESS) {
+        mpi_err(e, rc, "MPI_File_close", h, -1);
+        return -1;
+    }
+    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_CLOSE, DM_IF_MPIIO_IND);
+    return 0;
+}
+
+int dm_mpiio_size(dm_mpiio *h, int64_t *size, dm_err *e) {
+    MPI_Offset s = 0;
+    int rc = MPI_File_get_size(h->fh, &s);
+    if (rc != MPI_SUCCESS) {
+        mpi_err(e, rc, "MPI_File_get_size", h, -1);
+        return -1;
+    }
+    *size = (int64_t)s;
+    return 0;
+}
+
+int dm_mpiio_readv(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e) {
+    int64_t pos = 0;
+    *total = 0;
+    if (xfer <= 0 || xfer > DM_MPI_CHUNK) xfer = DM_MPI_CHUNK;
+    for (size_t i = 0; i < n; i++) {
+        int64_t o = off[i], l = len[i], done = 0;
+        while (done < l) {
+            int64_t t = l - done > xfer ? xfer : l - done;
+            MPI_Status st;
+            uint64_t t0 = dm_ticks();
+            int rc = MPI_File_read_at(h->fh, (MPI_Offset)(o + done), buf + pos + done, (int)t,
+                                      MPI_BYTE, &st);
+            uint64_t t1 = dm_ticks();
+            if (rc != MPI_SUCCESS) {
+                mpi_err(e, rc, "MPI_File_read_at", h, o + done);
+                return -1;
+            }
+            int cnt = 0;
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            dm_log(h->log, t0, t1, o + done, cnt, h->file_id, DM_OP_READ, DM_IF_MPIIO_IND);
+            done += cnt;
+            if (cnt < t) break;
+        }
+        if (got) got[i] = done;
+        *total += done;
+        if (done < l && exact) {
+            dm_err_set(e, DM_EOF, "unexpected end of file in %s: wanted %lld bytes at offset "
+                       "%lld, got %lld", h->path, (long long)l, (long long)o, (long long)done);
+            return -1;
+        }
+        pos += l;
+    }
+    return 0;
+}
+
+int dm_mpiio_writev(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                    const char *buf, int64_t *total, dm_err *e) {
+    int64_t pos = 0;
+    *total = 0;
+    if (xfer <= 0 || xfer > DM_MPI_CHUNK) xfer = DM_MPI_CHUNK;
+    for (size_t i = 0; i < n; i++) {
+        int64_t o = off[i], l = len[i], done = 0;
+        while (done < l) {
+            int64_t t = l - done > xfer ? xfer : l - done;
+            MPI_Status st;
+            uint64_t t0 = dm_ticks();
+            int rc = MPI_File_write_at(h->fh, (MPI_Offset)(o + done), (void *)(buf + pos + done),
+                                       (int)t, MPI_BYTE, &st);
+            uint64_t t1 = dm_ticks();
+            if (rc != MPI_SUCCESS) {
+                mpi_err(e, rc, "MPI_File_write_at", h, o + done);
+                return -1;
+            }
+            dm_log(h->log, t0, t1, o + done, t, h->file_id, DM_OP_WRITE, DM_IF_MPIIO_IND);
+            done += t;
+        }
+        *total += done;
+        pos += l;
+    }
+    return 0;
+}
+
+/* ---- collective batches */
+typedef struct { int64_t off, len, bufpos; } piece;
+
+static int cmp_piece(const void *a, const void *b) {
+    const piece *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off ? 1 : 0;
+}
+
+/* Build the sorted pieces of a batch (ranges over DM_MPI_CHUNK cut, zero-length ones dropped).
+ * Returns the number of pieces, or -1. */
+static long build_pieces(const dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
+                         piece **out, int64_t *sum, int writing, dm_err *e) {
+    size_t cap = n + 1, k = 0;
+    int64_t pos = 0;
+    piece *p = malloc(cap * sizeof *p);
+    if (!p) { dm_err_set(e, DM_ENOMEM, "out of memory for a batch of %zu ranges", n); return -1; }
+    for (size_t i = 0; i < n; i++) {
+        if (off[i] < 0 || len[i] < 0) {
+            dm_err_set(e, DM_EARG, "negative offset or length (%lld, %lld) for %s",
+                       (long long)off[i], (long long)len[i], h->path);
+            free(p);
+            return -1;
+        }
+        for (int64_t d = 0; d < len[i]; d += DM_MPI_CHUNK) {
+            if (k == cap) {
+                cap *= 2;
+                piece *q = realloc(p, cap * sizeof *p);
+                if (!q) { free(p); dm_err_set(e, DM_ENOMEM, "out of memory"); return -1; }
+                p = q;
+            }
+            int64_t l = len[i] - d > DM_MPI_CHUNK ? DM_MPI_CHUNK : len[i] - d;
+            p[k++] = (piece){off[i] + d, l, pos + d};
+        }
+        pos += len[i];
+    }
+    *sum = pos;
+    if (pos > INT_MAX) {
+        dm_err_set(e, DM_EARG, "a collective batch of %lld bytes on %s exceeds 2 GiB per rank",
+                   (long long)pos, h->path);
+        free(p);
+        return -1;
+    }
+    qsort(p, k, sizeof *p, cmp_piece);
+    if (writing) {
+        for (size_t j = 1; j < k; j++)
+            if (p[j].off < p[j - 1].off + p[j - 1].len) {
+                dm_err_set(e, DM_EARG, "overlapping ranges at offset %lld in a collective write "
+                           "to %s", (long long)p[j].off, h->path);
+                free(p);
+                return -1;
+            }
+    }
+    *out = p;
+    return (long)k;
+}
+
+/* File views must be monotonic (no overlaps): overlapping read ranges are read once, as their
+ * union, into a scratch buffer and copied to their places. Without overlaps the memory type puts
+ * each range straight at its place in buf. */
+static int collective(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, char *buf,
+                      int64_t *total, int writing, dm_err *e) {
+    piece *p = NULL, *run = NULL;
+    int64_t sum = 0, ulen = 0;
+    char *scratch = NULL;
+    *total = 0;
+    long k = build_pieces(h, n, off, len, &p, &sum, writing, e);
+    /* Every rank must still enter the collective calls below, or the others hang: a local
+     * failure joins with an empty request and is reported afterwards. */
+    int local_fail = k < 0;
+    if (local_fail) k = 0;
+    long nr = 0;
+    int overlap = 0;
+    if (k > 0) {
+        run = malloc(k * sizeof *run);
+        if (!run) { dm_err_set(e, DM_ENOMEM, "out of memory"); local_fail = 1; k = 0; }
+    }
+    for (long j = 0; j < k; j++) {
+        if (nr > 0 && p[j].off <= run[nr - 1].off + run[nr - 1].len) {
+            int64_t end = p[j].off + p[j].len, rend = run[nr - 1].off + run[nr - 1].len;
+            if (p[j].off < rend) overlap = 1;
+            if (end > rend) run[nr - 1].len = end - run[nr - 1].off;
+        } else {
+            run[nr++] = (piece){p[j].off, p[j].len, 0};
+        }
+    }
+    for (long j = 0; j < nr; j++) { run[j].bufpos = ulen; ulen += run[j].len; }
+    if (overlap) {
+        scratch = malloc((size_t)ulen);
+        if (!scratch) {
+            dm_err_set(e, DM_ENOMEM, "out of memory for %lld bytes", (long long)ulen);
+            local_fail = 1; k = nr = 0; overlap = 0;
+        }
+    }
+    /* the file type: runs when reading through scratch, else pieces (monotonic, no overlap) */
+    const piece *fp = overlap ? run : p;
+    long nf = overlap ? nr : k;
+    MPI_Datatype ftype = MPI_BYTE, mtype = MPI_BYTE;
+    int *bl = NULL;
+    MPI_Aint *fd = NULL, *md = NULL;
+    int rc = MPI_SUCCESS;
+    if (nf > 0) {
+        bl = malloc(nf * sizeof *bl);
+        fd = malloc(nf * sizeof *fd);
+        md = malloc(nf * sizeof *md);
+        if (!bl || !fd || !md) {
+            dm_err_set(e, DM_ENOMEM, "out of memory for a batch of %ld pieces", nf);
+            local_fail = 1;
+            nf = 0;
+        } else {
+            for (long j = 0; j < nf; j++) {
+                bl[j] = (int)fp[j].len;
+                fd[j] = (MPI_Aint)fp[j].off;
+                md[j] = (MPI_Aint)fp[j].bufpos;
+            }
+            MPI_Type_create_hindexed((int)nf, bl, fd, MPI_BYTE, &ftype);
+            MPI_Type_commit(&ftype);
+            if (!overlap) {
+                MPI_Type_create_hindexed((int)nf, bl, md, MPI_BYTE, &mtype);
+                MPI_Type_commit(&mtype);
+            }
+        }
+    }
+    int count = nf > 0 ? (overlap ? (int)ulen : 1) : 0;
+    char *target = overlap ? scratch : buf;
+    uint64_t t0 = dm_ticks();
+    int rc_view = MPI_File_set_view(h->fh, 0, MPI_BYTE, ftype, "native", MPI_INFO_NULL);
+    MPI_Status st;
+    memset(&st, 0, sizeof st);
+    if (writing)
+        rc = MPI_File_write_at_all(h->fh, 0, target, count, mtype, &st);
+    else
+        rc = MPI_File_read_at_all(h->fh, 0, target, count, mtype, &st);
+    uint64_t t1 = dm_ticks();
+    int rc_reset = MPI_File_set_view(h->fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    if (ftype != MPI_BYTE) MPI_Type_free(&ftype);
+    if (mtype != MPI_BYTE) MPI_Type_free(&mtype);
+    free(bl); free(fd); free(md);
+    int64_t first = k > 0 ? p[0].off : -1;
+    int ok = !local_fail && rc_view == MPI_SUCCESS && rc == MPI_SUCCESS && rc_reset == MPI_SUCCESS;
+    MPI_Count cnt = 0;
+    if (ok && count > 0) {
+        MPI_Get_elements_x(&st, MPI_BYTE, &cnt);
+        if (cnt == MPI_UNDEFINED) cnt = 0;
+    }
+    if (ok) {
+        /* bytes delivered per range: the file stream was filled up to cnt bytes (EOF) */
+        int64_t limit = INT64_MAX, acc = 0;
+        for (long j = 0; j < nr; j++) {
+            if (acc + run[j].len > (int64_t)cnt) { limit = run[j].off + ((int64_t)cnt - acc); break; }
+            acc += run[j].len;
+        }
+        long r = 0;
+        for (long j = 0; j < k; j++) {
+            int64_t end = p[j].off + p[j].len < limit ? p[j].off + p[j].len : limit;
+            int64_t got = end > p[j].off ? end - p[j].off : 0;
+            *total += got;
+            if (overlap && got > 0) {
+                while (r + 1 < nr && run[r + 1].off <= p[j].off) r++;
+                memcpy(buf + p[j].bufpos, scratch + run[r].bufpos + (p[j].off - run[r].off),
+                       (size_t)got);
+            }
+        }
+        dm_log(h->log, t0, t1, first, (int64_t)cnt, h->file_id,
+               writing ? DM_OP_WRITE : DM_OP_READ, DM_IF_MPIIO_COLL);
+    }
+    free(p); free(run); free(scratch);
+    if (local_fail) return -1;
+    if (rc_view != MPI_SUCCESS) { mpi_err(e, rc_view, "MPI_File_set_view", h, first); return -1; }
+    if (rc != MPI_SUCCESS) {
+        mpi_err(e, rc, writing ? "MPI_File_write_at_all" : "MPI_File_read_at_all", h, first);
+        return -1;
+    }
+    if (rc_reset != MPI_SUCCESS) { mpi_err(e, rc_reset, "MPI_File_set_view", h, -1); return -1; }
+    return 0;
+}
+
+int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, char *buf,
+                      int64_t *total, dm_err *e) {
+    return collective(h, n, off, len, buf, total, 0, e);
+}
+
+int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
+                       const char *buf, int64_t *total, dm_err *e) {
+    return collective(h, n, off, len, (char *)buf, total, 1, e);
+}
+
+int dm_mpiio_sync(dm_mpiio *h, dm_err *e) {
+    uint64_t t0 = dm_ticks();
+    int rc = MPI_File_sync(h->fh);
+    uint64_t t1 = dm_ticks();
+    if (rc != MPI_SUCCESS) {
+        mpi_err(e, rc, "MPI_File_sync", h, -1);
+        return -1;
+    }
+    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC, DM_IF_MPIIO_COLL);
+    return 0;
+}

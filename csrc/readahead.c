@@ -1,0 +1,233 @@
+/* Read-ahead: C threads executing a FIFO queue of read requests into a ring of aligned buffers.
+ * Request t goes to slot t % depth; submit blocks while that slot is held by an earlier request
+ * that has not been released. */
+#define _GNU_SOURCE
+#include "dm.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
+
+typedef struct {
+    int state;
+    int64_t ticket;
+    int kind;
+    void *handle;
+    size_t n, cap;
+    int64_t *off, *len;
+    int64_t xfer;
+    char *buf;
+    int64_t need;           /* bytes the request spans in its slot */
+    int64_t total;
+    int failed;
+    dm_err err;
+} slot_t;
+
+struct dm_readahead {
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work;     /* workers wait for a queued request */
+    pthread_cond_t cv_state;    /* submitters and waiters wait for a slot state change */
+    pthread_t *threads;
+    int nthreads;
+    int depth;
+    size_t slot_bytes;
+    slot_t *slots;
+    int64_t next_submit;
+    int64_t next_pick;
+    int stop;
+};
+
+static void *worker(void *arg) {
+    dm_readahead *ra = arg;
+    pthread_mutex_lock(&ra->mu);
+    for (;;) {
+        while (!ra->stop && ra->next_pick >= ra->next_submit)
+            pthread_cond_wait(&ra->cv_work, &ra->mu);
+        if (ra->next_pick >= ra->next_submit && ra->stop) break;
+        int64_t t = ra->next_pick++;
+        slot_t *s = &ra->slots[t % ra->depth];
+        s->state = SLOT_BUSY;
+        pthread_mutex_unlock(&ra->mu);
+
+        dm_err_clear(&s->err);
+        int rc;
+        if (s->kind == DM_RA_POSIX)
+            rc = dm_posix_readv((dm_posix *)s->handle, s->n, s->off, s->len, s->xfer, s->buf,
+                                NULL, 0, &s->total, &s->err);
+        else
+            rc = dm_h5_read_rows((dm_h5 *)s->handle, s->n, s->off, s->len, s->buf, &s->total,
+                                 &s->err);
+
+        pthread_mutex_lock(&ra->mu);
+        s->failed = rc != 0;
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&ra->cv_state);
+    }
+    pthread_mutex_unlock(&ra->mu);
+    return NULL;
+}
+
+dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
+                           dm_err *e) {
+    if (nthreads < 1 || depth < 1 || slot_bytes == 0) {
+        dm_err_set(e, DM_EARG, "read-ahead needs at least 1 thread, depth 1 and a slot size "
+                   "(got %d threads, depth %d, %zu bytes)", nthreads, depth, slot_bytes);
+        return NULL;
+    }
+    if (align < 64) align = 64;
+    dm_readahead *ra = calloc(1, sizeof *ra);
+    if (!ra) goto nomem;
+    ra->slots = calloc((size_t)depth, sizeof(slot_t));
+    ra->threads = calloc((size_t)nthreads, sizeof(pthread_t));
+    if (!ra->slots || !ra->threads) goto nomem_free;
+    ra->depth = depth;
+    ra->slot_bytes = slot_bytes;
+    for (int i = 0; i < depth; i++) {
+        ra->slots[i].buf = dm_aligned_alloc(align, (slot_bytes + align - 1) / align * align);
+        if (!ra->slots[i].buf) goto nomem_free;
+        ra->slots[i].ticket = -1;
+    }
+    pthread_mutex_init(&ra->mu, NULL);
+    pthread_cond_init(&ra->cv_work, NULL);
+    pthread_cond_init(&ra->cv_state, NULL);
+    for (int i = 0; i < nthreads; i++) {
+        if (pthread_create(&ra->threads[i], NULL, worker, ra) != 0) {
+            dm_err_set(e, DM_ENOMEM, "cannot start read-ahead thread %d", i);
+            ra->nthreads = i;
+            dm_ra_free(ra);
+            return NULL;
+        }
+        ra->nthreads = i + 1;
+    }
+    return ra;
+nomem_free:
+    if (ra->slots)
+        for (int i = 0; i < depth; i++) dm_aligned_free(ra->slots[i].buf);
+    free(ra->slots);
+    free(ra->threads);
+    free(ra);
+nomem:
+    dm_err_set(e, DM_ENOMEM, "cannot allocate a read-ahead ring of %d x %zu bytes", depth,
+               slot_bytes);
+    return NULL;
+}
+
+void dm_ra_free(dm_readahead *ra) {
+    if (!ra) return;
+    pthread_mutex_lock(&ra->mu);
+    ra->stop = 1;
+    pthread_cond_broadcast(&ra->cv_work);
+    pthread_mutex_unlock(&ra->mu);
+    for (int i = 0; i < ra->nthreads; i++) pthread_join(ra->threads[i], NULL);
+    for (int i = 0; i < ra->depth; i++) {
+        dm_aligned_free(ra->slots[i].buf);
+        free(ra->slots[i].off);
+        free(ra->slots[i].len);
+    }
+    pthread_mutex_destroy(&ra->mu);
+    pthread_cond_destroy(&ra->cv_work);
+    pthread_cond_destroy(&ra->cv_state);
+    free(ra->slots);
+    free(ra->threads);
+    free(ra);
+}
+
+size_t dm_ra_slot_bytes(const dm_readahead *ra) { return ra->slot_bytes; }
+
+int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
+                     const int64_t *len, int64_t xfer, dm_err *e) {
+    int64_t need = 0;
+    dm_oplog *log = NULL;
+    if (kind == DM_RA_POSIX) {
+        for (size_t i = 0; i < n; i++) need += len[i];
+        log = ((dm_posix *)handle)->log;
+    } else if (kind == DM_RA_H5) {
+        dm_h5 *h = handle;
+        if (h->collective) {
+            dm_err_set(e, DM_EARG, "read-ahead cannot issue collective HDF5 reads (%s)", h->path);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) need += len[i] * h->row_bytes;
+        log = h->log;
+    } else {
+        dm_err_set(e, DM_EARG, "unknown read-ahead request kind %d", kind);
+        return -1;
+    }
+    if (need > (int64_t)ra->slot_bytes) {
+        dm_err_set(e, DM_EARG, "a read-ahead request of %lld bytes exceeds the %zu-byte slots",
+                   (long long)need, ra->slot_bytes);
+        return -1;
+    }
+    if (log) __atomic_store_n(&log->concurrent, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&ra->mu);
+    int64_t t = ra->next_submit;
+    slot_t *s = &ra->slots[t % ra->depth];
+    while (s->state != SLOT_FREE) pthread_cond_wait(&ra->cv_state, &ra->mu);
+    if (s->cap < n) {
+        size_t c = n < 16 ? 16 : n;
+        int64_t *o = realloc(s->off, c * sizeof *o);
+        if (o) s->off = o;
+        int64_t *l = realloc(s->len, c * sizeof *l);
+        if (l) s->len = l;
+        if (!o || !l) {
+            pthread_mutex_unlock(&ra->mu);
+            dm_err_set(e, DM_ENOMEM, "out of memory for a request of %zu ranges", n);
+            return -1;
+        }
+        s->cap = c;
+    }
+    if (n) {
+        memcpy(s->off, off, n * sizeof *off);
+        memcpy(s->len, len, n * sizeof *len);
+    }
+    s->n = n;
+    s->kind = kind;
+    s->handle = handle;
+    s->xfer = xfer;
+    s->ticket = t;
+    s->need = need;
+    s->total = 0;
+    s->failed = 0;
+    s->state = SLOT_QUEUED;
+    ra->next_submit = t + 1;
+    pthread_cond_signal(&ra->cv_work);
+    pthread_mutex_unlock(&ra->mu);
+    return t;
+}
+
+static slot_t *slot_of(dm_readahead *ra, int64_t ticket, dm_err *e) {
+    if (ticket < 0 || ticket >= ra->next_submit || ra->slots[ticket % ra->depth].ticket != ticket
+        || ra->slots[ticket % ra->depth].state == SLOT_FREE) {
+        dm_err_set(e, DM_EARG, "read-ahead ticket %lld is not pending", (long long)ticket);
+        return NULL;
+    }
+    return &ra->slots[ticket % ra->depth];
+}
+
+int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,
+               dm_err *e) {
+    pthread_mutex_lock(&ra->mu);
+    slot_t *s = slot_of(ra, ticket, e);
+    if (!s) { pthread_mutex_unlock(&ra->mu); return -1; }
+    while (s->state != SLOT_DONE) pthread_cond_wait(&ra->cv_state, &ra->mu);
+    int failed = s->failed;
+    if (failed && e) *e = s->err;
+    *buf = s->buf;
+    *need = s->need;
+    *total = s->total;
+    pthread_mutex_unlock(&ra->mu);
+    return failed ? -1 : 0;
+}
+
+int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e) {
+    pthread_mutex_lock(&ra->mu);
+    slot_t *s = slot_of(ra, ticket, e);
+    if (!s) { pthread_mutex_unlock(&ra->mu); return -1; }
+    while (s->state != SLOT_DONE) pthread_cond_wait(&ra->cv_state, &ra->mu);
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&ra->cv_state);
+    pthread_mutex_unlock(&ra->mu);
+    return 0;
+}

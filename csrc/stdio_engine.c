@@ -1,0 +1,173 @@
+/* STDIO engine: fopen with a settable stream buffer, fseeko + fread / fwrite, as a Python or C
+ * program using FILE streams reaches the storage. A seek is issued only when the position
+ * changes, as a streaming reader would. */
+#define _GNU_SOURCE
+#include "dm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize, int32_t file_id,
+                  dm_oplog *log, dm_err *e) {
+    memset(h, 0, sizeof *h);
+    snprintf(h->path, sizeof h->path, "%s", path);
+    h->file_id = file_id;
+    h->log = log;
+    h->pos = 0;
+    if (flags & DM_O_DIRECT) {
+        dm_err_set(e, DM_EARG, "O_DIRECT cannot be used through STDIO (%s)", path);
+        return -1;
+    }
+    const char *mode = "rb";
+    if (flags & DM_O_WRITE) mode = (flags & DM_O_TRUNC) ? "w+b" : "r+b";
+    h->writing = (flags & DM_O_WRITE) != 0;
+    uint64_t t0 = dm_ticks();
+    FILE *fp;
+    if ((flags & DM_O_WRITE) && (flags & DM_O_CREATE) && !(flags & DM_O_TRUNC)) {
+        /* create without truncating; fopen has no such mode ("a" would force appends) */
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        fp = fd < 0 ? NULL : fdopen(fd, "r+b");
+        if (fd >= 0 && !fp) close(fd);
+    } else {
+        fp = fopen(path, mode);
+    }
+    uint64_t t1 = dm_ticks();
+    if (!fp) {
+        dm_err_set(e, errno, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (bufsize > 0) {
+        h->vbuf = malloc(bufsize);
+        if (!h->vbuf || setvbuf(fp, h->vbuf, _IOFBF, bufsize) != 0) {
+            dm_err_set(e, DM_ENOMEM, "cannot set a %zu-byte stream buffer on %s", bufsize, path);
+            fclose(fp);
+            free(h->vbuf);
+            h->vbuf = NULL;
+            return -1;
+        }
+    }
+    h->fp = fp;
+    dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN, DM_IF_STDIO);
+    return 0;
+}
+
+int dm_stdio_close(dm_stdio *h, dm_err *e) {
+    int rc = 0;
+    if (h->fp) {
+        uint64_t t0 = dm_ticks();
+        int r = fclose(h->fp);
+        uint64_t t1 = dm_ticks();
+        if (r != 0) {
+            dm_err_set(e, errno, "fclose of %s failed: %s", h->path, strerror(errno));
+            rc = -1;
+        }
+        dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_CLOSE, DM_IF_STDIO);
+        h->fp = NULL;
+    }
+    free(h->vbuf);
+    h->vbuf = NULL;
+    return rc;
+}
+
+static int seek_to(dm_stdio *h, int64_t off, dm_err *e) {
+    if (h->pos == off) return 0;
+    uint64_t t0 = dm_ticks();
+    int r = fseeko(h->fp, (off_t)off, SEEK_SET);
+    uint64_t t1 = dm_ticks();
+    if (r != 0) {
+        dm_err_set(e, errno, "fseeko to %lld in %s failed: %s", (long long)off, h->path,
+                   strerror(errno));
+        h->pos = -1;
+        return -1;
+    }
+    dm_log(h->log, t0, t1, off, 0, h->file_id, DM_OP_SEEK, DM_IF_STDIO);
+    h->pos = off;
+    return 0;
+}
+
+int dm_stdio_readv(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e) {
+    int64_t pos = 0;
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t o = off[i], l = len[i], done = 0;
+        if (seek_to(h, o, e) != 0) return -1;
+        while (done < l) {
+            int64_t t = (xfer > 0 && l - done > xfer) ? xfer : l - done;
+            uint64_t t0 = dm_ticks();
+            size_t r = fread(buf + pos + done, 1, (size_t)t, h->fp);
+            uint64_t t1 = dm_ticks();
+            if (r < (size_t)t && ferror(h->fp)) {
+                int err = errno;
+                clearerr(h->fp);
+                h->pos = -1;
+                dm_err_set(e, err, "fread of %lld bytes at offset %lld of %s failed: %s",
+                           (long long)t, (long long)(o + done), h->path, strerror(err));
+                return -1;
+            }
+            dm_log(h->log, t0, t1, o + done, (int64_t)r, h->file_id, DM_OP_READ, DM_IF_STDIO);
+            done += (int64_t)r;
+            h->pos = o + done;
+            if ((int64_t)r < t) { clearerr(h->fp); break; }
+        }
+        if (got) got[i] = done;
+        *total += done;
+        if (done < l && exact) {
+            dm_err_set(e, DM_EOF, "unexpected end of file in %s: wanted %lld bytes at offset "
+                       "%lld, got %lld", h->path, (long long)l, (long long)o, (long long)done);
+            return -1;
+        }
+        pos += l;
+    }
+    return 0;
+}
+
+int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                    const char *buf, int64_t *total, dm_err *e) {
+    int64_t pos = 0;
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t o = off[i], l = len[i], done = 0;
+        if (seek_to(h, o, e) != 0) return -1;
+        while (done < l) {
+            int64_t t = (xfer > 0 && l - done > xfer) ? xfer : l - done;
+            uint64_t t0 = dm_ticks();
+            size_t r = fwrite(buf + pos + done, 1, (size_t)t, h->fp);
+            uint64_t t1 = dm_ticks();
+            if (r < (size_t)t) {
+                int err = errno ? errno : ENOSPC;
+                h->pos = -1;
+                dm_err_set(e, err, "fwrite of %lld bytes at offset %lld of %s failed: %s",
+                           (long long)t, (long long)(o + done), h->path, strerror(err));
+                return -1;
+            }
+            dm_log(h->log, t0, t1, o + done, (int64_t)r, h->file_id, DM_OP_WRITE, DM_IF_STDIO);
+            done += (int64_t)r;
+            h->pos = o + done;
+        }
+        *total += done;
+        pos += l;
+    }
+    return 0;
+}
+
+int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e) {
+    if (fflush(h->fp) != 0) {
+        dm_err_set(e, errno, "fflush of %s failed: %s", h->path, strerror(errno));
+        return -1;
+    }
+    if (sync) {
+        uint64_t t0 = dm_ticks();
+        int r = fsync(fileno(h->fp));
+        uint64_t t1 = dm_ticks();
+        if (r != 0) {
+            dm_err_set(e, errno, "fsync of %s failed: %s", h->path, strerror(errno));
+            return -1;
+        }
+        dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC, DM_IF_STDIO);
+    }
+    return 0;
+}

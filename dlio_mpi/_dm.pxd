@@ -1,0 +1,137 @@
+# C declarations of csrc/dm.h, the native engines.
+from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
+from mpi4py.libmpi cimport MPI_Comm
+
+cdef extern from "dm.h" nogil:
+    ctypedef struct dm_err:
+        int code
+        char msg[768]
+
+    int DM_EOF, DM_EALIGN, DM_EMPI, DM_EHDF5, DM_EARG, DM_ENOMEM
+    int DM_HIST_BUCKETS
+    int DM_O_READ, DM_O_WRITE, DM_O_CREATE, DM_O_TRUNC, DM_O_DIRECT
+    int DM_H5_SEC2, DM_H5_MPIO
+    int DM_RA_POSIX, DM_RA_H5
+
+    ctypedef struct dm_oplog:
+        int64_t *start
+        int64_t *dur
+        int64_t *offset
+        int64_t *bytes
+        int32_t *file
+        uint8_t *op
+        uint8_t *iface
+        size_t cap
+        size_t n
+        size_t nconv
+        int concurrent
+        int enabled
+        int64_t mono0_ns
+        double ns_per_tick
+        uint64_t over_count[9]
+        int64_t over_bytes[9]
+
+    dm_oplog *dm_oplog_create(size_t cap, dm_err *e)
+    void dm_oplog_free(dm_oplog *L)
+    void dm_oplog_reset(dm_oplog *L)
+    void dm_oplog_finalize(dm_oplog *L)
+    uint64_t dm_oplog_overflow(const dm_oplog *L)
+    void dm_oplog_histogram(const dm_oplog *L, int op, int iface, uint64_t *hist)
+    int dm_hist_bucket(int64_t ns)
+    double dm_hist_bucket_lower_ns(int b)
+    int64_t dm_mono_ns()
+
+    ctypedef struct dm_posix:
+        int fd
+        int flags
+        int iface
+        size_t mem_align
+        size_t off_align
+        size_t map_len
+        char path[4096]
+
+    int dm_dio_alignment(const char *path, size_t *mem, size_t *off, const char **source,
+                         dm_err *e)
+    int dm_dio_probe(const char *dir, dm_err *e)
+    int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int advice,
+                      int32_t file_id, dm_oplog *log, dm_err *e)
+    int dm_posix_close(dm_posix *h, dm_err *e)
+    int dm_posix_size(dm_posix *h, int64_t *size, dm_err *e)
+    int dm_posix_fadvise(dm_posix *h, int64_t off, int64_t len, int advice, dm_err *e)
+    int dm_posix_readv(dm_posix *h, size_t n, const int64_t *off, const int64_t *len,
+                       int64_t xfer, char *buf, int64_t *got, int exact, int64_t *total,
+                       dm_err *e)
+    int dm_posix_writev(dm_posix *h, size_t n, const int64_t *off, const int64_t *len,
+                        int64_t xfer, const char *buf, int64_t *total, dm_err *e)
+    int dm_posix_sync(dm_posix *h, int data_only, dm_err *e)
+
+    ctypedef struct FILE
+    ctypedef struct dm_stdio:
+        FILE *fp
+        char path[4096]
+
+    int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize,
+                      int32_t file_id, dm_oplog *log, dm_err *e)
+    int dm_stdio_close(dm_stdio *h, dm_err *e)
+    int dm_stdio_readv(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len,
+                       int64_t xfer, char *buf, int64_t *got, int exact, int64_t *total,
+                       dm_err *e)
+    int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len,
+                        int64_t xfer, const char *buf, int64_t *total, dm_err *e)
+    int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e)
+
+    ctypedef struct dm_mpiio:
+        int rank
+        char path[4096]
+
+    int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int nhints,
+                      const char *const *keys, const char *const *vals, int32_t file_id,
+                      dm_oplog *log, dm_err *e)
+    int dm_mpiio_close(dm_mpiio *h, dm_err *e)
+    int dm_mpiio_size(dm_mpiio *h, int64_t *size, dm_err *e)
+    int dm_mpiio_readv(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
+                       int64_t xfer, char *buf, int64_t *got, int exact, int64_t *total,
+                       dm_err *e)
+    int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
+                          char *buf, int64_t *total, dm_err *e)
+    int dm_mpiio_writev(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
+                        int64_t xfer, const char *buf, int64_t *total, dm_err *e)
+    int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
+                           const char *buf, int64_t *total, dm_err *e)
+    int dm_mpiio_sync(dm_mpiio *h, dm_err *e)
+
+    ctypedef unsigned long long hsize_t
+    ctypedef struct dm_h5:
+        int driver
+        int collective
+        int rank_ndims
+        hsize_t dims[8]
+        hsize_t row_elems
+        size_t elem_size
+        int64_t row_bytes
+        char path[4096]
+
+    int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
+                   int collective, int writing, int nhints, const char *const *keys,
+                   const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
+    int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims,
+                     const hsize_t *dims, hsize_t chunk_rows, int driver, MPI_Comm comm,
+                     int collective, int nhints, const char *const *keys,
+                     const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
+    int dm_h5_close(dm_h5 *h, dm_err *e)
+    int dm_h5_read_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
+                        char *buf, int64_t *total, dm_err *e)
+    int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
+                         const char *buf, int64_t *total, dm_err *e)
+    int dm_h5_flush(dm_h5 *h, dm_err *e)
+
+    ctypedef struct dm_readahead
+    dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
+                               dm_err *e)
+    void dm_ra_free(dm_readahead *ra)
+    int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n,
+                         const int64_t *off, const int64_t *len, int64_t xfer, dm_err *e)
+    int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,
+                   dm_err *e)
+    int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e)
+    size_t dm_ra_slot_bytes(const dm_readahead *ra)

@@ -1,0 +1,61 @@
+"""Facts about the machine and the libraries a run uses, recorded with its results."""
+import os
+import socket
+
+
+def mpi_library():
+    from mpi4py import MPI
+
+    return MPI.Get_library_version().split(",")[0].strip()
+
+
+def mpiio_component():
+    """The MPI-IO implementation Open MPI will use (OMPI_MCA_io), or the library's default."""
+    from mpi4py import MPI
+
+    lib = MPI.Get_library_version()
+    if "Open MPI" in lib:
+        return os.environ.get("OMPI_MCA_io", "default (ompio unless set)")
+    if "MPICH" in lib or "Intel" in lib or "Cray" in lib:
+        return "ROMIO"
+    return "unknown"
+
+
+def filesystem_type(path):
+    """The mount's file system type of path, from /proc/mounts (longest matching mount point)."""
+    path = os.path.realpath(path)
+    best, fstype = "", "unknown"
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 3:
+                    continue
+                mnt = parts[1].replace("\\040", " ")
+                if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
+                    best, fstype = mnt, parts[2]
+    except OSError:
+        pass
+    return fstype
+
+
+def describe(directory="."):
+    import h5py
+
+    from dlio_mpi import engines
+
+    out = {
+        "host": socket.gethostname(),
+        "mpi": mpi_library(),
+        "mpiio": mpiio_component(),
+        "hdf5": h5py.version.hdf5_version + (" (parallel)" if h5py.get_config().mpi else ""),
+        "directory": os.path.realpath(directory),
+        "filesystem": filesystem_type(directory),
+    }
+    try:
+        mem, off, src = engines.dio_alignment(directory)
+        engines.dio_probe(directory)
+        out["o_direct"] = f"yes, alignment {off} B (memory {mem} B, from {src})"
+    except engines.EngineError as e:
+        out["o_direct"] = f"no ({e})"
+    return out

@@ -1,0 +1,1 @@
+"""Shipped workload descriptions (YAML)."""

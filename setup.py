@@ -1,0 +1,110 @@
+"""Build of dlio_mpi's native engines: csrc/*.c and one Cython module, compiled with the MPI
+compiler wrapper against a parallel HDF5 found through HDF5_DIR, pkg-config or h5pcc."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from glob import glob
+
+from setuptools import Extension, setup
+
+
+def fail(msg):
+    sys.exit(f"dlio_mpi build error: {msg}")
+
+
+def mpi_compiler():
+    cc = os.environ.get("MPICC") or shutil.which("mpicc")
+    if not cc:
+        fail("no MPI C compiler wrapper (mpicc) found: install an MPI "
+             "(Debian: apt-get install openmpi-bin libopenmpi-dev), load your MPI module, "
+             "or set MPICC")
+    return cc
+
+
+def _flags_from(tokens):
+    inc = [t[2:] for t in tokens if t.startswith("-I")]
+    lib = [t[2:] for t in tokens if t.startswith("-L")]
+    return inc, lib
+
+
+def parallel_hdf5():
+    """(include dirs, library dirs, where) of a parallel HDF5."""
+    tried = []
+    hdir = os.environ.get("HDF5_DIR")
+    if hdir:
+        inc, lib = [os.path.join(hdir, "include")], [os.path.join(hdir, "lib")]
+        where = f"HDF5_DIR={hdir}"
+    else:
+        inc = lib = None
+        for pc in ("hdf5-mpi", "hdf5-openmpi", "hdf5-mpich", "hdf5"):
+            tried.append(f"pkg-config {pc}")
+            try:
+                out = subprocess.run(["pkg-config", "--cflags", "--libs", pc],
+                                     capture_output=True, text=True)
+            except FileNotFoundError:
+                break
+            if out.returncode == 0:
+                inc, lib = _flags_from(shlex.split(out.stdout))
+                where = f"pkg-config {pc}"
+                break
+        if inc is None and shutil.which("h5pcc"):
+            tried.append("h5pcc")
+            out = subprocess.run(["h5pcc", "-show"], capture_output=True, text=True)
+            inc, lib = _flags_from(shlex.split(out.stdout))
+            h5root = os.path.dirname(os.path.dirname(shutil.which("h5pcc")))
+            inc = inc + [os.path.join(h5root, "include")]
+            lib = lib + [os.path.join(h5root, "lib")]
+            where = "h5pcc"
+        if inc is None:
+            fail("no parallel HDF5 found (looked at HDF5_DIR, " + ", ".join(tried) +
+                 "): install one (Debian: apt-get install libhdf5-openmpi-dev), "
+                 "load your parallel HDF5 module, or set HDF5_DIR")
+    conf = None
+    for d in inc + ["/usr/include"]:
+        for name in ("H5pubconf.h", "H5pubconf-64.h"):
+            if os.path.exists(os.path.join(d, name)):
+                conf = os.path.join(d, name)
+                break
+        if conf:
+            break
+    if conf is None:
+        fail(f"HDF5 headers not found from {where} (no H5pubconf.h in {inc})")
+    with open(conf) as f:
+        if not re.search(r"#define\s+H5_HAVE_PARALLEL\s+1", f.read()):
+            fail(f"the HDF5 of {where} ({conf}) is not built with MPI (parallel) support: "
+                 "install a parallel HDF5 (Debian: libhdf5-openmpi-dev) or set HDF5_DIR")
+    return inc, lib, where
+
+
+def extensions():
+    import mpi4py
+    import numpy
+    from Cython.Build import cythonize
+
+    cc = mpi_compiler()
+    inc, lib, where = parallel_hdf5()
+    os.environ["CC"] = cc
+    ldshared = (sysconfig.get_config_var("LDSHARED") or "cc -shared").split()
+    os.environ["LDSHARED"] = " ".join([cc] + ldshared[1:])
+    print(f"dlio_mpi: compiling with {cc}, parallel HDF5 from {where}", file=sys.stderr)
+    ext = Extension(
+        "dlio_mpi._engines",
+        sources=["dlio_mpi/_engines.pyx"] + sorted(glob("csrc/*.c")),
+        include_dirs=["csrc", numpy.get_include(), mpi4py.get_include()] + inc,
+        library_dirs=lib,
+        runtime_library_dirs=[d for d in lib if d.startswith("/") and not d.startswith("/usr/lib")],
+        libraries=["hdf5"],
+        extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wno-unused-function",
+                            "-Wno-sign-compare"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+                       ("H5_USE_110_API", None)],
+    )
+    return cythonize([ext], compiler_directives={"language_level": "3"},
+                     include_path=[mpi4py.get_include(), os.path.dirname(mpi4py.__file__)])
+
+
+setup(ext_modules=extensions())

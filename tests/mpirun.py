@@ -1,0 +1,43 @@
+"""Run a script under mpiexec from a test: a hang is killed by a timeout, an MPI failure or a
+non-zero exit on any rank fails the test with the ranks' output."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mpiexec_cmd(n):
+    exe = shutil.which("mpiexec")
+    if exe is None:
+        pytest.fail("mpiexec not found: run scripts/setup.sh")
+    cmd = [exe, "-n", str(n)]
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" in out or "OpenRTE" in out:
+        cmd += ["--oversubscribe"]
+        if os.geteuid() == 0:
+            cmd += ["--allow-run-as-root"]
+    return cmd
+
+
+def run_mpi(n, script, *args, timeout=120, env=None, check=True):
+    """Run tests/mpi/<script> on n ranks; returns the CompletedProcess."""
+    cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", script), *map(str, args)]
+    full_env = dict(os.environ)
+    full_env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    full_env.update(env or {})
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=full_env, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        pytest.fail(f"{script} on {n} ranks hung (killed after {timeout} s):\n{out[-4000:]}")
+    if check and p.returncode != 0:
+        pytest.fail(f"{script} on {n} ranks exited {p.returncode}:\n{out[-6000:]}")
+    return subprocess.CompletedProcess(cmd, p.returncode, out, "")

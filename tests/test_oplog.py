@@ -1,0 +1,97 @@
+"""The op log holds exactly the operations issued: count, bytes, offsets, file ids, kinds; the
+histogram counts every operation; operations past capacity are still counted."""
+import time
+
+import numpy as np
+import pytest
+
+from dlio_mpi import engines
+
+
+def test_exact_entries_for_split_transfers(datafile):
+    path, data = datafile(100_000)
+    log = engines.OpLog(1000)
+    with engines.PosixFile(path, oplog=log, file_id=11) as f:
+        f.readv([0, 50_000, 99_000], [10_000, 25_000, 5_000], xfer=4096)
+    a = log.arrays()
+    reads = a["op"] == engines.OP["read"]
+    # 10000 -> 3 transfers, 25000 -> 7, the third range hits EOF after 1000 bytes -> 1
+    assert reads.sum() == 3 + 7 + 1
+    want_off = ([0, 4096, 8192] + [50_000 + 4096 * k for k in range(7)] + [99_000])
+    want_len = ([4096, 4096, 1808] + [4096] * 6 + [25_000 - 6 * 4096] + [1000])
+    assert a["offset"][reads].tolist() == want_off
+    assert a["bytes"][reads].tolist() == want_len
+    assert (a["file"] == 11).all()
+    assert (a["iface"][reads] == engines.IFACE["posix"]).all()
+    ops = [engines.OPS[o] for o in a["op"]]
+    assert ops[0] == "open" and ops[-1] == "close"
+    assert int(a["bytes"].sum()) == 10_000 + 25_000 + 1000
+
+
+def test_timestamps_are_ordered_and_bounded(datafile):
+    path, _ = datafile(1 << 20)
+    log = engines.OpLog(10_000)
+    t0 = engines.mono_ns()
+    with engines.PosixFile(path, oplog=log) as f:
+        for _ in range(20):
+            f.readv(np.arange(0, 1 << 20, 4096), np.full(256, 4096), xfer=0)
+    t1 = engines.mono_ns()
+    a = log.arrays()
+    start = a["start"] + log.origin_mono_ns
+    assert (a["dur"] >= 0).all()
+    assert (np.diff(a["start"]) >= 0).all()
+    assert start.min() >= t0 - 1_000_000 and (start + a["dur"]).max() <= t1 + 1_000_000
+    assert a["dur"].sum() <= (t1 - t0) * 1.05
+
+
+def test_views_are_zero_copy_and_keep_the_log_alive(datafile):
+    path, _ = datafile(8192)
+    log = engines.OpLog(16)
+    with engines.PosixFile(path, oplog=log) as f:
+        f.read(0, 4096)
+    a = log.arrays()
+    assert not a["bytes"].flags.owndata and not a["bytes"].flags.writeable
+    del log
+    assert a["bytes"].tolist()[1] == 4096      # still readable: the array holds the log
+
+
+def test_overflow_is_counted(datafile):
+    path, _ = datafile(1 << 16)
+    log = engines.OpLog(5)
+    with engines.PosixFile(path, oplog=log) as f:
+        f.readv(np.arange(0, 1 << 16, 1024), np.full(64, 1024))
+    assert log.count == 5
+    # open + 64 reads + close = 66 ops, 5 kept
+    assert log.overflow == 61
+    kept = log.arrays()
+    assert int(kept["bytes"].sum()) + log.overflow_totals()["read"][1] == 1 << 16
+    hist = log.histogram(op="read")
+    assert int(hist.sum()) == 64
+
+
+def test_histogram_buckets():
+    b = engines.hist_bucket_bounds()
+    assert b[0] == 0 and (np.diff(b) > 0).all()
+    for ns in (1, 3, 5, 1000, 1023, 1024, 1500, 10**9):
+        k = engines.hist_bucket(ns)
+        assert b[k] <= ns < b[k + 1]
+
+
+def test_disabled_log_records_nothing(datafile):
+    path, _ = datafile(8192)
+    log = engines.OpLog(16)
+    log.enabled = False
+    with engines.PosixFile(path, oplog=log) as f:
+        f.read(0, 8192)
+    assert log.count == 0
+
+
+def test_reset(datafile):
+    path, _ = datafile(8192)
+    log = engines.OpLog(16)
+    with engines.PosixFile(path, oplog=log) as f:
+        f.read(0, 10)
+        log.reset()
+        f.read(0, 20)
+    a = log.arrays()
+    assert a["bytes"].tolist() == [20, 0]

@@ -1,0 +1,187 @@
+"""POSIX, O_DIRECT, mmap and STDIO engines against the reference engines and the file's known
+content, on random ranges (including ranges crossing EOF and zero-length ranges)."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlio_mpi import engines
+from dlio_mpi.reference import MmapRef, PosixRef, StdioRef
+
+SIZE = 300_001          # not a multiple of any block size: the last block is partial
+
+
+def expected(data, offsets, lengths):
+    """Packed output and per-range counts computed from the content itself."""
+    out = np.zeros(int(sum(lengths)), dtype=np.uint8)
+    got = []
+    pos = 0
+    for o, n in zip(offsets, lengths):
+        chunk = data[o:o + n]
+        out[pos:pos + chunk.size] = chunk
+        got.append(chunk.size)
+        pos += n
+    return out, np.array(got, dtype=np.int64)
+
+
+ranges = st.lists(
+    st.tuples(st.integers(0, SIZE + 5000), st.integers(0, 70_000)), min_size=0, max_size=12)
+xfers = st.sampled_from([0, 1, 4096, 65536, 1 << 20])
+
+
+@pytest.fixture(scope="module")
+def shared_file(tmp_path_factory):
+    from conftest import pattern
+    data = pattern(SIZE, seed=7)
+    path = tmp_path_factory.mktemp("posix") / "data.bin"
+    data.tofile(path)
+    return path, data
+
+
+def fill(n):
+    # a poisoned output buffer: bytes not written stay 0xAB in both engines
+    return np.full(n, 0xAB, dtype=np.uint8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rs=ranges, xfer=xfers)
+@pytest.mark.parametrize("kind", ["posix", "mmap", "stdio"])
+def test_native_equals_reference_and_content(shared_file, kind, rs, xfer):
+    path, data = shared_file
+    offs = [r[0] for r in rs]
+    lens = [r[1] for r in rs]
+    total = sum(lens)
+    want, want_got = expected(data, offs, lens)
+    if kind == "posix":
+        nat, ref = engines.PosixFile(path), PosixRef(path)
+    elif kind == "mmap":
+        nat, ref = engines.PosixFile(path, mmap=True), MmapRef(path)
+    else:
+        nat, ref = engines.StdioFile(path, bufsize=8192), StdioRef(path, bufsize=8192)
+    with nat, ref:
+        a, a_got = nat.readv(offs, lens, xfer=xfer, out=fill(total), per_range=True)
+        b, b_got = ref.readv(offs, lens, xfer=xfer, out=fill(total), per_range=True)
+    assert np.array_equal(a_got, want_got)
+    assert np.array_equal(b_got, want_got)
+    assert np.array_equal(a, b)
+    # bytes past EOF are left untouched; compare only what was read
+    pos = 0
+    for o, n, g in zip(offs, lens, want_got):
+        assert np.array_equal(a[pos:pos + g], want[pos:pos + g])
+        assert (a[pos + g:pos + n] == 0xAB).all()
+        pos += n
+
+
+def test_read_returns_short_at_eof_and_exact_raises(shared_file):
+    path, data = shared_file
+    with engines.PosixFile(path) as f:
+        assert np.array_equal(f.read(SIZE - 10, 100), data[-10:])
+        assert f.read(SIZE + 10, 100).size == 0
+        assert f.size() == SIZE
+        with pytest.raises(engines.ShortReadError) as ei:
+            f.readv([SIZE - 10], [100], exact=True)
+    msg = str(ei.value)
+    assert str(path) in msg and str(SIZE - 10) in msg and "\n" not in msg
+
+
+def test_missing_file_names_the_file(tmp_path):
+    missing = tmp_path / "nope.bin"
+    for opener in (engines.PosixFile, engines.StdioFile):
+        with pytest.raises(engines.EngineError) as ei:
+            opener(missing)
+        assert ei.value.errno == 2
+        assert str(missing) in str(ei.value)
+
+
+def drop_dac_capabilities():
+    """In a child process: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so that file
+    permissions apply to root too."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    hdr = Header(0x20080522, 0)
+    data = (Data * 2)()
+    if libc.capget(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    mask = ~((1 << 1) | (1 << 2)) & 0xFFFFFFFF
+    data[0].effective &= mask
+    data[0].permitted &= mask
+    data[0].inheritable &= mask
+    if libc.capset(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    for cap in (1, 2):      # and from the bounding set, or root regains them at exec
+        if libc.prctl(24, cap, 0, 0, 0) != 0:     # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_permission_denied_names_the_file(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "secret.bin"
+    path.write_bytes(b"x" * 100)
+    os.chmod(path, 0o000)
+    code = ("import sys\nfrom dlio_mpi import engines\n"
+            "try:\n    engines.PosixFile(sys.argv[1])\nexcept engines.EngineError as e:\n"
+            "    print(e.errno, e); sys.exit(0)\nsys.exit(3)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                       preexec_fn=drop_dac_capabilities if os.geteuid() == 0 else None)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith("13 ") and str(path) in p.stdout
+
+
+def test_writes_then_sync_and_read_back(tmp_path):
+    path = tmp_path / "w.bin"
+    payload = np.arange(10_000, dtype=np.uint8)
+    log = engines.OpLog(64)
+    with engines.PosixFile(path, "w", oplog=log, file_id=5) as f:
+        n = f.writev([0, 20_000], [4000, 6000], payload, xfer=1024)
+        f.sync()
+        f.sync(data_only=True)
+    assert n == 10_000
+    raw = np.fromfile(path, dtype=np.uint8)
+    assert raw.size == 26_000
+    assert np.array_equal(raw[:4000], payload[:4000])
+    assert np.array_equal(raw[20_000:], payload[4000:])
+    a = log.arrays()
+    ops = [engines.OPS[o] for o in a["op"]]
+    assert ops.count("write") == 4 + 6 and ops.count("fsync") == 1 and ops.count("fdatasync") == 1
+    assert (a["file"] == 5).all()
+
+
+def test_stdio_writes(tmp_path):
+    path = tmp_path / "s.bin"
+    with engines.StdioFile(path, "w", bufsize=1 << 16) as f:
+        f.writev([0, 100], [100, 50], np.full(150, 7, dtype=np.uint8))
+        f.flush(sync=True)
+    assert path.read_bytes() == b"\x07" * 150
+
+
+def test_stdio_refuses_o_direct(tmp_path):
+    path = tmp_path / "s.bin"
+    path.write_bytes(b"abc")
+    with pytest.raises(engines.EngineError, match="O_DIRECT cannot be used through STDIO"):
+        engines.StdioFile(path, direct=True)
+
+
+def test_fadvise_hints(shared_file):
+    path, data = shared_file
+    with engines.PosixFile(path, advice=os.POSIX_FADV_RANDOM) as f:
+        f.fadvise(0, 0, os.POSIX_FADV_WILLNEED)
+        assert np.array_equal(f.read(0, 10), data[:10])
+
+
+def test_align_range():
+    assert engines.align_range(5000, 100, 4096) == (4096, 4096)
+    assert engines.align_range(4096, 4096, 4096) == (4096, 4096)
+    assert engines.align_range(4000, 200, 512) == (3584, 1024)
