@@ -1,0 +1,166 @@
+"""A whole run on every rank: check, make the dataset if it is missing, train, reduce the
+measurements across ranks, and write the outputs (rank 0: summary.json, per-rank CSV)."""
+import csv
+import io
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from dlio_mpi import config, datagen, engines, pipeline, sampler, sysinfo
+
+
+def _agree(comm, error):
+    """Every rank learns the first rank's error, so all stop together (no one waits in a
+    collective for a rank that failed)."""
+    errors = [e for e in comm.allgather(error) if e]
+    if errors:
+        raise RuntimeError(errors[0])
+
+
+def write_atomic(path, text):
+    tmp = f"{path}.part"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def prepare(cfg, comm):
+    """Output directory and dataset, agreed on by every rank."""
+    rank = comm.Get_rank()
+    config.check_ranks(cfg, comm.Get_size())
+    error = None
+    if rank == 0:
+        try:
+            os.makedirs(cfg.output_dir, exist_ok=True)
+            probe = os.path.join(cfg.output_dir, ".write_probe")
+            with open(probe, "w"):
+                pass
+            os.unlink(probe)
+        except OSError as e:
+            error = f"rank 0: output directory {cfg.output_dir} cannot be written: {e.strerror}"
+    _agree(comm, error)
+    have = datagen.read_manifest(cfg.data_dir) if rank == 0 else None
+    have = comm.bcast(have, root=0)
+    generated = 0
+    if have != datagen.manifest_for(cfg):
+        generated = comm.allreduce(datagen.generate(cfg, comm))
+    if cfg.interface == "posix_direct":
+        error = None
+        try:
+            mem, off, _ = engines.dio_alignment(cfg.data_dir)
+            if cfg.record_bytes % off or cfg.transfer_size % off:
+                error = (f"rank {rank}: interface posix_direct needs record_bytes and "
+                         f"transfer_size in multiples of {off} bytes on {cfg.data_dir}")
+            else:
+                engines.dio_probe(cfg.data_dir)
+        except engines.EngineError as e:
+            error = str(e)
+        _agree(comm, error)
+    return generated
+
+
+def reduce_epochs(epochs, comm):
+    """Job-wide figures of each epoch from every rank's numbers."""
+    MPI = _mpi()
+    out = []
+    for e in epochs:
+        wall = comm.allreduce(e["wall_s"], op=MPI.MAX)
+        first_done = comm.allreduce(e["wall_s"], op=MPI.MIN)
+        samples = comm.allreduce(e["samples"])
+        moved = comm.allreduce(e["bytes_moved"])
+        ops = comm.allreduce(e["read_ops"])
+        # AU (MLPerf Storage): compute time over the training phase's wall time, first step's
+        # I/O excluded, per rank; the job's is the mean over ranks
+        denom = max(e["wall_s"] - e["first_step_io_s"], 1e-12)
+        au = comm.allreduce(min(e["compute_s"] / denom, 1.0)) / comm.Get_size()
+        hist = np.zeros_like(e["latency_hist"])
+        comm.Allreduce(e["latency_hist"], hist, op=MPI.SUM)
+        out.append({
+            "epoch": e["epoch"], "steps": e["steps"], "samples": samples,
+            "duration_s": wall, "first_done_s": first_done, "last_done_s": wall,
+            "au": au, "samples_per_s": samples / wall, "bytes_moved": moved,
+            "bytes_per_s": moved / wall, "read_ops": ops,
+            "io_wait_s_max": comm.allreduce(e["io_wait_s"], op=MPI.MAX),
+            "latency_hist_read": hist.tolist(),
+        })
+    return out
+
+
+def _mpi():
+    from mpi4py import MPI
+    return MPI
+
+
+def run(cfg, comm, echo=print):
+    """The main job. Returns the summary (on every rank)."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    t0 = time.time()
+    generated = prepare(cfg, comm)
+    log = engines.OpLog(cfg.oplog_capacity)
+
+    def progress(epoch, step, steps):
+        if sys.stderr.isatty():
+            print(f"\repoch {epoch + 1}/{cfg.epochs} step {step}/{steps}", end="",
+                  file=sys.stderr, flush=True)
+
+    epochs, oplogs = pipeline.run_epochs(cfg, comm, log, progress)
+    if rank == 0 and sys.stderr.isatty():
+        print(file=sys.stderr)
+    job = reduce_epochs(epochs, comm)
+    au = float(np.mean([e["au"] for e in job]))
+    summary = {
+        "config": cfg.to_dict(),
+        "ranks": size,
+        "hosts": len(set(comm.allgather(os.uname().nodename))),
+        "steps_per_epoch": job[0]["steps"] if job else 0,
+        "samples_dropped_per_epoch": sampler.dropped_per_epoch(cfg.num_samples, size,
+                                                               cfg.batch_size),
+        "files_generated": generated,
+        "train_au_mean_percentage": 100 * au,
+        "train_throughput_mean_samples_per_second":
+            float(np.mean([e["samples_per_s"] for e in job])),
+        "train_io_mean_MB_per_second": float(np.mean([e["bytes_per_s"] for e in job])) / 1e6,
+        "bytes_moved": int(sum(e["bytes_moved"] for e in job)),
+        "epochs": job,
+        "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
+        "facts": {"mpi": sysinfo.mpi_library(), "mpiio": sysinfo.mpiio_component(),
+                  "filesystem": sysinfo.filesystem_type(cfg.data_dir)},
+        "started": t0,
+        "duration_s": time.time() - t0,
+    }
+    rows = comm.gather([rank] + [round(e[k], 6) for e in epochs
+                                 for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")],
+                       root=0)
+    if cfg.keep_oplog:
+        np.savez(os.path.join(cfg.output_dir, f"oplog_rank{rank:05d}.npz"),
+                 **{f"e{i}_{k}": v for i, ep in enumerate(oplogs) for k, v in ep.items()})
+    if rank == 0:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["rank"] + [f"e{e}_{k}" for e in range(len(epochs))
+                               for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")])
+        w.writerows(rows)
+        write_atomic(os.path.join(cfg.output_dir, "per_rank.csv"), buf.getvalue())
+        write_atomic(os.path.join(cfg.output_dir, "summary.json"),
+                     json.dumps(summary, indent=1))
+    comm.Barrier()
+    return summary
+
+
+def format_summary(s):
+    lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
+             f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)"]
+    for e in s["epochs"]:
+        lines.append(f"epoch {e['epoch'] + 1}: {e['samples']} samples in {e['duration_s']:.3f} s,"
+                     f" {e['samples_per_s']:.1f} samples/s, {e['bytes_per_s'] / 2**20:.1f} MiB/s"
+                     f" moved, AU {100 * e['au']:.1f}%")
+    lines.append(f"train_au_mean_percentage {s['train_au_mean_percentage']:.2f}, "
+                 f"train_throughput_mean_samples_per_second "
+                 f"{s['train_throughput_mean_samples_per_second']:.1f}, "
+                 f"bytes moved {s['bytes_moved']}")
+    return "\n".join(lines)
