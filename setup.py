@@ -64,7 +64,8 @@ def parallel_hdf5():
                  "): install one (Debian: apt-get install libhdf5-openmpi-dev), "
                  "load your parallel HDF5 module, or set HDF5_DIR")
     conf = None
-    for d in inc + ["/usr/include"]:
+    # pkg-config leaves out system include directories
+    for d in inc or ["/usr/include", "/usr/local/include"]:
         for name in ("H5pubconf.h", "H5pubconf-64.h"):
             if os.path.exists(os.path.join(d, name)):
                 conf = os.path.join(d, name)
