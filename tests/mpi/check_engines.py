@@ -108,6 +108,20 @@ def check_collective_is_collective(path):
         r1 = rchar()
         moved = comm.allgather(r1 - r0)
         assert all(m >= per for m in moved), f"independent read: {moved}"
+    # HDF5 through the MPI-IO driver: a collective H5Dread is a collective MPI-IO read
+    h5 = os.path.join(os.path.dirname(path), "contig.h5")
+    per_rows = ROWS // size
+    ds = engines.H5Dataset(h5, "data", comm=comm, collective=True, hints=hints)
+    comm.Barrier()
+    r0 = rchar()
+    _, total = ds.read_rows([rank * per_rows], [per_rows])
+    r1 = rchar()
+    ds.close()
+    assert total == per_rows * ROW
+    moved = comm.allgather(r1 - r0)
+    readers = [i for i, m in enumerate(moved) if m >= size * per_rows * ROW]
+    assert len(readers) == 1, f"collective H5Dread: bytes read per rank {moved}"
+    assert all(m < per_rows * ROW // 4 for i, m in enumerate(moved) if i not in readers), moved
     print(f"rank {rank}: collective verified", flush=True)
 
 
