@@ -29,7 +29,11 @@ HIST_BUCKETS = DM_HIST_BUCKETS
 
 
 class EngineError(OSError):
-    """An I/O engine failure; str() is one line naming rank, operation, file and offset."""
+    """An I/O engine failure; str() is one line naming rank, operation, file and offset, and
+    errno is the system's error number where there is one (EIO for MPI and HDF5 failures)."""
+
+    def __str__(self):
+        return self.strerror or super().__str__()
 
 
 class AlignmentError(EngineError):

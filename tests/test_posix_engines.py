@@ -83,6 +83,7 @@ def test_read_returns_short_at_eof_and_exact_raises(shared_file):
         with pytest.raises(engines.ShortReadError) as ei:
             f.readv([SIZE - 10], [100], exact=True)
     msg = str(ei.value)
+    assert msg.startswith("rank 0: unexpected end of file")
     assert str(path) in msg and str(SIZE - 10) in msg and "\n" not in msg
 
 
