@@ -216,7 +216,7 @@ int dm_posix_check_aligned(const dm_posix *h, int64_t off, int64_t len, const vo
                    "needs multiples of %zu bytes", h->path, (long long)off, (long long)len, a);
         return -1;
     }
-    if (buf && ((uintptr_t)buf % m) != 0) {
+    if (buf && len > 0 && ((uintptr_t)buf % m) != 0) {
         dm_err_set(e, DM_EALIGN, "misaligned O_DIRECT buffer for %s: needs %zu-byte alignment",
                    h->path, m);
         return -1;

@@ -100,3 +100,12 @@ def test_direct_write_and_sync(dfile, tmp_path):
         with pytest.raises(engines.AlignmentError):
             f.writev([3], [a], buf)
     assert out.read_bytes() == b"\x09" * (4 * a)
+
+
+def test_zero_length_requests(dfile):
+    path, _ = dfile
+    with engines.PosixFile(path, direct=True) as f:
+        out, total = f.readv([0], [0])
+        assert total == 0 and out.size == 0
+        out, total = f.readv([], [])
+        assert total == 0
