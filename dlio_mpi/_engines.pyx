@@ -71,7 +71,20 @@ cdef bytes _path(path):
 
 
 cdef cnp.ndarray _i64(a):
-    return np.ascontiguousarray(np.atleast_1d(np.asarray(a, dtype=np.int64)))
+    """a as a 1-D contiguous int64 array (itself when it already is one)."""
+    if (isinstance(a, np.ndarray) and (<cnp.ndarray>a).dtype == np.int64 and
+            (<cnp.ndarray>a).ndim == 1 and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)):
+        return <cnp.ndarray>a
+    return np.ascontiguousarray(np.asarray(a, dtype=np.int64).reshape(-1))
+
+
+cdef int64_t _sum(cnp.ndarray a):
+    cdef int64_t s = 0
+    cdef int64_t *p = <int64_t *>a.data
+    cdef Py_ssize_t i
+    for i in range(a.shape[0]):
+        s += p[i]
+    return s
 
 
 def hist_bucket_bounds():
@@ -245,9 +258,15 @@ cdef _Batch _batch(offsets, lengths, buf, bint writable, int64_t scale=1):
     b.ln = _i64(lengths)
     if b.off.shape[0] != b.ln.shape[0]:
         raise ValueError(f"{b.off.shape[0]} offsets but {b.ln.shape[0]} lengths")
-    if (b.ln < 0).any() or (b.off < 0).any():
-        raise ValueError("offsets and lengths must not be negative")
-    cdef int64_t need = int(b.ln.sum()) * scale
+    cdef int64_t *op = <int64_t *>b.off.data
+    cdef int64_t *lp = <int64_t *>b.ln.data
+    cdef int64_t need = 0
+    cdef Py_ssize_t i
+    for i in range(b.ln.shape[0]):
+        if op[i] < 0 or lp[i] < 0:
+            raise ValueError(f"negative offset or length ({op[i]}, {lp[i]})")
+        need += lp[i]
+    need *= scale
     PyObject_GetBuffer(buf, &b.view, PyBUF_WRITABLE if writable else PyBUF_SIMPLE)
     b.have_view = True
     if b.view.len < need:
@@ -342,7 +361,7 @@ cdef class PosixFile:
         self._check()
         offs = _i64(offsets)
         lens = _i64(lengths)
-        out = _out(int(lens.sum()), out, max(self.h.mem_align, 64))
+        out = _out(_sum(lens), out, max(self.h.mem_align, 64))
         cdef _Batch b = _batch(offs, lens, out, True)
         cdef cnp.ndarray got = np.zeros(b.off.shape[0], dtype=np.int64) if per_range else None
         cdef int64_t *gp = <int64_t *>got.data if per_range else NULL
@@ -446,7 +465,7 @@ cdef class StdioFile:
             raise ValueError(f"I/O on closed file {self.path}")
         offs = _i64(offsets)
         lens = _i64(lengths)
-        out = _out(int(lens.sum()), out, 64)
+        out = _out(_sum(lens), out, 64)
         cdef _Batch b = _batch(offs, lens, out, True)
         cdef cnp.ndarray got = np.zeros(b.off.shape[0], dtype=np.int64) if per_range else None
         cdef int64_t *gp = <int64_t *>got.data if per_range else NULL
@@ -562,7 +581,7 @@ cdef class MPIFile:
         cdef int64_t total = 0
         offs = _i64(offsets)
         lens = _i64(lengths)
-        out = _out(int(lens.sum()), out, 64)
+        out = _out(_sum(lens), out, 64)
         cdef _Batch b = _batch(offs, lens, out, True)
         cdef cnp.ndarray got = np.zeros(b.off.shape[0], dtype=np.int64) if per_range else None
         cdef int64_t *gp = <int64_t *>got.data if per_range else NULL
@@ -579,9 +598,9 @@ cdef class MPIFile:
         must call it (with no ranges if it has none). Returns (out, total)."""
         cdef dm_err e
         cdef int64_t total = 0
-        offs = _i64(offsets) if len(offsets) else np.zeros(0, dtype=np.int64)
-        lens = _i64(lengths) if len(lengths) else np.zeros(0, dtype=np.int64)
-        out = _out(int(lens.sum()), out, 64)
+        offs = _i64(offsets)
+        lens = _i64(lengths)
+        out = _out(_sum(lens), out, 64)
         cdef _Batch b = _batch(offs, lens, out, True)
         with nogil:
             rc = dm_mpiio_read_all(&self.h, b.off.shape[0], <int64_t *>b.off.data,
@@ -605,8 +624,8 @@ cdef class MPIFile:
         """Collective write of non-overlapping ranges in one MPI_File_write_at_all."""
         cdef dm_err e
         cdef int64_t total = 0
-        offs = _i64(offsets) if len(offsets) else np.zeros(0, dtype=np.int64)
-        lens = _i64(lengths) if len(lengths) else np.zeros(0, dtype=np.int64)
+        offs = _i64(offsets)
+        lens = _i64(lengths)
         cdef _Batch b = _batch(offs, lens, buf, False)
         with nogil:
             rc = dm_mpiio_write_all(&self.h, b.off.shape[0], <int64_t *>b.off.data,
@@ -709,9 +728,9 @@ cdef class H5Dataset:
         every rank calls it (with no rows if it has none). Returns (out, bytes)."""
         cdef dm_err e
         cdef int64_t total = 0
-        st = _i64(starts) if len(starts) else np.zeros(0, dtype=np.int64)
-        ct = _i64(counts) if len(counts) else np.zeros(0, dtype=np.int64)
-        out = _out(int(ct.sum()) * self.h.row_bytes, out, 64)
+        st = _i64(starts)
+        ct = _i64(counts)
+        out = _out(_sum(ct) * self.h.row_bytes, out, 64)
         cdef _Batch b = _batch(st, ct, out, True, self.h.row_bytes)
         with nogil:
             rc = dm_h5_read_rows(&self.h, b.off.shape[0], <int64_t *>b.off.data,
@@ -723,8 +742,8 @@ cdef class H5Dataset:
     def write_rows(self, starts, counts, buf):
         cdef dm_err e
         cdef int64_t total = 0
-        st = _i64(starts) if len(starts) else np.zeros(0, dtype=np.int64)
-        ct = _i64(counts) if len(counts) else np.zeros(0, dtype=np.int64)
+        st = _i64(starts)
+        ct = _i64(counts)
         cdef _Batch b = _batch(st, ct, buf, False, self.h.row_bytes)
         with nogil:
             rc = dm_h5_write_rows(&self.h, b.off.shape[0], <int64_t *>b.off.data,
