@@ -117,6 +117,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mib", type=int, default=1024, help="file size (default 1024)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--direct-mib", type=int, default=256,
+                    help="MiB read per O_DIRECT measurement (default 256)")
     ap.add_argument("--rand-ops", type=int, default=200_000, help="4 KiB reads per round")
     ap.add_argument("--dir", default=None, help="directory for the file (default: TMPDIR)")
     args = ap.parse_args()
@@ -152,12 +154,14 @@ def main():
             print(f"# O_DIRECT skipped: {e}", file=sys.stderr)
             odirect = False
         if odirect:
-            for i in range(args.rounds):
+            # the disk's speed drifts: more, shorter rounds over the first direct_mib MiB
+            dsize = min(size, args.direct_mib * MIB)
+            for i in range(2 * args.rounds + 1):
                 if i % 2:
-                    r["native"].append(native_seq(path, size, MIB, True))
-                r["fio"].append(fio(path, "read", "1m", size, True)[0])
+                    r["native"].append(native_seq(path, dsize, MIB, True))
+                r["fio"].append(fio(path, "read", "1m", dsize, True)[0])
                 if not i % 2:
-                    r["native"].append(native_seq(path, size, MIB, True))
+                    r["native"].append(native_seq(path, dsize, MIB, True))
             rows["seq 1 MiB O_DIRECT"] = r
 
         # 4 KiB random reads from the page cache: calls per second
