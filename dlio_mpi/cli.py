@@ -1,9 +1,12 @@
-"""Command line: python -m dlio_mpi COMMAND."""
+"""Command line: python -m dlio_mpi COMMAND (run it under mpiexec for more than one rank)."""
 import sys
 
 import click
 
 from dlio_mpi import __version__
+
+CONFIG_ERROR = 2        # exit status of a bad configuration
+AU_FAIL = 3             # exit status of a run under its AU threshold with io.fail_below_au
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -12,6 +15,105 @@ def main():
     """Emulate the I/O of data-parallel deep-learning training on real storage, with MPI.
 
     Run under mpiexec: every rank behaves, towards the storage, like one training process."""
+
+
+def _load(overrides, config_file):
+    from dlio_mpi import config
+
+    try:
+        if not config_file and not any(o.split("=", 1)[0].lstrip("+") == "workload"
+                                       for o in overrides):
+            overrides = ("workload=default",) + tuple(overrides)
+        return config.load(overrides, config_file=config_file)
+    except config.ConfigError as e:
+        click.echo(f"dlio_mpi: config error: {e}", err=True)
+        sys.exit(CONFIG_ERROR)
+
+
+def _fail(comm, exc):
+    """One line naming the rank, then the whole job ends (no rank left waiting)."""
+    click.echo(f"dlio_mpi: rank {comm.Get_rank()}: {exc}", err=True)
+    sys.stderr.flush()
+    comm.Abort(1)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("overrides", nargs=-1)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="a workload YAML (DLIO benchmark files load unchanged)")
+def run(overrides, config_file):
+    """Run the training emulation on every rank.
+
+    OVERRIDES are workload=NAME and section.key=value (dataset.num_files_train=64,
+    io.interface=mpiio_coll, io.mpiio_hints.cb_nodes=4, ...). A missing dataset is generated
+    first; the summary goes to output.folder/summary.json."""
+    cfg = _load(overrides, config_file)
+    from mpi4py import MPI
+
+    from dlio_mpi import config, runner
+
+    comm = MPI.COMM_WORLD
+    try:
+        summary = runner.run(cfg, comm)
+    except config.ConfigError as e:
+        if comm.Get_rank() == 0:
+            click.echo(f"dlio_mpi: config error: {e}", err=True)
+        sys.exit(CONFIG_ERROR)
+    except Exception as e:
+        _fail(comm, e)
+    if comm.Get_rank() == 0:
+        click.echo(runner.format_summary(summary))
+        click.echo(f"summary: {cfg.output.folder}/summary.json")
+    if cfg.io.fail_below_au and summary["train_au_meet_expectation"] != "success":
+        sys.exit(AU_FAIL)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("overrides", nargs=-1)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+def generate(overrides, config_file):
+    """Generate the dataset of a workload (in parallel over the ranks) and stop."""
+    cfg = _load(overrides, config_file)
+    from mpi4py import MPI
+
+    from dlio_mpi import datagen
+
+    comm = MPI.COMM_WORLD
+    try:
+        n = comm.allreduce(datagen.generate(cfg, comm))
+    except Exception as e:
+        _fail(comm, e)
+    if comm.Get_rank() == 0:
+        click.echo(f"{n} files written, {cfg.dataset.num_files_train - n} already complete, "
+                   f"in {cfg.dataset.data_folder}")
+
+
+@main.group()
+def workloads():
+    """The shipped workloads."""
+
+
+@workloads.command("list")
+def workloads_list():
+    """Names of the shipped workloads."""
+    from dlio_mpi import config
+
+    for name in config.list_workloads():
+        click.echo(name)
+
+
+@workloads.command("show")
+@click.argument("name")
+def workloads_show(name):
+    """A shipped workload's YAML."""
+    from dlio_mpi import config
+
+    try:
+        with open(config.workload_path(name)) as f:
+            click.echo(f.read(), nl=False)
+    except config.ConfigError as e:
+        click.echo(f"dlio_mpi: {e}", err=True)
+        sys.exit(CONFIG_ERROR)
 
 
 @main.command()
@@ -24,37 +126,5 @@ def info(directory):
         click.echo(f"{key:>18}: {value}")
 
 
-@main.command(context_settings={"ignore_unknown_options": True})
-@click.argument("overrides", nargs=-1)
-def run(overrides):
-    """Run the training emulation on every rank: OVERRIDES are key=value (e.g. num_files=64
-    interface=mpiio_coll data_dir=/scratch/d). A missing dataset is generated first; the summary
-    goes to output_dir/summary.json."""
-    from dlio_mpi import config
-
-    try:
-        cfg = config.build(config.parse_overrides(overrides))
-    except config.ConfigError as e:
-        click.echo(f"dlio_mpi: config error: {e}", err=True)
-        sys.exit(2)
-    from mpi4py import MPI
-
-    from dlio_mpi import runner
-
-    comm = MPI.COMM_WORLD
-    try:
-        summary = runner.run(cfg, comm)
-    except config.ConfigError as e:
-        if comm.Get_rank() == 0:
-            click.echo(f"dlio_mpi: config error: {e}", err=True)
-        sys.exit(2)
-    except Exception as e:  # one line, every rank agrees or the job is aborted
-        click.echo(f"dlio_mpi: error: {e}", err=True)
-        comm.Abort(1)
-    if comm.Get_rank() == 0:
-        click.echo(runner.format_summary(summary))
-        click.echo(f"summary: {cfg.output_dir}/summary.json")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,131 +1,345 @@
-"""Run configuration: a flat set of typed keys with defaults, `key=value` overrides, validation.
-
-Every check happens here, on every rank, before any I/O: a bad value raises ConfigError whose
-message is one line naming the key."""
+"""Loading and validating a run's configuration: a shipped workload (`workload=NAME`), a YAML
+file (`--config FILE`) and `section.key=value` overrides, merged in that order over the schema's
+defaults. Every check happens here, on every rank, before any I/O: a bad value raises
+ConfigError, whose message is one line naming the key."""
 from __future__ import annotations
 
-import dataclasses
+import copy
 import difflib
 import os
-from dataclasses import dataclass, field
+import re
 
-INTERFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio", "mpiio_coll")
+import yaml
+
+from dlio_mpi.schema import ALIASES, FORMAT_ALIASES, SCHEMA
+
+WORKLOAD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
+DISTRIBUTIONS = {"normal": ("mean", "stdev"), "uniform": ("min", "max"),
+                 "gamma": ("shape", "scale"), "exponential": ("scale",), "poisson": ("lam",)}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.I)
 
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used; str() is one line."""
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """What a run does. Sizes are bytes, times seconds."""
-    data_dir: str = "./dlio_data"
-    output_dir: str = "./dlio_output"
-    num_files: int = 16
-    samples_per_file: int = 8
-    record_bytes: int = 262144
-    batch_size: int = 4
-    epochs: int = 2
-    computation_time: float = 0.002
-    interface: str = "posix"
-    transfer_size: int = 0          # 0: a sample in one read
-    shuffle: bool = True
-    seed: int = 42
-    keep_oplog: bool = False
-    oplog_capacity: int = 1 << 20
-    mpiio_hints: dict = field(default_factory=dict)
+class Section:
+    """Read-only attribute access to one section's values."""
+
+    def __init__(self, name, values):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getattr__(self, key):
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(f"{self._name}.{key}") from None
+
+    def __setattr__(self, key, value):
+        raise AttributeError("configuration is read-only")
+
+    def to_dict(self):
+        return copy.deepcopy(self._values)
+
+
+class Config:
+    """A validated configuration: cfg.dataset.num_files_train, cfg.io.interface, ..."""
+
+    def __init__(self, values, not_emulated, workload):
+        for name, sec in values.items():
+            object.__setattr__(self, name, Section(name, sec))
+        object.__setattr__(self, "not_emulated", tuple(not_emulated))
+        object.__setattr__(self, "workload", workload)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("configuration is read-only")
+
+    def to_dict(self):
+        return {name: getattr(self, name).to_dict() for name in SCHEMA}
 
     @property
     def num_samples(self):
-        return self.num_files * self.samples_per_file
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
+        return self.dataset.num_files_train * self.dataset.num_samples_per_file
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(RunConfig)}
+def all_keys():
+    return [f"{s}.{k}" for s, keys in SCHEMA.items() for k in keys]
 
 
-def _convert(key, raw, typ):
-    if not isinstance(raw, str):
-        return raw
+def _closest(word, options):
+    m = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean {m[0]}?)" if m else ""
+
+
+def parse_size(text):
+    """'4k', '1MiB', '2.5G', '512' -> bytes (k, m, g, t, p are powers of 1024)."""
+    if isinstance(text, bool):
+        raise ValueError(text)
+    if isinstance(text, int):
+        return text
+    if isinstance(text, float) and text.is_integer():
+        return int(text)
+    m = _SIZE.match(str(text).replace("_", ""))
+    if not m:
+        raise ValueError(text)
+    mult = 1024 ** " kmgtp".index(m.group(2).lower() or " ")
+    value = float(m.group(1)) * mult
+    if not value.is_integer():
+        raise ValueError(text)
+    return int(value)
+
+
+def _from_text(text):
+    """A command-line value as YAML would read it (numbers, booleans, lists, dicts)."""
     try:
-        if typ in (int, "int"):
-            v = raw.lower().replace("_", "")
-            mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(v[-1:], 1)
-            return int(v[:-1] if mult > 1 else v) * mult
-        if typ in (float, "float"):
-            return float(raw)
-        if typ in (bool, "bool"):
-            low = raw.lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-    except ValueError:
-        name = getattr(typ, "__name__", typ)
-        raise ConfigError(f"{key}={raw!r}: expected {name}") from None
-    return raw
+        return yaml.safe_load(text) if text != "" else ""
+    except yaml.YAMLError:
+        return text
 
 
-def parse_overrides(items):
-    """['key=value', ...] -> {key: value}; values stay strings until typed by build()."""
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"{item!r}: overrides are key=value")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
+def _typed(where, key, value):
+    """value checked (and converted) against the schema's Key, or ConfigError."""
+    t = key.type
+    try:
+        if t == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                value = int(str(value), 0) if isinstance(value, str) else None
+                if value is None:
+                    raise ValueError
+        elif t == "size":
+            value = parse_size(value)
+        elif t == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                value = float(value)
+            value = float(value)
+        elif t == "bool":
+            if not isinstance(value, bool):
+                low = str(value).lower()
+                if low not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError
+                value = low in ("true", "1", "yes", "on")
+        elif t == "str":
+            value = str(value)
+        elif t == "enum":
+            value = str(value)
+            if where == "dataset.format":
+                value = FORMAT_ALIASES.get(value, value)
+            if value not in key.choices:
+                raise ConfigError(f"{where}={value!r}: one of {', '.join(key.choices)}"
+                                  f"{_closest(value, key.choices)}")
+        elif t == "list":
+            if not isinstance(value, list):
+                raise ValueError
+        elif t == "dict":
+            if not isinstance(value, dict):
+                raise ValueError
+        elif t == "time":
+            value = _time(where, value)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError):
+        raise ConfigError(f"{where}={value!r}: expected {_type_name(t)}") from None
+    if key.minimum is not None and isinstance(value, (int, float)) and value < key.minimum:
+        raise ConfigError(f"{where}={value!r}: must be at least {key.minimum}")
+    return value
+
+
+def _type_name(t):
+    return {"size": "a size in bytes (e.g. 4096, 256k, 1m)", "int": "an integer",
+            "float": "a number", "bool": "true or false", "list": "a list",
+            "dict": "a mapping", "time": "seconds or a distribution"}.get(t, t)
+
+
+def _time(where, value):
+    """Seconds, or a distribution {type: normal|uniform|gamma|exponential|poisson, ...}."""
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ConfigError(f"{where}={value}: must not be negative")
+        return float(value)
+    if isinstance(value, str):
+        return _time(where, _from_text(value) if not re.match(r"^[\d.]+$", value)
+                     else float(value))
+    if not isinstance(value, dict):
+        raise ValueError
+    kind = value.get("type", "normal")
+    if kind not in DISTRIBUTIONS:
+        raise ConfigError(f"{where}.type={kind!r}: one of {', '.join(DISTRIBUTIONS)}")
+    need = DISTRIBUTIONS[kind]
+    extra = set(value) - set(need) - {"type"}
+    if extra:
+        raise ConfigError(f"{where}: unknown parameter {sorted(extra)[0]!r} of a {kind} "
+                          f"distribution (takes {', '.join(need)})")
+    out = {"type": kind}
+    for p in need:
+        if p not in value:
+            if kind == "normal" and p == "stdev":
+                out[p] = 0.0
+                continue
+            raise ConfigError(f"{where}: a {kind} distribution needs {p}")
+        v = value[p]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ConfigError(f"{where}.{p}={v!r}: expected a non-negative number")
+        out[p] = float(v)
+    if kind == "uniform" and out["min"] > out["max"]:
+        raise ConfigError(f"{where}: uniform min {out['min']} is above max {out['max']}")
     return out
 
 
-def build(values=None):
-    """A validated RunConfig from {key: value} (strings are converted to the key's type)."""
-    values = dict(values or {})
-    kw = {}
-    hints = {}
-    for key, raw in values.items():
-        if key.startswith("mpiio_hints."):
-            hints[key.split(".", 1)[1]] = str(raw)
+def _normalize(doc, source):
+    """A workload document as section -> {key: value}: DLIO's shorthand forms unfolded
+    (model: NAME, framework: NAME), a leading `workload:` level dropped."""
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: a workload file is a mapping of sections")
+    if set(doc) == {"workload"} and isinstance(doc["workload"], dict):
+        doc = doc["workload"]
+    out = {}
+    for section, body in doc.items():
+        if section in ("model", "framework") and isinstance(body, str):
+            body = {"name": body}
+        if section == "hydra" or section == "defaults":
             continue
-        if key not in _FIELDS or key == "mpiio_hints":
-            close = difflib.get_close_matches(key, list(_FIELDS), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ConfigError(f"unknown key {key!r}{hint}")
-        typ = _FIELDS[key].type
-        v = _convert(key, raw, typ)
-        want = {"int": int, "float": (int, float), "bool": bool, "str": str}.get(typ, object)
-        if not isinstance(v, want) or (want is int and isinstance(v, bool)):
-            raise ConfigError(f"{key}={raw!r}: expected {typ}")
-        kw[key] = v
-    if hints:
-        kw["mpiio_hints"] = hints
-    cfg = RunConfig(**kw)
+        if not isinstance(body, dict):
+            raise ConfigError(f"{source}: section {section!r} must be a mapping")
+        out[section] = body
+    return out
+
+
+def _apply(values, doc, source, given):
+    for section, body in doc.items():
+        if section not in SCHEMA:
+            raise ConfigError(f"{source}: unknown section {section!r}"
+                              f"{_closest(section, list(SCHEMA))}")
+        for key, value in body.items():
+            sec, k = ALIASES.get((section, key), (section, key))
+            if k not in SCHEMA[sec]:
+                raise ConfigError(f"{source}: unknown key {section}.{key}"
+                                  f"{_closest(f'{section}.{key}', all_keys())}")
+            values[sec][k] = _typed(f"{sec}.{k}", SCHEMA[sec][k], value)
+            given.add((sec, k))
+
+
+def workload_path(name):
+    path = os.path.join(WORKLOAD_DIR, f"{name}.yaml")
+    if not os.path.exists(path):
+        names = list_workloads()
+        raise ConfigError(f"unknown workload {name!r}{_closest(name, names)}; "
+                          f"shipped: {', '.join(names)}")
+    return path
+
+
+def list_workloads():
+    return sorted(f[:-5] for f in os.listdir(WORKLOAD_DIR) if f.endswith(".yaml"))
+
+
+def read_yaml(path):
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{where}: not valid YAML") from None
+
+
+def parse_overrides(items):
+    """['section.key=value', ...] -> {section: {key: value}}. Hydra's '++' / '+' prefixes and
+    a leading 'workload.' are accepted; `workload=NAME` is returned separately."""
+    doc, workload = {}, None
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"{item!r}: overrides are section.key=value")
+        k, v = item.split("=", 1)
+        k = k.strip().lstrip("+")
+        if k.startswith("workload."):
+            k = k[len("workload."):]
+        if k == "workload":
+            workload = v.strip()
+            continue
+        if "." not in k:
+            raise ConfigError(f"{k!r}: overrides name a section and a key (e.g. "
+                              f"dataset.num_files_train=64){_closest(k, all_keys())}")
+        section, key = k.split(".", 1)
+        if "." in key and section in ("io", "model", "output"):
+            # a mapping entry: io.mpiio_hints.cb_nodes=4
+            top, sub = key.split(".", 1)
+            doc.setdefault(section, {}).setdefault(top, {})[sub] = _from_text(v.strip())
+            continue
+        doc.setdefault(section, {})[key] = _from_text(v.strip())
+    return doc, workload
+
+
+def load(overrides=(), config_file=None, workload=None):
+    """The validated Config of a run."""
+    doc, wl = parse_overrides(overrides)
+    workload = wl or workload
+    values = {s: {k: copy.deepcopy(key.default) for k, key in keys.items()}
+              for s, keys in SCHEMA.items()}
+    given = set()
+    if workload:
+        _apply(values, _normalize(read_yaml(workload_path(workload)), f"workload {workload}"),
+               f"workload {workload}", given)
+    if config_file:
+        _apply(values, _normalize(read_yaml(config_file), config_file), config_file, given)
+    for section, body in doc.items():
+        # a mapping override merges into the mapping it names
+        for key, value in list(body.items()):
+            if (section in SCHEMA and key in SCHEMA[section]
+                    and SCHEMA[section][key].type == "dict" and isinstance(value, dict)):
+                body[key] = {**values[section][key], **value}
+    _apply(values, doc, "override", given)
+    if values["checkpoint"]["model_size"] and not values["model"]["model_size_bytes"]:
+        values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
+    if values["reader"]["odirect"] and values["io"]["interface"] == "posix":
+        values["io"]["interface"] = "posix_direct"
+    not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated)
+    cfg = Config(values, not_emulated, workload)
     validate(cfg)
     return cfg
 
 
 def validate(cfg):
-    for key in ("num_files", "samples_per_file", "record_bytes", "batch_size", "epochs",
-                "oplog_capacity"):
-        if getattr(cfg, key) < 1:
-            raise ConfigError(f"{key}={getattr(cfg, key)}: must be at least 1")
-    if cfg.computation_time < 0:
-        raise ConfigError(f"computation_time={cfg.computation_time}: must not be negative")
-    if cfg.transfer_size < 0:
-        raise ConfigError(f"transfer_size={cfg.transfer_size}: must not be negative")
-    if cfg.interface not in INTERFACES:
-        close = difflib.get_close_matches(cfg.interface, INTERFACES, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise ConfigError(f"interface={cfg.interface!r}: one of {', '.join(INTERFACES)}{hint}")
-    if os.path.realpath(cfg.data_dir) == os.path.realpath(cfg.output_dir):
-        raise ConfigError("data_dir and output_dir must differ")
+    """Impossible combinations, each one line."""
+    io, ds, rd = cfg.io, cfg.dataset, cfg.reader
+    if rd.odirect and io.interface not in ("posix", "posix_direct"):
+        raise ConfigError(f"reader.odirect=true with io.interface={io.interface}: O_DIRECT "
+                          "is a POSIX open flag (use io.interface=posix_direct)")
+    hdf5_if = io.interface.startswith("hdf5")
+    if ds.format == "hdf5" and not hdf5_if and io.read_type == "on_demand":
+        raise ConfigError(f"dataset.format=hdf5 is read through libhdf5: io.interface must be "
+                          f"hdf5, hdf5_coll or hdf5_sec2, not {io.interface}")
+    if hdf5_if and ds.format != "hdf5":
+        raise ConfigError(f"io.interface={io.interface} reads HDF5 files, but dataset.format="
+                          f"{ds.format}")
+    collective = io.interface in ("mpiio_coll", "hdf5_coll")
+    if collective and io.layout == "multi":
+        raise ConfigError(f"io.interface={io.interface} is collective I/O on one shared file: "
+                          "it needs io.layout=shared or replicated, not file-per-rank data "
+                          "(io.layout=multi)")
+    if io.layout != "multi" and ds.num_files_train != 1:
+        raise ConfigError(f"io.layout={io.layout} is one shared file: dataset.num_files_train "
+                          f"must be 1, not {ds.num_files_train}")
+    if ds.compression in ("gzip", "lzf") and ds.format != "hdf5":
+        raise ConfigError(f"dataset.compression={ds.compression} applies to hdf5, not "
+                          f"{ds.format}")
+    if ds.compression == "zip" and ds.format != "npz":
+        raise ConfigError("dataset.compression=zip applies to npz")
+    if (ds.compression != "none" or ds.format in ("csv",)) and io.interface == "posix_direct":
+        raise ConfigError(f"io.interface=posix_direct cannot read {ds.format} "
+                          f"{'compressed ' if ds.compression != 'none' else ''}data in aligned "
+                          "byte ranges")
 
 
 def check_ranks(cfg, ranks):
-    """Checks that need the job's size."""
-    if cfg.batch_size * ranks > cfg.num_samples:
+    """Checks that need the job's size, run on every rank before any I/O."""
+    per_rank = cfg.num_samples // ranks if cfg.io.layout != "replicated" else cfg.num_samples
+    if cfg.reader.batch_size > per_rank:
         raise ConfigError(
-            f"batch_size={cfg.batch_size} on {ranks} ranks needs at least "
-            f"{cfg.batch_size * ranks} samples; the dataset has {cfg.num_samples}")
+            f"reader.batch_size={cfg.reader.batch_size} is larger than a rank's share of the "
+            f"dataset ({per_rank} samples of {cfg.num_samples} on {ranks} ranks)")

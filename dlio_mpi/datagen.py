@@ -23,12 +23,13 @@ def record_content(seed, file_index, samples_per_file, record_bytes):
 
 
 def manifest_for(cfg):
+    ds = cfg.dataset
     return {
         "format": "raw",
-        "num_files": cfg.num_files,
-        "samples_per_file": cfg.samples_per_file,
-        "record_bytes": cfg.record_bytes,
-        "seed": cfg.seed,
+        "num_files": ds.num_files_train,
+        "samples_per_file": ds.num_samples_per_file,
+        "record_bytes": ds.record_length,
+        "seed": cfg.train.seed,
         "files": "train/file_{index:06d}.bin",
     }
 
@@ -45,34 +46,35 @@ def read_manifest(data_dir):
 
 
 def generate(cfg, comm):
-    """Write the dataset of cfg under cfg.data_dir on every rank of comm (collective).
+    """Write the dataset of cfg under cfg.dataset.data_folder on every rank of comm (collective).
     Returns the number of files this rank wrote."""
     rank, size = comm.Get_rank(), comm.Get_size()
     want = manifest_for(cfg)
     error = None
     if rank == 0:
         try:
-            os.makedirs(os.path.join(cfg.data_dir, "train"), exist_ok=True)
-            have = read_manifest(cfg.data_dir)
+            os.makedirs(os.path.join(cfg.dataset.data_folder, "train"), exist_ok=True)
+            have = read_manifest(cfg.dataset.data_folder)
             if have is not None and have != want:
-                os.unlink(os.path.join(cfg.data_dir, MANIFEST))   # a different dataset
+                os.unlink(os.path.join(cfg.dataset.data_folder, MANIFEST))   # a different dataset
         except (OSError, RuntimeError) as e:
-            error = f"rank 0: cannot prepare {cfg.data_dir}: {e}"
+            error = f"rank 0: cannot prepare {cfg.dataset.data_folder}: {e}"
     error = comm.bcast(error, root=0)
     if error:
         raise RuntimeError(error)
     written = 0
-    expect = cfg.samples_per_file * cfg.record_bytes
+    ds = cfg.dataset
+    expect = ds.num_samples_per_file * ds.record_length
     try:
-        for i in range(rank, cfg.num_files, size):
-            final = os.path.join(cfg.data_dir, file_name(i))
+        for i in range(rank, ds.num_files_train, size):
+            final = os.path.join(cfg.dataset.data_folder, file_name(i))
             try:
                 if os.stat(final).st_size == expect:
                     continue
             except FileNotFoundError:
                 pass
             tmp = f"{final}.part.{rank}"
-            data = record_content(cfg.seed, i, cfg.samples_per_file, cfg.record_bytes)
+            data = record_content(cfg.train.seed, i, ds.num_samples_per_file, ds.record_length)
             with open(tmp, "wb") as f:
                 data.tofile(f)
                 f.flush()
@@ -80,12 +82,12 @@ def generate(cfg, comm):
             os.replace(tmp, final)
             written += 1
     except OSError as e:
-        error = f"rank {rank}: generating {cfg.data_dir}: {e}"
+        error = f"rank {rank}: generating {cfg.dataset.data_folder}: {e}"
     errors = [m for m in comm.allgather(error) if m]
     if errors:
         raise RuntimeError(errors[0])
     if rank == 0:
-        path = os.path.join(cfg.data_dir, MANIFEST)
+        path = os.path.join(cfg.dataset.data_folder, MANIFEST)
         with open(path + ".part", "w") as f:
             json.dump(want, f, indent=1)
         os.replace(path + ".part", path)

@@ -1,11 +1,14 @@
 """The per-rank training loop: each epoch, read the rank's batches through the configured
-interface, emulate compute, join the gradient exchange (a barrier), and measure."""
+interface, emulate compute, join the gradient exchange, and measure."""
 import os
 import time
 
 import numpy as np
 
-from dlio_mpi import datagen, engines, sampler
+from dlio_mpi import datagen, engines, sampler, timing
+
+_ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
+           "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
 
 
 class Reader:
@@ -14,130 +17,154 @@ class Reader:
     def __init__(self, cfg, comm, log):
         self.cfg, self.comm, self.log = cfg, comm, log
         self.handles = {}
-        self.files = cfg.num_files
-        self.buf = engines.aligned_empty(cfg.batch_size * cfg.record_bytes, 4096)
+        ds = cfg.dataset
+        self.spf, self.rec = ds.num_samples_per_file, ds.record_length
+        self.xfer = cfg.reader.transfer_size
+        self.buf = engines.aligned_empty(cfg.reader.batch_size * self.rec, 4096)
+
+    def path(self, i):
+        return os.path.join(self.cfg.dataset.data_folder, datagen.file_name(i))
 
     def _open(self, i):
         h = self.handles.get(i)
         if h is None:
-            path = os.path.join(self.cfg.data_dir, datagen.file_name(i))
-            kind = self.cfg.interface
+            kind, io = self.cfg.io.interface, self.cfg.io
             if kind == "stdio":
-                h = engines.StdioFile(path, file_id=i, oplog=self.log)
+                h = engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=i,
+                                      oplog=self.log)
             else:
-                h = engines.PosixFile(path, direct=kind == "posix_direct", mmap=kind == "mmap",
+                h = engines.PosixFile(self.path(i), direct=kind == "posix_direct",
+                                      mmap=kind == "mmap", advice=_ADVICE[io.fadvise],
                                       file_id=i, oplog=self.log)
             self.handles[i] = h
         return h
 
     def read_batch(self, samples):
-        files, offs = sampler.locate(samples, self.cfg.samples_per_file, self.cfg.record_bytes)
-        n = self.cfg.record_bytes
-        total = 0
-        pos = 0
+        files, offs = sampler.locate(samples, self.spf, self.rec)
+        total = pos = 0
         for f in np.unique(files):
             sel = files == f
             k = int(sel.sum())
-            _, got = self._open(int(f)).readv(offs[sel], np.full(k, n), xfer=self.cfg.transfer_size,
-                                              out=self.buf[pos:pos + k * n], exact=True)
+            _, got = self._open(int(f)).readv(offs[sel], np.full(k, self.rec), xfer=self.xfer,
+                                              out=self.buf[pos:pos + k * self.rec], exact=True)
             total += got
-            pos += k * n
+            pos += k * self.rec
         return total
 
     def close(self):
-        for h in self.handles.values():
-            h.close()
-        self.handles.clear()
-
-
-class CollectiveReader(Reader):
-    """Every batch's ranges of one file per call through MPI-IO; with interface mpiio_coll the
-    ranks read the file collectively. Files are opened on the communicator of all ranks."""
-
-    def _open(self, i):
-        h = self.handles.get(i)
-        if h is None:
-            path = os.path.join(self.cfg.data_dir, datagen.file_name(i))
-            h = engines.MPIFile(self.comm, path, hints=self.cfg.mpiio_hints, file_id=i,
-                                oplog=self.log)
-            self.handles[i] = h
-        return h
-
-    def read_batch(self, samples):
-        files, offs = sampler.locate(samples, self.cfg.samples_per_file, self.cfg.record_bytes)
-        n = self.cfg.record_bytes
-        if self.cfg.interface == "mpiio":
-            return super().read_batch(samples)
-        # collective: all ranks walk every file the step touches anywhere, in the same order
-        touched = np.unique(np.concatenate(self.comm.allgather(np.unique(files))))
-        total = pos = 0
-        for f in touched:
-            sel = files == f
-            k = int(sel.sum())
-            _, got = self._open(int(f)).read_all(offs[sel], np.full(k, n),
-                                                 out=self.buf[pos:pos + k * n])
-            total += got
-            pos += k * n
-        return total
-
-    def close(self):
-        # collective close, in the same order on every rank
         for i in sorted(self.handles):
             self.handles[i].close()
         self.handles.clear()
 
 
-def _collective_open_all(reader, cfg):
-    """MPI-IO opens are collective: every rank opens every file, in order, before reading."""
-    for i in range(cfg.num_files):
-        reader._open(i)
+class MPIReader(Reader):
+    """Through MPI-IO: files opened collectively on all ranks (in the same order); with
+    mpiio_coll every step's ranges of a file are read in one collective call."""
+
+    def open_all(self):
+        for i in range(self.cfg.dataset.num_files_train):
+            self.handles[i] = engines.MPIFile(self.comm, self.path(i),
+                                              hints=self.cfg.io.mpiio_hints, file_id=i,
+                                              oplog=self.log)
+
+    def _open(self, i):
+        return self.handles[i]
+
+    def read_batch(self, samples):
+        if self.cfg.io.interface == "mpiio":
+            return super().read_batch(samples)
+        files, offs = sampler.locate(samples, self.spf, self.rec)
+        # every rank walks the same files in the same order, with or without ranges in them
+        touched = np.unique(np.concatenate(self.comm.allgather(np.unique(files))))
+        total = pos = 0
+        for f in touched:
+            sel = files == f
+            k = int(sel.sum())
+            _, got = self.handles[int(f)].read_all(offs[sel], np.full(k, self.rec),
+                                                   out=self.buf[pos:pos + k * self.rec])
+            total += got
+            pos += k * self.rec
+        return total
+
+
+def make_reader(cfg, comm, log):
+    if cfg.io.interface in ("mpiio", "mpiio_coll"):
+        r = MPIReader(cfg, comm, log)
+        r.open_all()
+        return r
+    return Reader(cfg, comm, log)
+
+
+class Exchange:
+    """The gradient exchange closing every step: a barrier, or an MPI_Allreduce of a
+    configured size."""
+
+    def __init__(self, comm, nbytes):
+        self.comm = comm
+        n = max(nbytes // 4, 0)
+        self.send = np.ones(n, dtype=np.float32) if n else None
+        self.recv = np.empty_like(self.send) if n else None
+
+    def __call__(self):
+        if self.send is None:
+            self.comm.Barrier()
+        else:
+            from mpi4py import MPI
+            self.comm.Allreduce(self.send, self.recv, op=MPI.SUM)
 
 
 def run_epochs(cfg, comm, log, progress=None):
-    """Run the training loop; returns a list of per-epoch dicts (this rank's numbers) and the
-    op log arrays per epoch (when cfg.keep_oplog)."""
+    """Run the training loop; returns this rank's per-epoch numbers and, with io.keep_oplog,
+    the op log arrays of each epoch."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    mpi = cfg.interface in ("mpiio", "mpiio_coll")
-    reader = CollectiveReader(cfg, comm, log) if mpi else Reader(cfg, comm, log)
-    if mpi:
-        _collective_open_all(reader, cfg)
+    reader = make_reader(cfg, comm, log)
+    exchange = Exchange(comm, cfg.io.allreduce_bytes)
+    rng = np.random.default_rng([cfg.train.seed, rank])
+    shuffle = cfg.reader.sample_shuffle != "off"
+    max_steps = cfg.train.total_training_steps
+    done_steps = 0
     epochs, oplogs = [], []
     try:
-        for epoch in range(cfg.epochs):
-            plan = sampler.rank_samples(cfg.num_samples, size, rank, cfg.batch_size, epoch,
-                                        cfg.seed, cfg.shuffle)
+        for epoch in range(cfg.train.epochs):
+            if 0 <= max_steps <= done_steps:
+                break
+            seed_epoch = epoch if cfg.train.seed_change_epoch else 0
+            plan = sampler.rank_samples(cfg.num_samples, size, rank, cfg.reader.batch_size,
+                                        seed_epoch, cfg.train.seed, shuffle)
+            if max_steps >= 0:
+                plan = plan[:max_steps - done_steps]
+            sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
+                                 cfg.train.computation_time_stdev)
             comm.Barrier()
             t_start = time.perf_counter()
-            io_wait = compute = 0.0
-            first_io = None
-            nbytes = 0
+            io_wait = compute = first_io = 0.0
             for step, batch in enumerate(plan):
                 t0 = time.perf_counter()
-                nbytes += reader.read_batch(batch)
+                reader.read_batch(batch)
                 t1 = time.perf_counter()
                 if step == 0:
                     first_io = t1 - t0
                 io_wait += t1 - t0
-                if cfg.computation_time > 0:
-                    time.sleep(cfg.computation_time)
-                t2 = time.perf_counter()
-                compute += t2 - t1
-                comm.Barrier()          # the gradient exchange
+                if sleeps[step] > 0:
+                    time.sleep(sleeps[step])
+                compute += time.perf_counter() - t1
+                exchange()
                 if progress and rank == 0:
                     progress(epoch, step + 1, len(plan))
             wall = time.perf_counter() - t_start
-            epochs.append({"epoch": epoch, "steps": len(plan), "samples": int(plan.size),
-                           "bytes": nbytes, "wall_s": wall, "io_wait_s": io_wait,
-                           "compute_s": compute, "first_step_io_s": first_io or 0.0})
+            done_steps += len(plan)
             log.finalize()
             ops = log.arrays()
             reads = ops["op"] == engines.OP["read"]
-            moved = int(ops["bytes"][reads].sum()) + log.overflow_totals().get("read", (0, 0))[1]
-            epochs[-1]["bytes_moved"] = moved
-            epochs[-1]["read_ops"] = int(reads.sum()) + log.overflow_totals().get("read", (0, 0))[0]
-            epochs[-1]["latency_hist"] = log.histogram(op="read")
-            if cfg.keep_oplog:
-                oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
+            over = log.overflow_totals().get("read", (0, 0))
+            epochs.append({"epoch": epoch, "steps": len(plan), "samples": int(plan.size),
+                           "wall_s": wall, "io_wait_s": io_wait, "compute_s": compute,
+                           "first_step_io_s": first_io,
+                           "bytes_moved": int(ops["bytes"][reads].sum()) + over[1],
+                           "read_ops": int(reads.sum()) + over[0],
+                           "latency_hist": log.histogram(op="read")})
+            if cfg.io.keep_oplog:
+                oplogs.append({k: np.array(v) for k, v in ops.items()})
             log.reset()
     finally:
         reader.close()

@@ -29,35 +29,57 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
+def check_supported(cfg):
+    """What this version's training loop does not emulate yet stops the run before any I/O."""
+    missing = []
+    if cfg.dataset.format != "raw":
+        missing.append(f"dataset.format={cfg.dataset.format}")
+    if cfg.io.layout == "replicated":
+        missing.append("io.layout=replicated")
+    if cfg.io.read_type != "on_demand":
+        missing.append(f"io.read_type={cfg.io.read_type}")
+    if cfg.reader.read_threads > 1:
+        missing.append(f"reader.read_threads={cfg.reader.read_threads}")
+    if cfg.workflow.checkpoint:
+        missing.append("workflow.checkpoint=true")
+    if cfg.workflow.evaluation:
+        missing.append("workflow.evaluation=true")
+    if missing:
+        raise config.ConfigError(f"not emulated by this version yet: {', '.join(missing)}")
+
+
 def prepare(cfg, comm):
     """Output directory and dataset, agreed on by every rank."""
     rank = comm.Get_rank()
+    check_supported(cfg)
     config.check_ranks(cfg, comm.Get_size())
+    out_dir = cfg.output.folder
     error = None
     if rank == 0:
         try:
-            os.makedirs(cfg.output_dir, exist_ok=True)
-            probe = os.path.join(cfg.output_dir, ".write_probe")
+            os.makedirs(out_dir, exist_ok=True)
+            probe = os.path.join(out_dir, ".write_probe")
             with open(probe, "w"):
                 pass
             os.unlink(probe)
         except OSError as e:
-            error = f"rank 0: output directory {cfg.output_dir} cannot be written: {e.strerror}"
+            error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
     _agree(comm, error)
-    have = datagen.read_manifest(cfg.data_dir) if rank == 0 else None
+    have = datagen.read_manifest(cfg.dataset.data_folder) if rank == 0 else None
     have = comm.bcast(have, root=0)
     generated = 0
     if have != datagen.manifest_for(cfg):
         generated = comm.allreduce(datagen.generate(cfg, comm))
-    if cfg.interface == "posix_direct":
+    if cfg.io.interface == "posix_direct":
         error = None
         try:
-            mem, off, _ = engines.dio_alignment(cfg.data_dir)
-            if cfg.record_bytes % off or cfg.transfer_size % off:
-                error = (f"rank {rank}: interface posix_direct needs record_bytes and "
-                         f"transfer_size in multiples of {off} bytes on {cfg.data_dir}")
+            data = cfg.dataset.data_folder
+            mem, off, _ = engines.dio_alignment(data)
+            if cfg.dataset.record_length % off or cfg.reader.transfer_size % off:
+                error = (f"rank {rank}: io.interface=posix_direct needs dataset.record_length and "
+                         f"reader.transfer_size in multiples of {off} bytes on {data}")
             else:
-                engines.dio_probe(cfg.data_dir)
+                engines.dio_probe(data)
         except engines.EngineError as e:
             error = str(e)
         _agree(comm, error)
@@ -101,11 +123,11 @@ def run(cfg, comm, echo=print):
     rank, size = comm.Get_rank(), comm.Get_size()
     t0 = time.time()
     generated = prepare(cfg, comm)
-    log = engines.OpLog(cfg.oplog_capacity)
+    log = engines.OpLog(cfg.io.oplog_capacity)
 
     def progress(epoch, step, steps):
         if sys.stderr.isatty():
-            print(f"\repoch {epoch + 1}/{cfg.epochs} step {step}/{steps}", end="",
+            print(f"\repoch {epoch + 1}/{cfg.train.epochs} step {step}/{steps}", end="",
                   file=sys.stderr, flush=True)
 
     epochs, oplogs = pipeline.run_epochs(cfg, comm, log, progress)
@@ -119,9 +141,13 @@ def run(cfg, comm, echo=print):
         "hosts": len(set(comm.allgather(os.uname().nodename))),
         "steps_per_epoch": job[0]["steps"] if job else 0,
         "samples_dropped_per_epoch": sampler.dropped_per_epoch(cfg.num_samples, size,
-                                                               cfg.batch_size),
+                                                               cfg.reader.batch_size),
+        "workload": cfg.workload,
+        "not_emulated": list(cfg.not_emulated),
         "files_generated": generated,
         "train_au_mean_percentage": 100 * au,
+        "train_au_meet_expectation": "success" if au >= cfg.metric.au else "fail",
+        "au_threshold_percentage": 100 * cfg.metric.au,
         "train_throughput_mean_samples_per_second":
             float(np.mean([e["samples_per_s"] for e in job])),
         "train_io_mean_MB_per_second": float(np.mean([e["bytes_per_s"] for e in job])) / 1e6,
@@ -129,15 +155,16 @@ def run(cfg, comm, echo=print):
         "epochs": job,
         "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
         "facts": {"mpi": sysinfo.mpi_library(), "mpiio": sysinfo.mpiio_component(),
-                  "filesystem": sysinfo.filesystem_type(cfg.data_dir)},
+                  "filesystem": sysinfo.filesystem_type(cfg.dataset.data_folder)},
         "started": t0,
         "duration_s": time.time() - t0,
     }
     rows = comm.gather([rank] + [round(e[k], 6) for e in epochs
                                  for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")],
                        root=0)
-    if cfg.keep_oplog:
-        np.savez(os.path.join(cfg.output_dir, f"oplog_rank{rank:05d}.npz"),
+    out_dir = cfg.output.folder
+    if cfg.io.keep_oplog:
+        np.savez(os.path.join(out_dir, f"oplog_rank{rank:05d}.npz"),
                  **{f"e{i}_{k}": v for i, ep in enumerate(oplogs) for k, v in ep.items()})
     if rank == 0:
         buf = io.StringIO()
@@ -145,8 +172,8 @@ def run(cfg, comm, echo=print):
         w.writerow(["rank"] + [f"e{e}_{k}" for e in range(len(epochs))
                                for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")])
         w.writerows(rows)
-        write_atomic(os.path.join(cfg.output_dir, "per_rank.csv"), buf.getvalue())
-        write_atomic(os.path.join(cfg.output_dir, "summary.json"),
+        write_atomic(os.path.join(out_dir, "per_rank.csv"), buf.getvalue())
+        write_atomic(os.path.join(out_dir, "summary.json"),
                      json.dumps(summary, indent=1))
     comm.Barrier()
     return summary

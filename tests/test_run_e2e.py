@@ -26,12 +26,20 @@ def load_oplogs(out, ranks, epochs):
 def test_every_sample_once_per_epoch(tmp_path, n, interface):
     data, out = tmp_path / "data", tmp_path / "out"
     files, epochs, batch = 13, 2, 3
-    p = run_mpi(n, "run_cli.py", "run", f"data_dir={data}", f"output_dir={out}",
-                f"num_files={files}", f"samples_per_file={SPF}", f"record_bytes={REC}",
-                f"batch_size={batch}", f"epochs={epochs}", "computation_time=0",
-                f"interface={interface}", "keep_oplog=true", timeout=180)
+    layout = "shared" if interface == "mpiio_coll" else "multi"
+    if layout == "shared":
+        files = 1
+        spf = 13 * SPF
+    else:
+        spf = SPF
+    p = run_mpi(n, "run_cli.py", "run", f"dataset.data_folder={data}", f"output.folder={out}",
+                f"dataset.num_files_train={files}", f"dataset.num_samples_per_file={spf}",
+                f"dataset.record_length={REC}", f"reader.batch_size={batch}",
+                f"train.epochs={epochs}", "train.computation_time=0", "reader.transfer_size=0",
+                f"io.interface={interface}", f"io.layout={layout}", "io.keep_oplog=true",
+                timeout=180)
     s = json.loads((out / "summary.json").read_text())
-    total = files * SPF
+    total = files * spf
     steps = total // (n * batch)
     assert s["steps_per_epoch"] == steps
     assert s["samples_dropped_per_epoch"] == total - steps * n * batch
@@ -47,7 +55,7 @@ def test_every_sample_once_per_epoch(tmp_path, n, interface):
                 assert (log["iface"][reads] == 5).all()
                 continue
             assert (log["bytes"][reads] == REC).all()
-            seen.append(log["file"][reads].astype(np.int64) * SPF + log["offset"][reads] // REC)
+            seen.append(log["file"][reads].astype(np.int64) * spf + log["offset"][reads] // REC)
         if interface == "mpiio_coll":
             moved = sum(int(log["bytes"][log["op"] == 0].sum()) for log in logs)
             assert moved == steps * n * batch * REC
@@ -62,15 +70,20 @@ def test_every_sample_once_per_epoch(tmp_path, n, interface):
 
 
 def test_bad_key_is_one_line_and_exit_2(tmp_path):
-    p = run_mpi(2, "run_cli.py", "run", f"data_dir={tmp_path}/d", f"output_dir={tmp_path}/o",
-                "num_filez=3", check=False, timeout=60)
+    p = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d",
+                f"output.folder={tmp_path}/o", "dataset.num_files_trian=3", check=False,
+                timeout=60)
     assert p.returncode == 2
     lines = [l for l in p.stdout.splitlines() if "dlio_mpi" in l]
-    assert lines and all("unknown key 'num_filez' (did you mean num_files?)" in l for l in lines)
+    assert lines and all("unknown key dataset.num_files_trian (did you mean "
+                         "dataset.num_files_train?)" in l for l in lines), p.stdout
 
 
-def test_batch_larger_than_dataset(tmp_path):
-    p = run_mpi(2, "run_cli.py", "run", f"data_dir={tmp_path}/d", f"output_dir={tmp_path}/o",
-                "num_files=1", "samples_per_file=2", "batch_size=2", check=False, timeout=60)
+def test_batch_larger_than_a_ranks_share(tmp_path):
+    p = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d",
+                f"output.folder={tmp_path}/o", "dataset.num_files_train=1",
+                "dataset.num_samples_per_file=2", "reader.batch_size=2", check=False,
+                timeout=60)
     assert p.returncode == 2
-    assert "batch_size=2 on 2 ranks needs at least 4 samples" in p.stdout
+    assert "reader.batch_size=2 is larger than a rank's share of the dataset (1 samples" \
+        in p.stdout

@@ -1,0 +1,171 @@
+"""The configuration schema: every key a workload may set, its type, default and meaning.
+
+Sections and keys follow the DLIO benchmark's and MLPerf Storage's workload YAMLs (model,
+framework, workflow, dataset, reader, train, evaluation, checkpoint, output, metric, profiling),
+so that their files load unchanged; section `io` holds this project's own keys (interface,
+layout, MPI-IO hints, ...). A key marked emulated=False is accepted and reported as not
+emulated (it only makes sense to a framework)."""
+from dataclasses import dataclass
+from typing import Any, Tuple
+
+
+@dataclass(frozen=True)
+class Key:
+    type: str                  # int, size, float, time, bool, str, list, dict, or "enum"
+    default: Any
+    doc: str
+    choices: Tuple[str, ...] = ()
+    emulated: bool = True
+    minimum: Any = None
+
+
+FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv")
+INTERFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio", "mpiio_coll", "hdf5",
+              "hdf5_coll", "hdf5_sec2")
+SHUFFLE = ("off", "seed", "random")
+
+SCHEMA = {
+    "model": {
+        "name": Key("str", "default", "the model's name (an identifier only)"),
+        "type": Key("str", "default", "kind of model (an identifier only)", emulated=False),
+        "model_size_bytes": Key("size", 0, "checkpoint size of the model per writer (bytes)",
+                                minimum=0),
+        "model_datatype": Key("enum", "fp16", "datatype of the parameters",
+                              ("fp16", "bf16", "fp32", "int8", "uint8")),
+        "optimizer_datatype": Key("enum", "fp32", "datatype of the optimizer state",
+                                  ("fp16", "bf16", "fp32", "int8", "uint8")),
+        "optimization_groups": Key("list", [], "tensor sizes grouped for the optimizer"),
+        "num_layers": Key("int", -1, "transformer layers (checkpoint size)"),
+        "layer_parameters": Key("list", [], "parameters per layer"),
+        "parallelism": Key("dict", {"tensor": 1, "pipeline": 1, "data": -1, "zero_stage": 0},
+                           "tensor, pipeline and data parallel degrees, ZeRO stage"),
+        "transformer": Key("dict", {}, "hidden_size, ffn_hidden_size, vocab_size, "
+                           "num_attention_heads, num_kv_heads"),
+    },
+    "framework": {
+        "name": Key("str", "pytorch", "the framework the workload came from", emulated=False),
+    },
+    "workflow": {
+        "generate_data": Key("bool", False, "generate the dataset before training"),
+        "train": Key("bool", True, "run the training loop"),
+        "evaluation": Key("bool", False, "run evaluation phases"),
+        "checkpoint": Key("bool", False, "write checkpoints"),
+        "profiling": Key("bool", False, "framework profiling", emulated=False),
+        "debug": Key("bool", False, "framework debugging", emulated=False),
+    },
+    "dataset": {
+        "data_folder": Key("str", "./data", "dataset directory (train/ and valid/ below it)"),
+        "format": Key("enum", "raw", "on-disk format", FORMATS),
+        "num_files_train": Key("int", 1, "training files", minimum=1),
+        "num_files_eval": Key("int", 0, "evaluation files", minimum=0),
+        "num_samples_per_file": Key("int", 1, "samples per file", minimum=1),
+        "record_length": Key("size", 65536, "bytes per sample (mean)", minimum=1),
+        "record_length_stdev": Key("size", 0, "standard deviation of the sample size",
+                                   minimum=0),
+        "record_length_resize": Key("size", 0, "sample size after decoding", emulated=False),
+        "num_subfolders_train": Key("int", 0, "subfolders of train/", minimum=0),
+        "num_subfolders_eval": Key("int", 0, "subfolders of valid/", minimum=0),
+        "file_prefix": Key("str", "img", "file name prefix"),
+        "compression": Key("enum", "none", "compression (hdf5: gzip, lzf; npz: zip)",
+                           ("none", "gzip", "lzf", "zip")),
+        "compression_level": Key("int", 4, "gzip level", minimum=0),
+        "enable_chunking": Key("bool", False, "HDF5: chunked dataset"),
+        "chunk_size": Key("size", 0, "HDF5: chunk size in bytes", minimum=0),
+        "keep_files": Key("bool", True, "keep the dataset after the run"),
+        "record_dims": Key("list", [], "dimensions of a record", emulated=False),
+        "record_element_type": Key("str", "uint8", "element type of a record", emulated=False),
+        "num_dataset_per_record": Key("int", 1, "HDF5 datasets per record", emulated=False),
+        "chunk_dims": Key("list", [], "HDF5 chunk dimensions", emulated=False),
+        "max_shape": Key("list", [], "HDF5 maximum shape", emulated=False),
+    },
+    "reader": {
+        "data_loader": Key("str", "pytorch", "the framework's data loader", emulated=False),
+        "batch_size": Key("int", 1, "samples per step per rank", minimum=1),
+        "batch_size_eval": Key("int", 1, "samples per evaluation step per rank", minimum=1),
+        "read_threads": Key("int", 1, "read-ahead threads per rank (C threads)", minimum=0),
+        "pin_memory": Key("bool", True, "pinned host memory", emulated=False),
+        "computation_threads": Key("int", 1, "preprocessing threads", emulated=False),
+        "prefetch_size": Key("int", 2, "batches read ahead of the one in use", minimum=0),
+        "sample_shuffle": Key("enum", "off", "sample order", SHUFFLE),
+        "file_shuffle": Key("enum", "off", "file order", SHUFFLE),
+        "transfer_size": Key("size", 262144, "largest single read in bytes (0: whole)",
+                             minimum=0),
+        "preprocess_time": Key("time", 0.0, "emulated preprocessing per sample (s)"),
+        "preprocess_time_stdev": Key("float", 0.0, "its standard deviation", minimum=0.0),
+        "odirect": Key("bool", False, "read with O_DIRECT (same as io.interface=posix_direct)"),
+        "transformed_sample": Key("list", [], "shape after transformation", emulated=False),
+        "transformed_sample_type": Key("str", "uint8", "type after transformation",
+                                       emulated=False),
+    },
+    "train": {
+        "epochs": Key("int", 1, "epochs", minimum=1),
+        "computation_time": Key("time", 0.0, "emulated compute per step (s), or a distribution"),
+        "computation_time_stdev": Key("float", 0.0, "its standard deviation", minimum=0.0),
+        "total_training_steps": Key("int", -1, "stop after this many steps (-1: epochs)"),
+        "seed_change_epoch": Key("bool", True, "shuffle differently every epoch"),
+        "seed": Key("int", 123, "random seed"),
+    },
+    "evaluation": {
+        "eval_time": Key("time", 0.0, "emulated compute per evaluation step (s)"),
+        "eval_time_stdev": Key("float", 0.0, "its standard deviation", minimum=0.0),
+        "epochs_between_evals": Key("int", 1, "evaluate every N epochs", minimum=1),
+    },
+    "checkpoint": {
+        "checkpoint_folder": Key("str", "./checkpoints", "checkpoint directory"),
+        "checkpoint_after_epoch": Key("int", 1, "first epoch that checkpoints", minimum=0),
+        "epochs_between_checkpoints": Key("int", 1, "checkpoint every N epochs", minimum=1),
+        "steps_between_checkpoints": Key("int", -1, "checkpoint every N steps (-1: off)"),
+        "fsync": Key("bool", False, "fsync every checkpoint file"),
+        "time_between_checkpoints": Key("float", -1.0, "checkpoint-only mode: seconds apart"),
+        "num_checkpoints_write": Key("int", -1, "checkpoint-only mode: checkpoints written"),
+        "num_checkpoints_read": Key("int", -1, "checkpoint-only mode: checkpoints read"),
+        "recovery_rank_shift": Key("bool", False, "read another rank's shard"),
+        "rank_sync": Key("bool", False, "barrier after a checkpoint write or read"),
+        "mode": Key("enum", "default", "all of the checkpoint or a subset", ("default", "subset")),
+        "randomize_tensor": Key("bool", True, "random content (else ones)", emulated=False),
+        "model_size": Key("size", 0, "older name of model.model_size_bytes", minimum=0),
+        "ksm": Key("dict", {}, "kernel samepage merging", emulated=False),
+    },
+    "output": {
+        "folder": Key("str", "./dlio_output", "results directory"),
+        "log_file": Key("str", "dlio.log", "log file name", emulated=False),
+        "metric": Key("dict", {"exclude_start_steps": 1, "exclude_end_steps": 0},
+                      "steps excluded from AU"),
+    },
+    "metric": {
+        "au": Key("float", 0.9, "AU threshold for pass/fail", minimum=0.0),
+    },
+    "profiling": {
+        "profiler": Key("str", "none", "framework profiler", emulated=False),
+        "iostat_devices": Key("list", [], "devices for iostat", emulated=False),
+    },
+    "io": {
+        "interface": Key("enum", "posix", "how samples are read", INTERFACES),
+        "layout": Key("enum", "multi", "files per rank's share (multi), one shared file read in "
+                      "parts (shared), or one file every rank reads whole (replicated)",
+                      ("multi", "shared", "replicated")),
+        "read_type": Key("enum", "on_demand", "read per step, or the whole input at start",
+                         ("on_demand", "memory")),
+        "mpiio_hints": Key("dict", {}, "MPI_Info hints for MPI-IO and HDF5 opens"),
+        "stdio_buffer": Key("size", 0, "STDIO stream buffer (0: the C library's)", minimum=0),
+        "fadvise": Key("enum", "none", "posix_fadvise hint at open",
+                       ("none", "normal", "sequential", "random", "willneed")),
+        "remainder": Key("enum", "drop", "samples left over after equal steps: dropped, or "
+                         "padded with repeats", ("drop", "pad")),
+        "allreduce_bytes": Key("size", 0, "gradient exchange: 0 a barrier, else an "
+                               "MPI_Allreduce of this many bytes", minimum=0),
+        "keep_oplog": Key("bool", False, "keep every rank's op log in the output"),
+        "oplog_capacity": Key("int", 1 << 20, "op-log entries per rank", minimum=1),
+        "fail_below_au": Key("bool", False, "exit status 3 when AU is under metric.au"),
+    },
+}
+
+# Older spellings that workload files in the wild use: (section, key) -> (section, key)
+ALIASES = {
+    ("dataset", "record_length_bytes"): ("dataset", "record_length"),
+    ("dataset", "record_length_bytes_stdev"): ("dataset", "record_length_stdev"),
+    ("dataset", "record_length_bytes_resize"): ("dataset", "record_length_resize"),
+    ("model", "model_size"): ("model", "model_size_bytes"),
+}
+FORMAT_ALIASES = {"dlio_npz": "npz", "dlio_tfrecord": "tfrecord", "dlio_hdf5": "hdf5",
+                  "indexed_binary": "raw", "bin": "raw", "h5": "hdf5"}

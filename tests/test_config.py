@@ -1,0 +1,124 @@
+"""Configuration: shipped workloads, DLIO benchmark workload files, overrides, and every kind of
+bad input rejected with one line naming the key."""
+import os
+
+import numpy as np
+import pytest
+
+from dlio_mpi import config, timing
+
+FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+
+@pytest.mark.parametrize("name", config.list_workloads())
+def test_shipped_workloads_load(name):
+    cfg = config.load([f"workload={name}"])
+    assert cfg.workload == name
+    assert cfg.num_samples >= 1
+
+
+def test_paper_and_current_workloads_are_shipped():
+    names = set(config.list_workloads())
+    assert {"cosmic_tagger", "ffn", "imagenet", "cosmoflow_paper", "frnn", "candle_nt3",
+            "unet3d", "resnet50", "cosmoflow", "bert", "dlrm"} <= names
+
+
+@pytest.mark.parametrize("fixture", ["dlio_unet3d.yaml", "dlio_resnet50.yaml",
+                                     "dlio_cosmoflow.yaml"])
+def test_dlio_benchmark_files_load_unchanged(fixture):
+    cfg = config.load(config_file=os.path.join(FIX, fixture))
+    assert cfg.dataset.num_files_train == 1024 or cfg.dataset.num_files_train == 168
+    assert "reader.data_loader" in cfg.not_emulated
+
+
+def test_dlio_unet3d_values():
+    cfg = config.load(config_file=os.path.join(FIX, "dlio_unet3d.yaml"))
+    assert cfg.model.name == "unet3d" and cfg.framework.name == "pytorch"
+    assert cfg.dataset.format == "npz"
+    assert cfg.dataset.record_length_stdev == 68341808
+    assert cfg.model.model_size_bytes == 499153191
+    assert cfg.checkpoint.epochs_between_checkpoints == 2
+    assert cfg.train.computation_time == pytest.approx(1.3604)
+
+
+def test_dlio_cosmoflow_aliases_and_distribution():
+    cfg = config.load(config_file=os.path.join(FIX, "dlio_cosmoflow.yaml"))
+    assert cfg.dataset.record_length == 131072
+    assert cfg.train.computation_time == {"type": "normal", "mean": 0.1, "stdev": 0.01}
+
+
+def test_override_precedence_and_hydra_spellings():
+    cfg = config.load(["workload=unet3d", "++workload.dataset.num_files_train=8",
+                       "dataset.record_length=1m", "io.mpiio_hints.cb_nodes=2",
+                       "train.computation_time=0"])
+    assert cfg.dataset.num_files_train == 8
+    assert cfg.dataset.record_length == 1 << 20
+    assert cfg.io.mpiio_hints == {"cb_nodes": 2}
+    assert cfg.train.computation_time == 0.0
+    assert cfg.reader.batch_size == 7          # from the workload
+
+
+@pytest.mark.parametrize("text,value", [("4096", 4096), ("4k", 4096), ("1MiB", 1 << 20),
+                                        ("2g", 2 << 30), ("1.5k", 1536)])
+def test_sizes(text, value):
+    assert config.parse_size(text) == value
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["dataset.num_files_trian=3"],
+     "unknown key dataset.num_files_trian (did you mean dataset.num_files_train?)"),
+    (["datset.num_files_train=3"], "unknown section 'datset' (did you mean dataset?)"),
+    (["num_files_train=3"], "overrides name a section and a key"),
+    (["dataset.num_files_train=many"], "dataset.num_files_train='many': expected an integer"),
+    (["dataset.num_files_train=0"], "dataset.num_files_train=0: must be at least 1"),
+    (["dataset.record_length=12q"], "dataset.record_length='12q': expected a size"),
+    (["train.computation_time=-1"], "train.computation_time=-1"),
+    (["io.interface=posix_drect"], "(did you mean posix_direct?)"),
+    (["dataset.format=parquet"], "dataset.format='parquet': one of"),
+    (["io.interface=stdio", "reader.odirect=true"], "O_DIRECT is a POSIX open flag"),
+    (["io.interface=mpiio_coll"], "collective I/O on one shared file"),
+    (["io.interface=hdf5_coll", "dataset.format=npz"], "reads HDF5 files"),
+    (["dataset.format=hdf5", "io.interface=posix"], "is read through libhdf5"),
+    (["io.layout=shared", "dataset.num_files_train=4"], "must be 1, not 4"),
+    (["train.computation_time={type: uniform, min: 2, max: 1}"], "uniform min 2.0 is above max"),
+    (["train.computation_time={type: weibull, a: 1}"], "train.computation_time.type='weibull'"),
+    (["workload=unet4d"], "unknown workload 'unet4d' (did you mean unet3d?)"),
+])
+def test_bad_input_is_one_line(overrides, message):
+    with pytest.raises(config.ConfigError) as ei:
+        config.load(["workload=default"] + overrides)
+    text = str(ei.value)
+    assert message in text and "\n" not in text
+
+
+def test_batch_larger_than_share():
+    cfg = config.load(["workload=default", "reader.batch_size=100"])
+    with pytest.raises(config.ConfigError, match="larger than a rank's share"):
+        config.check_ranks(cfg, 2)
+
+
+def test_bad_yaml_file(tmp_path):
+    bad = tmp_path / "w.yaml"
+    bad.write_text("dataset: [1, 2\n")
+    with pytest.raises(config.ConfigError, match="not valid YAML"):
+        config.load(config_file=str(bad))
+    with pytest.raises(config.ConfigError, match="cannot read"):
+        config.load(config_file=str(tmp_path / "missing.yaml"))
+
+
+def test_config_is_frozen():
+    cfg = config.load(["workload=default"])
+    with pytest.raises(AttributeError):
+        cfg.dataset.num_files_train = 3
+
+
+@pytest.mark.parametrize("spec,mean", [
+    (0.5, 0.5), ({"type": "normal", "mean": 0.2, "stdev": 0.01}, 0.2),
+    ({"type": "uniform", "min": 0.1, "max": 0.3}, 0.2),
+    ({"type": "gamma", "shape": 2.0, "scale": 0.1}, 0.2),
+    ({"type": "exponential", "scale": 0.2}, 0.2), ({"type": "poisson", "lam": 3.0}, 3.0)])
+def test_compute_time_distributions(spec, mean):
+    draws = timing.draw(spec, np.random.default_rng(1), 20000)
+    assert (draws >= 0).all()
+    assert draws.mean() == pytest.approx(mean, rel=0.05)
+    assert timing.mean(spec) == pytest.approx(mean)
