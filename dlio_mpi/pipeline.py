@@ -87,11 +87,69 @@ class MPIReader(Reader):
         return total
 
 
+class PrefetchReader(Reader):
+    """reader.read_threads C threads read samples ahead into a ring of
+    (reader.prefetch_size + 1) batches, as a data loader's workers do; a step waits only for
+    the samples of its own batch. The samples of the epoch are queued in order."""
+
+    def __init__(self, cfg, comm, log):
+        super().__init__(cfg, comm, log)
+        bs = cfg.reader.batch_size
+        self.depth = (cfg.reader.prefetch_size + 1) * bs
+        _, align = (1, 1) if cfg.io.interface != "posix_direct" else \
+            engines.dio_alignment(cfg.dataset.data_folder)[:2]
+        self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.depth,
+                                    slot_bytes=self.rec, align=max(align, 4096))
+        self.queue = []        # samples of the epoch not yet submitted
+        self.pending = []      # tickets submitted, oldest first
+
+    def start_epoch(self, plan):
+        self.queue = list(np.asarray(plan).reshape(-1)[::-1])
+        self._fill()
+
+    def _fill(self):
+        while self.queue and len(self.pending) < self.depth:
+            s = int(self.queue.pop())
+            f, off = divmod(s, self.spf)
+            self.pending.append(self.ra.submit(self._open(f), [off * self.rec], [self.rec],
+                                               xfer=self.xfer))
+
+    def read_batch(self, samples):
+        total = 0
+        for _ in range(len(samples)):
+            t = self.pending.pop(0)
+            view, got = self.ra.wait(t)
+            if got != self.rec:
+                self.ra.release(t)
+                raise engines.ShortReadError(61, f"a sample of {self.rec} bytes came back with "
+                                             f"{got} bytes")
+            total += got
+            self.ra.release(t)
+        self._fill()
+        return total
+
+    def close(self):
+        for t in self.pending:
+            try:
+                self.ra.wait(t)
+            except engines.EngineError:
+                pass
+            self.ra.release(t)
+        self.pending.clear()
+        self.ra.close()
+        super().close()
+
+
+PREFETCH_INTERFACES = ("posix", "posix_direct", "mmap")
+
+
 def make_reader(cfg, comm, log):
     if cfg.io.interface in ("mpiio", "mpiio_coll"):
         r = MPIReader(cfg, comm, log)
         r.open_all()
         return r
+    if cfg.reader.read_threads >= 1 and cfg.io.interface in PREFETCH_INTERFACES:
+        return PrefetchReader(cfg, comm, log)
     return Reader(cfg, comm, log)
 
 
@@ -136,6 +194,8 @@ def run_epochs(cfg, comm, log, progress=None):
             sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
                                  cfg.train.computation_time_stdev)
             comm.Barrier()
+            if isinstance(reader, PrefetchReader):
+                reader.start_epoch(plan)
             t_start = time.perf_counter()
             io_wait = compute = first_io = 0.0
             for step, batch in enumerate(plan):

@@ -38,8 +38,6 @@ def check_supported(cfg):
         missing.append("io.layout=replicated")
     if cfg.io.read_type != "on_demand":
         missing.append(f"io.read_type={cfg.io.read_type}")
-    if cfg.reader.read_threads > 1:
-        missing.append(f"reader.read_threads={cfg.reader.read_threads}")
     if cfg.workflow.checkpoint:
         missing.append("workflow.checkpoint=true")
     if cfg.workflow.evaluation:
@@ -143,7 +141,13 @@ def run(cfg, comm, echo=print):
         "samples_dropped_per_epoch": sampler.dropped_per_epoch(cfg.num_samples, size,
                                                                cfg.reader.batch_size),
         "workload": cfg.workload,
-        "not_emulated": list(cfg.not_emulated),
+        "not_emulated": list(cfg.not_emulated) + (
+            ["reader.read_threads (reads are issued by the rank's main thread on "
+             f"io.interface={cfg.io.interface})"]
+            if cfg.reader.read_threads > 1 and
+            cfg.io.interface not in pipeline.PREFETCH_INTERFACES else []),
+        "read_threads": cfg.reader.read_threads
+        if cfg.io.interface in pipeline.PREFETCH_INTERFACES else 0,
         "files_generated": generated,
         "train_au_mean_percentage": 100 * au,
         "train_au_meet_expectation": "success" if au >= cfg.metric.au else "fail",

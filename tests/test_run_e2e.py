@@ -20,10 +20,11 @@ def load_oplogs(out, ranks, epochs):
     return per_epoch
 
 
-@pytest.mark.parametrize("n,interface", [(1, "posix"), (2, "posix"), (3, "posix"),
-                                         (4, "posix"), (2, "posix_direct"), (3, "stdio"),
-                                         (2, "mmap"), (3, "mpiio"), (4, "mpiio_coll")])
-def test_every_sample_once_per_epoch(tmp_path, n, interface):
+@pytest.mark.parametrize("n,interface,threads", [
+    (1, "posix", 0), (2, "posix", 0), (3, "posix", 0), (4, "posix", 0), (2, "posix", 4),
+    (3, "posix_direct", 2), (2, "posix_direct", 0), (3, "stdio", 0), (2, "mmap", 1),
+    (3, "mpiio", 0), (4, "mpiio_coll", 0)])
+def test_every_sample_once_per_epoch(tmp_path, n, interface, threads):
     data, out = tmp_path / "data", tmp_path / "out"
     files, epochs, batch = 13, 2, 3
     layout = "shared" if interface == "mpiio_coll" else "multi"
@@ -37,6 +38,7 @@ def test_every_sample_once_per_epoch(tmp_path, n, interface):
                 f"dataset.record_length={REC}", f"reader.batch_size={batch}",
                 f"train.epochs={epochs}", "train.computation_time=0", "reader.transfer_size=0",
                 f"io.interface={interface}", f"io.layout={layout}", "io.keep_oplog=true",
+                f"reader.read_threads={threads}", "reader.prefetch_size=2",
                 timeout=180)
     s = json.loads((out / "summary.json").read_text())
     total = files * spf
