@@ -171,6 +171,37 @@ class Exchange:
             self.comm.Allreduce(self.send, self.recv, op=MPI.SUM)
 
 
+def _log_totals(log):
+    """(bytes, operations, histogram) of the reads in the finalized op log and its overflow."""
+    log.finalize()
+    ops = log.arrays()
+    reads = ops["op"] == engines.OP["read"]
+    over = log.overflow_totals().get("read", (0, 0))
+    return (int(ops["bytes"][reads].sum()) + over[1], int(reads.sum()) + over[0],
+            log.histogram(op="read"))
+
+
+def load_into_memory(cfg, comm, reader, log):
+    """io.read_type=memory: the rank reads its whole input at start, file by file, in
+    transfer-size pieces, as applications that load a CSV or NPZ dataset do. Returns the load
+    phase's numbers, as an epoch entry with epoch=-1."""
+    share = sampler.memory_share(cfg.num_samples, comm.Get_size(), comm.Get_rank(),
+                                 cfg.io.layout)
+    files, offs = sampler.locate(share, reader.spf, reader.rec)
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for f in np.unique(files):
+        sel = offs[files == f]
+        lo, hi = int(sel.min()), int(sel.max()) + reader.rec
+        buf = engines.aligned_empty(hi - lo, 4096)
+        reader._open(int(f)).readv([lo], [hi - lo], xfer=reader.xfer, out=buf, exact=True)
+    wall = time.perf_counter() - t0
+    moved, nops, hist = _log_totals(log)
+    return {"epoch": -1, "steps": 0, "samples": int(share.size), "wall_s": wall,
+            "io_wait_s": wall, "compute_s": 0.0, "first_step_io_s": wall, "bytes_moved": moved,
+            "read_ops": nops, "latency_hist": hist}
+
+
 def run_epochs(cfg, comm, log, progress=None):
     """Run the training loop; returns this rank's per-epoch numbers and, with io.keep_oplog,
     the op log arrays of each epoch."""
@@ -182,13 +213,20 @@ def run_epochs(cfg, comm, log, progress=None):
     max_steps = cfg.train.total_training_steps
     done_steps = 0
     epochs, oplogs = [], []
+    in_memory = cfg.io.read_type == "memory"
     try:
+        if in_memory:
+            epochs.append(load_into_memory(cfg, comm, reader, log))
+            if cfg.io.keep_oplog:
+                oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
+            log.reset()
         for epoch in range(cfg.train.epochs):
             if 0 <= max_steps <= done_steps:
                 break
             seed_epoch = epoch if cfg.train.seed_change_epoch else 0
             plan = sampler.rank_samples(cfg.num_samples, size, rank, cfg.reader.batch_size,
-                                        seed_epoch, cfg.train.seed, shuffle)
+                                        seed_epoch, cfg.train.seed, shuffle, cfg.io.remainder,
+                                        cfg.io.layout, cfg.io.read_type)
             if max_steps >= 0:
                 plan = plan[:max_steps - done_steps]
             sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
@@ -200,7 +238,8 @@ def run_epochs(cfg, comm, log, progress=None):
             io_wait = compute = first_io = 0.0
             for step, batch in enumerate(plan):
                 t0 = time.perf_counter()
-                reader.read_batch(batch)
+                if not in_memory:
+                    reader.read_batch(batch)
                 t1 = time.perf_counter()
                 if step == 0:
                     first_io = t1 - t0
@@ -213,18 +252,13 @@ def run_epochs(cfg, comm, log, progress=None):
                     progress(epoch, step + 1, len(plan))
             wall = time.perf_counter() - t_start
             done_steps += len(plan)
-            log.finalize()
-            ops = log.arrays()
-            reads = ops["op"] == engines.OP["read"]
-            over = log.overflow_totals().get("read", (0, 0))
+            moved, nops, hist = _log_totals(log)
             epochs.append({"epoch": epoch, "steps": len(plan), "samples": int(plan.size),
                            "wall_s": wall, "io_wait_s": io_wait, "compute_s": compute,
-                           "first_step_io_s": first_io,
-                           "bytes_moved": int(ops["bytes"][reads].sum()) + over[1],
-                           "read_ops": int(reads.sum()) + over[0],
-                           "latency_hist": log.histogram(op="read")})
+                           "first_step_io_s": first_io, "bytes_moved": moved,
+                           "read_ops": nops, "latency_hist": hist})
             if cfg.io.keep_oplog:
-                oplogs.append({k: np.array(v) for k, v in ops.items()})
+                oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
             log.reset()
     finally:
         reader.close()

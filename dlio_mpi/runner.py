@@ -34,10 +34,6 @@ def check_supported(cfg):
     missing = []
     if cfg.dataset.format != "raw":
         missing.append(f"dataset.format={cfg.dataset.format}")
-    if cfg.io.layout == "replicated":
-        missing.append("io.layout=replicated")
-    if cfg.io.read_type != "on_demand":
-        missing.append(f"io.read_type={cfg.io.read_type}")
     if cfg.workflow.checkpoint:
         missing.append("workflow.checkpoint=true")
     if cfg.workflow.evaluation:
@@ -131,15 +127,19 @@ def run(cfg, comm, echo=print):
     epochs, oplogs = pipeline.run_epochs(cfg, comm, log, progress)
     if rank == 0 and sys.stderr.isatty():
         print(file=sys.stderr)
-    job = reduce_epochs(epochs, comm)
-    au = float(np.mean([e["au"] for e in job]))
+    everything = reduce_epochs(epochs, comm)
+    load = [e for e in everything if e["epoch"] < 0]
+    job = [e for e in everything if e["epoch"] >= 0]
+    au = float(np.mean([e["au"] for e in job])) if job else 0.0
     summary = {
         "config": cfg.to_dict(),
         "ranks": size,
         "hosts": len(set(comm.allgather(os.uname().nodename))),
         "steps_per_epoch": job[0]["steps"] if job else 0,
-        "samples_dropped_per_epoch": sampler.dropped_per_epoch(cfg.num_samples, size,
-                                                               cfg.reader.batch_size),
+        "samples_dropped_per_epoch": sampler.dropped_per_epoch(
+            cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder, cfg.io.layout,
+            cfg.io.read_type),
+        "load": load[0] if load else None,
         "workload": cfg.workload,
         "not_emulated": list(cfg.not_emulated) + (
             ["reader.read_threads (reads are issued by the rank's main thread on "
@@ -155,7 +155,7 @@ def run(cfg, comm, echo=print):
         "train_throughput_mean_samples_per_second":
             float(np.mean([e["samples_per_s"] for e in job])),
         "train_io_mean_MB_per_second": float(np.mean([e["bytes_per_s"] for e in job])) / 1e6,
-        "bytes_moved": int(sum(e["bytes_moved"] for e in job)),
+        "bytes_moved": int(sum(e["bytes_moved"] for e in everything)),
         "epochs": job,
         "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
         "facts": {"mpi": sysinfo.mpi_library(), "mpiio": sysinfo.mpiio_component(),
@@ -173,7 +173,8 @@ def run(cfg, comm, echo=print):
     if rank == 0:
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["rank"] + [f"e{e}_{k}" for e in range(len(epochs))
+        w.writerow(["rank"] + [f"{'load' if e['epoch'] < 0 else 'e%d' % e['epoch']}_{k}"
+                               for e in epochs
                                for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")])
         w.writerows(rows)
         write_atomic(os.path.join(out_dir, "per_rank.csv"), buf.getvalue())
@@ -186,6 +187,10 @@ def run(cfg, comm, echo=print):
 def format_summary(s):
     lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
              f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)"]
+    if s.get("load"):
+        ld = s["load"]
+        lines.append(f"input read into memory at start: {ld['bytes_moved']} bytes in "
+                     f"{ld['duration_s']:.3f} s")
     for e in s["epochs"]:
         lines.append(f"epoch {e['epoch'] + 1}: {e['samples']} samples in {e['duration_s']:.3f} s,"
                      f" {e['samples_per_s']:.1f} samples/s, {e['bytes_per_s'] / 2**20:.1f} MiB/s"

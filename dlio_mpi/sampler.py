@@ -1,18 +1,39 @@
 """Sharding and shuffling as pure functions: which samples a rank reads in an epoch.
 
-The global order of an epoch is a true permutation of all samples (seeded, changing with the
-epoch) or the identity. Rank r takes the r-th contiguous share of steps*batch*ranks samples of
-that order, so every rank runs the same number of steps; the remainder (fewer than batch*ranks
-samples) is dropped and reported."""
+On demand (io.read_type=on_demand): the global order of an epoch is a true permutation of all
+samples (seeded, changing with the epoch) or the identity. Rank r takes the r-th contiguous share
+of steps*batch*ranks samples of that order, so every rank runs the same number of steps; the
+remainder (fewer than batch*ranks samples) is dropped, or, with remainder="pad", filled with the
+first samples of the order again. With layout "replicated" every rank takes the whole order.
+
+Whole input in memory (io.read_type=memory): a rank first reads its memory share (all samples
+when replicated, else a contiguous block of about N/ranks samples), then trains on a
+permutation of that share each epoch, for the steps every rank can run.
+
+Nothing here is per sample in Python: orders are numpy arrays, locations are computed."""
 import numpy as np
 
 
-def steps_per_epoch(num_samples, ranks, batch):
+def steps_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
+                    read_type="on_demand"):
+    if read_type == "memory":
+        share = num_samples if layout == "replicated" else num_samples // ranks
+        return share // batch
+    if layout == "replicated":
+        ranks = 1
+    if remainder == "pad":
+        return -(-num_samples // (ranks * batch))
     return num_samples // (ranks * batch)
 
 
-def dropped_per_epoch(num_samples, ranks, batch):
-    return num_samples - steps_per_epoch(num_samples, ranks, batch) * ranks * batch
+def dropped_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
+                      read_type="on_demand"):
+    """Samples not read in an epoch (negative: samples read twice, when padded)."""
+    steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
+    readers = 1 if layout == "replicated" and read_type != "memory" else ranks
+    if read_type == "memory" and layout == "replicated":
+        return num_samples - steps * batch
+    return num_samples - steps * readers * batch
 
 
 def epoch_order(num_samples, epoch, seed, shuffle):
@@ -23,11 +44,30 @@ def epoch_order(num_samples, epoch, seed, shuffle):
     return rng.permutation(num_samples).astype(np.int64)
 
 
-def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle):
-    """The samples rank reads in epoch, in step order: shape (steps, batch)."""
-    steps = steps_per_epoch(num_samples, ranks, batch)
-    per_rank = steps * batch
+def memory_share(num_samples, ranks, rank, layout):
+    """The samples a rank reads into memory at start."""
+    if layout == "replicated":
+        return np.arange(num_samples, dtype=np.int64)
+    lo, hi = rank * num_samples // ranks, (rank + 1) * num_samples // ranks
+    return np.arange(lo, hi, dtype=np.int64)
+
+
+def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainder="drop",
+                 layout="multi", read_type="on_demand"):
+    """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch)."""
+    steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
+    if read_type == "memory":
+        share = memory_share(num_samples, ranks, rank, layout)
+        if shuffle:
+            share = np.random.default_rng([seed, epoch, rank]).permutation(share)
+        return share[:steps * batch].reshape(steps, batch)
     order = epoch_order(num_samples, epoch, seed, shuffle)
+    if layout == "replicated":
+        ranks, rank = 1, 0
+    per_rank = steps * batch
+    need = per_rank * ranks
+    if need > order.size:
+        order = np.resize(order, need)      # the order again, as often as needed
     return order[rank * per_rank:(rank + 1) * per_rank].reshape(steps, batch)
 
 

@@ -89,3 +89,52 @@ def test_batch_larger_than_a_ranks_share(tmp_path):
     assert p.returncode == 2
     assert "reader.batch_size=2 is larger than a rank's share of the dataset (1 samples" \
         in p.stdout
+
+
+def run_small(tmp_path, n, *extra):
+    data, out = tmp_path / "data", tmp_path / "out"
+    run_mpi(n, "run_cli.py", "run", f"dataset.data_folder={data}", f"output.folder={out}",
+            f"dataset.record_length={REC}", "train.computation_time=0", "io.keep_oplog=true",
+            *extra, timeout=180)
+    return json.loads((out / "summary.json").read_text()), out
+
+
+def test_replicated_file_read_whole_into_memory_by_every_rank(tmp_path):
+    """CANDLE's pattern: one shared file every rank reads whole at start, in transfer-size
+    pieces; no reads during the epochs."""
+    n, spf = 3, 20
+    s, out = run_small(tmp_path, n, "dataset.num_files_train=1",
+                       f"dataset.num_samples_per_file={spf}", "reader.batch_size=4",
+                       "reader.transfer_size=256k", "io.layout=replicated",
+                       "io.read_type=memory", "train.epochs=2", "reader.read_threads=0")
+    size = spf * REC
+    assert s["load"]["bytes_moved"] == n * size
+    assert s["bytes_moved"] == n * size
+    assert s["steps_per_epoch"] == spf // 4
+    for e in s["epochs"]:
+        assert e["bytes_moved"] == 0 and e["samples"] == n * (spf // 4) * 4
+    for r in range(n):
+        z = np.load(out / f"oplog_rank{r:05d}.npz")
+        reads = z["e0_op"] == 0
+        assert z["e0_offset"][reads].tolist() == list(range(0, size, 256 * 1024))
+        assert int(z["e0_bytes"][reads].sum()) == size
+        assert (z["e1_op"] != 0).all() and (z["e2_op"] != 0).all()
+
+
+def test_shared_file_padded_remainder(tmp_path):
+    """One shared file read in parts; 3 ranks x batch 2 over 20 samples: 4 steps, 4 samples
+    read twice to fill the last step."""
+    n, spf = 3, 20
+    s, out = run_small(tmp_path, n, "dataset.num_files_train=1",
+                       f"dataset.num_samples_per_file={spf}", "reader.batch_size=2",
+                       "io.layout=shared", "io.remainder=pad", "train.epochs=1",
+                       "reader.sample_shuffle=seed")
+    assert s["steps_per_epoch"] == 4 and s["samples_dropped_per_epoch"] == 20 - 24
+    seen = []
+    for r in range(n):
+        z = np.load(out / f"oplog_rank{r:05d}.npz")
+        reads = z["e0_op"] == 0
+        seen.append(z["e0_offset"][reads] // REC)
+    seen = np.concatenate(seen)
+    assert seen.size == 24 and set(seen.tolist()) == set(range(20))
+    assert np.bincount(seen, minlength=20).max() == 2

@@ -1,0 +1,71 @@
+"""The sharding plan as pure functions: coverage (every sample at most once per epoch, all of
+them when nothing is dropped), balance (equal steps on every rank), shuffling per epoch."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dlio_mpi import sampler
+
+
+def all_ranks(n, ranks, batch, epoch=0, **kw):
+    return [sampler.rank_samples(n, ranks, r, batch, epoch, 7, True, **kw) for r in range(ranks)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 500), ranks=st.integers(1, 40), batch=st.integers(1, 9),
+       epoch=st.integers(0, 3))
+def test_drop_covers_each_sample_at_most_once_with_equal_steps(n, ranks, batch, epoch):
+    plans = all_ranks(n, ranks, batch, epoch)
+    steps = sampler.steps_per_epoch(n, ranks, batch)
+    assert all(p.shape == (steps, batch) for p in plans)
+    seen = np.concatenate([p.reshape(-1) for p in plans])
+    assert np.unique(seen).size == seen.size
+    assert seen.size + sampler.dropped_per_epoch(n, ranks, batch) == n
+    assert ((seen >= 0) & (seen < n)).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 500), ranks=st.integers(1, 40), batch=st.integers(1, 9))
+def test_pad_covers_every_sample(n, ranks, batch):
+    plans = all_ranks(n, ranks, batch, remainder="pad")
+    seen = np.concatenate([p.reshape(-1) for p in plans])
+    assert set(seen.tolist()) == set(range(n))
+    assert len({p.shape for p in plans}) == 1
+
+
+def test_order_changes_per_epoch_and_is_reproducible():
+    a = sampler.epoch_order(1000, 0, 1, True)
+    b = sampler.epoch_order(1000, 1, 1, True)
+    assert not np.array_equal(a, b)
+    assert np.array_equal(a, sampler.epoch_order(1000, 0, 1, True))
+    assert np.array_equal(np.sort(a), np.arange(1000))
+    assert np.array_equal(sampler.epoch_order(10, 3, 1, False), np.arange(10))
+
+
+@pytest.mark.parametrize("ranks", [1024, 65536])
+def test_a_million_samples_at_scale(ranks):
+    n, batch = 1_000_000, 4
+    steps = sampler.steps_per_epoch(n, ranks, batch)
+    order = sampler.epoch_order(n, 0, 3, True)
+    # every rank's share is a disjoint slice of one permutation: check a spread of ranks
+    taken = np.zeros(n, dtype=bool)
+    for r in list(range(0, ranks, max(1, ranks // 64))) + [ranks - 1]:
+        p = sampler.rank_samples(n, ranks, r, batch, 0, 3, True)
+        assert p.shape == (steps, batch)
+        assert np.array_equal(p.reshape(-1), order[r * steps * batch:(r + 1) * steps * batch])
+        assert not taken[p.reshape(-1)].any()
+        taken[p.reshape(-1)] = True
+    assert sampler.dropped_per_epoch(n, ranks, batch) == n - steps * batch * ranks
+
+
+def test_memory_share_and_replicated():
+    shares = [sampler.memory_share(10, 3, r, "shared") for r in range(3)]
+    assert np.array_equal(np.concatenate(shares), np.arange(10))
+    assert np.array_equal(sampler.memory_share(10, 3, 2, "replicated"), np.arange(10))
+    plans = [sampler.rank_samples(10, 3, r, 2, 0, 1, True, read_type="memory") for r in range(3)]
+    assert all(p.shape == (1, 2) for p in plans)
+    for r, p in enumerate(plans):
+        assert set(p.reshape(-1).tolist()) <= set(shares[r].tolist())
+    rep = sampler.rank_samples(10, 3, 1, 3, 0, 1, True, layout="replicated")
+    assert rep.shape == (3, 3) and np.unique(rep).size == 9
