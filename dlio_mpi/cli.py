@@ -37,17 +37,48 @@ def _fail(comm, exc):
     comm.Abort(1)
 
 
+def darshan_options(f):
+    f = click.option("--darshan", is_flag=True,
+                     help="run under Darshan (libdarshan.so preloaded in every rank)")(f)
+    f = click.option("--dxt", is_flag=True, help="with --darshan: DXT tracing")(f)
+    f = click.option("--darshan-modmem", type=int, default=0, metavar="MIB",
+                     help="with --darshan: module memory for long runs")(f)
+    f = click.option("--darshan-nonmpi", is_flag=True,
+                     help="with --darshan: non-MPI mode, one log per process")(f)
+    return f
+
+
+def _under_darshan(cfg, darshan, dxt, modmem, nonmpi):
+    """With --darshan, re-execute this process under Darshan before MPI starts."""
+    from dlio_mpi import darshan as dm
+
+    if not darshan or dm.active_log():
+        return
+    try:
+        env = dm.prepare(cfg, dxt=dxt, modmem_mib=modmem, nonmpi=nonmpi)
+    except dm.DarshanNotFound as e:
+        click.echo(f"dlio_mpi: --darshan: {e}", err=True)
+        sys.exit(CONFIG_ERROR)
+    except OSError as e:
+        click.echo(f"dlio_mpi: --darshan: cannot write {cfg.output.folder}: {e.strerror}",
+                   err=True)
+        sys.exit(CONFIG_ERROR)
+    dm.reexec(env, sys.argv[1:])
+
+
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("overrides", nargs=-1)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="a workload YAML (DLIO benchmark files load unchanged)")
-def run(overrides, config_file):
+@darshan_options
+def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     """Run the training emulation on every rank.
 
     OVERRIDES are workload=NAME and section.key=value (dataset.num_files_train=64,
     io.interface=mpiio_coll, io.mpiio_hints.cb_nodes=4, ...). A missing dataset is generated
     first; the summary goes to output.folder/summary.json."""
     cfg = _load(overrides, config_file)
+    _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
     from dlio_mpi import config, runner
@@ -71,9 +102,11 @@ def run(overrides, config_file):
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("overrides", nargs=-1)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
-def generate(overrides, config_file):
+@darshan_options
+def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     """Generate the dataset of a workload (in parallel over the ranks) and stop."""
     cfg = _load(overrides, config_file)
+    _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
     from dlio_mpi import datagen
@@ -114,6 +147,25 @@ def workloads_show(name):
     except config.ConfigError as e:
         click.echo(f"dlio_mpi: {e}", err=True)
         sys.exit(CONFIG_ERROR)
+
+
+@main.command("darshan-env", context_settings={"ignore_unknown_options": True})
+@click.argument("overrides", nargs=-1)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--launcher", type=click.Choice(["openmpi", "mpich", "srun"]), default="openmpi")
+@click.option("--dxt", is_flag=True)
+@click.option("--darshan-modmem", type=int, default=0, metavar="MIB")
+def darshan_env(overrides, config_file, launcher, dxt, darshan_modmem):
+    """Print the launcher options that put a run under Darshan (instead of run --darshan)."""
+    from dlio_mpi import darshan as dm
+
+    cfg = _load(overrides, config_file)
+    try:
+        env = dm.prepare(cfg, dxt=dxt, modmem_mib=darshan_modmem)
+    except dm.DarshanNotFound as e:
+        click.echo(f"dlio_mpi: {e}", err=True)
+        sys.exit(CONFIG_ERROR)
+    click.echo(dm.launcher_flags(env, launcher))
 
 
 @main.command()

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import config, datagen, engines, pipeline, sampler, sysinfo
+from dlio_mpi import config, darshan, datagen, engines, pipeline, sampler, sysinfo
 
 
 def _agree(comm, error):
@@ -149,6 +149,7 @@ def run(cfg, comm, echo=print):
         "read_threads": cfg.reader.read_threads
         if cfg.io.interface in pipeline.PREFETCH_INTERFACES else 0,
         "files_generated": generated,
+        "darshan_log": darshan.active_log(),
         "train_au_mean_percentage": 100 * au,
         "train_au_meet_expectation": "success" if au >= cfg.metric.au else "fail",
         "au_threshold_percentage": 100 * cfg.metric.au,

@@ -1,0 +1,187 @@
+"""Running under Darshan: find the runtime, build each rank's environment, and put it in place
+before MPI initializes.
+
+Darshan instruments a process through LD_PRELOAD of libdarshan.so, and must be loaded before
+MPI_Init; its HDF5 module also needs the process's own libhdf5 preloaded (or it fails with an
+undefined symbol). So `run --darshan` has every rank re-execute itself, before importing MPI,
+with the environment built here; the launcher (mpiexec of Open MPI or MPICH, srun) is not
+involved, and the process keeps its PID and its place in the job. `launcher_flags` prints the
+same environment as launcher options for those who prefer to pass it themselves.
+
+The log is written at MPI_Finalize to a known name in the output directory (in non-MPI mode,
+one log per process, named with its PID); a config file keeps Darshan's records to the data and
+checkpoint directories, so that Python's own file opens do not use up the per-module record
+limit."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+ACTIVE = "DLIO_MPI_DARSHAN_ACTIVE"      # set in the re-executed process
+LIB_ENV = "DLIO_MPI_DARSHAN_LIB"        # explicit path of libdarshan.so
+PREFIX_ENVS = ("DARSHAN_PREFIX", "DARSHAN_ROOT", "DARSHAN_RUNTIME_ROOT", "DARSHAN_HOME")
+USUAL_DIRS = ("/usr/local/lib", "/usr/local/lib64", "/usr/lib", "/usr/lib64",
+              "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/opt/darshan/lib")
+LOG_NAME = "dlio_mpi.darshan"
+CONFIG_NAME = "darshan.conf"
+
+
+class DarshanNotFound(RuntimeError):
+    """No Darshan runtime library; the message says where it looked."""
+
+
+def find_runtime(env=None):
+    """The path of libdarshan.so: from DLIO_MPI_DARSHAN_LIB, `darshan-config --libdir`, a
+    Darshan prefix variable of a module environment, or the usual install locations."""
+    env = os.environ if env is None else env
+    looked = []
+    explicit = env.get(LIB_ENV)
+    if explicit:
+        if os.path.isfile(explicit):
+            return explicit
+        raise DarshanNotFound(f"{LIB_ENV}={explicit} is not a file")
+    looked.append(f"${LIB_ENV} (unset)")
+    dc = shutil.which("darshan-config", path=env.get("PATH"))
+    if dc:
+        try:
+            libdir = subprocess.run([dc, "--libdir"], capture_output=True, text=True,
+                                    timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            libdir = ""
+        cand = os.path.join(libdir, "libdarshan.so")
+        if libdir and os.path.isfile(cand):
+            return cand
+        looked.append(f"darshan-config --libdir ({libdir or 'no answer'})")
+    else:
+        looked.append("darshan-config (not on PATH)")
+    dirs = [os.path.join(env[v], sub) for v in PREFIX_ENVS if env.get(v)
+            for sub in ("lib", "lib64")] + list(USUAL_DIRS)
+    for d in dirs:
+        cand = os.path.join(d, "libdarshan.so")
+        if os.path.isfile(cand):
+            return cand
+    looked.extend(dirs)
+    raise DarshanNotFound("no Darshan runtime (libdarshan.so) found; looked at: "
+                          + ", ".join(looked) + f"; set {LIB_ENV} to its path")
+
+
+def has_hdf5_module(lib):
+    """Whether the runtime was built with its HDF5 module (it then refers to H5F symbols)."""
+    try:
+        with open(lib, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return b"H5Fcreate" in data or b"H5Dread" in data
+
+
+def process_hdf5_library():
+    """The libhdf5 this package's extension is linked with, found with ldd (no import: MPI
+    must not start before Darshan is in place)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("dlio_mpi._engines")
+    if spec is None or not spec.origin:
+        return None
+    try:
+        out = subprocess.run(["ldd", spec.origin], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"libhdf5[^ ]*\.so[^ ]* => (\S+)", out)
+    return m.group(1) if m else None
+
+
+def posix_regex_escape(text):
+    """text as a POSIX extended regular expression matching itself (Darshan uses regex.h)."""
+    return re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", text)
+
+
+def config_text(directories, dxt=False, modmem_mib=0, max_records=0):
+    """A Darshan config file: records only for names under the given directories (every other
+    name excluded first, then those re-included), DXT tracing on request, module memory and
+    record limits."""
+    lines = ["# written by dlio_mpi: keep records to the run's data and checkpoint directories",
+             "NAME_EXCLUDE .* *"]
+    for d in directories:
+        if d:
+            lines.append(f"NAME_INCLUDE ^{posix_regex_escape(os.path.realpath(d))}/ *")
+    if dxt:
+        lines.append("MOD_ENABLE DXT_POSIX,DXT_MPIIO")
+    if modmem_mib:
+        lines.append(f"MODMEM {int(modmem_mib)}")
+    if max_records:
+        lines.append(f"MAX_RECORDS {int(max_records)} POSIX,MPI-IO,STDIO,H5F,H5D")
+    return "\n".join(lines) + "\n"
+
+
+def build_env(base, lib, output_dir, directories, *, hdf5_lib=None, dxt=False, modmem_mib=0,
+              max_records=0, nonmpi=False, pid=None):
+    """The environment of an instrumented process, and the config file's text."""
+    env = dict(base)
+    preload = [lib] + ([hdf5_lib] if hdf5_lib else [])
+    if env.get("LD_PRELOAD"):
+        preload.append(env["LD_PRELOAD"])
+    env["LD_PRELOAD"] = ":".join(preload)
+    out = os.path.realpath(output_dir)
+    name = LOG_NAME if not nonmpi else f"dlio_mpi.{pid or os.getpid()}.darshan"
+    env["DARSHAN_LOGFILE"] = os.path.join(out, name)
+    env["DARSHAN_CONFIG_PATH"] = os.path.join(out, CONFIG_NAME)
+    if dxt:
+        env["DXT_ENABLE_IO_TRACE"] = "1"          # runtimes older than MOD_ENABLE
+    if modmem_mib:
+        env["DARSHAN_MODMEM"] = str(int(modmem_mib))
+    if nonmpi:
+        env["DARSHAN_ENABLE_NONMPI"] = "1"
+    env[ACTIVE] = "1"
+    return env, config_text(directories, dxt, modmem_mib, max_records)
+
+
+def launcher_flags(env, launcher):
+    """The Darshan part of env as options of a launcher: openmpi (-x), mpich (-genv) or srun
+    (--export)."""
+    keys = [k for k in ("LD_PRELOAD", "DARSHAN_LOGFILE", "DARSHAN_CONFIG_PATH",
+                        "DXT_ENABLE_IO_TRACE", "DARSHAN_MODMEM", "DARSHAN_ENABLE_NONMPI", ACTIVE)
+            if k in env]
+    if launcher == "openmpi":
+        return " ".join(f"-x {k}={shlex.quote(env[k])}" for k in keys)
+    if launcher == "mpich":
+        return " ".join(f"-genv {k} {shlex.quote(env[k])}" for k in keys)
+    if launcher == "srun":
+        return "--export=ALL," + ",".join(f"{k}={env[k]}" for k in keys)
+    raise ValueError(f"unknown launcher {launcher!r}: openmpi, mpich or srun")
+
+
+def prepare(cfg, *, dxt=False, modmem_mib=0, max_records=0, nonmpi=False, env=None):
+    """Find the runtime and build this process's instrumented environment; writes the config
+    file into the output directory. Raises DarshanNotFound."""
+    env = os.environ if env is None else env
+    lib = find_runtime(env)
+    hdf5_lib = process_hdf5_library() if has_hdf5_module(lib) else None
+    out = cfg.output.folder
+    dirs = [cfg.dataset.data_folder, cfg.checkpoint.checkpoint_folder]
+    new_env, text = build_env(env, lib, out, dirs, hdf5_lib=hdf5_lib, dxt=dxt,
+                              modmem_mib=modmem_mib, max_records=max_records, nonmpi=nonmpi)
+    os.makedirs(out, exist_ok=True)
+    path = new_env["DARSHAN_CONFIG_PATH"]
+    tmp = f"{path}.{os.getpid()}.part"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return new_env
+
+
+def reexec(env, argv):
+    """Replace this process by itself under env (python -m dlio_mpi ARGV)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "dlio_mpi", *argv], env)
+
+
+def active_log():
+    """The log this process will leave (None when not under Darshan)."""
+    if os.environ.get(ACTIVE) and os.environ.get("DARSHAN_LOGFILE"):
+        return os.environ["DARSHAN_LOGFILE"]
+    return None

@@ -1,0 +1,149 @@
+"""Darshan integration without the Darshan runtime: where the runtime is looked for, the
+environment and config built, and, with a stand-in preload library compiled here, that every
+rank really runs with it preloaded (before MPI starts) and the run records its log's name."""
+import json
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from dlio_mpi import darshan
+from mpirun import run_mpi
+
+STANDIN = textwrap.dedent(r'''
+    #include <stdio.h>
+    #include <stdlib.h>
+    #include <unistd.h>
+    /* refers to H5Fcreate by name, as a runtime with the HDF5 module does */
+    const char *dlio_test_symbol = "H5Fcreate";
+    __attribute__((constructor)) static void mark(void) {
+        const char *dir = getenv("DLIO_TEST_PRELOAD_MARK");
+        if (!dir) return;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%d", dir, (int)getpid());
+        FILE *f = fopen(p, "w");
+        if (!f) return;
+        const char *keys[] = {"DARSHAN_LOGFILE", "DARSHAN_CONFIG_PATH", "LD_PRELOAD",
+                              "DXT_ENABLE_IO_TRACE", "DARSHAN_ENABLE_NONMPI", 0};
+        for (int i = 0; keys[i]; i++) fprintf(f, "%s=%s\n", keys[i], getenv(keys[i]) ? getenv(keys[i]) : "");
+        fclose(f);
+    }
+''')
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory):
+    d = tmp_path_factory.mktemp("standin")
+    (d / "s.c").write_text(STANDIN)
+    lib = d / "libdarshan.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(d / "s.c")], check=True)
+    return str(lib)
+
+
+def test_runtime_from_env(standin):
+    assert darshan.find_runtime({darshan.LIB_ENV: standin, "PATH": ""}) == standin
+
+
+def test_runtime_from_darshan_config(tmp_path, standin):
+    libdir = os.path.dirname(standin)
+    tool = tmp_path / "darshan-config"
+    tool.write_text(f"#!/bin/sh\n[ \"$1\" = --libdir ] && echo {libdir}\n")
+    tool.chmod(0o755)
+    assert darshan.find_runtime({"PATH": str(tmp_path)}) == standin
+
+
+def test_runtime_from_module_prefix(tmp_path, standin):
+    (tmp_path / "lib").mkdir()
+    os.symlink(standin, tmp_path / "lib" / "libdarshan.so")
+    got = darshan.find_runtime({"PATH": "", "DARSHAN_PREFIX": str(tmp_path)})
+    assert got == str(tmp_path / "lib" / "libdarshan.so")
+
+
+def test_not_found_names_where_it_looked(tmp_path):
+    with pytest.raises(darshan.DarshanNotFound) as ei:
+        darshan.find_runtime({"PATH": str(tmp_path)})
+    msg = str(ei.value)
+    assert "darshan-config (not on PATH)" in msg and "/usr/local/lib" in msg
+    assert darshan.LIB_ENV in msg and "\n" not in msg
+    with pytest.raises(darshan.DarshanNotFound, match="is not a file"):
+        darshan.find_runtime({darshan.LIB_ENV: str(tmp_path / "nope.so")})
+
+
+def test_env_and_config(tmp_path):
+    env, text = darshan.build_env({"LD_PRELOAD": "/x/other.so", "PATH": "/bin"},
+                                  "/d/libdarshan.so", tmp_path, ["/data/set", "/ck"],
+                                  hdf5_lib="/h/libhdf5.so", dxt=True, modmem_mib=64,
+                                  max_records=8192)
+    assert env["LD_PRELOAD"] == "/d/libdarshan.so:/h/libhdf5.so:/x/other.so"
+    assert env["DARSHAN_LOGFILE"] == os.path.join(os.path.realpath(tmp_path), "dlio_mpi.darshan")
+    assert env["DXT_ENABLE_IO_TRACE"] == "1" and env["DARSHAN_MODMEM"] == "64"
+    assert env[darshan.ACTIVE] == "1" and "DARSHAN_ENABLE_NONMPI" not in env
+    lines = text.splitlines()
+    assert "NAME_EXCLUDE .* *" in lines
+    assert "NAME_INCLUDE ^/data/set/ *" in lines and "NAME_INCLUDE ^/ck/ *" in lines
+    assert lines.index("NAME_EXCLUDE .* *") < lines.index("NAME_INCLUDE ^/data/set/ *")
+    assert "MOD_ENABLE DXT_POSIX,DXT_MPIIO" in lines and "MODMEM 64" in lines
+    assert "MAX_RECORDS 8192 POSIX,MPI-IO,STDIO,H5F,H5D" in lines
+    nonmpi, _ = darshan.build_env({}, "/d/l.so", tmp_path, [], nonmpi=True, pid=42)
+    assert nonmpi["DARSHAN_ENABLE_NONMPI"] == "1"
+    assert nonmpi["DARSHAN_LOGFILE"].endswith("/dlio_mpi.42.darshan")
+
+
+def test_launcher_flags():
+    env = {"LD_PRELOAD": "/d/l.so", "DARSHAN_LOGFILE": "/o/x.darshan", "PATH": "/bin"}
+    assert darshan.launcher_flags(env, "openmpi") == \
+        "-x LD_PRELOAD=/d/l.so -x DARSHAN_LOGFILE=/o/x.darshan"
+    assert darshan.launcher_flags(env, "mpich") == \
+        "-genv LD_PRELOAD /d/l.so -genv DARSHAN_LOGFILE /o/x.darshan"
+    assert darshan.launcher_flags(env, "srun") == \
+        "--export=ALL,LD_PRELOAD=/d/l.so,DARSHAN_LOGFILE=/o/x.darshan"
+
+
+def test_hdf5_library_of_the_process():
+    lib = darshan.process_hdf5_library()
+    assert lib and "libhdf5" in lib and os.path.exists(lib)
+
+
+@pytest.mark.parametrize("nonmpi", [False, True])
+def test_every_rank_runs_preloaded(tmp_path, standin, nonmpi):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    data, out = tmp_path / "data", tmp_path / "out"
+    env = {darshan.LIB_ENV: standin, "DLIO_TEST_PRELOAD_MARK": str(marks)}
+    args = ["run", "--darshan", "--dxt"] + (["--darshan-nonmpi"] if nonmpi else []) + [
+        f"dataset.data_folder={data}", f"output.folder={out}", "dataset.num_files_train=4",
+        "dataset.num_samples_per_file=2", "reader.batch_size=2", "train.epochs=1"]
+    run_mpi(2, "run_cli.py", *args, env=env, timeout=120)
+    found = [dict(line.split("=", 1) for line in p.read_text().splitlines())
+             for p in marks.iterdir()]
+    ranks = [m for m in found if m["DARSHAN_LOGFILE"]]
+    assert len(ranks) == 2, found          # both ranks, each once, after the re-exec
+    for m in ranks:
+        assert m["LD_PRELOAD"].split(":")[0] == standin
+        assert "libhdf5" in m["LD_PRELOAD"].split(":")[1]
+        assert m["DXT_ENABLE_IO_TRACE"] == "1"
+        assert m["DARSHAN_CONFIG_PATH"] == str(out / "darshan.conf")
+        if nonmpi:
+            assert m["DARSHAN_ENABLE_NONMPI"] == "1"
+    logs = sorted(m["DARSHAN_LOGFILE"] for m in ranks)
+    if nonmpi:
+        assert len(set(logs)) == 2 and all(l.startswith(str(out) + "/dlio_mpi.") for l in logs)
+    else:
+        assert logs == [str(out / "dlio_mpi.darshan")] * 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["darshan_log"] in logs
+    assert f"NAME_INCLUDE ^{os.path.realpath(data)}/ *" in (out / "darshan.conf").read_text()
+
+
+def test_missing_runtime_stops_before_the_run(tmp_path):
+    env = {"PATH": os.path.dirname(os.path.realpath(os.sys.executable)) + ":/usr/bin:/bin"}
+    p = run_mpi(1, "run_cli.py", "run", "--darshan", f"output.folder={tmp_path}/o",
+                f"dataset.data_folder={tmp_path}/d", env=env, check=False, timeout=60)
+    assert p.returncode == 2
+    assert "no Darshan runtime (libdarshan.so) found; looked at:" in p.stdout
+    assert not (tmp_path / "d").exists()
+
+
+def test_regex_escape():
+    assert darshan.posix_regex_escape("/a-b_c/d.e/f[1]+(g)") == r"/a-b_c/d\.e/f\[1\]\+\(g\)"
