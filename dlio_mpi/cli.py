@@ -32,7 +32,9 @@ def _load(overrides, config_file):
 
 def _fail(comm, exc):
     """One line naming the rank, then the whole job ends (no rank left waiting)."""
-    click.echo(f"dlio_mpi: rank {comm.Get_rank()}: {exc}", err=True)
+    where = f"rank {comm.Get_rank()}: "
+    text = str(exc)
+    click.echo(f"dlio_mpi: {'' if text.startswith(where) else where}{text}", err=True)
     sys.stderr.flush()
     comm.Abort(1)
 

@@ -90,6 +90,10 @@ def parse_size(text):
     return int(value)
 
 
+class RawText(str):
+    """A command-line value, typed by the key it is given to."""
+
+
 def _from_text(text):
     """A command-line value as YAML would read it (numbers, booleans, lists, dicts)."""
     try:
@@ -101,6 +105,10 @@ def _from_text(text):
 def _typed(where, key, value):
     """value checked (and converted) against the schema's Key, or ConfigError."""
     t = key.type
+    if isinstance(value, RawText):
+        value = _from_text(value) if t in ("list", "dict", "time") else str(value)
+    if t == "enum" and isinstance(value, bool) and "off" in key.choices and not value:
+        value = "off"           # YAML 1.1 reads an unquoted off as false
     try:
         if t == "int":
             if isinstance(value, bool) or not isinstance(value, int):
@@ -271,7 +279,7 @@ def parse_overrides(items):
             top, sub = key.split(".", 1)
             doc.setdefault(section, {}).setdefault(top, {})[sub] = _from_text(v.strip())
             continue
-        doc.setdefault(section, {})[key] = _from_text(v.strip())
+        doc.setdefault(section, {})[key] = RawText(v.strip())
     return doc, workload
 
 

@@ -111,25 +111,25 @@ class PrefetchReader(Reader):
         while self.queue and len(self.pending) < self.depth:
             s = int(self.queue.pop())
             f, off = divmod(s, self.spf)
-            self.pending.append(self.ra.submit(self._open(f), [off * self.rec], [self.rec],
-                                               xfer=self.xfer))
+            t = self.ra.submit(self._open(f), [off * self.rec], [self.rec], xfer=self.xfer)
+            self.pending.append((t, f, off * self.rec))
 
     def read_batch(self, samples):
         total = 0
         for _ in range(len(samples)):
-            t = self.pending.pop(0)
+            t, f, off = self.pending.pop(0)
             view, got = self.ra.wait(t)
-            if got != self.rec:
-                self.ra.release(t)
-                raise engines.ShortReadError(61, f"a sample of {self.rec} bytes came back with "
-                                             f"{got} bytes")
-            total += got
             self.ra.release(t)
+            if got != self.rec:
+                raise engines.ShortReadError(
+                    61, f"unexpected end of file in {self.path(f)}: wanted {self.rec} bytes at "
+                    f"offset {off}, got {got}")
+            total += got
         self._fill()
         return total
 
     def close(self):
-        for t in self.pending:
+        for t, _, _ in self.pending:
             try:
                 self.ra.wait(t)
             except engines.EngineError:

@@ -122,3 +122,12 @@ def test_compute_time_distributions(spec, mean):
     assert (draws >= 0).all()
     assert draws.mean() == pytest.approx(mean, rel=0.05)
     assert timing.mean(spec) == pytest.approx(mean)
+
+
+def test_off_stays_off(tmp_path):
+    cfg = config.load(["workload=default", "reader.sample_shuffle=off", "model.name=007",
+                       "reader.file_shuffle=random"])
+    assert cfg.reader.sample_shuffle == "off" and cfg.model.name == "007"
+    f = tmp_path / "w.yaml"
+    f.write_text("reader:\n  sample_shuffle: off\n  batch_size: 2\n")
+    assert config.load(config_file=str(f)).reader.sample_shuffle == "off"

@@ -138,3 +138,29 @@ def test_shared_file_padded_remainder(tmp_path):
     seen = np.concatenate(seen)
     assert seen.size == 24 and set(seen.tolist()) == set(range(20))
     assert np.bincount(seen, minlength=20).max() == 2
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
+    data, out = tmp_path / "data", tmp_path / "out"
+    args = ["run", f"dataset.data_folder={data}", f"output.folder={out}",
+            "dataset.num_files_train=6", "dataset.num_samples_per_file=4",
+            f"dataset.record_length={REC}", "reader.batch_size=2", "train.epochs=1",
+            "reader.sample_shuffle=off", "train.computation_time=0"]
+    run_mpi(3, "run_cli.py", *args, timeout=120)
+    victim = data / "train" / "file_000004.bin"
+    if damage == "missing":
+        victim.unlink()
+    else:
+        with open(victim, "r+b") as f:
+            f.truncate(REC + 100)
+    (out / "summary.json").unlink()
+    p = run_mpi(3, "run_cli.py", *args, check=False, timeout=60)
+    assert p.returncode != 0
+    errs = [l for l in p.stdout.splitlines() if l.startswith("dlio_mpi: rank")]
+    assert errs, p.stdout
+    # file 4 holds samples 16..19: rank 2's share without shuffling
+    assert errs[0].startswith("dlio_mpi: rank 2: ") and "file_000004.bin" in errs[0]
+    assert ("cannot open" in errs[0]) if damage == "missing" else \
+        ("unexpected end of file" in errs[0])
+    assert not (out / "summary.json").exists()
