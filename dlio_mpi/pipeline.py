@@ -181,6 +181,12 @@ def _log_totals(log):
             log.histogram(op="read"))
 
 
+def step_histogram(seconds):
+    """Counts of step durations in the op log's latency buckets (uint64, summable)."""
+    buckets = [engines.hist_bucket(int(x * 1e9)) for x in seconds]
+    return np.bincount(buckets, minlength=engines.HIST_BUCKETS).astype(np.uint64)
+
+
 def load_into_memory(cfg, comm, reader, log):
     """io.read_type=memory: the rank reads its whole input at start, file by file, in
     transfer-size pieces, as applications that load a CSV or NPZ dataset do. Returns the load
@@ -199,7 +205,7 @@ def load_into_memory(cfg, comm, reader, log):
     moved, nops, hist = _log_totals(log)
     return {"epoch": -1, "steps": 0, "samples": int(share.size), "wall_s": wall,
             "io_wait_s": wall, "compute_s": 0.0, "first_step_io_s": wall, "bytes_moved": moved,
-            "read_ops": nops, "latency_hist": hist}
+            "read_ops": nops, "latency_hist": hist, "step_wait_hist": step_histogram([])}
 
 
 def run_epochs(cfg, comm, log, progress=None):
@@ -236,6 +242,7 @@ def run_epochs(cfg, comm, log, progress=None):
                 reader.start_epoch(plan)
             t_start = time.perf_counter()
             io_wait = compute = first_io = 0.0
+            waits = np.zeros(len(plan))
             for step, batch in enumerate(plan):
                 t0 = time.perf_counter()
                 if not in_memory:
@@ -244,6 +251,7 @@ def run_epochs(cfg, comm, log, progress=None):
                 if step == 0:
                     first_io = t1 - t0
                 io_wait += t1 - t0
+                waits[step] = t1 - t0
                 if sleeps[step] > 0:
                     time.sleep(sleeps[step])
                 compute += time.perf_counter() - t1
@@ -256,7 +264,8 @@ def run_epochs(cfg, comm, log, progress=None):
             epochs.append({"epoch": epoch, "steps": len(plan), "samples": int(plan.size),
                            "wall_s": wall, "io_wait_s": io_wait, "compute_s": compute,
                            "first_step_io_s": first_io, "bytes_moved": moved,
-                           "read_ops": nops, "latency_hist": hist})
+                           "read_ops": nops, "latency_hist": hist,
+                           "step_wait_hist": step_histogram(waits)})
             if cfg.io.keep_oplog:
                 oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
             log.reset()

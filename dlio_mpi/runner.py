@@ -96,6 +96,8 @@ def reduce_epochs(epochs, comm):
         au = comm.allreduce(min(e["compute_s"] / denom, 1.0)) / comm.Get_size()
         hist = np.zeros_like(e["latency_hist"])
         comm.Allreduce(e["latency_hist"], hist, op=MPI.SUM)
+        waits = np.zeros_like(e["step_wait_hist"])
+        comm.Allreduce(e["step_wait_hist"], waits, op=MPI.SUM)
         out.append({
             "epoch": e["epoch"], "steps": e["steps"], "samples": samples,
             "duration_s": wall, "first_done_s": first_done, "last_done_s": wall,
@@ -103,8 +105,29 @@ def reduce_epochs(epochs, comm):
             "bytes_per_s": moved / wall, "read_ops": ops,
             "io_wait_s_max": comm.allreduce(e["io_wait_s"], op=MPI.MAX),
             "latency_hist_read": hist.tolist(),
+            "step_io_wait_hist": waits.tolist(),
+            "compute_s_mean": comm.allreduce(e["compute_s"]) / comm.Get_size(),
+            "io_wait_s_mean": comm.allreduce(e["io_wait_s"]) / comm.Get_size(),
         })
     return out
+
+
+def run_facts(cfg, comm):
+    """What the run ran on, for the summary: MPI library and MPI-IO component, ranks and
+    hosts, file system of the data, dataset size against one host's memory."""
+    hosts = comm.allgather(os.uname().nodename)
+    memory = comm.allreduce(sysinfo.memory_bytes(), op=_mpi().MIN)
+    dataset = cfg.num_samples * cfg.dataset.record_length
+    facts = {"mpi": sysinfo.mpi_library(), "mpiio": sysinfo.mpiio_component(),
+             "ranks": comm.Get_size(), "hosts": len(set(hosts)),
+             "ranks_per_host_max": max(hosts.count(h) for h in set(hosts)),
+             "filesystem": sysinfo.filesystem_type(cfg.dataset.data_folder),
+             "dataset_bytes": dataset, "host_memory_bytes": memory,
+             "warnings": []}
+    warn = sysinfo.dataset_vs_memory(dataset, memory)
+    if warn:
+        facts["warnings"].append(warn)
+    return facts
 
 
 def _mpi():
@@ -127,6 +150,7 @@ def run(cfg, comm, echo=print):
     epochs, oplogs = pipeline.run_epochs(cfg, comm, log, progress)
     if rank == 0 and sys.stderr.isatty():
         print(file=sys.stderr)
+    facts = run_facts(cfg, comm)
     everything = reduce_epochs(epochs, comm)
     load = [e for e in everything if e["epoch"] < 0]
     job = [e for e in everything if e["epoch"] >= 0]
@@ -134,7 +158,7 @@ def run(cfg, comm, echo=print):
     summary = {
         "config": cfg.to_dict(),
         "ranks": size,
-        "hosts": len(set(comm.allgather(os.uname().nodename))),
+        "hosts": facts["hosts"],
         "steps_per_epoch": job[0]["steps"] if job else 0,
         "samples_dropped_per_epoch": sampler.dropped_per_epoch(
             cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder, cfg.io.layout,
@@ -159,8 +183,7 @@ def run(cfg, comm, echo=print):
         "bytes_moved": int(sum(e["bytes_moved"] for e in everything)),
         "epochs": job,
         "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
-        "facts": {"mpi": sysinfo.mpi_library(), "mpiio": sysinfo.mpiio_component(),
-                  "filesystem": sysinfo.filesystem_type(cfg.dataset.data_folder)},
+        "facts": facts,
         "started": t0,
         "duration_s": time.time() - t0,
     }
@@ -196,7 +219,10 @@ def format_summary(s):
         lines.append(f"epoch {e['epoch'] + 1}: {e['samples']} samples in {e['duration_s']:.3f} s,"
                      f" {e['samples_per_s']:.1f} samples/s, {e['bytes_per_s'] / 2**20:.1f} MiB/s"
                      f" moved, AU {100 * e['au']:.1f}%")
-    lines.append(f"train_au_mean_percentage {s['train_au_mean_percentage']:.2f}, "
+    for w in s["facts"]["warnings"]:
+        lines.append(f"warning: {w}")
+    lines.append(f"train_au_mean_percentage {s['train_au_mean_percentage']:.2f} "
+                 f"({s['train_au_meet_expectation']} against {s['au_threshold_percentage']:.0f}), "
                  f"train_throughput_mean_samples_per_second "
                  f"{s['train_throughput_mean_samples_per_second']:.1f}, "
                  f"bytes moved {s['bytes_moved']}")

@@ -39,6 +39,28 @@ def filesystem_type(path):
     return fstype
 
 
+def memory_bytes():
+    """MemTotal of this host, from /proc/meminfo (0 when unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def dataset_vs_memory(dataset_bytes, host_memory_bytes):
+    """A warning when the page cache of one host could hold the whole dataset (the run then
+    measures memory more than storage), else None."""
+    if host_memory_bytes and dataset_bytes <= host_memory_bytes:
+        return (f"the dataset ({dataset_bytes / 2**30:.2f} GiB) fits in the memory of one host "
+                f"({host_memory_bytes / 2**30:.1f} GiB): reads after the first epoch may come "
+                "from the page cache, not the storage")
+    return None
+
+
 def describe(directory="."):
     import h5py
 

@@ -164,3 +164,20 @@ def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
     assert ("cannot open" in errs[0]) if damage == "missing" else \
         ("unexpected end of file" in errs[0])
     assert not (out / "summary.json").exists()
+
+
+def test_summary_histograms_and_facts(tmp_path):
+    n = 2
+    s, _ = run_small(tmp_path, n, "dataset.num_files_train=4", "dataset.num_samples_per_file=4",
+                     "reader.batch_size=2", "train.epochs=2", "reader.read_threads=0",
+                     "reader.transfer_size=16k")
+    steps = 16 // (n * 2)
+    for e in s["epochs"]:
+        # every step of every rank in the step histogram, every 16 KiB read in the latency one
+        assert sum(e["step_io_wait_hist"]) == n * steps
+        assert sum(e["latency_hist_read"]) == e["read_ops"] == 16 * (REC // 16384)
+        assert e["bytes_moved"] == 16 * REC
+    assert len(s["histogram_bucket_lower_ns"]) == len(s["epochs"][0]["latency_hist_read"])
+    f = s["facts"]
+    assert f["ranks"] == n and f["hosts"] == 1 and f["dataset_bytes"] == 16 * REC
+    assert any("fits in the memory" in w for w in f["warnings"])
