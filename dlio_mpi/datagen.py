@@ -1,36 +1,35 @@
-"""Dataset generation: raw record files written in parallel, each file by exactly one rank.
+"""Dataset generation, in parallel over ranks: each file written by exactly one rank (files
+dealt round-robin), or one shared HDF5 file written collectively by all.
 
 A file appears under its final name only when complete (written to a temporary name, then
-renamed); a rerun skips complete files and replaces anything else. Rank 0 writes the manifest
-last, so a dataset with a manifest is whole; readers take the file list from the manifest and
+renamed); a rerun checks the files that are there (size from the format's layout, or the file's
+own headers) and rewrites only the missing or damaged ones. Rank 0 writes the manifest last, so a
+dataset with a manifest is whole; readers take the file names from the manifest's pattern and
 never list the directory."""
 import json
 import os
 
-import numpy as np
+from dlio_mpi import formats
+from dlio_mpi.dataset import Dataset
 
 MANIFEST = "manifest.json"
 
 
-def file_name(i):
-    return f"train/file_{i:06d}.bin"
-
-
-def record_content(seed, file_index, samples_per_file, record_bytes):
-    """The deterministic bytes of one file, so that reads can be verified."""
-    rng = np.random.default_rng([seed, file_index])
-    return rng.integers(0, 256, samples_per_file * record_bytes, dtype=np.uint8)
-
-
 def manifest_for(cfg):
-    ds = cfg.dataset
+    d = Dataset(cfg)
+    spec = d.spec
     return {
-        "format": "raw",
-        "num_files": ds.num_files_train,
-        "samples_per_file": ds.num_samples_per_file,
-        "record_bytes": ds.record_length,
-        "seed": cfg.train.seed,
-        "files": "train/file_{index:06d}.bin",
+        "format": spec.format,
+        "num_files": d.num_files,
+        "samples_per_file": d.spf,
+        "record_length": spec.record_length,
+        "record_length_stdev": spec.record_length_stdev,
+        "seed": spec.seed,
+        "compression": spec.compression,
+        "chunked": spec.chunked,
+        "chunk_rows": spec.chunk_rows,
+        "files": d.name(0).replace("0000000", "{index:07d}"),
+        "subfolders": d.subfolders,
     }
 
 
@@ -45,51 +44,97 @@ def read_manifest(data_dir):
         raise RuntimeError(f"cannot read the dataset manifest {path}: {e}") from None
 
 
+def _complete(d, i):
+    """Whether file i is there, whole and of this dataset."""
+    path = d.path(i)
+    if not os.path.exists(path):
+        return False
+    try:
+        want = formats.layout(d.spec, i).file_size
+        return os.stat(path).st_size == want
+    except ValueError:
+        pass
+    try:
+        formats.index_file(path, d.spec, i)
+        return True
+    except (formats.FormatError, OSError, ValueError):
+        return False
+
+
+def _agree(comm, error):
+    errors = [e for e in comm.allgather(error) if e]
+    if errors:
+        raise RuntimeError(errors[0])
+
+
 def generate(cfg, comm):
-    """Write the dataset of cfg under cfg.dataset.data_folder on every rank of comm (collective).
-    Returns the number of files this rank wrote."""
+    """Write the dataset of cfg on every rank of comm (collective). Returns the number of files
+    this rank wrote."""
     rank, size = comm.Get_rank(), comm.Get_size()
+    d = Dataset(cfg)
     want = manifest_for(cfg)
     error = None
     if rank == 0:
         try:
-            os.makedirs(os.path.join(cfg.dataset.data_folder, "train"), exist_ok=True)
-            have = read_manifest(cfg.dataset.data_folder)
+            for sub in d.directories():
+                os.makedirs(sub, exist_ok=True)
+            have = read_manifest(d.root)
             if have is not None and have != want:
-                os.unlink(os.path.join(cfg.dataset.data_folder, MANIFEST))   # a different dataset
+                os.unlink(os.path.join(d.root, MANIFEST))     # a different dataset
         except (OSError, RuntimeError) as e:
-            error = f"rank 0: cannot prepare {cfg.dataset.data_folder}: {e}"
-    error = comm.bcast(error, root=0)
-    if error:
-        raise RuntimeError(error)
+            error = f"rank 0: cannot prepare {d.root}: {e}"
+    _agree(comm, error)
     written = 0
-    ds = cfg.dataset
-    expect = ds.num_samples_per_file * ds.record_length
-    try:
-        for i in range(rank, ds.num_files_train, size):
-            final = os.path.join(cfg.dataset.data_folder, file_name(i))
-            try:
-                if os.stat(final).st_size == expect:
+    shared_hdf5 = d.spec.format == "hdf5" and cfg.io.layout != "multi"
+    if shared_hdf5:
+        written = _shared_hdf5(d, comm)
+    else:
+        try:
+            for i in range(rank, d.num_files, size):
+                if _complete(d, i):
                     continue
-            except FileNotFoundError:
-                pass
-            tmp = f"{final}.part.{rank}"
-            data = record_content(cfg.train.seed, i, ds.num_samples_per_file, ds.record_length)
-            with open(tmp, "wb") as f:
-                data.tofile(f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, final)
-            written += 1
-    except OSError as e:
-        error = f"rank {rank}: generating {cfg.dataset.data_folder}: {e}"
-    errors = [m for m in comm.allgather(error) if m]
-    if errors:
-        raise RuntimeError(errors[0])
+                final = d.path(i)
+                tmp = f"{final}.part.{rank}"
+                formats.write_file(tmp, i, d.spec)
+                _sync(tmp)
+                os.replace(tmp, final)
+                written += 1
+        except (OSError, ValueError) as e:
+            error = f"rank {rank}: generating {d.root}: {e}"
+        _agree(comm, error)
     if rank == 0:
-        path = os.path.join(cfg.dataset.data_folder, MANIFEST)
+        path = os.path.join(d.root, MANIFEST)
         with open(path + ".part", "w") as f:
             json.dump(want, f, indent=1)
         os.replace(path + ".part", path)
     comm.Barrier()
     return written
+
+
+def _sync(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _shared_hdf5(d, comm):
+    """The one HDF5 file, written by all ranks together; renamed by rank 0 when whole."""
+    rank = comm.Get_rank()
+    done = _complete(d, 0) if rank == 0 else None
+    if comm.bcast(done, root=0):
+        return 0
+    final = d.path(0)
+    tmp = f"{final}.part"
+    error = None
+    try:
+        formats.write_file(tmp, 0, d.spec, comm=comm)
+    except (OSError, ValueError, RuntimeError) as e:
+        error = f"rank {rank}: generating {final}: {e}"
+    _agree(comm, error)
+    if rank == 0:
+        _sync(tmp)
+        os.replace(tmp, final)
+    comm.Barrier()
+    return 1 if rank == 0 else 0

@@ -1,156 +1,11 @@
 """The per-rank training loop: each epoch, read the rank's batches through the configured
-interface, emulate compute, join the gradient exchange, and measure."""
-import os
+interface (dlio_mpi.readers), emulate compute, join the gradient exchange, and measure."""
 import time
 
 import numpy as np
 
-from dlio_mpi import datagen, engines, sampler, timing
-
-_ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
-           "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
-
-
-class Reader:
-    """Opens dataset files lazily through one interface and reads a batch's byte ranges."""
-
-    def __init__(self, cfg, comm, log):
-        self.cfg, self.comm, self.log = cfg, comm, log
-        self.handles = {}
-        ds = cfg.dataset
-        self.spf, self.rec = ds.num_samples_per_file, ds.record_length
-        self.xfer = cfg.reader.transfer_size
-        self.buf = engines.aligned_empty(cfg.reader.batch_size * self.rec, 4096)
-
-    def path(self, i):
-        return os.path.join(self.cfg.dataset.data_folder, datagen.file_name(i))
-
-    def _open(self, i):
-        h = self.handles.get(i)
-        if h is None:
-            kind, io = self.cfg.io.interface, self.cfg.io
-            if kind == "stdio":
-                h = engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=i,
-                                      oplog=self.log)
-            else:
-                h = engines.PosixFile(self.path(i), direct=kind == "posix_direct",
-                                      mmap=kind == "mmap", advice=_ADVICE[io.fadvise],
-                                      file_id=i, oplog=self.log)
-            self.handles[i] = h
-        return h
-
-    def read_batch(self, samples):
-        files, offs = sampler.locate(samples, self.spf, self.rec)
-        total = pos = 0
-        for f in np.unique(files):
-            sel = files == f
-            k = int(sel.sum())
-            _, got = self._open(int(f)).readv(offs[sel], np.full(k, self.rec), xfer=self.xfer,
-                                              out=self.buf[pos:pos + k * self.rec], exact=True)
-            total += got
-            pos += k * self.rec
-        return total
-
-    def close(self):
-        for i in sorted(self.handles):
-            self.handles[i].close()
-        self.handles.clear()
-
-
-class MPIReader(Reader):
-    """Through MPI-IO: files opened collectively on all ranks (in the same order); with
-    mpiio_coll every step's ranges of a file are read in one collective call."""
-
-    def open_all(self):
-        for i in range(self.cfg.dataset.num_files_train):
-            self.handles[i] = engines.MPIFile(self.comm, self.path(i),
-                                              hints=self.cfg.io.mpiio_hints, file_id=i,
-                                              oplog=self.log)
-
-    def _open(self, i):
-        return self.handles[i]
-
-    def read_batch(self, samples):
-        if self.cfg.io.interface == "mpiio":
-            return super().read_batch(samples)
-        files, offs = sampler.locate(samples, self.spf, self.rec)
-        # every rank walks the same files in the same order, with or without ranges in them
-        touched = np.unique(np.concatenate(self.comm.allgather(np.unique(files))))
-        total = pos = 0
-        for f in touched:
-            sel = files == f
-            k = int(sel.sum())
-            _, got = self.handles[int(f)].read_all(offs[sel], np.full(k, self.rec),
-                                                   out=self.buf[pos:pos + k * self.rec])
-            total += got
-            pos += k * self.rec
-        return total
-
-
-class PrefetchReader(Reader):
-    """reader.read_threads C threads read samples ahead into a ring of
-    (reader.prefetch_size + 1) batches, as a data loader's workers do; a step waits only for
-    the samples of its own batch. The samples of the epoch are queued in order."""
-
-    def __init__(self, cfg, comm, log):
-        super().__init__(cfg, comm, log)
-        bs = cfg.reader.batch_size
-        self.depth = (cfg.reader.prefetch_size + 1) * bs
-        _, align = (1, 1) if cfg.io.interface != "posix_direct" else \
-            engines.dio_alignment(cfg.dataset.data_folder)[:2]
-        self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.depth,
-                                    slot_bytes=self.rec, align=max(align, 4096))
-        self.queue = []        # samples of the epoch not yet submitted
-        self.pending = []      # tickets submitted, oldest first
-
-    def start_epoch(self, plan):
-        self.queue = list(np.asarray(plan).reshape(-1)[::-1])
-        self._fill()
-
-    def _fill(self):
-        while self.queue and len(self.pending) < self.depth:
-            s = int(self.queue.pop())
-            f, off = divmod(s, self.spf)
-            t = self.ra.submit(self._open(f), [off * self.rec], [self.rec], xfer=self.xfer)
-            self.pending.append((t, f, off * self.rec))
-
-    def read_batch(self, samples):
-        total = 0
-        for _ in range(len(samples)):
-            t, f, off = self.pending.pop(0)
-            view, got = self.ra.wait(t)
-            self.ra.release(t)
-            if got != self.rec:
-                raise engines.ShortReadError(
-                    61, f"unexpected end of file in {self.path(f)}: wanted {self.rec} bytes at "
-                    f"offset {off}, got {got}")
-            total += got
-        self._fill()
-        return total
-
-    def close(self):
-        for t, _, _ in self.pending:
-            try:
-                self.ra.wait(t)
-            except engines.EngineError:
-                pass
-            self.ra.release(t)
-        self.pending.clear()
-        self.ra.close()
-        super().close()
-
-
-PREFETCH_INTERFACES = ("posix", "posix_direct", "mmap")
-
-
-def make_reader(cfg, comm, log):
-    if cfg.io.interface in ("mpiio", "mpiio_coll"):
-        r = MPIReader(cfg, comm, log)
-        r.open_all()
-        return r
-    if cfg.reader.read_threads >= 1 and cfg.io.interface in PREFETCH_INTERFACES:
-        return PrefetchReader(cfg, comm, log)
-    return Reader(cfg, comm, log)
+from dlio_mpi import engines, readers, sampler, timing
+from dlio_mpi.readers import PrefetchReader
 
 
 class Exchange:
@@ -193,14 +48,22 @@ def load_into_memory(cfg, comm, reader, log):
     phase's numbers, as an epoch entry with epoch=-1."""
     share = sampler.memory_share(cfg.num_samples, comm.Get_size(), comm.Get_rank(),
                                  cfg.io.layout)
-    files, offs = sampler.locate(share, reader.spf, reader.rec)
+    files, local = reader.data.locate(share)
     comm.Barrier()
     t0 = time.perf_counter()
     for f in np.unique(files):
-        sel = offs[files == f]
-        lo, hi = int(sel.min()), int(sel.max()) + reader.rec
-        buf = engines.aligned_empty(hi - lo, 4096)
-        reader._open(int(f)).readv([lo], [hi - lo], xfer=reader.xfer, out=buf, exact=True)
+        f = int(f)
+        if isinstance(reader, readers.H5Reader):
+            rows = reader.rows(f, local[files == f])
+            reader._open(f).read_rows(rows, np.ones_like(rows))
+            continue
+        idx = reader.data.index(f)
+        if idx.whole_file:
+            lo, hi = 0, idx.file_size
+        else:
+            offs, lens = idx.ranges(local[files == f])
+            lo, hi = int(offs.min()), int((offs + lens).max())
+        reader.read_extent(f, lo, hi)
     wall = time.perf_counter() - t0
     moved, nops, hist = _log_totals(log)
     return {"epoch": -1, "steps": 0, "samples": int(share.size), "wall_s": wall,
@@ -212,7 +75,7 @@ def run_epochs(cfg, comm, log, progress=None):
     """Run the training loop; returns this rank's per-epoch numbers and, with io.keep_oplog,
     the op log arrays of each epoch."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    reader = make_reader(cfg, comm, log)
+    reader = readers.make_reader(cfg, comm, log)
     exchange = Exchange(comm, cfg.io.allreduce_bytes)
     rng = np.random.default_rng([cfg.train.seed, rank])
     shuffle = cfg.reader.sample_shuffle != "off"

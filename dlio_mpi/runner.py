@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import config, darshan, datagen, engines, pipeline, sampler, sysinfo
+from dlio_mpi import config, darshan, datagen, engines, pipeline, readers, sampler, sysinfo
 
 
 def _agree(comm, error):
@@ -32,8 +32,6 @@ def write_atomic(path, text):
 def check_supported(cfg):
     """What this version's training loop does not emulate yet stops the run before any I/O."""
     missing = []
-    if cfg.dataset.format != "raw":
-        missing.append(f"dataset.format={cfg.dataset.format}")
     if cfg.workflow.checkpoint:
         missing.append("workflow.checkpoint=true")
     if cfg.workflow.evaluation:
@@ -69,9 +67,9 @@ def prepare(cfg, comm):
         try:
             data = cfg.dataset.data_folder
             mem, off, _ = engines.dio_alignment(data)
-            if cfg.dataset.record_length % off or cfg.reader.transfer_size % off:
-                error = (f"rank {rank}: io.interface=posix_direct needs dataset.record_length and "
-                         f"reader.transfer_size in multiples of {off} bytes on {data}")
+            if cfg.reader.transfer_size % off:
+                error = (f"rank {rank}: io.interface=posix_direct needs reader.transfer_size "
+                         f"in multiples of {off} bytes on {data}")
             else:
                 engines.dio_probe(data)
         except engines.EngineError as e:
@@ -169,9 +167,9 @@ def run(cfg, comm, echo=print):
             ["reader.read_threads (reads are issued by the rank's main thread on "
              f"io.interface={cfg.io.interface})"]
             if cfg.reader.read_threads > 1 and
-            cfg.io.interface not in pipeline.PREFETCH_INTERFACES else []),
+            cfg.io.interface not in readers.PREFETCH_INTERFACES else []),
         "read_threads": cfg.reader.read_threads
-        if cfg.io.interface in pipeline.PREFETCH_INTERFACES else 0,
+        if cfg.io.interface in readers.PREFETCH_INTERFACES else 0,
         "files_generated": generated,
         "darshan_log": darshan.active_log(),
         "train_au_mean_percentage": 100 * au,

@@ -148,7 +148,7 @@ def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
             f"dataset.record_length={REC}", "reader.batch_size=2", "train.epochs=1",
             "reader.sample_shuffle=off", "train.computation_time=0"]
     run_mpi(3, "run_cli.py", *args, timeout=120)
-    victim = data / "train" / "file_000004.bin"
+    victim = data / "train" / "img_0000004_of_6.bin"
     if damage == "missing":
         victim.unlink()
     else:
@@ -160,7 +160,7 @@ def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
     errs = [l for l in p.stdout.splitlines() if l.startswith("dlio_mpi: rank")]
     assert errs, p.stdout
     # file 4 holds samples 16..19: rank 2's share without shuffling
-    assert errs[0].startswith("dlio_mpi: rank 2: ") and "file_000004.bin" in errs[0]
+    assert errs[0].startswith("dlio_mpi: rank 2: ") and "img_0000004_of_6.bin" in errs[0]
     assert ("cannot open" in errs[0]) if damage == "missing" else \
         ("unexpected end of file" in errs[0])
     assert not (out / "summary.json").exists()

@@ -1,0 +1,80 @@
+"""Dataset formats as real programs write them, and for each, where a sample lies in a file.
+
+Every format module has NAME, EXTENSION and
+    write_file(path, file_index, spec) -> FileIndex     write one complete file
+    index_file(path, spec, file_index=None) -> FileIndex
+                                                        rebuild the index from the file's headers
+    sample_bytes(spec, file_index, sample_index)        the sample's bytes as the application
+                                                        gets them (uint8 array)
+    encoded_sample(spec, file_index, sample_index)      the sample as stored (framing, headers)
+    sample_value(spec, file_index, sample_index)        what the format's real reader returns
+raw, tfrecord, npy and csv also have layout(spec, file_index): the index, computed without I/O.
+The functions here dispatch on spec.format."""
+from dlio_mpi.formats import content, csvtext, hdf5, npy, npz, raw, tfrecord
+from dlio_mpi.formats.ranges import cut_ranges
+from dlio_mpi.formats.spec import FORMATS, FileIndex, FormatError, FormatSpec
+
+MODULES = {m.NAME: m for m in (raw, npy, npz, tfrecord, hdf5, csvtext)}
+assert set(MODULES) == set(FORMATS)
+
+__all__ = ["FORMATS", "FileIndex", "FormatError", "FormatSpec", "cut_ranges", "encoded_sample",
+           "extension", "get", "index_file", "layout", "sample_bytes", "sample_sizes",
+           "sample_value", "write_file"]
+
+
+def get(name):
+    """The module of format name."""
+    try:
+        return MODULES[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r}: expected one of {', '.join(FORMATS)}") \
+            from None
+
+
+def extension(spec):
+    return get(spec.format).EXTENSION
+
+
+def sample_sizes(spec, file_index):
+    """Bytes of each sample of file file_index as the application gets them (int64 array)."""
+    return content.sample_sizes(spec, file_index)
+
+
+def write_file(path, file_index, spec, **kw):
+    """Write file file_index of spec at path (the caller names it and renames it into place);
+    returns its index. hdf5 takes comm= to write one file from all ranks of a communicator."""
+    return get(spec.format).write_file(path, file_index, spec, **kw)
+
+
+def index_file(path, spec, file_index=None, **kw):
+    """The index of the file at path, from its headers; FormatError if it is not a complete file
+    of spec's format and sample count. Given file_index, also checks that the samples have the
+    sizes spec draws for that file (raw files need it when sizes vary)."""
+    idx = get(spec.format).index_file(path, spec, file_index, **kw)
+    if file_index is not None:
+        want = content.sample_sizes(spec, file_index)
+        if (idx.sizes != want).any():
+            i = int((idx.sizes != want).argmax())
+            raise FormatError(path, f"sample {i} has {idx.sizes[i]} bytes, expected {want[i]} "
+                                    f"for file {file_index} of this spec (another dataset?)")
+    return idx
+
+
+def layout(spec, file_index):
+    """The index a file of spec will have, computed without I/O (raw, tfrecord, npy, csv)."""
+    mod = get(spec.format)
+    if not hasattr(mod, "layout"):
+        raise ValueError(f"{spec.format}: the index depends on the writer; use index_file")
+    return mod.layout(spec, file_index)
+
+
+def sample_bytes(spec, file_index, sample_index):
+    return get(spec.format).sample_bytes(spec, file_index, sample_index)
+
+
+def encoded_sample(spec, file_index, sample_index):
+    return get(spec.format).encoded_sample(spec, file_index, sample_index)
+
+
+def sample_value(spec, file_index, sample_index):
+    return get(spec.format).sample_value(spec, file_index, sample_index)

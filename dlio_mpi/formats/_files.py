@@ -1,0 +1,69 @@
+"""Small file helpers shared by the format modules."""
+import io
+import os
+
+import numpy as np
+from numpy.lib import format as npformat
+
+from dlio_mpi.formats.spec import FormatError
+
+
+def file_size(path):
+    try:
+        return os.stat(path).st_size
+    except OSError as e:
+        raise FormatError(path, f"cannot stat: {e.strerror or e}") from None
+
+
+def open_read(path):
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise FormatError(path, f"cannot open: {e.strerror or e}") from None
+
+
+def pread_exact(fd, path, offset, n):
+    """n bytes at offset, or FormatError naming where the file ends."""
+    data = os.pread(fd, n, offset)
+    if len(data) != n:
+        raise FormatError(path, f"ends at {offset + len(data)} inside {n} bytes read at offset "
+                                f"{offset} (truncated?)")
+    return data
+
+
+def check_count(path, n, spec, what):
+    if n != spec.samples_per_file:
+        raise FormatError(path, f"{n} {what}, expected {spec.samples_per_file} "
+                                f"(samples_per_file)")
+
+
+def npy_header(dtype, shape):
+    """The header numpy.save writes for a C-ordered array of dtype and shape (format 1.0)."""
+    buf = io.BytesIO()
+    npformat.write_array_header_1_0(buf, {"descr": npformat.dtype_to_descr(np.dtype(dtype)),
+                                          "fortran_order": False, "shape": tuple(shape)})
+    return buf.getvalue()
+
+
+def parse_npy_header(fp, path, where="file"):
+    """(dtype, shape, fortran_order, header bytes) of the .npy stream fp, positioned at its start,
+    or FormatError."""
+    start = fp.tell()
+    try:
+        major, minor = npformat.read_magic(fp)
+        if (major, minor) == (1, 0):
+            shape, fortran, dtype = npformat.read_array_header_1_0(fp)
+        elif major in (2, 3):
+            shape, fortran, dtype = npformat.read_array_header_2_0(fp)
+        else:
+            raise ValueError(f"unsupported .npy version {major}.{minor}")
+    except (ValueError, OSError, EOFError, SyntaxError) as e:
+        raise FormatError(path, f"{where}: not a .npy array header ({e})") from None
+    return dtype, shape, fortran, fp.tell() - start
+
+
+def write_all(f, data):
+    mv = memoryview(data).cast("B")
+    while len(mv):
+        n = f.write(mv)
+        mv = mv[n:]

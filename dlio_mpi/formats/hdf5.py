@@ -1,0 +1,153 @@
+"""HDF5 files through h5py: one 2-D dataset (spec.dataset) of one row per sample, rows of one
+size drawn per file; contiguous, or chunked by spec.chunk_rows rows, optionally gzip or lzf
+compressed. A file may hold all samples of the dataset (the "one shared file" layout, then
+written by all ranks of a communicator with the MPI-IO driver).
+
+A reader addresses samples by row and lets libhdf5 read; the index gives each sample's row, and
+for an uncompressed contiguous dataset also the row's byte range in the file."""
+import h5py
+import numpy as np
+
+from dlio_mpi.formats import content
+from dlio_mpi.formats._files import check_count, file_size
+from dlio_mpi.formats.spec import FileIndex, FormatError
+
+NAME = "hdf5"
+EXTENSION = ".h5"
+
+
+def sample_bytes(spec, file_index, sample_index):
+    """The row's data bytes."""
+    n = int(content.sample_sizes(spec, file_index)[sample_index])
+    return content.sample_content(spec.seed, file_index, sample_index, n)
+
+
+encoded_sample = sample_bytes
+
+
+def sample_value(spec, file_index, sample_index):
+    """The row as h5py gives it: a 1-D array of spec.dtype."""
+    return sample_bytes(spec, file_index, sample_index).view(np.dtype(spec.dtype))
+
+
+def create_options(spec, row_elems):
+    """Keyword arguments of h5py's create_dataset for spec's layout and filters."""
+    kw = {}
+    if spec.chunked or spec.compression != "none":
+        kw["chunks"] = (min(spec.chunk_rows, spec.samples_per_file), row_elems)
+    if spec.compression == "gzip":
+        kw.update(compression="gzip", compression_opts=spec.compression_level)
+    elif spec.compression == "lzf":
+        kw.update(compression="lzf")
+    return kw
+
+
+def _rows(spec, file_index, lo, hi, row_bytes):
+    buf = np.empty((hi - lo) * row_bytes, dtype=np.uint8)
+    content.fill(spec.seed, file_index, np.arange(lo, hi), np.full(hi - lo, row_bytes), buf)
+    return buf.view(np.dtype(spec.dtype)).reshape(hi - lo, row_bytes // spec.itemsize)
+
+
+def rank_rows(n, chunk, ranks, rank):
+    """[lo, hi) of the rows rank writes: whole chunks, as evenly as possible."""
+    chunks = -(-n // chunk)
+    lo = chunks * rank // ranks * chunk
+    hi = chunks * (rank + 1) // ranks * chunk
+    return min(lo, n), min(hi, n)
+
+
+def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
+    """Write the file, in blocks of about block_bytes. With a communicator of several ranks
+    (collective: every rank calls it with the same path), every rank writes its share of whole
+    chunks of rows through the MPI-IO driver, all in the same number of collective writes, and
+    every rank gets the index (built by rank 0)."""
+    sizes = content.sample_sizes(spec, file_index)
+    n, row_bytes = spec.samples_per_file, int(sizes[0])
+    elems = row_bytes // spec.itemsize
+    opts = create_options(spec, elems)
+    parallel = comm is not None and comm.Get_size() > 1
+    if not parallel:
+        with h5py.File(path, "w") as f:
+            d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
+                                 **opts)
+            step = max(1, block_bytes // row_bytes)
+            if "chunks" in opts:
+                step = max(opts["chunks"][0], step // opts["chunks"][0] * opts["chunks"][0])
+            for lo in range(0, n, step):
+                hi = min(n, lo + step)
+                d[lo:hi] = _rows(spec, file_index, lo, hi, row_bytes)
+        return index_file(path, spec)
+    error = None
+    try:
+        with h5py.File(path, "w", driver="mpio", comm=comm) as f:
+            d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
+                                 **opts)
+            chunk = opts["chunks"][0] if "chunks" in opts else 1
+            ranks = comm.Get_size()
+            lo, hi = rank_rows(n, chunk, ranks, comm.Get_rank())
+            step = max(chunk, max(1, block_bytes // row_bytes) // chunk * chunk)
+            chunks = -(-n // chunk)
+            most = -(-chunks // ranks) * chunk              # rows of the largest share
+            dxpl = h5py.h5p.create(h5py.h5p.DATASET_XFER)
+            dxpl.set_dxpl_mpio(h5py.h5fd.MPIO_COLLECTIVE)
+            for a in range(lo, lo + most, step):   # the same number of collective writes on all
+                b = min(hi, a + step)
+                fspace = d.id.get_space()
+                if b > a:
+                    data = _rows(spec, file_index, a, b, row_bytes)
+                    fspace.select_hyperslab((a, 0), (b - a, elems))
+                    mspace = h5py.h5s.create_simple(data.shape)
+                else:
+                    data = np.zeros((1, elems), dtype=np.dtype(spec.dtype))
+                    fspace.select_none()
+                    mspace = h5py.h5s.create_simple(data.shape)
+                    mspace.select_none()
+                d.id.write(mspace, fspace, data, dxpl=dxpl)
+    except Exception as e:          # agree on the outcome: no rank may be left waiting
+        error = f"rank {comm.Get_rank()}: writing {path}: {e}"
+    errors = [m for m in comm.allgather(error) if m]
+    if errors:
+        raise OSError(errors[0].splitlines()[0])
+    idx, error = None, None
+    if comm.Get_rank() == 0:
+        try:
+            idx = index_file(path, spec)
+        except FormatError as e:
+            error = e
+    idx, error = comm.bcast((idx, error), root=0)
+    if error:
+        raise error
+    return idx
+
+
+def index_file(path, spec, file_index=None):
+    size = file_size(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise FormatError(path, f"not a readable HDF5 file ({msg}; truncated?)") from None
+    with f:
+        d = f.get(spec.dataset)
+        if not isinstance(d, h5py.Dataset):
+            raise FormatError(path, f"no dataset {spec.dataset!r}")
+        want = np.dtype(spec.dtype)
+        if d.dtype != want or d.ndim != 2:
+            raise FormatError(path, f"dataset {spec.dataset!r} is {d.dtype} of shape {d.shape}, "
+                                    f"expected 2-D {want}")
+        n, elems = d.shape
+        check_count(path, n, spec, f"rows in dataset {spec.dataset!r}")
+        row_bytes = elems * want.itemsize
+        compressed = bool(d.compression) or bool(d.id.get_create_plist().get_nfilters())
+        offsets = np.full(n, -1, dtype=np.int64)
+        lengths = np.zeros(n, dtype=np.int64)
+        base = None if d.chunks is not None else d.id.get_offset()
+        if base is not None and not compressed:
+            offsets = base + row_bytes * np.arange(n, dtype=np.int64)
+            lengths[:] = row_bytes
+            if offsets[-1] + row_bytes > size:
+                raise FormatError(path, f"dataset data runs past the end of the file ({size} "
+                                        "bytes; truncated?)")
+    return FileIndex(NAME, size, np.full(n, row_bytes, dtype=np.int64), offsets, lengths,
+                     exact=base is not None and not compressed, compressed=compressed,
+                     rows=np.arange(n, dtype=np.int64), dataset=spec.dataset)

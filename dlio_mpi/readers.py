@@ -1,0 +1,263 @@
+"""Readers: how a rank reads a batch of samples through its interface.
+
+- Reader: POSIX (buffered, O_DIRECT, mmap), STDIO and independent MPI-IO; a batch's byte ranges
+  of a file in one engine call, cut into the transfer size.
+- MPIReader: MPI-IO on one shared file opened by all ranks; mpiio_coll reads every step's
+  ranges in one collective call.
+- H5Reader: HDF5 files through libhdf5 (MPI-IO driver, collective or independent, or sec2); a
+  batch's rows of a file as one union of hyperslabs in one H5Dread.
+- PrefetchReader: reader.read_threads C threads reading samples ahead into a ring of
+  (reader.prefetch_size + 1) batches (POSIX family and HDF5 through sec2).
+Every read_batch returns the bytes delivered; short data is an error naming file and offset."""
+import os
+
+import numpy as np
+
+from dlio_mpi import engines
+from dlio_mpi.dataset import Dataset
+
+ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
+          "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
+PREFETCH_INTERFACES = ("posix", "posix_direct", "mmap", "hdf5_sec2")
+
+
+class Reader:
+    """Byte-range formats through POSIX, STDIO or independent MPI-IO (file per rank's share,
+    files opened lazily)."""
+
+    def __init__(self, cfg, comm, log):
+        self.cfg, self.comm, self.log = cfg, comm, log
+        self.data = Dataset(cfg)
+        self.handles = {}
+        self.xfer = cfg.reader.transfer_size
+        self.buf = engines.aligned_empty(
+            cfg.reader.batch_size * (self.data.max_sample_bytes() + 2 * 65536), 65536)
+
+    def path(self, i):
+        return self.data.path(i)
+
+    def _open(self, i):
+        h = self.handles.get(i)
+        if h is None:
+            kind, io = self.cfg.io.interface, self.cfg.io
+            if kind == "stdio":
+                h = engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=i,
+                                      oplog=self.log)
+            elif kind == "mpiio":
+                from mpi4py import MPI
+                h = engines.MPIFile(MPI.COMM_SELF, self.path(i), hints=io.mpiio_hints,
+                                    file_id=i, oplog=self.log)
+            else:
+                h = engines.PosixFile(self.path(i), direct=kind == "posix_direct",
+                                      mmap=kind == "mmap", advice=ADVICE[io.fadvise],
+                                      file_id=i, oplog=self.log)
+            self.handles[i] = h
+        return h
+
+    def sample_ranges(self, f, local):
+        """What is read for the samples: their byte ranges, or with O_DIRECT the aligned ranges
+        covering them (as an O_DIRECT reader must read)."""
+        offs, lens = self.data.index(f).ranges(local)
+        if self.align > 1:
+            start = offs - offs % self.align
+            end = -(-(offs + lens) // self.align) * self.align
+            return start, end - start
+        return offs, lens
+
+    @property
+    def align(self):
+        a = getattr(self, "_align", None)
+        if a is None:
+            a = 1
+            if self.cfg.io.interface == "posix_direct":
+                a = engines.dio_alignment(self.data.root)[1]
+            self._align = a
+        return a
+
+    def read_batch(self, samples):
+        files, local = self.data.locate(samples)
+        total = pos = 0
+        for f in np.unique(files):
+            sel = local[files == f]
+            offs, lens = self.sample_ranges(int(f), sel)
+            n = int(lens.sum())
+            if self.align > 1:
+                # aligned ranges may run past the end of the file: what the samples need counts
+                want_o, want_l = self.data.index(int(f)).ranges(sel)
+                _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer,
+                                                  out=self.buf[pos:pos + n], per_range=True)
+                short = got < (want_o + want_l - offs)
+                if short.any():
+                    k = int(short.argmax())
+                    raise engines.ShortReadError(
+                        61, f"unexpected end of file in {self.path(int(f))}: wanted "
+                        f"{int(want_l[k])} bytes at offset {int(want_o[k])}")
+                got = int(got.sum())
+            else:
+                _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer,
+                                                  out=self.buf[pos:pos + n], exact=True)
+            total += got
+            pos += n
+        return total
+
+    def read_extent(self, f, lo, hi):
+        """Bytes [lo, hi) of file f, in transfer-size pieces (reading a file into memory)."""
+        if self.align > 1:
+            lo, hi = lo - lo % self.align, -(-hi // self.align) * self.align
+        buf = engines.aligned_empty(hi - lo, 4096)
+        _, got = self._open(f).readv([lo], [hi - lo], xfer=self.xfer, out=buf,
+                                     exact=self.align == 1)
+        return got
+
+    def close(self):
+        for i in sorted(self.handles):
+            self.handles[i].close()
+        self.handles.clear()
+
+
+class MPIReader(Reader):
+    """MPI-IO on the one shared file, opened collectively; mpiio_coll reads every step's ranges
+    in one collective call (every rank joins, with or without ranges)."""
+
+    def __init__(self, cfg, comm, log):
+        super().__init__(cfg, comm, log)
+        self.handles[0] = engines.MPIFile(comm, self.path(0), hints=cfg.io.mpiio_hints,
+                                          file_id=0, oplog=log)
+
+    def read_batch(self, samples):
+        if self.cfg.io.interface == "mpiio":
+            return super().read_batch(samples)
+        _, local = self.data.locate(samples)
+        offs, lens = self.sample_ranges(0, local)
+        _, got = self.handles[0].read_all(offs, lens, out=self.buf[:int(lens.sum())])
+        return got
+
+
+class H5Reader(Reader):
+    """HDF5 files through libhdf5: a batch's rows of a file in one H5Dread. A shared file is
+    opened by all ranks together (MPI-IO driver on the job's communicator); files of a rank's
+    own share are opened by the rank alone."""
+
+    def __init__(self, cfg, comm, log):
+        super().__init__(cfg, comm, log)
+        kind = cfg.io.interface
+        self.driver = "sec2" if kind == "hdf5_sec2" else "mpio"
+        self.collective = kind == "hdf5_coll"
+        self.shared = cfg.io.layout != "multi"
+        if self.shared:
+            self._open(0)
+
+    def _open(self, i):
+        h = self.handles.get(i)
+        if h is None:
+            from mpi4py import MPI
+            comm = self.comm if self.shared else MPI.COMM_SELF
+            h = engines.H5Dataset(self.path(i), self.data.spec.dataset, driver=self.driver,
+                                  comm=comm if self.driver == "mpio" else None,
+                                  collective=self.collective, hints=self.cfg.io.mpiio_hints,
+                                  file_id=i, oplog=self.log)
+            self.handles[i] = h
+        return h
+
+    def rows(self, f, local):
+        idx = self.data.index(f)
+        return idx.rows[local] if idx.rows is not None else local
+
+    def read_batch(self, samples):
+        files, local = self.data.locate(samples)
+        if self.collective:
+            rows = self.rows(0, local)
+            _, got = self.handles[0].read_rows(rows, np.ones_like(rows), out=self.buf)
+            return got
+        total = 0
+        for f in np.unique(files):
+            rows = self.rows(int(f), local[files == f])
+            _, got = self._open(int(f)).read_rows(rows, np.ones_like(rows), out=self.buf)
+            total += got
+        return total
+
+    def read_extent(self, f, lo, hi):
+        raise NotImplementedError("HDF5 input is read by rows")
+
+
+class PrefetchReader(Reader):
+    """reader.read_threads C threads read samples ahead into a ring of
+    (reader.prefetch_size + 1) batches, as a data loader's workers do; a step waits only for
+    the samples of its own batch. The samples of the epoch are queued in order."""
+
+    def __init__(self, cfg, comm, log, inner):
+        self.inner = inner
+        self.cfg, self.comm, self.log, self.data = cfg, comm, log, inner.data
+        self.xfer = inner.xfer
+        bs = cfg.reader.batch_size
+        self.depth = (cfg.reader.prefetch_size + 1) * bs
+        align = 4096
+        if cfg.io.interface == "posix_direct":
+            align = max(align, engines.dio_alignment(self.data.root)[0])
+        self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.depth,
+                                    slot_bytes=self.data.max_sample_bytes(), align=align)
+        self.queue = []
+        self.pending = []
+
+    def start_epoch(self, plan):
+        self.queue = list(np.asarray(plan).reshape(-1)[::-1])
+        self._fill()
+
+    def _fill(self):
+        while self.queue and len(self.pending) < self.depth:
+            s = int(self.queue.pop())
+            f, local = divmod(s, self.data.spf)
+            h = self.inner._open(f)
+            if isinstance(self.inner, H5Reader):
+                row = int(self.inner.rows(f, np.array([local]))[0])
+                t = self.ra.submit(h, [row], [1])
+                want, where = self.data.index(f).sizes[local], row
+            else:
+                offs, lens = self.inner.sample_ranges(f, np.array([local]))
+                t = self.ra.submit(h, offs, lens, xfer=self.xfer)
+                o, n = self.data.index(f).ranges(np.array([local]))
+                # with O_DIRECT the aligned range may run past the end of the file
+                want, where = int(o[0] + n[0] - offs[0]), int(o[0])
+            self.pending.append((t, f, where, int(want)))
+
+    def read_batch(self, samples):
+        total = 0
+        for _ in range(len(samples)):
+            t, f, where, want = self.pending.pop(0)
+            _, got = self.ra.wait(t)
+            self.ra.release(t)
+            if got < want:
+                raise engines.ShortReadError(
+                    61, f"unexpected end of file in {self.data.path(f)}: wanted {want} bytes "
+                    f"at offset {where}, got {got}")
+            total += got
+        self._fill()
+        return total
+
+    def read_extent(self, f, lo, hi):
+        return self.inner.read_extent(f, lo, hi)
+
+    def close(self):
+        for t, _, _, _ in self.pending:
+            try:
+                self.ra.wait(t)
+            except engines.EngineError:
+                pass
+            self.ra.release(t)
+        self.pending.clear()
+        self.ra.close()
+        self.inner.close()
+
+
+def make_reader(cfg, comm, log):
+    kind = cfg.io.interface
+    if kind.startswith("hdf5"):
+        inner = H5Reader(cfg, comm, log)
+    elif kind in ("mpiio", "mpiio_coll") and cfg.io.layout != "multi":
+        inner = MPIReader(cfg, comm, log)
+    else:
+        inner = Reader(cfg, comm, log)
+    if cfg.reader.read_threads >= 1 and kind in PREFETCH_INTERFACES \
+            and cfg.io.read_type == "on_demand":
+        return PrefetchReader(cfg, comm, log, inner)
+    return inner
