@@ -5,7 +5,6 @@ written by all ranks of a communicator with the MPI-IO driver).
 
 A reader addresses samples by row and lets libhdf5 read; the index gives each sample's row, and
 for an uncompressed contiguous dataset also the row's byte range in the file."""
-import h5py
 import numpy as np
 
 from dlio_mpi.formats import content
@@ -61,6 +60,8 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     (collective: every rank calls it with the same path), every rank writes its share of whole
     chunks of rows through the MPI-IO driver, all in the same number of collective writes, and
     every rank gets the index (built by rank 0)."""
+    import h5py       # imported when HDF5 is used: it costs start-up time
+
     sizes = content.sample_sizes(spec, file_index)
     n, row_bytes = spec.samples_per_file, int(sizes[0])
     elems = row_bytes // spec.itemsize
@@ -121,6 +122,8 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
 
 
 def index_file(path, spec, file_index=None):
+    import h5py       # imported when HDF5 is used: it costs start-up time
+
     size = file_size(path)
     try:
         f = h5py.File(path, "r")
