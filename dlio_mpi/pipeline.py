@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import engines, readers, sampler, timing
+from dlio_mpi import engines, readers, sampler, sysinfo, timing
 from dlio_mpi.readers import PrefetchReader
 
 
@@ -83,6 +83,7 @@ def run_epochs(cfg, comm, log, progress=None):
     done_steps = 0
     epochs, oplogs = [], []
     in_memory = cfg.io.read_type == "memory"
+    first_batch = None
     try:
         if in_memory:
             epochs.append(load_into_memory(cfg, comm, reader, log))
@@ -113,6 +114,8 @@ def run_epochs(cfg, comm, log, progress=None):
                 t1 = time.perf_counter()
                 if step == 0:
                     first_io = t1 - t0
+                    if first_batch is None:
+                        first_batch = (time.time(), sysinfo.cpu_seconds())
                 io_wait += t1 - t0
                 waits[step] = t1 - t0
                 if sleeps[step] > 0:
@@ -134,4 +137,4 @@ def run_epochs(cfg, comm, log, progress=None):
             log.reset()
     finally:
         reader.close()
-    return epochs, oplogs
+    return epochs, oplogs, first_batch

@@ -128,6 +128,21 @@ def run_facts(cfg, comm):
     return facts
 
 
+def startup_figures(comm, first_batch):
+    """Time and CPU until the first batch was read, and peak memory, worst over the ranks.
+    Time counts from the process's start, or from DLIO_MPI_LAUNCH_TIME (seconds since the
+    epoch) when the launcher's own start-up is to be included."""
+    MPI = _mpi()
+    origin = float(os.environ.get("DLIO_MPI_LAUNCH_TIME") or sysinfo.process_start_time())
+    wall = (first_batch[0] - origin) if first_batch else 0.0
+    cpu = first_batch[1] if first_batch else 0.0
+    return {"first_batch_s_max": comm.allreduce(wall, op=MPI.MAX),
+            "first_batch_cpu_s_max": comm.allreduce(cpu, op=MPI.MAX),
+            "first_batch_cpu_s_mean": comm.allreduce(cpu) / comm.Get_size(),
+            "from_launch": "DLIO_MPI_LAUNCH_TIME" in os.environ,
+            "peak_rss_mib_max": comm.allreduce(sysinfo.peak_rss_mib(), op=MPI.MAX)}
+
+
 def _mpi():
     from mpi4py import MPI
     return MPI
@@ -145,7 +160,8 @@ def run(cfg, comm, echo=print):
             print(f"\repoch {epoch + 1}/{cfg.train.epochs} step {step}/{steps}", end="",
                   file=sys.stderr, flush=True)
 
-    epochs, oplogs = pipeline.run_epochs(cfg, comm, log, progress)
+    epochs, oplogs, first_batch = pipeline.run_epochs(cfg, comm, log, progress)
+    startup = startup_figures(comm, first_batch)
     if rank == 0 and sys.stderr.isatty():
         print(file=sys.stderr)
     facts = run_facts(cfg, comm)
@@ -182,6 +198,7 @@ def run(cfg, comm, echo=print):
         "epochs": job,
         "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
         "facts": facts,
+        "startup": startup,
         "started": t0,
         "duration_s": time.time() - t0,
     }

@@ -1,6 +1,8 @@
 """Facts about the machine and the libraries a run uses, recorded with its results."""
 import os
+import resource
 import socket
+import time
 
 
 def mpi_library():
@@ -37,6 +39,30 @@ def filesystem_type(path):
     except OSError:
         pass
     return fstype
+
+
+def process_start_time():
+    """When this process started (time.time() scale), from /proc (its age is known to the
+    clock tick)."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return time.time() - (uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.time()
+
+
+def cpu_seconds():
+    """CPU time (user + system) this process has used so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def peak_rss_mib():
+    """This process's peak resident set size (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def memory_bytes():

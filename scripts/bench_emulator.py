@@ -1,0 +1,102 @@
+"""Emulator benchmark, all in one run on one dataset (64 NPZ files of 4 MiB, batch 4, 2 ranks,
+compute time 0, warm page cache): samples/s of `dlio_mpi run` against a plain Python loop that
+opens and reads the same files with the same rank layout; time to first batch at 1 and 8 ranks
+(from the launch of mpiexec, oversubscribed on this machine); peak RSS per rank. Prints a table,
+then one JSON object on the last line.
+
+    scripts/bench-emulator [--rounds 3] [--dir DIR]
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1 << 20
+
+
+def mpiexec(n):
+    cmd = ["mpiexec", "-n", str(n)]
+    out = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" in out or "OpenRTE" in out:
+        cmd += ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    return cmd
+
+
+def dlio(n, args, env=None):
+    p = subprocess.run(mpiexec(n) + [sys.executable, "-m", "dlio_mpi"] + args,
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"bench-emulator: dlio_mpi {' '.join(args[:1])} failed:\n{p.stderr[-3000:]}")
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--dir", default=None, help="directory for the dataset (default: TMPDIR)")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="dlio_mpi_bench_emu_", dir=args.dir)
+    data, out = os.path.join(tmp, "data"), os.path.join(tmp, "out")
+    common = ["workload=default", f"dataset.data_folder={data}", "dataset.format=npz",
+              "dataset.num_files_train=64", "dataset.num_samples_per_file=1",
+              "dataset.record_length=4m", "reader.batch_size=4", "train.computation_time=0",
+              "reader.sample_shuffle=off", "reader.transfer_size=0"]
+    try:
+        dlio(2, ["generate"] + common + [f"output.folder={out}"])
+        files = sorted(glob.glob(os.path.join(data, "train", "*.npz")))
+        assert len(files) == 64, files
+        for f in files:                       # warm the page cache
+            with open(f, "rb") as fh:
+                while fh.read(64 * MIB):
+                    pass
+        rows = {"emulator samples/s": [], "plain loop samples/s": [], "ratio": [],
+                "first batch s, 1 rank": [], "first batch s, 8 ranks": [],
+                "peak RSS MiB per rank": []}
+        for _ in range(args.rounds):
+            dlio(2, ["run"] + common + [f"output.folder={out}", "train.epochs=3"])
+            s = json.load(open(os.path.join(out, "summary.json")))
+            emu = statistics.mean(e["samples_per_s"] for e in s["epochs"][1:])
+            p = subprocess.run(mpiexec(2) + [sys.executable, os.path.join(HERE, "plain_loop.py")]
+                               + files, capture_output=True, text=True, check=True)
+            plain = float(p.stdout.strip().splitlines()[-1])
+            rows["emulator samples/s"].append(emu)
+            rows["plain loop samples/s"].append(plain)
+            rows["ratio"].append(emu / plain)
+            rows["peak RSS MiB per rank"].append(s["startup"]["peak_rss_mib_max"])
+            for n in (1, 8):
+                env = dict(os.environ, DLIO_MPI_LAUNCH_TIME=repr(time.time()))
+                dlio(n, ["run"] + common + [f"output.folder={out}_{n}", "train.epochs=1"],
+                     env=env)
+                s1 = json.load(open(os.path.join(f"{out}_{n}", "summary.json")))
+                rows[f"first batch s, {n} rank{'s' if n > 1 else ''}"].append(
+                    s1["startup"]["first_batch_s_max"])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    # read buffers of a rank: the batch buffer and the read-ahead ring (see dlio_mpi.readers)
+    sample = 4 * MIB + 4096
+    buffers = (4 * (sample + 2 * 65536) + 3 * 4 * sample) / MIB
+    print(f"{'measure':<28}{'median':>14}{'min':>12}{'max':>12}")
+    for k, v in rows.items():
+        print(f"{k:<28}{statistics.median(v):>14.3f}{min(v):>12.3f}{max(v):>12.3f}")
+    rss = statistics.median(rows["peak RSS MiB per rank"])
+    print(json.dumps({
+        "samples_per_s_vs_plain_loop": round(statistics.median(rows["ratio"]), 3),
+        "startup_s_np1": round(statistics.median(rows["first batch s, 1 rank"]), 3),
+        "startup_s_np8": round(statistics.median(rows["first batch s, 8 ranks"]), 3),
+        "rss_mib_per_rank": round(rss, 1),
+        "read_buffers_mib_per_rank": round(buffers, 1),
+        "rss_mib_beyond_buffers": round(rss - buffers, 1),
+        "emulator_samples_per_s": round(statistics.median(rows["emulator samples/s"]), 1),
+        "plain_loop_samples_per_s": round(statistics.median(rows["plain loop samples/s"]), 1),
+        "rounds": args.rounds}))
+
+
+if __name__ == "__main__":
+    main()
