@@ -1,0 +1,188 @@
+"""The I/O characterization of a job from its Darshan data (WORKLOADS.md, "Metrics").
+
+``characterize(path)`` (or a directory, a list of paths, or a loaded
+:class:`~analysis.loader.DarshanJob`) returns a :class:`Characterization`: job totals, the
+metrics of every counter module (defined in ``module_metrics``) and, when DXT traces were
+read, of every trace (defined in ``dxt_metrics``).
+"""
+
+import dataclasses
+import warnings
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .counters import SPECS
+from .dxt_metrics import dxt_metrics
+from .errors import InvalidCounterWarning
+from .loader import DarshanJob, load
+from .module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
+                             negative_time_messages)
+
+# Modules whose bytes and time reach the file system directly: the job totals add these only,
+# since MPI-IO and HDF5 go through POSIX and adding them would count the same bytes twice.
+TOTALS_BASIS = ("POSIX", "STDIO")
+# Interfaces that are recognized by their module's presence in the log, without reading it.
+PRESENCE_INTERFACES = {"PNETCDF_FILE": "PnetCDF", "PNETCDF_VAR": "PnetCDF",
+                       "DFS": "DAOS DFS", "DAOS": "DAOS"}
+
+
+@dataclass
+class JobTotals:
+    """Job-level totals over the modules of ``basis`` (POSIX and STDIO, those present).
+
+    ``io_time`` combines the modules' records as :class:`~analysis.module_metrics.IOTime`
+    defines it, so a rank's POSIX and STDIO time add up before the slowest rank is taken.
+    """
+
+    basis: list
+    bytes_read: int
+    bytes_written: int
+    files: Files
+    io_time: IOTime
+
+
+@dataclass
+class Characterization:
+    """The characterization of one job.
+
+    ``no_io``: no characterized module read or wrote anything (no operation, no byte).
+    ``interfaces``: "POSIX" and "STDIO" when their modules hold records; "MPI-IO independent"
+    and/or "MPI-IO collective" by the MPI-IO operations counted ("MPI-IO" alone when it only
+    opened files); "HDF5" when H5F or H5D hold records; "PnetCDF", "DAOS DFS", "DAOS" when the
+    log has those modules. ``warnings`` repeats the messages of the warnings emitted while
+    loading and characterizing. ``dxt_segments`` (DXT module -> DataFrame of operations) is
+    only in :meth:`tables`, not in :meth:`to_dict`.
+    """
+
+    logs: list
+    exe: str
+    nprocs: int
+    run_time: float
+    log_versions: list
+    modules_in_log: list
+    interfaces: list
+    no_io: bool
+    totals: JobTotals
+    modules: dict
+    dxt: dict
+    partial_modules: list
+    warnings: list
+    dxt_segments: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self):
+        """Everything but the DXT segments, as plain JSON-serializable Python types."""
+        return {f.name: _plain(getattr(self, f.name))
+                for f in dataclasses.fields(self) if f.name != "dxt_segments"}
+
+    def tables(self):
+        """Tidy DataFrames: "summary" (metric, value), "modules" (module, metric, value),
+        "size_histograms" (module, op, bucket, operations), "dxt" (module, metric, value),
+        "dxt_timeline" (module, rank, ...) and "dxt_segments" (module, rank, op, ...)."""
+        summary = {key: value for key, value in self.to_dict().items()
+                   if key not in ("modules", "dxt")}
+        histograms = [
+            {"module": name, "op": op, "bucket": bucket, "operations": count}
+            for name, metrics in self.modules.items()
+            for op, sizes in (("read", metrics.read_sizes), ("write", metrics.write_sizes))
+            if sizes is not None
+            for bucket, count in sizes.histogram.items()]
+        timeline = [{"module": name, **dataclasses.asdict(span)}
+                    for name, metrics in self.dxt.items() for span in metrics.timeline]
+        segments = [frame.assign(module=name) for name, frame in self.dxt_segments.items()]
+        return {
+            "summary": pd.DataFrame(_flatten(summary), columns=["metric", "value"]),
+            "modules": _long_table(self.modules),
+            "size_histograms": pd.DataFrame(
+                histograms, columns=["module", "op", "bucket", "operations"]),
+            "dxt": _long_table(self.dxt, skip=("timeline",)),
+            "dxt_timeline": pd.DataFrame(timeline),
+            "dxt_segments": pd.concat(segments, ignore_index=True) if segments
+            else pd.DataFrame(),
+        }
+
+
+def characterize(source, *, dxt=False):
+    """Characterize a job: ``source`` is a DarshanJob, or anything :func:`load` accepts (then
+    ``dxt=True`` also reads and characterizes the DXT traces). Warns (InvalidCounterWarning)
+    for time counters holding negative values, which count as 0."""
+    job = source if isinstance(source, DarshanJob) else load(source, dxt=dxt)
+    records = {name: frame for name, frame in job.records.items() if name in SPECS}
+    messages = [f"{', '.join(job.paths)}: {message}"
+                for name, frame in records.items()
+                for message in negative_time_messages(SPECS[name], frame)]
+    for message in messages:
+        warnings.warn(message, InvalidCounterWarning, stacklevel=2)
+    modules = {name: module_metrics(SPECS[name], frame, job.nprocs, job.run_time)
+               for name, frame in records.items()}
+    traces = {name: dxt_metrics(name, frame, job.run_time, name in job.partial_modules)
+              for name, frame in (job.dxt_segments or {}).items()}
+    basis = [(SPECS[name], records[name]) for name in TOTALS_BASIS if name in records]
+    return Characterization(
+        logs=list(job.paths),
+        exe=job.exe,
+        nprocs=job.nprocs,
+        run_time=job.run_time,
+        log_versions=list(job.log_versions),
+        modules_in_log=list(job.modules),
+        interfaces=_interfaces(job, modules),
+        no_io=not any(m.ops.get("reads") or m.ops.get("writes") or m.bytes_read
+                      or m.bytes_written for m in modules.values()),
+        totals=JobTotals(
+            basis=[spec.name for spec, _ in basis],
+            bytes_read=sum(modules[spec.name].bytes_read for spec, _ in basis),
+            bytes_written=sum(modules[spec.name].bytes_written for spec, _ in basis),
+            files=file_counts(basis),
+            io_time=io_time(basis, job.nprocs, job.run_time),
+        ),
+        modules=modules,
+        dxt=traces,
+        partial_modules=list(job.partial_modules),
+        warnings=list(job.warnings) + messages,
+        dxt_segments=dict(job.dxt_segments or {}),
+    )
+
+
+def _interfaces(job, modules):
+    used = [name for name in ("POSIX", "STDIO") if name in modules and modules[name].records]
+    mpiio = modules.get("MPI-IO")
+    if mpiio is not None and mpiio.records:
+        kinds = [kind for kind in ("independent", "collective")
+                 if mpiio.ops[f"{kind}_reads"] + mpiio.ops[f"{kind}_writes"]]
+        used += [f"MPI-IO {kind}" for kind in kinds] or ["MPI-IO"]
+    if any(name in modules and modules[name].records for name in ("H5F", "H5D")):
+        used.append("HDF5")
+    used += [label for name, label in PRESENCE_INTERFACES.items() if name in job.modules]
+    return list(dict.fromkeys(used))
+
+
+def _plain(value):
+    """Dataclasses to dicts, tuples to lists; leaves JSON-ready scalars as they are."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _flatten(mapping, prefix=""):
+    """(dotted key, value) pairs of a nested dict; lists are kept as values."""
+    rows = []
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            rows += _flatten(value, f"{prefix}{key}.")
+        else:
+            rows.append((f"{prefix}{key}", value))
+    return rows
+
+
+def _long_table(metrics_by_module, skip=("histogram",)):
+    rows = []
+    for name, metrics in metrics_by_module.items():
+        plain = _plain(metrics)
+        for metric, value in _flatten(plain):
+            if metric != "module" and not any(part in skip for part in metric.split(".")):
+                rows.append((name, metric, value))
+    return pd.DataFrame(rows, columns=["module", "metric", "value"])

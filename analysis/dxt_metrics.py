@@ -1,0 +1,158 @@
+"""Metrics of a DXT trace (DXT_POSIX or DXT_MPIIO): one row per read or write operation.
+
+Definitions, all on the operations the trace holds (a partial trace holds the first ones only):
+
+- Transfer sizes: min / mean / median / max of the operations' lengths in bytes. Zero-length
+  operations are included (Darshan's size histograms count them too) and counted apart.
+- Per-operation bandwidth: length / (end - start) in bytes/s. Operations of zero length, and
+  operations whose end is not after their start (zero duration at the timer's resolution), are
+  left out, and the number of each is given.
+- Timeline: per rank, the number of reads and writes, the bytes they moved, the start of the
+  first operation and the end of the last one, in seconds since the job start.
+- Read at start or on demand: ``early_read_fraction`` is the fraction of the bytes read by
+  operations that start within the first 10% of the job's run time; a job whose fraction is at
+  least 0.8 reads its input "at start", any other job that reads reads it "on demand".
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EARLY_PERIOD = 0.10  # the "start" of a run: this fraction of its run time
+AT_START_THRESHOLD = 0.8  # early_read_fraction from which input counts as read at start
+
+
+@dataclass
+class SizeStats:
+    """Lengths in bytes of one kind of traced operation (see the module docstring)."""
+
+    operations: int
+    zero_length: int
+    min: int
+    mean: float
+    median: float
+    max: int
+
+
+@dataclass
+class BandwidthStats:
+    """Per-operation bandwidth in bytes/s over ``operations`` operations, with the number of
+    zero-length and of zero-duration (but non-zero-length) operations left out."""
+
+    operations: int
+    zero_length_excluded: int
+    zero_duration_excluded: int
+    min: float | None
+    median: float | None
+    mean: float | None
+    max: float | None
+
+
+@dataclass
+class RankSpan:
+    """One rank's traced I/O: operation counts, bytes, first start and last end (s)."""
+
+    rank: int
+    reads: int
+    writes: int
+    bytes_read: int
+    bytes_written: int
+    first_start: float
+    last_end: float
+
+
+@dataclass
+class DxtMetrics:
+    """The characterization of one DXT module's trace (see the module docstring)."""
+
+    module: str
+    partial: bool
+    operations: int
+    read_sizes: SizeStats | None
+    write_sizes: SizeStats | None
+    read_bandwidth: BandwidthStats | None
+    write_bandwidth: BandwidthStats | None
+    early_read_fraction: float | None
+    read_pattern: str | None
+    timeline: list
+
+
+def dxt_metrics(module, segments, run_time, partial):
+    """Characterize one DXT module's segments (a loader DataFrame) per :class:`DxtMetrics`."""
+    reads = segments[segments["op"] == "read"]
+    writes = segments[segments["op"] == "write"]
+    early = _early_read_fraction(reads, run_time)
+    return DxtMetrics(
+        module=module,
+        partial=partial,
+        operations=len(segments),
+        read_sizes=_size_stats(reads),
+        write_sizes=_size_stats(writes),
+        read_bandwidth=_bandwidth_stats(reads),
+        write_bandwidth=_bandwidth_stats(writes),
+        early_read_fraction=early,
+        read_pattern=None if early is None else
+        ("at start" if early >= AT_START_THRESHOLD else "on demand"),
+        timeline=_timeline(segments),
+    )
+
+
+def _size_stats(ops):
+    if ops.empty:
+        return None
+    length = ops["length"].to_numpy()
+    return SizeStats(
+        operations=len(length),
+        zero_length=int((length == 0).sum()),
+        min=int(length.min()),
+        mean=float(length.mean()),
+        median=float(np.median(length)),
+        max=int(length.max()),
+    )
+
+
+def _bandwidth_stats(ops):
+    if ops.empty:
+        return None
+    length = ops["length"].to_numpy()
+    duration = (ops["end"] - ops["start"]).to_numpy()
+    zero_length = length == 0
+    zero_duration = ~zero_length & (duration <= 0)
+    used = ~zero_length & ~zero_duration
+    bandwidth = length[used] / duration[used]
+    return BandwidthStats(
+        operations=int(used.sum()),
+        zero_length_excluded=int(zero_length.sum()),
+        zero_duration_excluded=int(zero_duration.sum()),
+        min=float(bandwidth.min()) if used.any() else None,
+        median=float(np.median(bandwidth)) if used.any() else None,
+        mean=float(bandwidth.mean()) if used.any() else None,
+        max=float(bandwidth.max()) if used.any() else None,
+    )
+
+
+def _early_read_fraction(reads, run_time):
+    total = int(reads["length"].sum())
+    if total == 0:
+        return None
+    early = reads["start"] < EARLY_PERIOD * run_time
+    return int(reads.loc[early, "length"].sum()) / total
+
+
+def _timeline(segments):
+    if segments.empty:
+        return []
+    is_read = segments["op"] == "read"
+    per_rank = segments.assign(
+        reads=is_read.astype(np.int64),
+        writes=(~is_read).astype(np.int64),
+        bytes_read=segments["length"].where(is_read, 0),
+        bytes_written=segments["length"].where(~is_read, 0),
+    ).groupby("rank").agg(
+        reads=("reads", "sum"), writes=("writes", "sum"),
+        bytes_read=("bytes_read", "sum"), bytes_written=("bytes_written", "sum"),
+        first_start=("start", "min"), last_end=("end", "max"))
+    return [RankSpan(rank=int(rank), reads=int(row.reads), writes=int(row.writes),
+                     bytes_read=int(row.bytes_read), bytes_written=int(row.bytes_written),
+                     first_start=float(row.first_start), last_end=float(row.last_end))
+            for rank, row in per_rank.iterrows()]

@@ -1,0 +1,162 @@
+"""Load one Darshan log, or the per-process logs of one job, as a :class:`DarshanJob`.
+
+``load(path)`` reads a single log. ``load(directory)`` or ``load([path, ...])`` reads a set of
+logs written by the processes of one job (Darshan in non-MPI mode writes one log per process)
+and joins them into one job, as if one MPI job of all their processes had written one log.
+"""
+
+import glob
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .counters import SPECS
+from .errors import HeatmapMismatchWarning, LogError, PartialLogWarning
+from .logfile import read_log
+
+CHARACTERIZED_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D")
+DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+# Relative difference between HEATMAP bytes and a module's byte counters that gets a warning.
+HEATMAP_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class DarshanJob:
+    """The Darshan data of one job, from one log or from the per-process logs of a set.
+
+    Ranks are global: the ranks of the i-th log of a set (logs in path order) are shifted by
+    the process counts of the logs before it. Rank -1 marks a record that Darshan reduced over
+    all processes of a log (a file every process opened); in a one-process log such a record
+    belongs to that process and carries its rank instead.
+
+    Times: ``start_time`` is the earliest log start (seconds since the epoch); ``run_time``
+    runs from there to the latest log end; DXT ``start``/``end`` are seconds since
+    ``start_time``. Counter timestamps (``*_F_*_TIMESTAMP``) are left relative to their own
+    log's start.
+    """
+
+    paths: tuple
+    exe: str
+    nprocs: int
+    start_time: float
+    run_time: float
+    log_versions: tuple
+    modules: tuple  # every module with data in any log, counter modules or not
+    partial_modules: tuple  # modules marked partial in at least one log
+    records: dict  # module -> DataFrame: id, rank, then counters and fcounters by name
+    dxt_segments: dict | None  # DXT module -> DataFrame (logfile.DXT_COLUMNS); None if not read
+    heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes}, from HEATMAP records
+    warnings: tuple  # the messages of the warnings emitted while loading
+
+
+def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):
+    """Load a Darshan log, a directory of one job's logs, or a list of one job's log paths.
+
+    Reads the counter records of ``modules`` (those the logs hold) and, with ``dxt=True``,
+    the DXT_POSIX and DXT_MPIIO traces. Warns (PartialLogWarning) for every module a log marks
+    partial and (HeatmapMismatchWarning) when a log's HEATMAP byte totals differ from its
+    POSIX, STDIO or MPI-IO byte counters by more than 1%. Raises LogError for a file that
+    cannot be read.
+    """
+    paths = log_paths(source)
+    logs = [read_log(path, modules, DXT_MODULES if dxt else ()) for path in paths]
+    messages = []
+    for log in logs:
+        messages += [(PartialLogWarning, message) for message in _partial_messages(log)]
+        messages += [(HeatmapMismatchWarning, message) for message in _heatmap_messages(log)]
+    for category, message in messages:
+        warnings.warn(message, category, stacklevel=2)
+    return _combine(logs, dxt, tuple(message for _, message in messages))
+
+
+def log_paths(source):
+    """The log files ``source`` names: one file, a directory's ``*.darshan`` files (sorted),
+    or a list of paths in the order given."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.isdir(path):
+            return [path]
+        paths = sorted(glob.glob(os.path.join(path, "*.darshan")))
+        if not paths:
+            raise LogError(f"{path}: directory holds no *.darshan files")
+        return paths
+    paths = [os.fspath(p) for p in source]
+    if not paths:
+        raise LogError("no Darshan log given: the list of paths is empty")
+    return paths
+
+
+def _partial_messages(log):
+    return [f"{log.path}: module {mod} is marked partial: the Darshan runtime ran out of "
+            f"memory for its records, so its counts and traces are incomplete"
+            for mod, partial in log.modules.items() if partial]
+
+
+def _heatmap_messages(log):
+    """Compare HEATMAP byte totals with the byte counters of the same module."""
+    messages = []
+    for mod, heatmap in log.heatmap_bytes.items():
+        frame = log.records.get(mod)
+        if frame is None:
+            continue
+        spec = SPECS[mod]
+        for op, counter in (("read", spec.bytes_read), ("write", spec.bytes_written)):
+            counted = int(frame[counter].clip(lower=0).sum())
+            binned = heatmap[op]
+            if abs(binned - counted) > HEATMAP_TOLERANCE * max(binned, counted):
+                messages.append(
+                    f"{log.path}: HEATMAP {mod} {op} bytes ({binned}) differ from the {mod} "
+                    f"counters ({counted}) by more than {HEATMAP_TOLERANCE:.0%}: records were "
+                    f"probably lost (e.g. those of forked worker processes)")
+    return messages
+
+
+def _combine(logs, dxt, messages):
+    job_start = min(log.start_time for log in logs)
+    first_ranks = np.cumsum([0] + [log.nprocs for log in logs[:-1]])
+    records, segments = {}, {}
+    for log, first_rank in zip(logs, first_ranks):
+        offset = log.start_time - job_start
+        for mod, frame in log.records.items():
+            frame["rank"] = _global_ranks(frame["rank"].to_numpy(), log.nprocs, first_rank)
+            records.setdefault(mod, []).append(frame)
+        for mod, frame in log.dxt_segments.items():
+            frame["rank"] = _global_ranks(frame["rank"].to_numpy(), log.nprocs, first_rank)
+            frame["start"] += offset
+            frame["end"] += offset
+            segments.setdefault(mod, []).append(frame)
+    heatmap_bytes = {}
+    for log in logs:
+        for mod, totals in log.heatmap_bytes.items():
+            summed = heatmap_bytes.setdefault(mod, {"read": 0, "write": 0})
+            for op, value in totals.items():
+                summed[op] += value
+    return DarshanJob(
+        paths=tuple(log.path for log in logs),
+        exe=logs[0].exe,
+        nprocs=sum(log.nprocs for log in logs),
+        start_time=job_start,
+        run_time=max(log.start_time - job_start + log.run_time for log in logs),
+        log_versions=tuple(dict.fromkeys(log.version for log in logs)),
+        modules=tuple(dict.fromkeys(m for log in logs for m in log.modules)),
+        partial_modules=tuple(dict.fromkeys(
+            m for log in logs for m, partial in log.modules.items() if partial)),
+        records={mod: _concat(frames) for mod, frames in records.items()},
+        dxt_segments={mod: _concat(frames) for mod, frames in segments.items()} if dxt else None,
+        heatmap_bytes=heatmap_bytes,
+        warnings=messages,
+    )
+
+
+def _global_ranks(ranks, nprocs, first_rank):
+    """Shift a log's ranks to job-global ones; -1 stays -1 unless the log has one process."""
+    if nprocs == 1:
+        return np.full_like(ranks, first_rank)
+    return np.where(ranks >= 0, ranks + first_rank, -1)
+
+
+def _concat(frames):
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)

@@ -1,0 +1,168 @@
+"""Read one Darshan log file with PyDarshan: the only module that touches PyDarshan.
+
+Only the modules asked for are read, each once, into plain numpy/pandas structures, and the
+report's own copies are dropped as soon as they are converted.
+
+Four behaviours of PyDarshan and darshan-util shape this code:
+
+- A truncated region can crash darshan-util (see ``log_header``), so the header's region map
+  is checked before PyDarshan opens the file.
+- A failed record read looks like the end of the records (darshan-util only prints an
+  ``Error:`` line on stderr), so every C call runs under :func:`captured_c_stderr` and any
+  error line turns the whole file into a :class:`LogError`.
+- Closing a handle on which darshan-util has failed can trip an assertion in
+  ``darshan_log_close`` and abort the interpreter, or make it try to flush the handle as if
+  written and unlink a file. A failed log's handle is therefore detached from the report and
+  never closed (a small leak, on an error path only).
+- ``DarshanReport(path)`` with an unreadable path raises from ``__init__``; the report is
+  built empty and opened in a second step so that the failure can be handled the same way.
+"""
+
+import os
+from dataclasses import dataclass
+
+import darshan
+import numpy as np
+import pandas as pd
+
+from .c_stderr import captured_c_stderr
+from .errors import LogError
+from .log_header import check_regions
+
+DXT_COLUMNS = ("rank", "id", "op", "offset", "length", "start", "end")
+# HEATMAP records name their module without the dash that the counter modules use.
+HEATMAP_MODULES = {"POSIX": "POSIX", "STDIO": "STDIO", "MPIIO": "MPI-IO"}
+
+
+@dataclass
+class LogContents:
+    """What one log file holds, as read by :func:`read_log`.
+
+    Ranks are as the log has them (``-1`` for a record reduced over all ranks); times in
+    DXT segments are seconds since this log's start.
+    """
+
+    path: str
+    version: str
+    exe: str
+    nprocs: int
+    start_time: float  # seconds since the epoch, with the nanoseconds of 3.41+ logs
+    run_time: float  # seconds, as darshan-util computes it for this format version
+    modules: dict  # every module with data in the log -> True if it is marked partial
+    records: dict  # module -> DataFrame, one row per record: id, rank, counters, fcounters
+    dxt_segments: dict  # DXT module -> DataFrame with DXT_COLUMNS, one row per operation
+    heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes} summed over ranks and bins
+
+
+def read_log(path, modules, dxt_modules=()):
+    """Read the counter records of ``modules`` and the traces of ``dxt_modules`` from one log.
+
+    Modules the log does not hold are skipped. HEATMAP byte totals are read whenever the log
+    has a HEATMAP module (they are small). Raises LogError, with the path first in a one-line
+    message, when the file is missing, not a Darshan log, truncated or corrupt.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise LogError(f"{path}: no such file")
+    check_regions(path)
+    report = darshan.DarshanReport()
+    failure = None
+    try:
+        with captured_c_stderr() as stderr:
+            contents = _read_open_report(report, path, modules, dxt_modules)
+    except RuntimeError as error:  # raised by report.open when darshan-util gives no handle
+        failure = error
+    if failure is not None or stderr.errors:
+        report.log = None  # never close a handle darshan-util failed on (see module docstring)
+        detail = stderr.errors[0].rstrip(".") if stderr.errors else str(failure)
+        raise LogError(f"{path}: not a readable Darshan log (darshan-util: {detail})")
+    report.__exit__(None, None, None)  # closes the log handle
+    return contents
+
+
+def _read_open_report(report, path, modules, dxt_modules):
+    report.open(path, read_all=False)
+    job = report.metadata["job"]
+    records = {}
+    for mod in modules:
+        if mod in report.modules:
+            report.mod_read_all_records(mod, dtype="numpy")
+            records[mod] = _records_frame(report, mod)
+            del report.records[mod]
+    segments = {}
+    for mod in dxt_modules:
+        if mod in report.modules:
+            report.mod_read_all_dxt_records(mod)
+            segments[mod] = _segments_frame(report.records[mod])
+            del report.records[mod]
+    return LogContents(
+        path=path,
+        version=job["log_ver"],
+        exe=report.metadata["exe"],
+        nprocs=int(job["nprocs"]),
+        start_time=job["start_time_sec"] + job["start_time_nsec"] * 1e-9,
+        run_time=float(job["run_time"]),
+        modules={m: bool(info["partial_flag"]) for m, info in report.modules.items()},
+        records=records,
+        dxt_segments=segments,
+        heatmap_bytes=_heatmap_bytes(report),
+    )
+
+
+def _records_frame(report, mod):
+    """One module's records as a DataFrame: id (uint64), rank, then every counter by name."""
+    counter_names = report.counters[mod]["counters"]
+    fcounter_names = report.counters[mod]["fcounters"]
+    collection = report.records[mod]
+    n = len(collection)
+    ids = np.empty(n, dtype=np.uint64)
+    ranks = np.empty(n, dtype=np.int64)
+    counters = np.empty((n, len(counter_names)), dtype=np.int64)
+    fcounters = np.empty((n, len(fcounter_names)), dtype=np.float64)
+    for i, rec in enumerate(collection):
+        ids[i] = rec["id"]
+        ranks[i] = rec["rank"]
+        counters[i] = rec["counters"]
+        fcounters[i] = rec["fcounters"]
+    frame = pd.concat([pd.DataFrame(counters, columns=counter_names),
+                       pd.DataFrame(fcounters, columns=fcounter_names)], axis=1)
+    frame.insert(0, "rank", ranks)
+    frame.insert(0, "id", ids)
+    return frame
+
+
+def _segments_frame(collection):
+    """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation."""
+    columns = {name: [] for name in DXT_COLUMNS}
+    for rec in collection:
+        for op in ("read", "write"):
+            segments = rec[f"{op}_segments"]
+            columns["rank"] += [rec["rank"]] * len(segments)
+            columns["id"] += [rec["id"]] * len(segments)
+            columns["op"] += [op] * len(segments)
+            columns["offset"] += [s["offset"] for s in segments]
+            columns["length"] += [s["length"] for s in segments]
+            columns["start"] += [s["start_time"] for s in segments]
+            columns["end"] += [s["end_time"] for s in segments]
+    return pd.DataFrame({
+        "rank": np.array(columns["rank"], dtype=np.int64),
+        "id": np.array(columns["id"], dtype=np.uint64),
+        "op": pd.Categorical(columns["op"], categories=["read", "write"]),
+        "offset": np.array(columns["offset"], dtype=np.int64),
+        "length": np.array(columns["length"], dtype=np.int64),
+        "start": np.array(columns["start"], dtype=np.float64),
+        "end": np.array(columns["end"], dtype=np.float64),
+    })
+
+
+def _heatmap_bytes(report):
+    if "HEATMAP" not in report.modules:
+        return {}
+    report.read_all_heatmap_records()
+    totals = {}
+    for name, heatmap in report.heatmaps.items():
+        if name in HEATMAP_MODULES:
+            totals[HEATMAP_MODULES[name]] = {
+                op: int(heatmap.to_df(ops=[op], interval_index=False).to_numpy().sum())
+                for op in ("read", "write")}
+    return totals
