@@ -30,6 +30,8 @@ def manifest_for(cfg):
         "chunk_rows": spec.chunk_rows,
         "files": d.name(0).replace("0000000", "{index:07d}"),
         "subfolders": d.subfolders,
+        "num_files_eval": cfg.dataset.num_files_eval,
+        "subfolders_eval": cfg.dataset.num_subfolders_eval,
     }
 
 
@@ -70,44 +72,51 @@ def _agree(comm, error):
 def generate(cfg, comm):
     """Write the dataset of cfg on every rank of comm (collective). Returns the number of files
     this rank wrote."""
-    rank, size = comm.Get_rank(), comm.Get_size()
-    d = Dataset(cfg)
+    rank = comm.Get_rank()
+    splits = [Dataset(cfg)] + ([Dataset(cfg, "valid")] if cfg.dataset.num_files_eval else [])
+    root = cfg.dataset.data_folder
     want = manifest_for(cfg)
     error = None
     if rank == 0:
         try:
-            for sub in d.directories():
-                os.makedirs(sub, exist_ok=True)
-            have = read_manifest(d.root)
+            for d in splits:
+                for sub in d.directories():
+                    os.makedirs(sub, exist_ok=True)
+            have = read_manifest(root)
             if have is not None and have != want:
-                os.unlink(os.path.join(d.root, MANIFEST))     # a different dataset
+                os.unlink(os.path.join(root, MANIFEST))     # a different dataset
         except (OSError, RuntimeError) as e:
-            error = f"rank 0: cannot prepare {d.root}: {e}"
+            error = f"rank 0: cannot prepare {root}: {e}"
     _agree(comm, error)
-    written = 0
-    shared_hdf5 = d.spec.format == "hdf5" and cfg.io.layout != "multi"
-    if shared_hdf5:
-        written = _shared_hdf5(d, comm)
-    else:
-        try:
-            for i in range(rank, d.num_files, size):
-                if _complete(d, i):
-                    continue
-                final = d.path(i)
-                tmp = f"{final}.part.{rank}"
-                formats.write_file(tmp, i, d.spec)
-                _sync(tmp)
-                os.replace(tmp, final)
-                written += 1
-        except (OSError, ValueError) as e:
-            error = f"rank {rank}: generating {d.root}: {e}"
-        _agree(comm, error)
+    written = sum(_generate_split(d, cfg, comm) for d in splits)
     if rank == 0:
-        path = os.path.join(d.root, MANIFEST)
+        path = os.path.join(root, MANIFEST)
         with open(path + ".part", "w") as f:
             json.dump(want, f, indent=1)
         os.replace(path + ".part", path)
     comm.Barrier()
+    return written
+
+
+def _generate_split(d, cfg, comm):
+    """The files of one split; returns how many this rank wrote."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if d.spec.format == "hdf5" and cfg.io.layout != "multi":
+        return _shared_hdf5(d, comm)
+    written, error = 0, None
+    try:
+        for i in range(rank, d.num_files, size):
+            if _complete(d, i):
+                continue
+            final = d.path(i)
+            tmp = f"{final}.part.{rank}"
+            formats.write_file(tmp, i, d.spec)
+            _sync(tmp)
+            os.replace(tmp, final)
+            written += 1
+    except (OSError, ValueError) as e:
+        error = f"rank {rank}: generating {d.root}: {e}"
+    _agree(comm, error)
     return written
 
 

@@ -31,30 +31,41 @@ class Dataset:
 
     CACHE = 64          # file indexes kept
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, split="train"):
         self.cfg = cfg
-        self.spec = format_spec(cfg)
+        self.split = split
         ds = cfg.dataset
         self.root = ds.data_folder
-        self.num_files = ds.num_files_train
         self.spf = ds.num_samples_per_file
         self.prefix = ds.file_prefix
-        self.subfolders = ds.num_subfolders_train
+        if split == "train":
+            self.num_files, self.subfolders = ds.num_files_train, ds.num_subfolders_train
+            self.first_id = 0
+        else:
+            self.num_files, self.subfolders = ds.num_files_eval, ds.num_subfolders_eval
+            self.first_id = ds.num_files_train      # op-log file ids follow the training files
+        spec = format_spec(cfg)
+        # evaluation files draw their own content and sizes
+        self.spec = spec if split == "train" else spec.replace(seed=spec.seed + 1)
         self.ext = formats.extension(self.spec)
         self._indexes = OrderedDict()
         self.byte_ranges = self.spec.format != "hdf5"
 
+    @property
+    def num_samples(self):
+        return self.num_files * self.spf
+
     def name(self, i):
         sub = f"{i % self.subfolders}/" if self.subfolders > 0 else ""
-        return f"train/{sub}{self.prefix}_{i:07d}_of_{self.num_files}{self.ext}"
+        return f"{self.split}/{sub}{self.prefix}_{i:07d}_of_{self.num_files}{self.ext}"
 
     def path(self, i):
         return os.path.join(self.root, self.name(i))
 
     def directories(self):
         if self.subfolders > 0:
-            return [os.path.join(self.root, "train", str(k)) for k in range(self.subfolders)]
-        return [os.path.join(self.root, "train")]
+            return [os.path.join(self.root, self.split, str(k)) for k in range(self.subfolders)]
+        return [os.path.join(self.root, self.split)]
 
     def index(self, i):
         """The FileIndex of file i (computed, or read from the file's headers once)."""
@@ -83,5 +94,5 @@ class Dataset:
         return int(r) + 4096
 
     def total_bytes(self):
-        """The dataset's size as configured (mean sample size)."""
+        """The split's size as configured (mean sample size)."""
         return self.num_files * self.spf * self.cfg.dataset.record_length

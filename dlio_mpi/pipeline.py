@@ -66,14 +66,58 @@ def load_into_memory(cfg, comm, reader, log):
         reader.read_extent(f, lo, hi)
     wall = time.perf_counter() - t0
     moved, nops, hist = _log_totals(log)
-    return {"epoch": -1, "steps": 0, "samples": int(share.size), "wall_s": wall,
+    return {"phase": "load", "epoch": -1, "steps": 0, "samples": int(share.size), "wall_s": wall,
             "io_wait_s": wall, "compute_s": 0.0, "first_step_io_s": wall, "bytes_moved": moved,
             "read_ops": nops, "latency_hist": hist, "step_wait_hist": step_histogram([])}
 
 
+def _phase(phase, epoch, plan, wall, io_wait, compute, first_io, waits, log):
+    moved, nops, hist = _log_totals(log)
+    return {"phase": phase, "epoch": epoch, "steps": len(plan), "samples": int(plan.size),
+            "wall_s": wall, "io_wait_s": io_wait, "compute_s": compute,
+            "first_step_io_s": first_io, "bytes_moved": moved, "read_ops": nops,
+            "latency_hist": hist, "step_wait_hist": step_histogram(waits)}
+
+
+def evaluate(cfg, comm, log, epoch, rng):
+    """An evaluation phase: every rank reads its share of the evaluation files in batches of
+    reader.batch_size_eval, with evaluation.eval_time of compute per step, then all meet."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    reader = readers.make_reader(cfg, comm, log, "valid")
+    n = reader.data.num_samples
+    bs = cfg.reader.batch_size_eval
+    plan = sampler.rank_samples(n, size, rank, bs, epoch, cfg.train.seed, False,
+                                cfg.io.remainder, cfg.io.layout)
+    sleeps = timing.draw(cfg.evaluation.eval_time, rng, len(plan),
+                         cfg.evaluation.eval_time_stdev)
+    waits = np.zeros(len(plan))
+    try:
+        comm.Barrier()
+        if isinstance(reader, PrefetchReader):
+            reader.start_epoch(plan)
+        t_start = time.perf_counter()
+        io_wait = compute = 0.0
+        for step, batch in enumerate(plan):
+            t0 = time.perf_counter()
+            reader.read_batch(batch)
+            t1 = time.perf_counter()
+            waits[step] = t1 - t0
+            io_wait += t1 - t0
+            if sleeps[step] > 0:
+                time.sleep(sleeps[step])
+            compute += time.perf_counter() - t1
+        comm.Barrier()
+        wall = time.perf_counter() - t_start
+    finally:
+        reader.close()
+    return _phase("eval", epoch, plan, wall, io_wait, compute,
+                  waits[0] if len(plan) else 0.0, waits, log)
+
+
 def run_epochs(cfg, comm, log, progress=None):
-    """Run the training loop; returns this rank's per-epoch numbers and, with io.keep_oplog,
-    the op log arrays of each epoch."""
+    """Run the training loop (with its evaluation phases); returns this rank's numbers per
+    phase ("load", "train", "eval"), the op log arrays of each phase (with io.keep_oplog),
+    and when the first batch arrived."""
     rank, size = comm.Get_rank(), comm.Get_size()
     reader = readers.make_reader(cfg, comm, log)
     exchange = Exchange(comm, cfg.io.allreduce_bytes)
@@ -81,15 +125,19 @@ def run_epochs(cfg, comm, log, progress=None):
     shuffle = cfg.reader.sample_shuffle != "off"
     max_steps = cfg.train.total_training_steps
     done_steps = 0
-    epochs, oplogs = [], []
+    phases, oplogs = [], []
     in_memory = cfg.io.read_type == "memory"
     first_batch = None
+
+    def close_phase(entry):
+        phases.append(entry)
+        if cfg.io.keep_oplog:
+            oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
+        log.reset()
+
     try:
         if in_memory:
-            epochs.append(load_into_memory(cfg, comm, reader, log))
-            if cfg.io.keep_oplog:
-                oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
-            log.reset()
+            close_phase(load_into_memory(cfg, comm, reader, log))
         for epoch in range(cfg.train.epochs):
             if 0 <= max_steps <= done_steps:
                 break
@@ -126,15 +174,11 @@ def run_epochs(cfg, comm, log, progress=None):
                     progress(epoch, step + 1, len(plan))
             wall = time.perf_counter() - t_start
             done_steps += len(plan)
-            moved, nops, hist = _log_totals(log)
-            epochs.append({"epoch": epoch, "steps": len(plan), "samples": int(plan.size),
-                           "wall_s": wall, "io_wait_s": io_wait, "compute_s": compute,
-                           "first_step_io_s": first_io, "bytes_moved": moved,
-                           "read_ops": nops, "latency_hist": hist,
-                           "step_wait_hist": step_histogram(waits)})
-            if cfg.io.keep_oplog:
-                oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
-            log.reset()
+            close_phase(_phase("train", epoch, plan, wall, io_wait, compute, first_io, waits,
+                               log))
+            if (cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0
+                    and (epoch + 1) % cfg.evaluation.epochs_between_evals == 0):
+                close_phase(evaluate(cfg, comm, log, epoch, rng))
     finally:
         reader.close()
-    return epochs, oplogs, first_batch
+    return phases, oplogs, first_batch

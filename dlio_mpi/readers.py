@@ -25,13 +25,14 @@ class Reader:
     """Byte-range formats through POSIX, STDIO or independent MPI-IO (file per rank's share,
     files opened lazily)."""
 
-    def __init__(self, cfg, comm, log):
+    def __init__(self, cfg, comm, log, split="train"):
         self.cfg, self.comm, self.log = cfg, comm, log
-        self.data = Dataset(cfg)
+        self.data = Dataset(cfg, split)
+        self.batch = cfg.reader.batch_size if split == "train" else cfg.reader.batch_size_eval
         self.handles = {}
         self.xfer = cfg.reader.transfer_size
         self.buf = engines.aligned_empty(
-            cfg.reader.batch_size * (self.data.max_sample_bytes() + 2 * 65536), 65536)
+            self.batch * (self.data.max_sample_bytes() + 2 * 65536), 65536)
 
     def path(self, i):
         return self.data.path(i)
@@ -40,17 +41,18 @@ class Reader:
         h = self.handles.get(i)
         if h is None:
             kind, io = self.cfg.io.interface, self.cfg.io
+            fid = self.data.first_id + i
             if kind == "stdio":
-                h = engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=i,
+                h = engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=fid,
                                       oplog=self.log)
             elif kind == "mpiio":
                 from mpi4py import MPI
                 h = engines.MPIFile(MPI.COMM_SELF, self.path(i), hints=io.mpiio_hints,
-                                    file_id=i, oplog=self.log)
+                                    file_id=fid, oplog=self.log)
             else:
                 h = engines.PosixFile(self.path(i), direct=kind == "posix_direct",
                                       mmap=kind == "mmap", advice=ADVICE[io.fadvise],
-                                      file_id=i, oplog=self.log)
+                                      file_id=fid, oplog=self.log)
             self.handles[i] = h
         return h
 
@@ -119,10 +121,10 @@ class MPIReader(Reader):
     """MPI-IO on the one shared file, opened collectively; mpiio_coll reads every step's ranges
     in one collective call (every rank joins, with or without ranges)."""
 
-    def __init__(self, cfg, comm, log):
-        super().__init__(cfg, comm, log)
+    def __init__(self, cfg, comm, log, split="train"):
+        super().__init__(cfg, comm, log, split)
         self.handles[0] = engines.MPIFile(comm, self.path(0), hints=cfg.io.mpiio_hints,
-                                          file_id=0, oplog=log)
+                                          file_id=self.data.first_id, oplog=log)
 
     def read_batch(self, samples):
         if self.cfg.io.interface == "mpiio":
@@ -138,8 +140,8 @@ class H5Reader(Reader):
     opened by all ranks together (MPI-IO driver on the job's communicator); files of a rank's
     own share are opened by the rank alone."""
 
-    def __init__(self, cfg, comm, log):
-        super().__init__(cfg, comm, log)
+    def __init__(self, cfg, comm, log, split="train"):
+        super().__init__(cfg, comm, log, split)
         kind = cfg.io.interface
         self.driver = "sec2" if kind == "hdf5_sec2" else "mpio"
         self.collective = kind == "hdf5_coll"
@@ -155,7 +157,7 @@ class H5Reader(Reader):
             h = engines.H5Dataset(self.path(i), self.data.spec.dataset, driver=self.driver,
                                   comm=comm if self.driver == "mpio" else None,
                                   collective=self.collective, hints=self.cfg.io.mpiio_hints,
-                                  file_id=i, oplog=self.log)
+                                  file_id=self.data.first_id + i, oplog=self.log)
             self.handles[i] = h
         return h
 
@@ -189,8 +191,7 @@ class PrefetchReader(Reader):
         self.inner = inner
         self.cfg, self.comm, self.log, self.data = cfg, comm, log, inner.data
         self.xfer = inner.xfer
-        bs = cfg.reader.batch_size
-        self.depth = (cfg.reader.prefetch_size + 1) * bs
+        self.depth = (cfg.reader.prefetch_size + 1) * inner.batch
         align = 4096
         if cfg.io.interface == "posix_direct":
             align = max(align, engines.dio_alignment(self.data.root)[0])
@@ -249,14 +250,14 @@ class PrefetchReader(Reader):
         self.inner.close()
 
 
-def make_reader(cfg, comm, log):
+def make_reader(cfg, comm, log, split="train"):
     kind = cfg.io.interface
     if kind.startswith("hdf5"):
-        inner = H5Reader(cfg, comm, log)
+        inner = H5Reader(cfg, comm, log, split)
     elif kind in ("mpiio", "mpiio_coll") and cfg.io.layout != "multi":
-        inner = MPIReader(cfg, comm, log)
+        inner = MPIReader(cfg, comm, log, split)
     else:
-        inner = Reader(cfg, comm, log)
+        inner = Reader(cfg, comm, log, split)
     if cfg.reader.read_threads >= 1 and kind in PREFETCH_INTERFACES \
             and cfg.io.read_type == "on_demand":
         return PrefetchReader(cfg, comm, log, inner)

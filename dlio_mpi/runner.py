@@ -34,8 +34,6 @@ def check_supported(cfg):
     missing = []
     if cfg.workflow.checkpoint:
         missing.append("workflow.checkpoint=true")
-    if cfg.workflow.evaluation:
-        missing.append("workflow.evaluation=true")
     if missing:
         raise config.ConfigError(f"not emulated by this version yet: {', '.join(missing)}")
 
@@ -97,7 +95,7 @@ def reduce_epochs(epochs, comm):
         waits = np.zeros_like(e["step_wait_hist"])
         comm.Allreduce(e["step_wait_hist"], waits, op=MPI.SUM)
         out.append({
-            "epoch": e["epoch"], "steps": e["steps"], "samples": samples,
+            "phase": e["phase"], "epoch": e["epoch"], "steps": e["steps"], "samples": samples,
             "duration_s": wall, "first_done_s": first_done, "last_done_s": wall,
             "au": au, "samples_per_s": samples / wall, "bytes_moved": moved,
             "bytes_per_s": moved / wall, "read_ops": ops,
@@ -166,8 +164,9 @@ def run(cfg, comm, echo=print):
         print(file=sys.stderr)
     facts = run_facts(cfg, comm)
     everything = reduce_epochs(epochs, comm)
-    load = [e for e in everything if e["epoch"] < 0]
-    job = [e for e in everything if e["epoch"] >= 0]
+    load = [e for e in everything if e["phase"] == "load"]
+    job = [e for e in everything if e["phase"] == "train"]
+    evals = [e for e in everything if e["phase"] == "eval"]
     au = float(np.mean([e["au"] for e in job])) if job else 0.0
     summary = {
         "config": cfg.to_dict(),
@@ -178,6 +177,7 @@ def run(cfg, comm, echo=print):
             cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder, cfg.io.layout,
             cfg.io.read_type),
         "load": load[0] if load else None,
+        "evaluations": evals,
         "workload": cfg.workload,
         "not_emulated": list(cfg.not_emulated) + (
             ["reader.read_threads (reads are issued by the rank's main thread on "
@@ -207,12 +207,15 @@ def run(cfg, comm, echo=print):
                        root=0)
     out_dir = cfg.output.folder
     if cfg.io.keep_oplog:
+        # phase i's arrays are e{i}_start, e{i}_dur, ...; phases[i] names it
         np.savez(os.path.join(out_dir, f"oplog_rank{rank:05d}.npz"),
+                 phases=np.array([f"{e['phase']}{e['epoch']}" for e in epochs]),
+                 origin_mono_ns=np.int64(log.origin_mono_ns),
                  **{f"e{i}_{k}": v for i, ep in enumerate(oplogs) for k, v in ep.items()})
     if rank == 0:
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["rank"] + [f"{'load' if e['epoch'] < 0 else 'e%d' % e['epoch']}_{k}"
+        w.writerow(["rank"] + [f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch']}_{k}"
                                for e in epochs
                                for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")])
         w.writerows(rows)
@@ -226,6 +229,9 @@ def run(cfg, comm, echo=print):
 def format_summary(s):
     lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
              f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)"]
+    for e in s.get("evaluations") or []:
+        lines.append(f"evaluation after epoch {e['epoch'] + 1}: {e['samples']} samples in "
+                     f"{e['duration_s']:.3f} s, {e['bytes_per_s'] / 2**20:.1f} MiB/s moved")
     if s.get("load"):
         ld = s["load"]
         lines.append(f"input read into memory at start: {ld['bytes_moved']} bytes in "

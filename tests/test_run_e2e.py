@@ -181,3 +181,22 @@ def test_summary_histograms_and_facts(tmp_path):
     f = s["facts"]
     assert f["ranks"] == n and f["hosts"] == 1 and f["dataset_bytes"] == 16 * REC
     assert any("fits in the memory" in w for w in f["warnings"])
+
+
+def test_evaluation_phases(tmp_path):
+    n = 2
+    s, out = run_small(tmp_path, n, "dataset.num_files_train=4", "dataset.num_files_eval=3",
+                       "dataset.num_samples_per_file=4", "reader.batch_size=2",
+                       "reader.batch_size_eval=3", "train.epochs=2", "workflow.evaluation=true",
+                       "evaluation.epochs_between_evals=1", "evaluation.eval_time=0.001")
+    assert len(s["evaluations"]) == 2 and len(s["epochs"]) == 2
+    eval_steps = 12 // (n * 3)
+    for e in s["evaluations"]:
+        assert e["samples"] == eval_steps * n * 3
+        assert e["bytes_moved"] == eval_steps * n * 3 * REC
+    z = np.load(out / "oplog_rank00000.npz")
+    assert z["phases"].tolist() == ["train0", "eval0", "train1", "eval1"]
+    ev = z["e1_file"][z["e1_op"] == 0]
+    tr = z["e0_file"][z["e0_op"] == 0]
+    assert (ev >= 4).all() and (tr < 4).all()
+    assert sorted((tmp_path / "data" / "valid").iterdir())
