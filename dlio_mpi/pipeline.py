@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import engines, readers, sampler, sysinfo, timing
+from dlio_mpi import checkpointing, engines, readers, sampler, sysinfo, timing
 from dlio_mpi.readers import PrefetchReader
 
 
@@ -125,9 +125,18 @@ def run_epochs(cfg, comm, log, progress=None):
     shuffle = cfg.reader.sample_shuffle != "off"
     max_steps = cfg.train.total_training_steps
     done_steps = 0
-    phases, oplogs = [], []
+    phases, oplogs, checkpoints = [], [], []
     in_memory = cfg.io.read_type == "memory"
     first_batch = None
+    ckpt = checkpointing.make(cfg, comm, log) if cfg.workflow.checkpoint else None
+    ckpt_size = checkpointing.size_of(cfg, size) if ckpt else None
+
+    def write_checkpoint(step, epoch):
+        res = ckpt.write(len(checkpoints), ckpt_size)
+        entry = checkpointing.record(res, len(checkpoints), "write")
+        entry.update(step=step, epoch=epoch)
+        checkpoints.append(entry)
+        return res.duration
 
     def close_phase(entry):
         phases.append(entry)
@@ -153,7 +162,7 @@ def run_epochs(cfg, comm, log, progress=None):
             if isinstance(reader, PrefetchReader):
                 reader.start_epoch(plan)
             t_start = time.perf_counter()
-            io_wait = compute = first_io = 0.0
+            io_wait = compute = first_io = ckpt_s = 0.0
             waits = np.zeros(len(plan))
             for step, batch in enumerate(plan):
                 t0 = time.perf_counter()
@@ -170,15 +179,21 @@ def run_epochs(cfg, comm, log, progress=None):
                     time.sleep(sleeps[step])
                 compute += time.perf_counter() - t1
                 exchange()
+                if ckpt and checkpointing.due_after_step(cfg, done_steps + step + 1):
+                    ckpt_s += write_checkpoint(done_steps + step + 1, epoch)
                 if progress and rank == 0:
                     progress(epoch, step + 1, len(plan))
-            wall = time.perf_counter() - t_start
+            # checkpoints during the epoch are not training time (AU)
+            wall = time.perf_counter() - t_start - ckpt_s
             done_steps += len(plan)
             close_phase(_phase("train", epoch, plan, wall, io_wait, compute, first_io, waits,
                                log))
+            if ckpt and checkpointing.due_after_epoch(cfg, epoch + 1):
+                write_checkpoint(done_steps, epoch)
+                log.reset()
             if (cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0
                     and (epoch + 1) % cfg.evaluation.epochs_between_evals == 0):
                 close_phase(evaluate(cfg, comm, log, epoch, rng))
     finally:
         reader.close()
-    return phases, oplogs, first_batch
+    return phases, oplogs, first_batch, checkpoints

@@ -9,7 +9,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import config, darshan, datagen, engines, pipeline, readers, sampler, sysinfo
+from dlio_mpi import (checkpointing, config, darshan, datagen, engines, pipeline, readers,
+                      sampler, sysinfo)
 
 
 def _agree(comm, error):
@@ -32,8 +33,6 @@ def write_atomic(path, text):
 def check_supported(cfg):
     """What this version's training loop does not emulate yet stops the run before any I/O."""
     missing = []
-    if cfg.workflow.checkpoint:
-        missing.append("workflow.checkpoint=true")
     if missing:
         raise config.ConfigError(f"not emulated by this version yet: {', '.join(missing)}")
 
@@ -42,7 +41,8 @@ def prepare(cfg, comm):
     """Output directory and dataset, agreed on by every rank."""
     rank = comm.Get_rank()
     check_supported(cfg)
-    config.check_ranks(cfg, comm.Get_size())
+    if cfg.workflow.train:
+        config.check_ranks(cfg, comm.Get_size())
     out_dir = cfg.output.folder
     error = None
     if rank == 0:
@@ -55,6 +55,10 @@ def prepare(cfg, comm):
         except OSError as e:
             error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
     _agree(comm, error)
+    if cfg.workflow.checkpoint:
+        checkpointing.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
+    if not cfg.workflow.train:
+        return 0
     have = datagen.read_manifest(cfg.dataset.data_folder) if rank == 0 else None
     have = comm.bcast(have, root=0)
     generated = 0
@@ -141,6 +145,10 @@ def startup_figures(comm, first_batch):
             "peak_rss_mib_max": comm.allreduce(sysinfo.peak_rss_mib(), op=MPI.MAX)}
 
 
+def _mean(xs):
+    return float(np.mean(xs)) if xs else None
+
+
 def _mpi():
     from mpi4py import MPI
     return MPI
@@ -158,11 +166,15 @@ def run(cfg, comm, echo=print):
             print(f"\repoch {epoch + 1}/{cfg.train.epochs} step {step}/{steps}", end="",
                   file=sys.stderr, flush=True)
 
-    epochs, oplogs, first_batch = pipeline.run_epochs(cfg, comm, log, progress)
+    facts = run_facts(cfg, comm)
+    if cfg.workflow.train:
+        epochs, oplogs, first_batch, checkpoints = pipeline.run_epochs(cfg, comm, log, progress)
+    else:
+        epochs, oplogs, first_batch = [], [], None
+        checkpoints = checkpointing.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"])
     startup = startup_figures(comm, first_batch)
     if rank == 0 and sys.stderr.isatty():
         print(file=sys.stderr)
-    facts = run_facts(cfg, comm)
     everything = reduce_epochs(epochs, comm)
     load = [e for e in everything if e["phase"] == "load"]
     job = [e for e in everything if e["phase"] == "train"]
@@ -178,6 +190,11 @@ def run(cfg, comm, echo=print):
             cfg.io.read_type),
         "load": load[0] if load else None,
         "evaluations": evals,
+        "checkpoints": checkpoints,
+        "checkpoint_write_duration_s_mean": _mean([c["duration_s"] for c in checkpoints
+                                                   if c["op"] == "write"]),
+        "checkpoint_write_bandwidth_bytes_per_s_mean": _mean(
+            [c["bandwidth_bytes_per_s"] for c in checkpoints if c["op"] == "write"]),
         "workload": cfg.workload,
         "not_emulated": list(cfg.not_emulated) + (
             ["reader.read_threads (reads are issued by the rank's main thread on "
@@ -229,6 +246,10 @@ def run(cfg, comm, echo=print):
 def format_summary(s):
     lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
              f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)"]
+    for c in s.get("checkpoints") or []:
+        lines.append(f"checkpoint {c['index']} {c['op']}: {c['bytes']} bytes in "
+                     f"{c['duration_s']:.3f} s ({c['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s, "
+                     f"{c['fsyncs']} fsyncs)")
     for e in s.get("evaluations") or []:
         lines.append(f"evaluation after epoch {e['epoch'] + 1}: {e['samples']} samples in "
                      f"{e['duration_s']:.3f} s, {e['bytes_per_s'] / 2**20:.1f} MiB/s moved")

@@ -125,6 +125,20 @@ SCHEMA = {
         "randomize_tensor": Key("bool", True, "random content (else ones)", emulated=False),
         "model_size": Key("size", 0, "older name of model.model_size_bytes", minimum=0),
         "ksm": Key("dict", {}, "kernel samepage merging", emulated=False),
+        # this project's own checkpoint keys
+        "format": Key("enum", "file_per_rank", "how a checkpoint is stored: a file per "
+                      "writing rank, one shared file by collective MPI-IO, one shared HDF5 "
+                      "file, or the DLIO paper's four files per rank",
+                      ("file_per_rank", "mpiio", "hdf5", "four_files")),
+        "writers": Key("enum", "rank0", "who writes a model_size_bytes checkpoint",
+                       ("rank0", "all", "model_parallel")),
+        "preset": Key("enum", "none", "a named checkpoint size (MLPerf Storage llama3 layouts)",
+                      ("none", "llama3_8b", "llama3_70b", "llama3_405b", "llama3_1t")),
+        "odirect": Key("bool", False, "write and read file_per_rank checkpoints with O_DIRECT"),
+        "transfer_size": Key("size", 1 << 20, "bytes per write/read call", minimum=1),
+        "verify": Key("bool", False, "verify content when reading checkpoints back"),
+        "optimizer_multiplier": Key("float", 0.0, "model_size_bytes checkpoints: optimizer "
+                                    "state as a multiple of the model's bytes", minimum=0.0),
     },
     "output": {
         "folder": Key("str", "./dlio_output", "results directory"),

@@ -1,0 +1,96 @@
+"""Checkpoints in a run: their size from the configuration, when they are written during
+training, and the checkpoint-only mode (write N, then read N). The writing and reading itself is
+dlio_mpi.checkpoint's."""
+from dlio_mpi import checkpoint, checkpoint_size
+from dlio_mpi.config import ConfigError
+from dlio_mpi.schema import SCHEMA
+
+
+def size_of(cfg, world):
+    """The checkpoint's size object for a job of world ranks: a preset (checkpoint.preset), a
+    transformer (model.transformer with model.num_layers), or model.model_size_bytes written by
+    checkpoint.writers. Raises ConfigError when nothing sizes it."""
+    par = dict(cfg.model.parallelism)
+    given = par != SCHEMA["model"]["parallelism"].default
+    tp, pp = int(par.get("tensor", 1)), int(par.get("pipeline", 1))
+    zero = int(par.get("zero_stage", 0))
+    ck = cfg.checkpoint
+    if ck.preset != "none" and not given:
+        _, own, _ = checkpoint_size.LLAMA3[ck.preset]
+        tp, pp = own.tp, own.pp
+    if world % (tp * pp):
+        raise ConfigError(f"model.parallelism tensor={tp} x pipeline={pp} does not divide "
+                          f"the {world} ranks")
+    layout = checkpoint_size.Layout.for_world(world, tp, pp)
+    if ck.preset != "none":
+        return checkpoint_size.preset(ck.preset, layout=layout,
+                                      zero_stage=zero if given else None)
+    tr = dict(cfg.model.transformer)
+    if tr and cfg.model.num_layers > 0:
+        try:
+            model = checkpoint_size.Transformer(
+                int(tr["hidden_size"]), int(cfg.model.num_layers), int(tr["vocab_size"]),
+                int(tr["ffn_hidden_size"]), int(tr["num_attention_heads"]),
+                int(tr.get("num_kv_heads", tr["num_attention_heads"])))
+        except KeyError as e:
+            raise ConfigError(f"model.transformer needs {e.args[0]}") from None
+        except ValueError as e:
+            raise ConfigError(f"model.transformer: {e}") from None
+        return checkpoint_size.TransformerCheckpoint(model, layout, zero)
+    if cfg.model.model_size_bytes > 0:
+        return checkpoint_size.FlatCheckpoint(cfg.model.model_size_bytes,
+                                              ck.optimizer_multiplier, ck.writers, layout)
+    if ck.format == "four_files":
+        return 0
+    raise ConfigError("workflow.checkpoint=true needs a size: model.model_size_bytes, "
+                      "model.transformer with model.num_layers, or checkpoint.preset")
+
+
+def make(cfg, comm, log):
+    ck = cfg.checkpoint
+    return checkpoint.Checkpointer(
+        comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
+        sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log)
+
+
+def due_after_step(cfg, global_step):
+    n = cfg.checkpoint.steps_between_checkpoints
+    return cfg.workflow.checkpoint and n > 0 and global_step % n == 0
+
+
+def due_after_epoch(cfg, epoch):
+    """epoch counts from 1: checkpoints at checkpoint_after_epoch, then every
+    epochs_between_checkpoints epochs (unless steps_between_checkpoints rules)."""
+    ck = cfg.checkpoint
+    if not cfg.workflow.checkpoint or ck.steps_between_checkpoints > 0:
+        return False
+    return epoch >= ck.checkpoint_after_epoch and \
+        (epoch - ck.checkpoint_after_epoch) % ck.epochs_between_checkpoints == 0
+
+
+def record(result, index, op):
+    """A checkpoint's figures for the summary (the same on every rank)."""
+    return {"index": index, "op": op, "bytes": int(result.total_bytes),
+            "fsyncs": int(result.total_fsyncs), "duration_s": float(result.duration),
+            "bandwidth_bytes_per_s": float(result.bandwidth), "writers": int(result.movers)}
+
+
+def checkpoint_only(cfg, comm, log, ranks_per_host):
+    """Write checkpoint.num_checkpoints_write checkpoints, then read
+    checkpoint.num_checkpoints_read back; with recovery_rank_shift a rank reads the shard of
+    the rank one host further on (one rank further on a single host)."""
+    size = size_of(cfg, comm.Get_size())
+    ck = cfg.checkpoint
+    writes = ck.num_checkpoints_write if ck.num_checkpoints_write > 0 else 1
+    reads = ck.num_checkpoints_read if ck.num_checkpoints_read >= 0 else writes
+    reads = min(reads, writes)
+    shift = 0
+    if ck.recovery_rank_shift and comm.Get_size() > 1:
+        shift = ranks_per_host if ranks_per_host < comm.Get_size() else 1
+    c = make(cfg, comm, log)
+    out = []
+    for i in range(writes):
+        out.append(record(c.write(i, size), i, "write"))
+    for i in range(reads):
+        out.append(record(c.read(i, size, shift=shift, verify=ck.verify), i, "read"))
+    return out

@@ -1,0 +1,82 @@
+"""Checkpoints in runs under mpiexec: during training (every N steps, every N epochs after
+epoch K), and the checkpoint-only mode of the llama3 workloads (shrunk): files of exactly the
+expected sizes, fsync really issued and counted, nothing left half-written."""
+import json
+
+import pytest
+
+from dlio_mpi import checkpointing, config
+from mpirun import run_mpi
+
+SHRINK = ["model.num_layers=1", "model.transformer.hidden_size=256",
+          "model.transformer.ffn_hidden_size=512", "model.transformer.vocab_size=1024"]
+
+
+def run(tmp_path, n, *args, check=True):
+    p = run_mpi(n, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d",
+                f"output.folder={tmp_path}/o", f"checkpoint.checkpoint_folder={tmp_path}/c",
+                *args, timeout=180, check=check)
+    if not check:
+        return p, None
+    return p, json.loads((tmp_path / "o" / "summary.json").read_text())
+
+
+def test_every_n_steps_during_training(tmp_path):
+    n = 2
+    _, s = run(tmp_path, n, "workflow.checkpoint=true", "model.model_size_bytes=1m",
+               "checkpoint.writers=all", "checkpoint.steps_between_checkpoints=5",
+               "checkpoint.fsync=true", "train.epochs=2", "train.computation_time=0")
+    steps = 2 * s["steps_per_epoch"]                    # 16 per epoch at 2 ranks, batch 4
+    writes = [c for c in s["checkpoints"] if c["op"] == "write"]
+    assert [c["step"] for c in writes] == list(range(5, steps + 1, 5))
+    for c in writes:
+        assert c["bytes"] == 1 << 20 and c["fsyncs"] == n and c["writers"] == n
+    files = sorted((tmp_path / "c").iterdir())
+    assert len(files) == len(writes) * n
+    assert all(f.stat().st_size == (1 << 20) // n for f in files)
+    assert not [f for f in files if f.name.endswith(".part")]
+
+
+def test_after_epoch_k_every_m_epochs(tmp_path):
+    _, s = run(tmp_path, 2, "workflow.checkpoint=true", "model.model_size_bytes=100k",
+               "checkpoint.checkpoint_after_epoch=2", "checkpoint.epochs_between_checkpoints=2",
+               "train.epochs=5", "train.computation_time=0", "checkpoint.format=mpiio")
+    assert [c["epoch"] + 1 for c in s["checkpoints"]] == [2, 4]
+    files = sorted((tmp_path / "c").iterdir())
+    assert len(files) == 2 and all(f.stat().st_size == 100 * 1024 for f in files)
+
+
+@pytest.mark.parametrize("fmt", ["file_per_rank", "mpiio", "hdf5"])
+def test_llama3_8b_checkpoint_only_shrunk(tmp_path, fmt):
+    n = 2
+    _, s = run(tmp_path, n, "workload=llama3_8b", *SHRINK, "checkpoint.num_checkpoints_write=2",
+               "checkpoint.num_checkpoints_read=2", f"checkpoint.format={fmt}",
+               "checkpoint.verify=true")
+    cfg = config.load(["workload=llama3_8b"] + SHRINK)
+    size = checkpointing.size_of(cfg, n)
+    assert s["epochs"] == [] and s["bytes_moved"] == 0
+    ops = [(c["op"], c["index"]) for c in s["checkpoints"]]
+    assert ops == [("write", 0), ("write", 1), ("read", 0), ("read", 1)]
+    for c in s["checkpoints"]:
+        assert c["bytes"] == size.total_bytes
+        if c["op"] == "write":
+            assert c["fsyncs"] >= 1
+    files = sorted((tmp_path / "c").iterdir())
+    if fmt == "file_per_rank":
+        assert len(files) == 2 * n
+        assert sorted(f.stat().st_size for f in files) == \
+            sorted([size.rank_bytes(r) for r in range(n)] * 2)
+    else:
+        assert len(files) == 2
+
+
+def test_checkpoint_without_a_size_is_a_config_error(tmp_path):
+    p, _ = run(tmp_path, 2, "workflow.checkpoint=true", check=False)
+    assert p.returncode == 2
+    assert "workflow.checkpoint=true needs a size" in p.stdout
+
+
+def test_llama3_70b_needs_a_multiple_of_its_tensor_parallel_degree(tmp_path):
+    p, _ = run(tmp_path, 2, "workload=llama3_70b", check=False)
+    assert p.returncode == 2
+    assert "tensor=8 x pipeline=1 does not divide the 2 ranks" in p.stdout
