@@ -94,9 +94,17 @@ def process_hdf5_library():
     return m.group(1) if m else None
 
 
+# Modules whose records are named by paths: the only ones the name filter applies to (a "*"
+# would also empty HEATMAP, whose records are not files)
+PATH_MODULES = "POSIX,MPI-IO,STDIO,H5F,H5D,PNETCDF_FILE,PNETCDF_VAR,DXT_POSIX,DXT_MPIIO"
+
+
 def posix_regex_escape(text):
-    """text as a POSIX extended regular expression matching itself (Darshan uses regex.h)."""
-    return re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", text)
+    """text as a POSIX extended regular expression matching itself (Darshan uses regex.h);
+    blanks and commas, which Darshan's config parser splits on, become classes."""
+    out = re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", text)
+    return out.replace(" ", "[[:space:]]").replace("\t", "[[:space:]]") \
+        .replace(",", "[[:punct:]]")
 
 
 def config_text(directories, dxt=False, modmem_mib=0, max_records=0):
@@ -104,10 +112,13 @@ def config_text(directories, dxt=False, modmem_mib=0, max_records=0):
     name excluded first, then those re-included), DXT tracing on request, module memory and
     record limits."""
     lines = ["# written by dlio_mpi: keep records to the run's data and checkpoint directories",
-             "NAME_EXCLUDE .* *"]
+             f"NAME_EXCLUDE .* {PATH_MODULES}"]
     for d in directories:
-        if d:
-            lines.append(f"NAME_INCLUDE ^{posix_regex_escape(os.path.realpath(d))}/ *")
+        if not d:
+            continue
+        # records are named by the path as opened (absolute, links not resolved)
+        for form in dict.fromkeys([os.path.abspath(d), os.path.realpath(d)]):
+            lines.append(f"NAME_INCLUDE ^{posix_regex_escape(form)}/ {PATH_MODULES}")
     if dxt:
         lines.append("MOD_ENABLE DXT_POSIX,DXT_MPIIO")
     if modmem_mib:
@@ -165,6 +176,12 @@ def prepare(cfg, *, dxt=False, modmem_mib=0, max_records=0, nonmpi=False, env=No
     new_env, text = build_env(env, lib, out, dirs, hdf5_lib=hdf5_lib, dxt=dxt,
                               modmem_mib=modmem_mib, max_records=max_records, nonmpi=nonmpi)
     os.makedirs(out, exist_ok=True)
+    # Darshan creates its log exclusively: a log left by an earlier run would mean no new one
+    # (and a summary pointing at the old one)
+    try:
+        os.unlink(new_env["DARSHAN_LOGFILE"])
+    except FileNotFoundError:
+        pass
     path = new_env["DARSHAN_CONFIG_PATH"]
     tmp = f"{path}.{os.getpid()}.part"
     with open(tmp, "w") as f:

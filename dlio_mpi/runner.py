@@ -204,7 +204,7 @@ def run(cfg, comm, echo=print):
         "read_threads": cfg.reader.read_threads
         if cfg.io.interface in readers.PREFETCH_INTERFACES else 0,
         "files_generated": generated,
-        "darshan_log": darshan.active_log(),
+        "darshan_logs": sorted({x for x in comm.allgather(darshan.active_log()) if x}),
         "train_au_mean_percentage": 100 * au,
         "train_au_meet_expectation": "success" if au >= cfg.metric.au else "fail",
         "au_threshold_percentage": 100 * cfg.metric.au,

@@ -80,9 +80,10 @@ def test_env_and_config(tmp_path):
     assert env["DXT_ENABLE_IO_TRACE"] == "1" and env["DARSHAN_MODMEM"] == "64"
     assert env[darshan.ACTIVE] == "1" and "DARSHAN_ENABLE_NONMPI" not in env
     lines = text.splitlines()
-    assert "NAME_EXCLUDE .* *" in lines
-    assert "NAME_INCLUDE ^/data/set/ *" in lines and "NAME_INCLUDE ^/ck/ *" in lines
-    assert lines.index("NAME_EXCLUDE .* *") < lines.index("NAME_INCLUDE ^/data/set/ *")
+    mods = darshan.PATH_MODULES
+    assert f"NAME_EXCLUDE .* {mods}" in lines and "HEATMAP" not in mods
+    assert f"NAME_INCLUDE ^/data/set/ {mods}" in lines and f"NAME_INCLUDE ^/ck/ {mods}" in lines
+    assert lines.index(f"NAME_EXCLUDE .* {mods}") < lines.index(f"NAME_INCLUDE ^/data/set/ {mods}")
     assert "MOD_ENABLE DXT_POSIX,DXT_MPIIO" in lines and "MODMEM 64" in lines
     assert "MAX_RECORDS 8192 POSIX,MPI-IO,STDIO,H5F,H5D" in lines
     nonmpi, _ = darshan.build_env({}, "/d/l.so", tmp_path, [], nonmpi=True, pid=42)
@@ -132,8 +133,9 @@ def test_every_rank_runs_preloaded(tmp_path, standin, nonmpi):
     else:
         assert logs == [str(out / "dlio_mpi.darshan")] * 2
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["darshan_log"] in logs
-    assert f"NAME_INCLUDE ^{os.path.realpath(data)}/ *" in (out / "darshan.conf").read_text()
+    assert summary["darshan_logs"] == sorted(set(logs))
+    conf = (out / "darshan.conf").read_text()
+    assert f"NAME_INCLUDE ^{os.path.realpath(data)}/ {darshan.PATH_MODULES}" in conf
 
 
 def test_missing_runtime_stops_before_the_run(tmp_path):
@@ -147,3 +149,20 @@ def test_missing_runtime_stops_before_the_run(tmp_path):
 
 def test_regex_escape():
     assert darshan.posix_regex_escape("/a-b_c/d.e/f[1]+(g)") == r"/a-b_c/d\.e/f\[1\]\+\(g\)"
+    assert darshan.posix_regex_escape("/d sp,c") == "/d[[:space:]]sp[[:punct:]]c"
+
+
+def test_linked_directory_is_included_under_both_names(tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    text = darshan.config_text([str(tmp_path / "link")])
+    assert f"^{tmp_path}/link/ " in text and f"^{os.path.realpath(tmp_path)}/real/ " in text
+
+
+def test_stale_log_is_removed(tmp_path, standin):
+    from dlio_mpi import config
+    cfg = config.load(["workload=default", f"output.folder={tmp_path}"])
+    stale = tmp_path / "dlio_mpi.darshan"
+    stale.write_bytes(b"old")
+    env = darshan.prepare(cfg, env={darshan.LIB_ENV: standin, "PATH": ""})
+    assert env["DARSHAN_LOGFILE"] == str(stale) and not stale.exists()
