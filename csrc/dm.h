@@ -269,9 +269,10 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
 /* Stops the threads after the queued requests. */
 void dm_ra_free(dm_readahead *ra);
 /* Queue a request (ranges of a POSIX handle, or rows of an HDF5 dataset) into the next slot of
- * the ring, blocking while that slot is still held. Returns the ticket (>= 0) or -1. */
+ * the ring, blocking while that slot is still held; the worker then sleeps busy_ns (emulated
+ * preprocessing) before the request is done. Returns the ticket (>= 0) or -1. */
 int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
-                     const int64_t *len, int64_t xfer, dm_err *e);
+                     const int64_t *len, int64_t xfer, int64_t busy_ns, dm_err *e);
 /* Wait for a ticket; *buf points into its slot until dm_ra_release, where the request's ranges
  * lie packed over *need bytes (a range cut short by EOF leaves the rest of its place unset);
  * *total is the bytes read. Returns -1 with the request's error if it failed. */

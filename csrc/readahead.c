@@ -4,9 +4,11 @@
 #define _GNU_SOURCE
 #include "dm.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 
@@ -18,6 +20,7 @@ typedef struct {
     size_t n, cap;
     int64_t *off, *len;
     int64_t xfer;
+    int64_t busy_ns;        /* emulated processing after the read (preprocessing) */
     char *buf;
     int64_t need;           /* bytes the request spans in its slot */
     int64_t total;
@@ -60,6 +63,11 @@ static void *worker(void *arg) {
             rc = dm_h5_read_rows((dm_h5 *)s->handle, s->n, s->off, s->len, s->buf, &s->total,
                                  &s->err);
 
+        if (rc == 0 && s->busy_ns > 0) {
+            /* the worker preprocesses the sample before handing it over */
+            struct timespec ts = {s->busy_ns / 1000000000ll, s->busy_ns % 1000000000ll};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        }
         pthread_mutex_lock(&ra->mu);
         s->failed = rc != 0;
         s->state = SLOT_DONE;
@@ -137,7 +145,7 @@ void dm_ra_free(dm_readahead *ra) {
 size_t dm_ra_slot_bytes(const dm_readahead *ra) { return ra->slot_bytes; }
 
 int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
-                     const int64_t *len, int64_t xfer, dm_err *e) {
+                     const int64_t *len, int64_t xfer, int64_t busy_ns, dm_err *e) {
     int64_t need = 0;
     dm_oplog *log = NULL;
     if (kind == DM_RA_POSIX) {
@@ -186,6 +194,7 @@ int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const i
     s->kind = kind;
     s->handle = handle;
     s->xfer = xfer;
+    s->busy_ns = busy_ns;
     s->ticket = t;
     s->need = need;
     s->total = 0;

@@ -130,7 +130,8 @@ cdef extern from "dm.h" nogil:
                                dm_err *e)
     void dm_ra_free(dm_readahead *ra)
     int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n,
-                         const int64_t *off, const int64_t *len, int64_t xfer, dm_err *e)
+                         const int64_t *off, const int64_t *len, int64_t xfer, int64_t busy_ns,
+                         dm_err *e)
     int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,
                    dm_err *e)
     int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e)

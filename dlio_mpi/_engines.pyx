@@ -805,9 +805,11 @@ cdef class ReadAhead:
     def slot_bytes(self):
         return dm_ra_slot_bytes(self.ra)
 
-    def submit(self, handle, offsets, lengths, *, int64_t xfer=0):
+    def submit(self, handle, offsets, lengths, *, int64_t xfer=0, double busy=0.0):
         """Queue ranges of a PosixFile, or rows (offsets=starts, lengths=counts) of an
-        independent H5Dataset. Blocks while the ring's next slot is still held."""
+        independent H5Dataset; the worker then spends busy seconds (emulated preprocessing)
+        before the request is done. Blocks while the ring's next slot is still held."""
+        cdef int64_t busy_ns = <int64_t>(busy * 1e9)
         cdef dm_err e
         cdef int kind
         cdef void *hp
@@ -828,7 +830,7 @@ cdef class ReadAhead:
             raise ValueError(f"{off.shape[0]} offsets but {ln.shape[0]} lengths")
         with nogil:
             t = dm_ra_submit(self.ra, kind, hp, off.shape[0], <int64_t *>off.data,
-                             <int64_t *>ln.data, xfer, &e)
+                             <int64_t *>ln.data, xfer, busy_ns, &e)
         if t < 0:
             raise_err(&e)
         self.handles[t] = handle   # keep the handle alive while its request is queued

@@ -153,7 +153,9 @@ def run_epochs(cfg, comm, log, progress=None):
             seed_epoch = epoch if cfg.train.seed_change_epoch else 0
             plan = sampler.rank_samples(cfg.num_samples, size, rank, cfg.reader.batch_size,
                                         seed_epoch, cfg.train.seed, shuffle, cfg.io.remainder,
-                                        cfg.io.layout, cfg.io.read_type)
+                                        cfg.io.layout, cfg.io.read_type,
+                                        cfg.dataset.num_samples_per_file,
+                                        cfg.reader.file_shuffle != "off")
             if max_steps >= 0:
                 plan = plan[:max_steps - done_steps]
             sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
@@ -168,6 +170,8 @@ def run_epochs(cfg, comm, log, progress=None):
                 t0 = time.perf_counter()
                 if not in_memory:
                     reader.read_batch(batch)
+                    if not isinstance(reader, PrefetchReader) and reader.pre.active:
+                        time.sleep(float(reader.pre.draw(len(batch)).sum()))
                 t1 = time.perf_counter()
                 if step == 0:
                     first_io = t1 - t0

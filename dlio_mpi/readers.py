@@ -13,12 +13,26 @@ import os
 
 import numpy as np
 
-from dlio_mpi import engines
+from dlio_mpi import engines, timing
 from dlio_mpi.dataset import Dataset
 
 ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
           "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
 PREFETCH_INTERFACES = ("posix", "posix_direct", "mmap", "hdf5_sec2")
+
+
+class Preprocessing:
+    """reader.preprocess_time per sample (a number, with reader.preprocess_time_stdev, or a
+    distribution), drawn reproducibly per rank."""
+
+    def __init__(self, cfg, comm):
+        self.spec = cfg.reader.preprocess_time
+        self.stdev = cfg.reader.preprocess_time_stdev
+        self.rng = np.random.default_rng([cfg.train.seed, comm.Get_rank(), 0x9E])
+        self.active = timing.mean(self.spec) > 0 or self.stdev > 0
+
+    def draw(self, n):
+        return timing.draw(self.spec, self.rng, n, self.stdev) if self.active else np.zeros(n)
 
 
 class Reader:
@@ -27,6 +41,7 @@ class Reader:
 
     def __init__(self, cfg, comm, log, split="train"):
         self.cfg, self.comm, self.log = cfg, comm, log
+        self.pre = Preprocessing(cfg, comm)
         self.data = Dataset(cfg, split)
         self.batch = cfg.reader.batch_size if split == "train" else cfg.reader.batch_size_eval
         self.handles = {}
@@ -189,6 +204,7 @@ class PrefetchReader(Reader):
 
     def __init__(self, cfg, comm, log, inner):
         self.inner = inner
+        self.pre = inner.pre
         self.cfg, self.comm, self.log, self.data = cfg, comm, log, inner.data
         self.xfer = inner.xfer
         self.depth = (cfg.reader.prefetch_size + 1) * inner.batch
@@ -207,15 +223,16 @@ class PrefetchReader(Reader):
     def _fill(self):
         while self.queue and len(self.pending) < self.depth:
             s = int(self.queue.pop())
+            busy = float(self.pre.draw(1)[0]) if self.pre.active else 0.0
             f, local = divmod(s, self.data.spf)
             h = self.inner._open(f)
             if isinstance(self.inner, H5Reader):
                 row = int(self.inner.rows(f, np.array([local]))[0])
-                t = self.ra.submit(h, [row], [1])
+                t = self.ra.submit(h, [row], [1], busy=busy)
                 want, where = self.data.index(f).sizes[local], row
             else:
                 offs, lens = self.inner.sample_ranges(f, np.array([local]))
-                t = self.ra.submit(h, offs, lens, xfer=self.xfer)
+                t = self.ra.submit(h, offs, lens, xfer=self.xfer, busy=busy)
                 o, n = self.data.index(f).ranges(np.array([local]))
                 # with O_DIRECT the aligned range may run past the end of the file
                 want, where = int(o[0] + n[0] - offs[0]), int(o[0])

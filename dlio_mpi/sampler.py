@@ -36,12 +36,19 @@ def dropped_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi
     return num_samples - steps * readers * batch
 
 
-def epoch_order(num_samples, epoch, seed, shuffle):
-    """The global sample order of an epoch."""
-    if not shuffle:
-        return np.arange(num_samples, dtype=np.int64)
-    rng = np.random.default_rng([seed, epoch])
-    return rng.permutation(num_samples).astype(np.int64)
+def epoch_order(num_samples, epoch, seed, shuffle, samples_per_file=0, file_shuffle=False):
+    """The global sample order of an epoch: a permutation of all samples (shuffle), or, with
+    file_shuffle only, the files in a permuted order with each file's samples in order, or the
+    identity."""
+    if shuffle:
+        rng = np.random.default_rng([seed, epoch])
+        return rng.permutation(num_samples).astype(np.int64)
+    if file_shuffle and samples_per_file:
+        files = -(-num_samples // samples_per_file)
+        order = np.random.default_rng([seed, epoch, 1]).permutation(files).astype(np.int64)
+        idx = (order[:, None] * samples_per_file + np.arange(samples_per_file)).reshape(-1)
+        return idx[idx < num_samples]
+    return np.arange(num_samples, dtype=np.int64)
 
 
 def memory_share(num_samples, ranks, rank, layout):
@@ -53,7 +60,7 @@ def memory_share(num_samples, ranks, rank, layout):
 
 
 def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainder="drop",
-                 layout="multi", read_type="on_demand"):
+                 layout="multi", read_type="on_demand", samples_per_file=0, file_shuffle=False):
     """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch)."""
     steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
     if read_type == "memory":
@@ -61,7 +68,7 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
         if shuffle:
             share = np.random.default_rng([seed, epoch, rank]).permutation(share)
         return share[:steps * batch].reshape(steps, batch)
-    order = epoch_order(num_samples, epoch, seed, shuffle)
+    order = epoch_order(num_samples, epoch, seed, shuffle, samples_per_file, file_shuffle)
     if layout == "replicated":
         ranks, rank = 1, 0
     per_rank = steps * batch

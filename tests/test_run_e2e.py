@@ -200,3 +200,15 @@ def test_evaluation_phases(tmp_path):
     tr = z["e0_file"][z["e0_op"] == 0]
     assert (ev >= 4).all() and (tr < 4).all()
     assert sorted((tmp_path / "data" / "valid").iterdir())
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_preprocessing_time_is_spent(tmp_path, threads):
+    """A lower bound only (sleeps are never shorter): each rank spends at least its samples
+    times preprocess_time, spread over its read threads."""
+    pre = 0.01
+    s, _ = run_small(tmp_path, 2, "dataset.num_files_train=4", "dataset.num_samples_per_file=4",
+                     "reader.batch_size=2", "train.epochs=1", f"reader.read_threads={threads}",
+                     f"reader.preprocess_time={pre}")
+    per_rank = 8
+    assert s["epochs"][0]["duration_s"] >= per_rank * pre / max(threads, 1)

@@ -69,3 +69,14 @@ def test_memory_share_and_replicated():
         assert set(p.reshape(-1).tolist()) <= set(shares[r].tolist())
     rep = sampler.rank_samples(10, 3, 1, 3, 0, 1, True, layout="replicated")
     assert rep.shape == (3, 3) and np.unique(rep).size == 9
+
+
+def test_file_shuffle_keeps_samples_of_a_file_together():
+    order = sampler.epoch_order(40, 0, 5, False, samples_per_file=4, file_shuffle=True)
+    assert sorted(order.tolist()) == list(range(40))
+    blocks = order.reshape(10, 4)
+    assert (np.diff(blocks, axis=1) == 1).all()            # in order within a file
+    assert (blocks[:, 0] % 4 == 0).all()
+    assert not np.array_equal(blocks[:, 0], np.arange(0, 40, 4))   # files permuted
+    other = sampler.epoch_order(40, 1, 5, False, samples_per_file=4, file_shuffle=True)
+    assert not np.array_equal(order, other)
