@@ -30,6 +30,27 @@ def _load(overrides, config_file):
         sys.exit(CONFIG_ERROR)
 
 
+class Interrupted(Exception):
+    """SIGINT or SIGTERM reached this rank."""
+
+    def __init__(self, signum):
+        import signal
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+def _stop_on_signals():
+    """SIGINT and SIGTERM (what launchers send to stop a job) end the run cleanly: outputs
+    marked interrupted, non-zero exit."""
+    import signal
+
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
 def _fail(comm, exc):
     """One line naming the rank, then the whole job ends (no rank left waiting)."""
     where = f"rank {comm.Get_rank()}: "
@@ -86,13 +107,21 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     from dlio_mpi import config, runner
 
     comm = MPI.COMM_WORLD
+    _stop_on_signals()
     try:
         summary = runner.run(cfg, comm)
     except config.ConfigError as e:
+        runner.mark_stopped(cfg, "failed", str(e))
         if comm.Get_rank() == 0:
             click.echo(f"dlio_mpi: config error: {e}", err=True)
         sys.exit(CONFIG_ERROR)
+    except Interrupted as e:
+        runner.mark_stopped(cfg, "interrupted", str(e))
+        click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e}; the run is marked "
+                   "interrupted", err=True)
+        sys.exit(128 + e.signum)
     except Exception as e:
+        runner.mark_stopped(cfg, "failed", str(e))
         _fail(comm, e)
     if comm.Get_rank() == 0:
         click.echo(runner.format_summary(summary))

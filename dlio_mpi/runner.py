@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (checkpointing, config, darshan, datagen, engines, pipeline, readers,
-                      sampler, sysinfo)
+from dlio_mpi import (checkpointing, config, darshan, datagen, engines, outputs, pipeline,
+                      readers, sampler, sysinfo)
 
 
 def _agree(comm, error):
@@ -52,8 +52,13 @@ def prepare(cfg, comm):
             with open(probe, "w"):
                 pass
             os.unlink(probe)
+            outputs.acquire(out_dir)
+            outputs.clear_results(out_dir)
+            outputs.set_status(out_dir, "running", ranks=comm.Get_size())
         except OSError as e:
             error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
+        except outputs.OutputInUse as e:
+            error = f"rank 0: {e}"
     _agree(comm, error)
     if cfg.workflow.checkpoint:
         checkpointing.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
@@ -239,8 +244,28 @@ def run(cfg, comm, echo=print):
         write_atomic(os.path.join(out_dir, "per_rank.csv"), buf.getvalue())
         write_atomic(os.path.join(out_dir, "summary.json"),
                      json.dumps(summary, indent=1))
+        outputs.set_status(out_dir, "complete")
+        outputs.release(out_dir)
     comm.Barrier()
     return summary
+
+
+def mark_stopped(cfg, status, why):
+    """On rank 0, after a failure or a signal: the run is marked as not complete and the
+    output folder released (nothing collective: other ranks may be gone)."""
+    out_dir = cfg.output.folder
+    lock = os.path.join(out_dir, outputs.LOCK)
+    try:
+        with open(lock) as f:
+            mine = json.load(f).get("pid") == os.getpid()
+    except (OSError, ValueError):
+        return
+    if mine:
+        try:
+            outputs.set_status(out_dir, status, reason=why)
+        except OSError:
+            pass
+        outputs.release(out_dir)
 
 
 def format_summary(s):

@@ -1,0 +1,77 @@
+"""The output directory of a run: one run at a time (a lock), and a status that says whether the
+run completed. summary.json and per_rank.csv appear only when a run completes; a run that starts
+removes the previous run's, so an interrupted run never leaves results that look valid."""
+import json
+import os
+import socket
+import time
+
+LOCK = ".dlio_mpi.lock"
+STATUS = "status.json"
+RESULTS = ("summary.json", "per_rank.csv")
+
+
+class OutputInUse(RuntimeError):
+    """Another live run holds the output directory."""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def acquire(directory):
+    """Take the directory for this run (rank 0 only). A lock left by a run that died on this
+    host is taken over; a live run's, or another host's, is an error naming it."""
+    path = os.path.join(directory, LOCK)
+    me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path) as f:
+                    other = json.load(f)
+            except (OSError, ValueError):
+                other = {}
+            if other.get("host") == me["host"] and isinstance(other.get("pid"), int) \
+                    and not _alive(other["pid"]):
+                os.unlink(path)             # left by a run that died: take it over
+                continue
+            who = f"pid {other.get('pid', '?')} on {other.get('host', '?')}"
+            raise OutputInUse(f"output folder {directory} is in use by another run ({who}); "
+                              f"if that run is gone, remove {path}")
+        with os.fdopen(fd, "w") as f:
+            json.dump(me, f)
+        return path
+    raise OutputInUse(f"cannot take the lock {path}")
+
+
+def release(directory):
+    try:
+        os.unlink(os.path.join(directory, LOCK))
+    except FileNotFoundError:
+        pass
+
+
+def set_status(directory, status, **extra):
+    """status.json: running, complete, interrupted or failed (written atomically)."""
+    path = os.path.join(directory, STATUS)
+    tmp = f"{path}.part"
+    with open(tmp, "w") as f:
+        json.dump({"status": status, "time": time.time(), **extra}, f)
+    os.replace(tmp, path)
+
+
+def clear_results(directory):
+    """Remove the results of an earlier run, so that none outlives an unfinished one."""
+    for name in RESULTS:
+        try:
+            os.unlink(os.path.join(directory, name))
+        except FileNotFoundError:
+            pass

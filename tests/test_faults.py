@@ -1,0 +1,115 @@
+"""Faults: a second run into a busy output folder, SIGTERM to the job, a rank killed with
+SIGKILL. Each ends with a clear line and a non-zero exit, no hang, and no results that look
+valid."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mpirun import HERE, mpiexec_cmd, run_mpi
+
+
+def start(tmp_path, n, *extra):
+    cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), "run",
+                            f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+                            *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def wait_running(tmp_path, p, timeout=60):
+    status = tmp_path / "o" / "status.json"
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if status.exists() and json.loads(status.read_text())["status"] == "running":
+            time.sleep(1.0)            # well into the epochs
+            return
+        if p.poll() is not None:
+            pytest.fail(f"the run ended early:\n{p.stdout.read()}")
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGKILL)
+    pytest.fail("the run did not start")
+
+
+def finish(p, timeout=60):
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail(f"the job hung after the fault (killed after {timeout} s)")
+    return out
+
+
+LONG = ["train.epochs=100", "train.computation_time=0.05", "dataset.num_files_train=4"]
+
+
+def test_sigterm_marks_the_run_interrupted(tmp_path):
+    p = start(tmp_path, 2, *LONG)
+    wait_running(tmp_path, p)
+    t0 = time.time()
+    os.killpg(p.pid, signal.SIGTERM)
+    out = finish(p)
+    assert time.time() - t0 < 30
+    assert p.returncode != 0
+    assert "stopped by SIGTERM; the run is marked interrupted" in out
+    status = json.loads((tmp_path / "o" / "status.json").read_text())
+    assert status["status"] == "interrupted"
+    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not (tmp_path / "o" / ".dlio_mpi.lock").exists()
+
+
+def test_a_rank_killed_ends_the_job(tmp_path):
+    p = start(tmp_path, 3, *LONG)
+    wait_running(tmp_path, p)
+    ranks = subprocess.run(["pgrep", "-f", f"run_cli.py run dataset.data_folder={tmp_path}/d"],
+                           capture_output=True, text=True).stdout.split()
+    ranks = [int(x) for x in ranks if int(x) != p.pid]
+    assert len(ranks) == 3, ranks
+    t0 = time.time()
+    os.kill(ranks[1], signal.SIGKILL)
+    finish(p)
+    assert time.time() - t0 < 30
+    assert p.returncode != 0
+    status = json.loads((tmp_path / "o" / "status.json").read_text())
+    assert status["status"] != "complete"
+    assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
+    p = start(tmp_path, 2, *LONG)
+    wait_running(tmp_path, p)
+    try:
+        q = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d2",
+                    f"output.folder={tmp_path}/o", check=False, timeout=60)
+        assert q.returncode != 0
+        assert f"output folder {tmp_path}/o is in use by another run (pid" in q.stdout
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        finish(p)
+
+
+def test_a_stale_lock_is_taken_over(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (out / ".dlio_mpi.lock").write_text(json.dumps({"host": os.uname().nodename,
+                                                     "pid": dead.pid}))
+    (out / "summary.json").write_text("{}")        # an earlier run's results
+    run_mpi(1, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d", f"output.folder={out}",
+            "train.epochs=1", timeout=60)
+    assert json.loads((out / "status.json").read_text())["status"] == "complete"
+    assert json.loads((out / "summary.json").read_text())["ranks"] == 1
+
+
+def test_unwritable_output_folder(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    p = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d",
+                f"output.folder={blocker}/o", check=False, timeout=60)
+    assert p.returncode != 0
+    assert f"output directory {blocker}/o cannot be written: Not a directory" in p.stdout
