@@ -1,15 +1,11 @@
 import os
 import sys
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def pattern(size, seed=0):
-    """Deterministic file content of size bytes."""
-    return np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8)
+from datautil import pattern  # noqa: E402
 
 
 @pytest.fixture

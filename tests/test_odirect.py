@@ -11,7 +11,7 @@ from dlio_mpi.reference import PosixRef
 
 @pytest.fixture(scope="module")
 def dfile(tmp_path_factory):
-    from conftest import pattern
+    from datautil import pattern
     d = tmp_path_factory.mktemp("direct")
     try:
         engines.dio_probe(d)

@@ -33,7 +33,7 @@ xfers = st.sampled_from([0, 1, 4096, 65536, 1 << 20])
 
 @pytest.fixture(scope="module")
 def shared_file(tmp_path_factory):
-    from conftest import pattern
+    from datautil import pattern
     data = pattern(SIZE, seed=7)
     path = tmp_path_factory.mktemp("posix") / "data.bin"
     data.tofile(path)

@@ -1,0 +1,7 @@
+"""Test data shared by the engine tests."""
+import numpy as np
+
+
+def pattern(size, seed=0):
+    """Deterministic file content of size bytes."""
+    return np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8)
