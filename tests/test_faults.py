@@ -17,8 +17,12 @@ def start(tmp_path, n, *extra):
     cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), "run",
                             f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
                             *extra]
+    # env given explicitly: a process that initialized MPI (as pytest does when it imports the
+    # engines) carries Open MPI's own variables in its C environment, which would make the
+    # child mpiexec believe it runs inside that job
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=dict(os.environ),
+                            stdin=subprocess.DEVNULL)
 
 
 def wait_running(tmp_path, p, timeout=60):
@@ -29,7 +33,8 @@ def wait_running(tmp_path, p, timeout=60):
             time.sleep(1.0)            # well into the epochs
             return
         if p.poll() is not None:
-            pytest.fail(f"the run ended early:\n{p.stdout.read()}")
+            out = p.communicate()[0]
+            pytest.fail(f"the run ended early:\n{out}")
         time.sleep(0.1)
     os.killpg(p.pid, signal.SIGKILL)
     pytest.fail("the run did not start")

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from datautil import load_npz
 from mpirun import run_mpi
 
 SPF, REC = 8, 65536
@@ -13,7 +14,7 @@ SPF, REC = 8, 65536
 def load_oplogs(out, ranks, epochs):
     per_epoch = [[] for _ in range(epochs)]
     for r in range(ranks):
-        z = np.load(out / f"oplog_rank{r:05d}.npz")
+        z = load_npz(out / f"oplog_rank{r:05d}.npz")
         for e in range(epochs):
             per_epoch[e].append({k: z[f"e{e}_{k}"] for k in ("op", "file", "offset", "bytes",
                                                              "iface")})
@@ -114,7 +115,7 @@ def test_replicated_file_read_whole_into_memory_by_every_rank(tmp_path):
     for e in s["epochs"]:
         assert e["bytes_moved"] == 0 and e["samples"] == n * (spf // 4) * 4
     for r in range(n):
-        z = np.load(out / f"oplog_rank{r:05d}.npz")
+        z = load_npz(out / f"oplog_rank{r:05d}.npz")
         reads = z["e0_op"] == 0
         assert z["e0_offset"][reads].tolist() == list(range(0, size, 256 * 1024))
         assert int(z["e0_bytes"][reads].sum()) == size
@@ -132,7 +133,7 @@ def test_shared_file_padded_remainder(tmp_path):
     assert s["steps_per_epoch"] == 4 and s["samples_dropped_per_epoch"] == 20 - 24
     seen = []
     for r in range(n):
-        z = np.load(out / f"oplog_rank{r:05d}.npz")
+        z = load_npz(out / f"oplog_rank{r:05d}.npz")
         reads = z["e0_op"] == 0
         seen.append(z["e0_offset"][reads] // REC)
     seen = np.concatenate(seen)
@@ -194,7 +195,7 @@ def test_evaluation_phases(tmp_path):
     for e in s["evaluations"]:
         assert e["samples"] == eval_steps * n * 3
         assert e["bytes_moved"] == eval_steps * n * 3 * REC
-    z = np.load(out / "oplog_rank00000.npz")
+    z = load_npz(out / "oplog_rank00000.npz")
     assert z["phases"].tolist() == ["train0", "eval0", "train1", "eval1"]
     ev = z["e1_file"][z["e1_op"] == 0]
     tr = z["e0_file"][z["e0_op"] == 0]
