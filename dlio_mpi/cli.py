@@ -152,6 +152,28 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
                    f"in {cfg.dataset.data_folder}")
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("overrides", nargs=-1)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="list what would be removed")
+def clean(overrides, config_file, dry_run):
+    """Remove a workload's dataset (the files its manifest names) and its checkpoints, and
+    nothing else; refuses /, home and system directories. Run it without mpiexec."""
+    from dlio_mpi import clean as cl
+
+    cfg = _load(overrides, config_file)
+    try:
+        n, nbytes = cl.clean(cfg, dry_run=dry_run)
+    except cl.RefusedPath as e:
+        click.echo(f"dlio_mpi: clean: {e}", err=True)
+        sys.exit(CONFIG_ERROR)
+    except OSError as e:
+        click.echo(f"dlio_mpi: clean: {e.filename}: {e.strerror}", err=True)
+        sys.exit(1)
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"{verb} {n} files ({nbytes} bytes)")
+
+
 @main.group()
 def workloads():
     """The shipped workloads."""
