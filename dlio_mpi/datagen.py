@@ -110,14 +110,28 @@ def _generate_split(d, cfg, comm):
                 continue
             final = d.path(i)
             tmp = f"{final}.part.{rank}"
-            formats.write_file(tmp, i, d.spec)
-            _sync(tmp)
+            try:
+                formats.write_file(tmp, i, d.spec)
+                _sync(tmp)
+            except BaseException:
+                _remove(tmp)            # nothing half-written is left behind
+                raise
             os.replace(tmp, final)
             written += 1
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        where = e.filename or d.root
+        error = f"rank {rank}: generating {where}: {e.strerror}"
+    except ValueError as e:
         error = f"rank {rank}: generating {d.root}: {e}"
     _agree(comm, error)
     return written
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _sync(path):
@@ -141,7 +155,12 @@ def _shared_hdf5(d, comm):
         formats.write_file(tmp, 0, d.spec, comm=comm)
     except (OSError, ValueError, RuntimeError) as e:
         error = f"rank {rank}: generating {final}: {e}"
-    _agree(comm, error)
+    try:
+        _agree(comm, error)
+    except RuntimeError:
+        if rank == 0:
+            _remove(tmp)
+        raise
     if rank == 0:
         _sync(tmp)
         os.replace(tmp, final)

@@ -1,0 +1,74 @@
+"""Storage faults: a full file system (a 1 MiB tmpfs the test mounts) during generation and
+during a checkpoint. One line naming rank and file, a non-zero exit, no
+hang, and nothing half-written under a final name."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from mpirun import HERE, mpiexec_cmd
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 1 MiB tmpfs (root only; skipped where mounting is not allowed)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def run(n, args, timeout=120):
+    cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ), stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        pytest.fail(f"the job hung (killed after {timeout} s)")
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def final_files(root):
+    return [p for p in root.rglob("*") if p.is_file()]
+
+
+def check_no_partial(root, size=None):
+    files = final_files(root)
+    assert not [p for p in files if ".part" in p.name], files
+    if size:
+        assert all(p.stat().st_size == size for p in files if p.suffix == ".bin"), \
+            [(p.name, p.stat().st_size) for p in files]
+
+
+GEN = ["generate", "dataset.num_files_train=8", "dataset.num_samples_per_file=4",
+       "dataset.record_length=64k"]
+
+
+def test_generation_on_a_full_file_system(small_fs, tmp_path):
+    p = run(2, GEN + [f"dataset.data_folder={small_fs}/d", f"output.folder={tmp_path}/o"])
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    lines = [l for l in out.splitlines() if l.startswith("dlio_mpi: rank")]
+    assert lines and "No space left on device" in lines[0] and str(small_fs) in lines[0], out
+    check_no_partial(small_fs / "d", 4 * 65536)
+    assert not (small_fs / "d" / "manifest.json").exists()
+
+
+def test_checkpoint_on_a_full_file_system(small_fs, tmp_path):
+    p = run(2, ["run", f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+                f"checkpoint.checkpoint_folder={small_fs}/c", "workflow.checkpoint=true",
+                "model.model_size_bytes=4m", "checkpoint.writers=all", "train.epochs=1"])
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    assert "checkpoint 0 write failed" in out and "No space left on device" in out, out
+    assert not final_files(small_fs / "c") if (small_fs / "c").exists() else True
+    assert not (tmp_path / "o" / "summary.json").exists()
