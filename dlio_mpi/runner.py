@@ -166,10 +166,22 @@ def run(cfg, comm, echo=print):
     generated = prepare(cfg, comm)
     log = engines.OpLog(cfg.io.oplog_capacity)
 
+    tty = sys.stderr.isatty()
+    epoch_start = {}
+
     def progress(epoch, step, steps):
-        if sys.stderr.isatty():
-            print(f"\repoch {epoch + 1}/{cfg.train.epochs} step {step}/{steps}", end="",
-                  file=sys.stderr, flush=True)
+        """Rank 0 on a terminal: epoch, step and this rank's samples/s, at most ~10 times a
+        second; silent otherwise."""
+        if not tty:
+            return
+        now = time.perf_counter()
+        t0 = epoch_start.setdefault(epoch, now)
+        if step != steps and now - epoch_start.get("shown", 0) < 0.1:
+            return
+        epoch_start["shown"] = now
+        rate = step * cfg.reader.batch_size / (now - t0) if now > t0 else 0.0
+        print(f"\repoch {epoch + 1}/{cfg.train.epochs} step {step}/{steps} "
+              f"{rate:,.0f} samples/s per rank", end="", file=sys.stderr, flush=True)
 
     facts = run_facts(cfg, comm)
     if cfg.workflow.train:
