@@ -63,6 +63,32 @@ def _complete(d, i):
         return False
 
 
+def check(cfg, comm):
+    """Every file of the dataset checked against its format, each by one rank (headers, sample
+    count and sizes; TFRecord CRCs of every record). Raises RuntimeError with the first
+    problem, on every rank."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    error = None
+    splits = [Dataset(cfg)] + ([Dataset(cfg, "valid")] if cfg.dataset.num_files_eval else [])
+    try:
+        for d in splits:
+            for i in range(rank, d.num_files, size):
+                kw = {"check_data": True} if d.spec.format == "tfrecord" else {}
+                idx = formats.index_file(d.path(i), d.spec, i, **kw)
+                try:
+                    want = formats.layout(d.spec, i).file_size
+                except ValueError:
+                    want = idx.file_size
+                if idx.file_size != want:
+                    raise formats.FormatError(d.path(i), f"{idx.file_size} bytes, expected "
+                                                         f"{want}")
+    except (formats.FormatError, ValueError) as e:
+        error = f"rank {rank}: dataset check: {e}"
+    except OSError as e:
+        error = f"rank {rank}: dataset check: {e.filename}: {e.strerror}"
+    _agree(comm, error)
+
+
 def _agree(comm, error):
     errors = [e for e in comm.allgather(error) if e]
     if errors:

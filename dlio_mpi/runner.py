@@ -69,6 +69,8 @@ def prepare(cfg, comm):
     generated = 0
     if have != datagen.manifest_for(cfg):
         generated = comm.allreduce(datagen.generate(cfg, comm))
+    if cfg.io.check_dataset:
+        datagen.check(cfg, comm)
     if cfg.io.interface == "posix_direct":
         error = None
         try:

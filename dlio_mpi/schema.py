@@ -171,6 +171,9 @@ SCHEMA = {
         "keep_oplog": Key("bool", False, "keep every rank's op log in the output"),
         "oplog_capacity": Key("int", 1 << 20, "op-log entries per rank", minimum=1),
         "fail_below_au": Key("bool", False, "exit status 3 when AU is under metric.au"),
+        "check_dataset": Key("bool", False, "before training, check every file of the dataset "
+                             "in parallel: its format, sample count and sizes (TFRecord CRCs "
+                             "too)"),
     },
 }
 

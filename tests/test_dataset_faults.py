@@ -1,0 +1,51 @@
+"""A dataset that is not what it claims: a TFRecord with a bad CRC, an HDF5 file that is not
+HDF5, a file of the wrong size. One line naming rank and file, a non-zero exit, no hang."""
+import pytest
+
+from mpirun import run_mpi
+
+
+def make(tmp_path, fmt, *extra):
+    args = [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+            f"dataset.format={fmt}", "dataset.num_files_train=4",
+            "dataset.num_samples_per_file=4", "dataset.record_length=16k", "train.epochs=1",
+            "reader.sample_shuffle=off", *extra]
+    run_mpi(2, "run_cli.py", "generate", *args, timeout=120)
+    return args, sorted((tmp_path / "d" / "train").iterdir())
+
+
+def errors(p):
+    return [l for l in p.stdout.splitlines() if l.startswith("dlio_mpi: rank")]
+
+
+def test_tfrecord_with_a_bad_crc_is_found_by_the_check(tmp_path):
+    args, files = make(tmp_path, "tfrecord")
+    victim = files[3]
+    raw = bytearray(victim.read_bytes())
+    raw[20000] ^= 0xFF                          # a payload byte of the second record
+    victim.write_bytes(bytes(raw))
+    p = run_mpi(2, "run_cli.py", "run", *args, "io.check_dataset=true", check=False, timeout=60)
+    assert p.returncode != 0
+    e = errors(p)
+    assert e and e[0].startswith("dlio_mpi: rank 1: dataset check: ")   # file 3 is rank 1's
+    assert victim.name in e[0] and "bad data CRC" in e[0]
+
+
+def test_an_hdf5_file_that_is_not_hdf5(tmp_path):
+    args, files = make(tmp_path, "hdf5", "io.interface=hdf5")
+    files[0].write_bytes(b"not an HDF5 file" * 4096)
+    p = run_mpi(2, "run_cli.py", "run", *args, check=False, timeout=60)
+    assert p.returncode != 0
+    e = errors(p)
+    assert e and str(files[0]) in e[0] and "not a readable HDF5 file" in e[0]
+
+
+@pytest.mark.parametrize("fmt", ["tfrecord", "raw"])
+def test_a_file_of_the_wrong_size_is_found_by_the_check(tmp_path, fmt):
+    args, files = make(tmp_path, fmt)
+    with open(files[2], "ab") as f:
+        f.write(b"\0" * 100)
+    p = run_mpi(2, "run_cli.py", "run", *args, "io.check_dataset=true", check=False, timeout=60)
+    assert p.returncode != 0
+    e = errors(p)
+    assert e and files[2].name in e[0] and "dataset check" in e[0]
