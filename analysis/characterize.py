@@ -3,18 +3,22 @@
 ``characterize(path)`` (or a directory, a list of paths, or a loaded
 :class:`~analysis.loader.DarshanJob`) returns a :class:`Characterization`: job totals, the
 metrics of every counter module (defined in ``module_metrics``) and, when DXT traces were
-read, of every trace (defined in ``dxt_metrics``).
+read, of every trace (defined in ``dxt_metrics``). A dlio_mpi run directory (summary.json and
+the op logs of ``io.keep_oplog=true``) is characterized from its op logs, turned into the same
+records and traces by :mod:`analysis.oplog`.
 """
 
 import dataclasses
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from .counters import SPECS
 from .dxt_metrics import dxt_metrics
 from .errors import InvalidCounterWarning
+from .files import file_format, is_data_file
 from .loader import DarshanJob, load
 from .module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
                              negative_time_messages)
@@ -52,7 +56,11 @@ class Characterization:
     opened files); "HDF5" when H5F or H5D hold records; "PnetCDF", "DAOS DFS", "DAOS" when the
     log has those modules. ``warnings`` repeats the messages of the warnings emitted while
     loading and characterizing. ``dxt_segments`` (DXT module -> DataFrame of operations) is
-    only in :meth:`tables`, not in :meth:`to_dict`.
+    only in :meth:`tables`, not in :meth:`to_dict`. ``source``: "darshan" for Darshan logs,
+    "oplog" for a dlio_mpi run's op logs. ``data_formats``: format (by file name, "hdf5" also
+    for files with H5F records; see :mod:`analysis.files`) -> files, bytes_read,
+    bytes_written, over the files of the totals' basis that moved bytes and are not code,
+    libraries or system files.
     """
 
     logs: list
@@ -69,6 +77,8 @@ class Characterization:
     partial_modules: list
     warnings: list
     dxt_segments: dict = field(default_factory=dict, repr=False)
+    source: str = "darshan"
+    data_formats: dict = field(default_factory=dict)
 
     def to_dict(self):
         """Everything but the DXT segments, as plain JSON-serializable Python types."""
@@ -102,11 +112,24 @@ class Characterization:
         }
 
 
+def load_job(source, *, dxt=False):
+    """The DarshanJob of ``source``: a DarshanJob as it is, a dlio_mpi run directory from its op
+    logs (traces always included), else :func:`~analysis.loader.load` (``dxt=True`` reads the
+    DXT traces)."""
+    from .oplog import is_run_dir, load_run
+
+    if isinstance(source, DarshanJob):
+        return source
+    if is_run_dir(source):
+        return load_run(source)
+    return load(source, dxt=dxt)
+
+
 def characterize(source, *, dxt=False):
-    """Characterize a job: ``source`` is a DarshanJob, or anything :func:`load` accepts (then
-    ``dxt=True`` also reads and characterizes the DXT traces). Warns (InvalidCounterWarning)
-    for time counters holding negative values, which count as 0."""
-    job = source if isinstance(source, DarshanJob) else load(source, dxt=dxt)
+    """Characterize a job: ``source`` is a DarshanJob, a dlio_mpi run directory, or anything
+    :func:`load` accepts (then ``dxt=True`` also reads and characterizes the DXT traces). Warns
+    (InvalidCounterWarning) for time counters holding negative values, which count as 0."""
+    job = load_job(source, dxt=dxt)
     records = {name: frame for name, frame in job.records.items() if name in SPECS}
     messages = [f"{', '.join(job.paths)}: {message}"
                 for name, frame in records.items()
@@ -140,7 +163,31 @@ def characterize(source, *, dxt=False):
         partial_modules=list(job.partial_modules),
         warnings=list(job.warnings) + messages,
         dxt_segments=dict(job.dxt_segments or {}),
+        source=job.source,
+        data_formats=_data_formats(job, records),
     )
+
+
+def _data_formats(job, records):
+    hdf5_ids = set(records["H5F"]["id"].tolist()) if "H5F" in records else set()
+    parts = [pd.DataFrame({"id": frame["id"].to_numpy(),
+                           "read": frame[SPECS[name].bytes_read].clip(lower=0).to_numpy(),
+                           "written": frame[SPECS[name].bytes_written].clip(lower=0).to_numpy()})
+             for name in TOTALS_BASIS
+             if (frame := records.get(name)) is not None and not frame.empty]
+    if not parts:
+        return {}
+    moved = pd.concat(parts).groupby("id").sum()
+    moved = moved[(moved["read"] > 0) | (moved["written"] > 0)]
+    names = [job.names.get(int(i), "") for i in moved.index]
+    data = np.array([is_data_file(n) for n in names], dtype=bool)
+    moved = moved.assign(format=[file_format(n, int(i) in hdf5_ids)
+                                 for n, i in zip(names, moved.index)])[data]
+    formats = moved.groupby("format").agg(files=("read", "size"), bytes_read=("read", "sum"),
+                                          bytes_written=("written", "sum"))
+    formats = formats.sort_values("bytes_read", ascending=False, kind="stable")
+    return {fmt: {key: int(value) for key, value in row.items()}
+            for fmt, row in formats.iterrows()}
 
 
 def _interfaces(job, modules):

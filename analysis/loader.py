@@ -8,7 +8,7 @@ and joins them into one job, as if one MPI job of all their processes had writte
 import glob
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -50,6 +50,10 @@ class DarshanJob:
     dxt_segments: dict | None  # DXT module -> DataFrame (logfile.DXT_COLUMNS); None if not read
     heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes}, from HEATMAP records
     warnings: tuple  # the messages of the warnings emitted while loading
+    names: dict = field(default_factory=dict)  # record id -> file name (as the log has it)
+    # module -> {"edges": bin edges (s since start_time), "read": bytes per bin, "write": ...}
+    heatmap_bins: dict = field(default_factory=dict)
+    source: str = "darshan"  # "darshan", or "oplog" for a dlio_mpi run's own op logs
 
 
 def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):
@@ -128,8 +132,9 @@ def _combine(logs, dxt, messages):
             frame["start"] += offset
             frame["end"] += offset
             segments.setdefault(mod, []).append(frame)
-    heatmap_bytes = {}
+    heatmap_bytes, names = {}, {}
     for log in logs:
+        names.update(log.names)
         for mod, totals in log.heatmap_bytes.items():
             summed = heatmap_bytes.setdefault(mod, {"read": 0, "write": 0})
             for op, value in totals.items():
@@ -148,7 +153,20 @@ def _combine(logs, dxt, messages):
         dxt_segments={mod: _concat(frames) for mod, frames in segments.items()} if dxt else None,
         heatmap_bytes=heatmap_bytes,
         warnings=messages,
+        names=names,
+        heatmap_bins=_combine_heatmaps(logs, job_start),
     )
+
+
+def _combine_heatmaps(logs, job_start):
+    """Per-bin HEATMAP sums of a set of logs: the first log's bins per module, shifted to the
+    job's start (a set of per-process logs with their own bins keeps the first log's only)."""
+    bins = {}
+    for log in logs:
+        for mod, heatmap in log.heatmap_bins.items():
+            if mod not in bins:
+                bins[mod] = {**heatmap, "edges": heatmap["edges"] + (log.start_time - job_start)}
+    return bins
 
 
 def _global_ranks(ranks, nprocs, first_rank):

@@ -19,7 +19,7 @@ Four behaviours of PyDarshan and darshan-util shape this code:
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import darshan
 import numpy as np
@@ -52,6 +52,10 @@ class LogContents:
     records: dict  # module -> DataFrame, one row per record: id, rank, counters, fcounters
     dxt_segments: dict  # DXT module -> DataFrame with DXT_COLUMNS, one row per operation
     heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes} summed over ranks and bins
+    names: dict = field(default_factory=dict)  # record id -> file name, for the records read
+    # module -> {"edges": bin edges (s since the log's start), "read": bytes per bin summed over
+    # ranks, "write": ...}, from HEATMAP records
+    heatmap_bins: dict = field(default_factory=dict)
 
 
 def read_log(path, modules, dxt_modules=()):
@@ -95,6 +99,8 @@ def _read_open_report(report, path, modules, dxt_modules):
             report.mod_read_all_dxt_records(mod)
             segments[mod] = _segments_frame(report.records[mod])
             del report.records[mod]
+    names = {int(key): name for key, name in report.name_records.items()}
+    heatmap_bytes, heatmap_bins = _heatmaps(report)
     return LogContents(
         path=path,
         version=job["log_ver"],
@@ -105,7 +111,9 @@ def _read_open_report(report, path, modules, dxt_modules):
         modules={m: bool(info["partial_flag"]) for m, info in report.modules.items()},
         records=records,
         dxt_segments=segments,
-        heatmap_bytes=_heatmap_bytes(report),
+        heatmap_bytes=heatmap_bytes,
+        names=names,
+        heatmap_bins=heatmap_bins,
     )
 
 
@@ -155,14 +163,22 @@ def _segments_frame(collection):
     })
 
 
-def _heatmap_bytes(report):
+def _heatmaps(report):
+    """HEATMAP byte totals and per-bin sums over ranks, per module (empty without HEATMAP)."""
     if "HEATMAP" not in report.modules:
-        return {}
+        return {}, {}
     report.read_all_heatmap_records()
-    totals = {}
+    totals, bins = {}, {}
     for name, heatmap in report.heatmaps.items():
-        if name in HEATMAP_MODULES:
-            totals[HEATMAP_MODULES[name]] = {
-                op: int(heatmap.to_df(ops=[op], interval_index=False).to_numpy().sum())
-                for op in ("read", "write")}
-    return totals
+        if name not in HEATMAP_MODULES:
+            continue
+        module = HEATMAP_MODULES[name]
+        per_op = {}
+        for op in ("read", "write"):
+            frame = heatmap.to_df(ops=[op])
+            per_op[op] = frame.to_numpy().sum(axis=0).astype(np.int64)
+            edges = np.array([frame.columns[0].left] + [c.right for c in frame.columns]) \
+                if len(frame.columns) else np.zeros(1)
+        totals[module] = {op: int(values.sum()) for op, values in per_op.items()}
+        bins[module] = {"edges": edges, **per_op}
+    return totals, bins

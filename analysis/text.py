@@ -15,7 +15,8 @@ def render_text(characterization):
     """A plain-text report: job header and totals, a table of module metrics, DXT summaries
     and the warnings. Byte counts are shown in binary units; JSON has them exact."""
     c = characterization
-    lines = ["Darshan I/O characterization"]
+    lines = ["dlio_mpi op-log I/O characterization" if c.source == "oplog"
+             else "Darshan I/O characterization"]
     if len(c.logs) <= MAX_LOGS_LISTED:
         lines += [f"  log:         {path}" for path in c.logs]
     else:
@@ -25,6 +26,10 @@ def render_text(characterization):
               f"  processes:   {c.nprocs}",
               f"  run time:    {_seconds(c.run_time)}",
               f"  interfaces:  {', '.join(c.interfaces) or '-'}"]
+    if c.data_formats:
+        lines.append("  data:        " + "; ".join(
+            f"{fmt} ({v['files']} files, {_bytes(v['bytes_read'])} read)"
+            for fmt, v in c.data_formats.items()))
     if c.partial_modules:
         lines.append(f"  partial:     {', '.join(c.partial_modules)}")
     if c.no_io:

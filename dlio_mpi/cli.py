@@ -9,7 +9,21 @@ CONFIG_ERROR = 2        # exit status of a bad configuration
 AU_FAIL = 3             # exit status of a run under its AU threshold with io.fail_below_au
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Commands, with `analyze` (analysis/, pandas and PyDarshan) imported only when used, so
+    that a run's start-up does not pay for it."""
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | {"analyze"})
+
+    def get_command(self, ctx, name):
+        if name == "analyze":
+            from analysis.cli import analyze
+            return analyze
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dlio_mpi")
 def main():
     """Emulate the I/O of data-parallel deep-learning training on real storage, with MPI.

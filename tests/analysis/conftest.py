@@ -48,3 +48,41 @@ def characterized():
             warnings.simplefilter("ignore", analysis.AnalysisWarning)
             return analysis.characterize(path, dxt=dxt)
     return run
+
+
+@pytest.fixture(scope="session")
+def emulate(tmp_path_factory):
+    """emulate(*overrides, ranks=2) -> the output directory of a dlio_mpi run (under mpiexec,
+    with io.keep_oplog=true and no compute unless asked), cached for the session by its
+    arguments; data and outputs under a session temporary directory."""
+    from mpirun import run_mpi
+
+    cache = {}
+
+    def run(*overrides, ranks=2):
+        key = (ranks, overrides)
+        if key not in cache:
+            base = tmp_path_factory.mktemp("run")
+            out = base / "out"
+            run_mpi(ranks, "run_cli.py", "run", f"dataset.data_folder={base / 'data'}",
+                    f"output.folder={out}", "io.keep_oplog=true", "train.computation_time=0",
+                    *overrides, timeout=180)
+            cache[key] = out
+        return cache[key]
+    return run
+
+
+@pytest.fixture(scope="session")
+def paper_run(tmp_path_factory):
+    """(CliRunner result, output directory, seconds taken) of `analyze paper --ranks 2 --json`,
+    run once."""
+    import time
+
+    from click.testing import CliRunner
+
+    from analysis.cli import analyze
+
+    out = tmp_path_factory.mktemp("paper")
+    started = time.monotonic()
+    result = CliRunner().invoke(analyze, ["paper", "--out", str(out), "--ranks", "2", "--json"])
+    return result, out, time.monotonic() - started

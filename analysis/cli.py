@@ -1,0 +1,174 @@
+"""Command line of the analysis: the click group ``analyze``.
+
+    python -m analysis.cli characterize PATH...        (or: python -m analysis ...)
+    python -m analysis.cli compare PATH PATH...
+    python -m analysis.cli fit PATH -o workload.yaml
+    python -m analysis.cli report PATH -o DIR
+    python -m analysis.cli paper --out DIR [--ranks 2]
+
+A PATH is a Darshan log, a directory of one job's Darshan logs, or a dlio_mpi run directory
+(summary.json + op logs). Text by default; ``--json`` prints JSON instead. A file that cannot
+be read ends the command with one line on stderr and exit status 1; the analysis' warnings
+about a log's contents are printed on stderr as ``analyze: warning: ...`` lines.
+"""
+
+import contextlib
+import json
+import sys
+import warnings
+
+import click
+
+ERROR = 1
+
+
+@contextlib.contextmanager
+def _reported():
+    """Analysis errors as one line and exit status 1; warnings as stderr lines."""
+    from .errors import AnalysisWarning, LogError
+    from .fit import FitError
+    from .paper import PaperError
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AnalysisWarning)
+        try:
+            yield
+        except (LogError, FitError, PaperError, OSError) as error:
+            _flush(caught)
+            click.echo(f"analyze: {error}", err=True)
+            sys.exit(ERROR)
+    _flush(caught)
+
+
+def _flush(caught):
+    for w in caught:
+        click.echo(f"analyze: warning: {w.message}", err=True)
+    caught.clear()
+
+
+def _dump(data):
+    click.echo(json.dumps(data, indent=2, default=_json_default))
+
+
+def _json_default(value):
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+@click.group(name="analyze", context_settings={"help_option_names": ["-h", "--help"]})
+def analyze():
+    """Characterize, compare, fit and report the I/O of Darshan logs and dlio_mpi runs.
+
+    A PATH is a Darshan log, a directory of one job's logs, or a dlio_mpi run directory
+    (summary.json and the op logs of io.keep_oplog=true)."""
+
+
+@analyze.command("characterize")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--dxt/--no-dxt", default=True, show_default=True,
+              help="read Darshan's DXT traces (a run directory always has its traces)")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON: one object, or an array of them for several PATHs")
+def characterize_cmd(paths, dxt, as_json):
+    """The DLIO paper's I/O characterization of each PATH (each one job)."""
+    from .characterize import characterize
+    from .text import render_text
+
+    with _reported():
+        results = [characterize(path, dxt=dxt) for path in paths]
+    if as_json:
+        data = [r.to_dict() for r in results]
+        _dump(data[0] if len(data) == 1 else data)
+    else:
+        click.echo("\n".join(render_text(r) for r in results), nl=False)
+
+
+@analyze.command("compare")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--label", "labels", multiple=True, help="a name per PATH, in order")
+@click.option("--dxt/--no-dxt", default=True, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def compare_cmd(paths, labels, dxt, as_json):
+    """Jobs side by side, with a similarity score in [0, 1] of each to the first."""
+    from .compare import compare, render_comparison
+
+    if len(paths) < 2:
+        raise click.UsageError("compare needs at least two PATHs")
+    if labels and len(labels) != len(paths):
+        raise click.UsageError(f"{len(labels)} --label for {len(paths)} PATHs")
+    with _reported():
+        result = compare(paths, labels=labels or None, dxt=dxt)
+    if as_json:
+        _dump(result.to_dict())
+    else:
+        click.echo(render_comparison(result), nl=False)
+
+
+@analyze.command("fit")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="the workload YAML to write")
+@click.option("--data-folder", default="./data/fitted", show_default=True,
+              help="dataset.data_folder of the fitted workload")
+@click.option("--name", default=None, help="model.name of the fitted workload")
+@click.option("--json", "as_json", is_flag=True,
+              help="print the fit (workload, evidence, notes) as JSON")
+def fit_cmd(path, output, data_folder, name, as_json):
+    """Fit a dlio_mpi workload to the I/O of PATH and write it as YAML."""
+    from .fit import fit
+
+    with _reported():
+        result = fit(path, data_folder=data_folder, name=name)
+        result.write(output)
+    if as_json:
+        _dump({**result.to_dict(), "output": output})
+    else:
+        click.echo(result.to_yaml(), nl=False)
+        click.echo(f"# written to {output}")
+
+
+@analyze.command("report")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="directory for report.md, report.html and the PNG figures")
+@click.option("--dxt/--no-dxt", default=True, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def report_cmd(path, out_dir, dxt, as_json):
+    """Markdown and a self-contained HTML report with figures."""
+    from .report import write_report
+
+    with _reported():
+        files = write_report(path, out_dir, dxt=dxt)
+    if as_json:
+        _dump({"markdown": files.markdown, "html": files.html, "figures": files.figures})
+    else:
+        click.echo(f"{files.markdown}\n{files.html}")
+        for figure in files.figures.values():
+            click.echo(figure)
+
+
+@analyze.command("paper")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="directory for the runs (data/, runs/) and paper.txt, paper.json")
+@click.option("--ranks", default=2, show_default=True, type=click.IntRange(min=1))
+@click.option("--mpiexec", "launcher", default=None,
+              help="launcher command (default: mpiexec from PATH)")
+@click.option("--json", "as_json", is_flag=True)
+def paper_cmd(out_dir, ranks, launcher, as_json):
+    """The DLIO paper's six applications, scaled down, run and characterized."""
+    from .paper import render_paper, run_paper, write_paper
+
+    with _reported():
+        study = run_paper(out_dir, ranks=ranks, launcher=launcher)
+        write_paper(study, out_dir)
+    if as_json:
+        _dump(study.to_dict())
+    else:
+        click.echo(render_paper(study), nl=False)
+
+
+if __name__ == "__main__":
+    analyze()

@@ -1,0 +1,52 @@
+"""What a file is, from its name: the data format its extension says, and whether it is data
+at all (rather than the program's own code, libraries and system files).
+
+Used for the characterization's data formats and by ``fit``. A name without an extension this
+module knows (an anonymized log's hashed names, ImageNet's ``train-00000-of-01024``) is "raw".
+"""
+
+import os
+
+# extension (lower case) -> the dlio_mpi dataset.format it is
+FORMAT_OF_EXTENSION = {
+    ".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".he5": "hdf5",
+    ".tfrecord": "tfrecord", ".tfrecords": "tfrecord",
+    ".npz": "npz", ".npy": "npy", ".csv": "csv",
+}
+# the extension dlio_mpi gives each format's files (dlio_mpi/formats/*.py EXTENSION)
+EMULATOR_EXTENSIONS = {"raw": ".bin", "npy": ".npy", "npz": ".npz", "tfrecord": ".tfrecord",
+                       "hdf5": ".h5", "csv": ".csv"}
+# files that are not a training job's data: code, libraries, configuration, system files
+NOT_DATA_EXTENSIONS = frozenset({
+    ".py", ".pyc", ".pyo", ".pyd", ".so", ".a", ".o", ".pth", ".egg", ".whl", ".h", ".pxd",
+    ".pyx", ".mod", ".lock", ".pid", ".yaml", ".yml", ".json", ".cfg", ".ini", ".toml",
+    ".darshan", ".log", ".sh", ".conf", ".mo", ".pem", ".crt",
+})
+NOT_DATA_PREFIXES = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/lib", "/usr/share", "/lib",
+                     "<STDIN>", "<STDOUT>", "<STDERR>", "heatmap:")
+
+
+def extension(name):
+    """The lower-case extension of a file name ("" if none); ``.so.1.2`` counts as ``.so``."""
+    base = os.path.basename(name or "")
+    if ".so." in base:
+        return ".so"
+    return os.path.splitext(base)[1].lower()
+
+
+def file_format(name, hdf5=False):
+    """The dataset.format of a file: "hdf5" when ``hdf5`` (the file has HDF5 records) or its
+    extension says so, else the format of its extension, else "raw"."""
+    if hdf5:
+        return "hdf5"
+    return FORMAT_OF_EXTENSION.get(extension(name), "raw")
+
+
+def is_data_file(name):
+    """False for names that are code, libraries, configuration or system files."""
+    if not name:
+        return True
+    if name.startswith(NOT_DATA_PREFIXES) or "/site-packages/" in name \
+            or "/__pycache__/" in name:
+        return False
+    return extension(name) not in NOT_DATA_EXTENSIONS

@@ -1,0 +1,401 @@
+"""A dlio_mpi workload fitted to a real job's I/O: ``fit(source)`` returns a :class:`Fit` whose
+``to_yaml()`` loads with ``python -m dlio_mpi run --config FILE``.
+
+``source`` is a Darshan log (best with DXT), a directory of one job's logs, or a dlio_mpi run
+directory. Each value is derived as follows (the thresholds are the constants below):
+
+- Data files: files read (POSIX, else STDIO, else MPI-IO records) that are not code, libraries
+  or system files (:mod:`analysis.files`), of the format that reads the most bytes.
+- ``dataset.format``: that format, from the file names (.h5/.hdf5 or H5F records: hdf5;
+  .tfrecord, .npz, .npy, .csv; else raw).
+- File size: the highest byte read + 1, over the file's records.
+- ``io.layout``: "multi" unless files read by several ranks receive more than SHARED_SHARE of the
+  data bytes and there are fewer data files than ranks (many files each read by several ranks
+  are a multi-file dataset read in shuffled order); then "replicated" when the input is read at
+  start and every rank read at least REPLICATED_COVERAGE of the file, else "shared". The
+  emulator's shared layouts hold one file: several shared files are fitted as one file of
+  their total size (a note says so).
+- ``dataset.num_files_train``: the number of data files (1 for a shared layout).
+- ``reader.transfer_size``: the read size that moves the most bytes (from DXT reads of the data
+  files, else Darshan's ACCESS1..4 common-size counters, else the mean read size); 0 (whole
+  samples) when that size moves less than DOMINANT_SHARE of the bytes.
+- ``dataset.record_length`` (a sample): the median length of runs of consecutive reads in the
+  DXT trace (a sample read in transfer-size pieces is one run; a pause of STEP_GAP ends a run),
+  less the format's framing (TFRecord 16 B, NPZ member header 128 B), at least the transfer size
+  and at most the file size; without DXT, or with the input read at start, the transfer size.
+  Samples read in file order cannot be told apart: a step's consecutive samples are then fitted
+  as one sample per step (the same I/O).
+  ``dataset.num_samples_per_file``: file size / record size, at least 1.
+- ``io.read_type``: "memory" when the DXT trace says the input is read at start (at least 80% of
+  the bytes in the first 10% of the run; see dxt_metrics), or without DXT when that share of the
+  bytes is in records whose reads ended in the first 10% of the run; else "on_demand".
+- ``reader.sample_shuffle``: "off" when the forward share of jumps is at least FORWARD_SHARE,
+  else "seed". With Darshan's counters over the data records (N reads, S sequential,
+  C consecutive, R records that read): jumps are the N - C - R reads that are neither
+  consecutive nor a record's first; backward ones are N - S - R; forward share = 1 - backward /
+  jumps (1 without jumps). Sequential reading scores 1, random sample order about 0.5.
+- ``io.interface``: MPI-IO collective reads: mpiio_coll (hdf5_coll with HDF5); MPI-IO
+  independent: mpiio (hdf5); HDF5 without MPI-IO, or an hdf5 format: hdf5_sec2; STDIO moving
+  most of the data bytes: stdio; else posix. Collective I/O needs a shared layout: with "multi"
+  it is fitted as independent.
+- From the DXT timeline of each rank's data reads (when there is one and the input is read on
+  demand): busy periods are the union of the reads' intervals; gaps of at least STEP_GAP seconds
+  between them are steps. ``train.computation_time``: the median step gap (0 with fewer than 2
+  step gaps per rank); ``reader.batch_size``: samples a rank read / (step gaps + 1), rounded;
+  ``reader.read_threads``: the 95th percentile of the number of a rank's reads in flight when
+  one starts (median over ranks), when at least 2 (else 1, the schema's default).
+- ``train.epochs``: data bytes read / (dataset bytes), rounded, at least 1 (1 when read at
+  start).
+The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
+it. Checkpoints are not fitted.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from .characterize import characterize, load_job
+from .counters import SPECS
+from .dxt_metrics import AT_START_THRESHOLD, EARLY_PERIOD
+from .files import file_format, is_data_file
+from .oplog_records import sequential_flags
+
+SHARED_SHARE = 0.5
+REPLICATED_COVERAGE = 0.9
+DOMINANT_SHARE = 0.5
+FORWARD_SHARE = 0.8
+STEP_GAP = 1e-3
+TIME_RESOLUTION = 1e-6
+FRAMING = {"tfrecord": 16, "npz": 128}
+DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
+
+
+class FitError(ValueError):
+    """The job gives nothing to fit (no data file was read)."""
+
+
+@dataclass
+class Fit:
+    """A fitted workload: ``workload`` (section -> key -> value, valid for dlio_mpi.config),
+    ``ranks`` (the job's process count), ``evidence`` (the measured quantities each value came
+    from) and ``notes`` (where the fit had to approximate)."""
+
+    workload: dict
+    ranks: int
+    evidence: dict
+    notes: list = field(default_factory=list)
+    sources: list = field(default_factory=list)
+
+    def to_yaml(self):
+        header = [f"# dlio_mpi workload fitted by analysis.fit from {', '.join(self.sources)}",
+                  f"# the job ran on {self.ranks} processes: mpiexec -n {self.ranks} python -m "
+                  f"dlio_mpi run --config THIS_FILE"]
+        header += [f"# note: {note}" for note in self.notes]
+        return "\n".join(header) + "\n" + yaml.safe_dump(self.workload, sort_keys=False)
+
+    def write(self, path):
+        with open(path, "w") as f:
+            f.write(self.to_yaml())
+
+    def to_dict(self):
+        return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,
+                "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
+        name=None):
+    """Fit a workload to ``source`` (see the module docstring)."""
+    job = load_job(source, dxt=True)
+    char = characterize(job)
+    notes, evidence = [], {}
+    files, basis, reading = _file_table(job)
+    data = files[files["data"] & (files["bytes_read"] > 0)]
+    if data.empty:
+        raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit")
+    by_format = data.groupby("format")["bytes_read"].sum().sort_values(ascending=False)
+    fmt = by_format.index[0]
+    data = data[data["format"] == fmt]
+    reading = reading[reading["id"].isin(list(data.index))]
+    evidence["data_files"] = {"format": fmt, "files": len(data),
+                              "bytes_read": int(data["bytes_read"].sum()),
+                              "other_formats": {k: int(v) for k, v in by_format.iloc[1:].items()}}
+    sizes = data["size"].to_numpy()
+    evidence["file_size"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),
+                             "max": int(sizes.max())}
+    trace = _data_trace(job, set(data.index))
+    early = _early_share(job, trace, data, basis, reading)
+    read_type = "memory" if early is not None and early >= AT_START_THRESHOLD else "on_demand"
+    evidence["early_read_fraction"] = early
+
+    shared_bytes = int(data.loc[data["ranks"] > 1, "bytes_read"].sum())
+    shared = shared_bytes > SHARED_SHARE * int(data["bytes_read"].sum()) \
+        and len(data) < job.nprocs
+    evidence["shared_bytes"] = shared_bytes
+    layout = "multi"
+    if shared:
+        coverage = _min_rank_coverage(data, basis, reading)
+        evidence["min_rank_coverage"] = coverage
+        layout = "replicated" if read_type == "memory" and coverage >= REPLICATED_COVERAGE \
+            else "shared"
+        if len(data) > 1:
+            notes.append(f"{len(data)} shared files fitted as one file of their total size")
+    num_files = 1 if shared else len(data)
+    file_size = int(sizes.sum()) if shared else int(round(float(np.median(sizes))))
+
+    transfer, share = _transfer_size(trace, data, basis, reading)
+    evidence["dominant_read_size"] = {"size": transfer, "byte_share": share}
+    transfer_size = transfer if share >= DOMINANT_SHARE else 0
+    record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
+    if fmt == "csv":
+        record = max(4, record - record % 4)
+    spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
+    evidence["record_length"] = record
+
+    interface = _interface(char, fmt, layout, data, job, notes)
+    shuffle, forward = _shuffle(trace, basis, reading)
+    evidence["forward_jump_share"] = forward
+    compute, batch, threads = 0.0, 1, 1
+    if trace is not None and read_type == "on_demand":
+        compute, batch, threads, timing = _timeline(trace, record)
+        evidence["timeline"] = timing
+    ranks = job.nprocs
+    samples = num_files * spf
+    per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
+    if per_rank < batch:
+        if per_rank >= 1:
+            notes.append(f"reader.batch_size {batch} lowered to {per_rank}, a rank's share")
+            batch = per_rank
+        else:
+            spf = -(-ranks * batch // num_files)
+            notes.append(f"dataset.num_samples_per_file raised to {spf} so that each of the "
+                         f"{ranks} ranks gets a batch")
+    dataset_bytes = num_files * file_size * (ranks if layout == "replicated" else 1)
+    epochs = 1 if read_type == "memory" else max(
+        1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
+    workload = {
+        "model": {"name": name or f"fitted_{_stem(job)}"},
+        "workflow": {"generate_data": True, "train": True},
+        "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
+                    "num_samples_per_file": spf, "record_length": record},
+        "reader": {"batch_size": batch, "read_threads": threads,
+                   "transfer_size": transfer_size, "sample_shuffle": shuffle},
+        "train": {"epochs": epochs, "computation_time": round(compute, 6)},
+        "io": {"interface": interface, "layout": layout, "read_type": read_type},
+        "output": {"folder": output_folder},
+    }
+    return Fit(workload=workload, ranks=ranks, evidence=evidence, notes=notes,
+               sources=list(job.paths) if job.source == "darshan"
+               else [os.path.dirname(job.paths[0])])
+
+
+def _stem(job):
+    """A model name from the job: the workload of a dlio_mpi run, else the executable."""
+    if job.source == "oplog" and "(workload " in job.exe:
+        base = job.exe.split("(workload ", 1)[1].rstrip(")")
+    else:
+        base = os.path.basename(job.exe.split()[0]) if job.exe else "job"
+    return "".join(ch if ch.isalnum() else "_" for ch in base) or "job"
+
+
+def _file_table(job):
+    """Per file id: name, data (bool), format, ranks reading it, bytes read, size, module."""
+    basis = next((m for m in ("POSIX", "STDIO", "MPI-IO")
+                  if m in job.records and not job.records[m].empty), None)
+    if basis is None:
+        return (pd.DataFrame(columns=["name", "data", "format", "ranks", "bytes_read", "size"]),
+                None, None)
+    spec = SPECS[basis]
+    frame = job.records[basis]
+    prefix = "MPIIO" if basis == "MPI-IO" else basis
+    max_byte = f"{prefix}_MAX_BYTE_READ"
+    reading = frame[frame[spec.bytes_read] > 0]
+    per_file = pd.DataFrame({
+        "id": reading["id"].to_numpy(),
+        "rank": reading["rank"].to_numpy(),
+        "bytes_read": reading[spec.bytes_read].to_numpy(),
+        "max_byte": reading[max_byte].to_numpy() if max_byte in reading else 0,
+    })
+    grouped = per_file.groupby("id")
+    hdf5 = set(job.records["H5F"]["id"].tolist()) if "H5F" in job.records else set()
+    table = pd.DataFrame({
+        "bytes_read": grouped["bytes_read"].sum(),
+        "size": grouped["max_byte"].max() + 1,
+        "ranks": grouped["rank"].agg(lambda r: job.nprocs if (r < 0).any() else r.nunique()),
+    })
+    table["name"] = [job.names.get(int(i), "") for i in table.index]
+    table["data"] = [is_data_file(n) for n in table["name"]]
+    table["format"] = [file_format(n, int(i) in hdf5) for i, n in zip(table.index,
+                                                                       table["name"])]
+    return table, basis, reading
+
+
+def _data_trace(job, ids):
+    """The reads of the data files in the first DXT trace that has some, else None."""
+    for name in DXT_PREFERENCE:
+        frame = (job.dxt_segments or {}).get(name)
+        if frame is None:
+            continue
+        reads = frame[(frame["op"] == "read") & frame["id"].isin(list(ids))]
+        if not reads.empty:
+            return reads
+    return None
+
+
+def _early_share(job, trace, data, basis, reading):
+    if trace is not None:
+        total = int(trace["length"].sum())
+        if total == 0:
+            return None
+        return int(trace.loc[trace["start"] < EARLY_PERIOD * job.run_time, "length"].sum()) \
+            / total
+    if job.run_time <= 0:
+        return None
+    prefix = "MPIIO" if basis == "MPI-IO" else basis
+    end = f"{prefix}_F_READ_END_TIMESTAMP"
+    rows = reading
+    if end not in rows or rows.empty:
+        return None
+    moved = rows[SPECS[basis].bytes_read]
+    return float(moved[rows[end] <= EARLY_PERIOD * job.run_time].sum() / moved.sum())
+
+
+def _min_rank_coverage(data, basis, reading):
+    """The smallest share of a shared file's size that one rank read (bytes / size)."""
+    rows = reading[reading["id"].isin(list(data.index[data["ranks"] > 1]))]
+    spec = SPECS[basis]
+    if rows.empty or (rows["rank"] < 0).any():
+        return 0.0
+    size = data["size"]
+    return float((rows[spec.bytes_read].to_numpy()
+                  / size.loc[rows["id"]].to_numpy()).min())
+
+
+def _transfer_size(trace, data, basis, reading):
+    """(size, share of the bytes it moves) of the read size that moves the most bytes."""
+    if trace is not None:
+        moved = trace.groupby("length")["length"].sum()
+    else:
+        prefix = "MPIIO" if basis == "MPI-IO" else basis
+        if f"{prefix}_ACCESS1_ACCESS" not in reading:
+            reads = sum(int(reading[c].clip(lower=0).sum()) for c in SPECS[basis].ops["reads"])
+            total = int(data["bytes_read"].sum())
+            return (int(round(total / reads)) if reads else 0), 1.0
+        pairs = pd.concat([pd.DataFrame({"size": reading[f"{prefix}_ACCESS{k}_ACCESS"],
+                                         "count": reading[f"{prefix}_ACCESS{k}_COUNT"]})
+                           for k in range(1, 5)])
+        pairs = pairs[(pairs["count"] > 0) & (pairs["size"] > 0)]
+        moved = (pairs["size"] * pairs["count"]).groupby(pairs["size"]).sum()
+        moved = moved.rename_axis("length")
+    moved = moved[moved.index > 0]
+    if moved.empty:
+        return 0, 0.0
+    best = moved.sort_values(ascending=False, kind="stable")
+    size = int(best.index[0])
+    return size, float(best.iloc[0] / moved.sum())
+
+
+def _record_length(trace, fmt, transfer, file_size, read_type):
+    if trace is None or read_type == "memory":
+        return int(min(max(transfer, 1), file_size))
+    runs = _runs(trace)
+    median = int(round(float(np.median(runs)))) - FRAMING.get(fmt, 0)
+    return int(min(max(median, transfer, 1), file_size))
+
+
+def _runs(trace):
+    """Lengths of the runs of consecutive reads per (rank, file), in start order; a pause of
+    STEP_GAP or more (a step's compute) ends a run too."""
+    key, order = _record_order(trace)
+    offset = trace["offset"].to_numpy()[order]
+    length = trace["length"].to_numpy()[order]
+    start, end = trace["start"].to_numpy()[order], trace["end"].to_numpy()[order]
+    new = np.ones(len(key), bool)
+    new[1:] = (key[1:] != key[:-1]) | (offset[1:] != offset[:-1] + length[:-1]) \
+        | (start[1:] - end[:-1] >= STEP_GAP)
+    run = np.cumsum(new) - 1
+    return np.bincount(run, weights=length)
+
+
+def _record_order(trace):
+    """(record key of each call in order, order): the calls of a trace sorted by rank, file
+    and start time."""
+    ids, id_index = np.unique(trace["id"].to_numpy(), return_inverse=True)
+    key = trace["rank"].to_numpy().astype(np.int64) * len(ids) + id_index.reshape(-1)
+    order = np.lexsort((trace["start"].to_numpy(), key))
+    return key[order], order
+
+
+def _interface(char, fmt, layout, data, job, notes):
+    interfaces = set(char.interfaces)
+    collective = "MPI-IO collective" in interfaces
+    independent = "MPI-IO independent" in interfaces
+    hdf5 = "HDF5" in interfaces or fmt == "hdf5"
+    if collective and layout == "multi":
+        notes.append("collective MPI-IO on per-rank files fitted as independent MPI-IO")
+        collective, independent = False, True
+    if hdf5:
+        return "hdf5_coll" if collective else "hdf5" if independent else "hdf5_sec2"
+    if collective:
+        return "mpiio_coll"
+    if independent:
+        return "mpiio"
+    stdio = job.records.get("STDIO")
+    if stdio is not None and not stdio.empty:
+        stdio_bytes = int(stdio.loc[stdio["id"].isin(list(data.index)),
+                                    "STDIO_BYTES_READ"].clip(lower=0).sum())
+        if stdio_bytes > 0.5 * int(data["bytes_read"].sum()):
+            return "stdio"
+    return "posix"
+
+
+def _shuffle(trace, basis, reading):
+    if basis == "POSIX":
+        rows = reading
+        n = int(rows["POSIX_READS"].clip(lower=0).sum())
+        seq = int(rows["POSIX_SEQ_READS"].clip(lower=0).sum())
+        consec = int(rows["POSIX_CONSEC_READS"].clip(lower=0).sum())
+        records = int((rows["POSIX_READS"] > 0).sum())
+    elif trace is not None:
+        group, order = _record_order(trace)
+        is_seq, is_consec = sequential_flags(group, trace["offset"].to_numpy()[order],
+                                             trace["length"].to_numpy()[order])
+        n, seq, consec = len(group), int(is_seq.sum()), int(is_consec.sum())
+        records = int(len(np.unique(group)))
+    else:
+        return "off", None
+    jumps = n - consec - records
+    if jumps <= 0:
+        return "off", 1.0
+    forward = 1.0 - max(0, n - seq - records) / jumps
+    return ("off" if forward >= FORWARD_SHARE else "seed"), forward
+
+
+def _timeline(trace, record):
+    """(computation_time, batch_size, read_threads, evidence) from each rank's reads."""
+    gaps_all, batches, concurrency = [], [], []
+    for _, reads in trace.groupby("rank"):
+        start = np.sort(reads["start"].to_numpy())
+        end_by_start = reads["end"].to_numpy()[np.argsort(reads["start"].to_numpy())]
+        busy_end = np.maximum.accumulate(end_by_start)
+        gaps = start[1:] - busy_end[:-1]
+        steps = gaps[gaps >= STEP_GAP]
+        gaps_all.append(steps)
+        samples = int(reads["length"].sum()) / max(record, 1)
+        batches.append(samples / (len(steps) + 1))
+        ends = np.sort(reads["end"].to_numpy())
+        # a read ending within TIME_RESOLUTION of another's start does not overlap it
+        in_flight = np.searchsorted(start, start, side="right") \
+            - np.searchsorted(ends, start + TIME_RESOLUTION, side="right")
+        concurrency.append(float(np.percentile(in_flight, 95)))
+    steps_per_rank = float(np.median([len(g) for g in gaps_all]))
+    joined = np.concatenate(gaps_all) if gaps_all else np.zeros(0)
+    compute = float(np.median(joined)) if steps_per_rank >= 2 and len(joined) else 0.0
+    batch = max(1, int(round(float(np.median(batches))))) if compute > 0 else 1
+    in_flight = int(round(float(np.median(concurrency))))
+    threads = in_flight if in_flight >= 2 else 1
+    return compute, batch, threads, {"step_gaps_per_rank": steps_per_rank,
+                                     "median_step_gap_s": compute,
+                                     "reads_in_flight_p95": in_flight}

@@ -1,0 +1,277 @@
+"""A dlio_mpi run's own op logs as a :class:`~analysis.loader.DarshanJob`, so that a run without
+Darshan is characterized, compared, fitted and reported exactly as a Darshan log is.
+
+``load_run(directory)`` reads ``summary.json`` and every ``oplog_rankNNNNN.npz`` (written with
+``io.keep_oplog=true``) and builds the records Darshan would hold, per (rank, file), with the
+definitions of :mod:`analysis.oplog_records`, plus DXT-like traces of every read and write.
+
+Which module a call lands in, by the interface the op log names:
+
+====================  =========================================================================
+posix, posix_direct,  POSIX records, DXT_POSIX trace
+mmap
+stdio                 STDIO records; a DXT_STDIO trace (not a Darshan module: Darshan traces
+                      POSIX and MPI-IO only; it is given so that STDIO runs get a timeline)
+mpiio_ind,            MPI-IO records (independent / collective), DXT_MPIIO; and the POSIX calls
+mpiio_coll            beneath: one per MPI-IO call that moved bytes, its opens, closes and syncs
+hdf5_ind, hdf5_coll   H5F and H5D records (H5Fflush: H5F_FLUSHES only); MPI-IO beneath
+                      (independent / collective) and POSIX beneath that, as for MPI-IO
+hdf5_sec2             H5F and H5D records; POSIX beneath
+====================  =========================================================================
+
+For POSIX I/O the counters are Darshan's own: on a run made under Darshan with its op logs
+kept, the POSIX counters of the data files (calls, bytes, SEQ, CONSEC, size histograms) are the
+same numbers (tests/analysis/test_oplog_runs.py, run when DLIO_MPI_DARSHAN_LIB names a Darshan
+runtime). Where this differs from what Darshan would record for the same run:
+
+- The layers beneath MPI-IO and HDF5 are not observed: they are modelled as one POSIX call per
+  call above that moved bytes, at its first offset, of its byte count. Darshan sees what the
+  libraries really issue: for collective MPI-IO, reads by the aggregator ranks of whole file
+  domains (cb_buffer_size pieces), not by every rank; for HDF5, metadata reads and one read per
+  chunk or contiguous piece of a selection. The op log records one MPI-IO collective call as one
+  entry with the bytes this rank received, at the first offset of its ranges; one H5Dread as one
+  entry with the bytes of the whole selection at the first selected row's dataset offset (an
+  offset inside the dataset, not in the file).
+- mmap: the op log records the copies out of the mapping as reads; Darshan counts the mmap call
+  (POSIX_MMAPS) and no reads or bytes, since it cannot see memory accesses.
+- Records are per (rank, file) and never reduced over ranks (see ``oplog_records``).
+- An MPI-IO open counts as collective when the run's ``io.layout`` is shared or replicated (the
+  file is opened on the job's communicator), else as independent (MPI_COMM_SELF).
+- Record ids are a 64-bit BLAKE2b hash of the file's path (Darshan uses its own hash); HDF5
+  dataset records are named ``path:/records``, as dlio_mpi names its datasets.
+- Dataset generation, which happens before the op log starts, is not in it, nor in the run
+  time (see :func:`load_run`).
+- Entries past ``io.oplog_capacity`` are counted by the emulator but not logged: such a log is
+  flagged partial, as Darshan flags a module that ran out of memory.
+"""
+
+import glob
+import hashlib
+import json
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .errors import LogError, PartialLogWarning
+from .files import EMULATOR_EXTENSIONS
+from .loader import CHARACTERIZED_MODULES, DarshanJob
+from .oplog_records import OPEN, READ, SYNC_OPS, WRITE, Ops, module_records
+
+SUMMARY = "summary.json"
+OPLOG_GLOB = "oplog_rank*.npz"
+# interface codes (dlio_mpi/_engines.pyx IFACES)
+IFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio_ind", "mpiio_coll", "hdf5_ind",
+          "hdf5_coll", "hdf5_sec2")
+POSIX_IFACES = (0, 1, 3)
+STDIO_IFACES = (2,)
+MPIIO_IFACES = (4, 5)
+HDF5_MPIIO_IFACES = (6, 7)
+HDF5_IFACES = (6, 7, 8)
+COLLECTIVE_IFACES = (5, 7)
+HDF5_DATASET = "/records"
+OPLOG_VERSION = "dlio_mpi op log"
+
+
+def is_run_dir(path):
+    """True for a directory holding a run's summary.json and at least one op log."""
+    path = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    return bool(path) and os.path.isdir(path) \
+        and os.path.isfile(os.path.join(path, SUMMARY)) \
+        and bool(glob.glob(os.path.join(path, OPLOG_GLOB)))
+
+
+def record_id(name):
+    """The record id of a file (or HDF5 dataset) name: 64-bit BLAKE2b of its UTF-8 bytes."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+
+
+def file_name(config, file_id):
+    """The path of op-log file id ``file_id``: training files first, evaluation files after
+    them (dlio_mpi/dataset.py names them); ``<file N>`` for an id beyond both."""
+    ds = config.get("dataset", {})
+    n_train, n_eval = ds.get("num_files_train", 0), ds.get("num_files_eval", 0)
+    ext = EMULATOR_EXTENSIONS.get(ds.get("format", "raw"), ".bin")
+    if file_id < n_train:
+        split, index, count, subs = "train", file_id, n_train, ds.get("num_subfolders_train", 0)
+    elif file_id < n_train + n_eval:
+        split, index, count = "valid", file_id - n_train, n_eval
+        subs = ds.get("num_subfolders_eval", 0)
+    else:
+        return f"<file {file_id}>"
+    sub = f"{index % subs}/" if subs else ""
+    return os.path.join(ds.get("data_folder", "."),
+                        f"{split}/{sub}{ds.get('file_prefix', 'img')}_{index:07d}_of_{count}{ext}")
+
+
+def load_run(directory):
+    """The DarshanJob of a dlio_mpi run directory (summary.json + oplog_rank*.npz).
+
+    Times are seconds since the earliest op-log origin (the op log starts after the dataset
+    is generated, just before training). With the run on one host all ranks share that clock;
+    on several hosts each rank's times are taken from its own origin (origins are set right
+    after a collective, so they agree to a few milliseconds). ``run_time`` is the later of the
+    last logged call's end and the sum of the phase durations in summary.json (load, epochs,
+    evaluations): the training part of the run, without start-up and dataset generation (which
+    Darshan's run time includes). Warns (PartialLogWarning) when the op logs hold fewer bytes
+    than summary.json says the run moved. DXT-like traces are always built.
+    """
+    directory = os.fspath(directory)
+    summary_path = os.path.join(directory, SUMMARY)
+    try:
+        with open(summary_path) as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as error:
+        raise LogError(f"{summary_path}: not a readable run summary ({error})") from None
+    paths = sorted(glob.glob(os.path.join(directory, OPLOG_GLOB)))
+    if not paths:
+        raise LogError(f"{directory}: no {OPLOG_GLOB}: run with io.keep_oplog=true")
+    config = summary.get("config", {})
+    ranks = int(summary.get("ranks", len(paths)))
+    table, origins = _read_oplogs(paths)
+    one_clock = int(summary.get("hosts", 1)) <= 1
+    base = min(origins.values()) if origins else 0
+    shift_of_rank = np.zeros(max(origins, default=0) + 1, np.int64)
+    if one_clock:
+        for rank, origin in origins.items():
+            shift_of_rank[rank] = origin - base
+    start = (table["start"] + shift_of_rank[table["rank"]]) / 1e9
+    end = start + table["dur"] / 1e9
+    phases = (summary.get("load") or {}).get("duration_s", 0.0) + sum(
+        e.get("duration_s", 0.0) for e in summary.get("epochs", []) + summary.get("evaluations",
+                                                                                    []))
+    run_time = max(float(end.max()) if len(end) else 0.0, float(phases))
+    files, file_index = np.unique(table["file"], return_inverse=True)
+    names = {int(f): file_name(config, int(f)) for f in files}
+    ids = {f: record_id(name) for f, name in names.items()}
+    file_ids = np.array([ids[int(f)] for f in files], dtype=np.uint64)[file_index.reshape(-1)]
+    ops = Ops(rank=table["rank"], id=file_ids, op=table["op"], start=start, end=end,
+              offset=table["offset"], length=table["bytes"],
+              collective=np.zeros(len(start), bool))
+    records, segments, dataset_names = _layers(ops, table["iface"], config, names, ids)
+    names = {ids[f]: name for f, name in names.items()}
+    names.update(dataset_names)
+    messages = _overflow_messages(directory, summary, ops)
+    for message in messages:
+        warnings.warn(message, PartialLogWarning, stacklevel=2)
+    modules = tuple(records) + tuple(segments)
+    return DarshanJob(
+        paths=tuple(paths),
+        exe=f"dlio_mpi run (workload {summary.get('workload') or 'from --config'})",
+        nprocs=ranks,
+        start_time=float(summary.get("started", 0.0)),
+        run_time=run_time,
+        log_versions=(OPLOG_VERSION,),
+        modules=modules,
+        partial_modules=modules if messages else (),
+        records=records,
+        dxt_segments=segments,
+        heatmap_bytes={},
+        warnings=tuple(messages),
+        names=names,
+        source="oplog",
+    )
+
+
+def _read_oplogs(paths):
+    """Every op log's entries, all phases, as one table of arrays; and each rank's origin."""
+    columns = {key: [] for key in ("rank", "start", "dur", "offset", "bytes", "file", "op",
+                                   "iface")}
+    origins = {}
+    for path in paths:
+        try:
+            rank = int(os.path.basename(path)[len("oplog_rank"):-len(".npz")])
+            with np.load(path) as z:
+                origins[rank] = int(z["origin_mono_ns"])
+                for i in range(len(z["phases"])):
+                    n = len(z[f"e{i}_op"])
+                    columns["rank"].append(np.full(n, rank, np.int64))
+                    for key in ("start", "dur", "offset", "bytes", "file", "op", "iface"):
+                        columns[key].append(z[f"e{i}_{key}"])
+        except (OSError, ValueError, KeyError) as error:
+            raise LogError(f"{path}: not a readable dlio_mpi op log ({error})") from None
+    types = {"rank": np.int64, "start": np.int64, "dur": np.int64, "offset": np.int64,
+             "bytes": np.int64, "file": np.int64, "op": np.uint8, "iface": np.uint8}
+    return ({key: np.concatenate(parts).astype(types[key]) if parts
+             else np.zeros(0, types[key]) for key, parts in columns.items()}, origins)
+
+
+def _layers(ops, iface, config, names, ids):
+    """Records per module and DXT segments per trace, with the layers beneath MPI-IO and HDF5
+    modelled (see the module docstring)."""
+    shared = config.get("io", {}).get("layout", "multi") != "multi"
+    coll_call = np.isin(iface, COLLECTIVE_IFACES)
+    is_open = ops.op == OPEN
+    data_call = np.isin(ops.op, (READ, WRITE))
+    sync = np.isin(ops.op, SYNC_OPS)
+    # beneath: calls that moved bytes, opens and closes; an MPI_File_sync is an fsync beneath,
+    # an H5Fflush is a file-level HDF5 call only
+    beneath = (~data_call | (ops.length > 0)) & ~(sync & np.isin(iface, HDF5_IFACES))
+    layers = {
+        "POSIX": ops.select(np.isin(iface, POSIX_IFACES)
+                            | (np.isin(iface, MPIIO_IFACES + HDF5_IFACES) & beneath)),
+        "STDIO": ops.select(np.isin(iface, STDIO_IFACES)),
+    }
+    mpiio = np.isin(iface, MPIIO_IFACES) | (np.isin(iface, HDF5_MPIIO_IFACES) & ~sync)
+    mpi_ops = ops.select(mpiio)
+    mpi_ops.collective = (coll_call[mpiio] & ~is_open[mpiio]) | (is_open[mpiio] & shared)
+    layers["MPI-IO"] = mpi_ops
+    hdf5 = np.isin(iface, HDF5_IFACES)
+    layers["H5F"] = ops.select(hdf5 & ~np.isin(ops.op, (READ, WRITE)))
+    h5d = ops.select(hdf5 & ~sync)  # H5Fflush is a file-level call
+    dataset_names = {}
+    if len(h5d):
+        by_file = {ids[f]: record_id(names[f] + ":" + HDF5_DATASET) for f in ids}
+        file_ids, index = np.unique(h5d.id, return_inverse=True)
+        h5d.id = np.array([by_file[int(i)] for i in file_ids],
+                          dtype=np.uint64)[index.reshape(-1)]
+        dataset_names = {by_file[ids[f]]: names[f] + ":" + HDF5_DATASET for f in ids}
+    layers["H5D"] = h5d
+    records = {}
+    for module in CHARACTERIZED_MODULES:
+        part = layers[module]
+        if len(part):
+            extra = None
+            if module == "H5D":
+                extra = {"H5D_USE_MPIIO_COLLECTIVE": int(np.isin(iface, (7,)).any())}
+            elif module == "H5F":
+                extra = {"H5F_USE_MPIIO": int(np.isin(iface, HDF5_MPIIO_IFACES).any())}
+            records[module] = module_records(module, part, extra)
+    segments = {}
+    for trace, module in (("DXT_POSIX", "POSIX"), ("DXT_MPIIO", "MPI-IO"),
+                          ("DXT_STDIO", "STDIO")):
+        part = layers[module]
+        moved = np.isin(part.op, (READ, WRITE))
+        if moved.any():
+            segments[trace] = _segments(part.select(moved))
+    return records, segments, dataset_names
+
+
+def _segments(ops):
+    """A DXT trace DataFrame (loader columns) of read and write calls, ordered by rank then
+    start time; offsets the op log does not know (-1) are given as 0."""
+    frame = pd.DataFrame({
+        "rank": ops.rank.astype(np.int64),
+        "id": ops.id.astype(np.uint64),
+        "op": pd.Categorical.from_codes((ops.op != READ).astype(np.int8),
+                                        categories=["read", "write"]),
+        "offset": np.maximum(ops.offset, 0).astype(np.int64),
+        "length": ops.length.astype(np.int64),
+        "start": ops.start,
+        "end": ops.end,
+    })
+    return frame.sort_values(["rank", "start"], kind="stable", ignore_index=True)
+
+
+def _overflow_messages(directory, summary, ops):
+    """A message when the logs hold fewer read bytes than the run reported moving."""
+    reported = int(summary.get("bytes_moved", 0))
+    reads = ops.op == READ
+    # one logged entry per call of the interface the run used (the raw table, no layers)
+    logged = int(ops.length[reads].sum())
+    if logged >= reported:
+        return []
+    return [f"{directory}: the op logs hold {logged} of the {reported} bytes the run moved: "
+            f"entries past io.oplog_capacity were counted but not logged, so counts and traces "
+            f"are incomplete (raise io.oplog_capacity)"]

@@ -1,0 +1,114 @@
+"""compare: the tidy table, the per-metric similarities and the score's formula."""
+
+import math
+
+import pytest
+
+import analysis
+from analysis.compare import METRICS, SIZE_BUCKETS, profile, similarity
+from oplog_fixtures import call, write_run
+
+TOTAL_WEIGHT = sum(weight for _, _, weight, _ in METRICS)
+
+
+def test_metric_set_and_weights_are_the_documented_ones():
+    assert [(m, k, w) for m, k, w, _ in METRICS] == [
+        ("ranks", "ratio", 0.5), ("bytes_read", "ratio", 2.0), ("bytes_written", "ratio", 1.0),
+        ("read_ops", "ratio", 1.0), ("write_ops", "ratio", 0.5), ("files", "ratio", 1.0),
+        ("shared_file_fraction", "fraction", 1.0), ("mean_read_size", "ratio", 2.0),
+        ("read_size_histogram", "distribution", 2.0),
+        ("sequential_read_fraction", "fraction", 1.0),
+        ("consecutive_read_fraction", "fraction", 1.0),
+        ("early_read_fraction", "fraction", 1.0), ("io_time_share", "ratio", 0.5),
+        ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0)]
+    assert TOTAL_WEIGHT == 17.0
+
+
+def test_per_metric_similarities():
+    assert similarity("ratio", 100, 200) == pytest.approx(1 - math.log10(2))
+    assert similarity("ratio", 200, 100) == pytest.approx(1 - math.log10(2))
+    assert similarity("ratio", 1, 10) == 0.0 and similarity("ratio", 1, 1000) == 0.0
+    assert similarity("ratio", 0, 0) == 1.0 and similarity("ratio", 0, 5) == 0.0
+    assert similarity("fraction", 0.25, 0.75) == 0.5
+    hist = dict.fromkeys(SIZE_BUCKETS, 0.0)
+    a, b = dict(hist, **{"0_100": 1.0}), dict(hist, **{"0_100": 0.5, "1K_10K": 0.5})
+    assert similarity("distribution", a, b) == 0.5
+    assert similarity("set", ["POSIX", "STDIO"], ["POSIX"]) == 0.5
+    assert similarity("set", [], []) == 1.0
+    assert similarity("ratio", None, 3) is None
+
+
+@pytest.mark.parametrize("prefix", ["mpi_io_test_with_dxt__", "e3sm_io_heatmaps_and_dxt__",
+                                    "stdio_no_posix__", "empty_log__"])
+def test_identical_inputs_score_exactly_one(prefix, log, characterized):
+    c = characterized(log(prefix), dxt=True)
+    result = analysis.compare([c, c], labels=["a", "b"])
+    assert result.score == 1.0 and result.scores == {"a": 1.0, "b": 1.0}
+    known = result.table[result.table["job"] == "b"]["similarity"].dropna()
+    assert (known == 1.0).all() and len(known) >= 3
+
+
+def test_identical_runs_score_exactly_one(tmp_path):
+    calls = [call("read", 0, 100, offset=0, nbytes=4096), call("read", 200, 100, offset=4096,
+                                                               nbytes=4096)]
+    run = write_run(tmp_path / "run", {0: [calls], 1: [calls]})
+    assert analysis.compare([run, run]).score == 1.0
+
+
+def _reads(tmp_path, name, size, count):
+    """One rank reading 1000 bytes from offset 100 in `count` reads of `size`, each taking
+    size ns (so that both jobs spend the same time), early in a 1 s run."""
+    calls = [call("read", 1000 + i * 2000, size, offset=100 + i * size, nbytes=size)
+             for i in range(count)]
+    return write_run(tmp_path / name, {0: [calls]}, phase_s=1.0)
+
+
+def test_score_is_the_weighted_mean_of_the_documented_formula(tmp_path):
+    """The same 1000 bytes read as ten 100-byte reads or as one 1000-byte read. Differing:
+    read calls (x10: 0), mean read size (x10: 0), size histogram (other bucket: 0),
+    consecutive reads (9/10 against 0/1: 0.1). Everything else is equal."""
+    small, large = _reads(tmp_path, "small", 100, 10), _reads(tmp_path, "large", 1000, 1)
+    result = analysis.compare([small, large], labels=["small", "large"])
+    expected = (TOTAL_WEIGHT - 1.0 - 2.0 - 2.0 - 2.0 * 0 - 1.0 * (1 - 0.1)) / TOTAL_WEIGHT
+    assert result.score == pytest.approx(expected, rel=1e-12)
+    table = result.table.set_index(["metric", "job"])
+    assert table.loc[("read_ops", "large"), "value"] == 1
+    assert table.loc[("read_ops", "large"), "relative_difference"] == pytest.approx(-0.9)
+    assert table.loc[("consecutive_read_fraction", "large"), "similarity"] == pytest.approx(0.1)
+    assert table.loc[("bytes_read", "large"), "similarity"] == 1.0
+    assert table.loc[("io_time_share", "large"), "similarity"] == pytest.approx(1.0)
+    assert list(result.table.columns) == ["metric", "job", "value", "relative_difference",
+                                          "similarity", "weight"]
+    assert len(result.table) == 2 * len(METRICS)
+
+
+def test_unknown_metrics_are_left_out(log, characterized):
+    """A log without DXT has no early-read fraction: the metric drops out of the score."""
+    with_dxt = characterized(log("mpi_io_test_with_dxt__"), dxt=True)
+    without = characterized(log("mpi_io_test_with_dxt__"), dxt=False)
+    assert profile(without)["early_read_fraction"] is None
+    result = analysis.compare([with_dxt, without], labels=["dxt", "counters"])
+    assert result.score == 1.0
+    row = result.table.set_index(["metric", "job"]).loc[("early_read_fraction", "counters")]
+    assert row["similarity"] is None or math.isnan(row["similarity"])
+
+
+def test_three_jobs_and_text(log, characterized):
+    paths = [log("release_logs__mpi-io-test-x86_64-3.5.0"),
+             log("release_logs__mpi-io-test-x86_64-3.4.7"), log("mpi_io_test_with_dxt__")]
+    result = analysis.compare([characterized(p, dxt=True) for p in paths])
+    assert list(result.scores) == [p.rsplit("/", 1)[1] for p in paths]
+    assert result.scores[result.labels[0]] == 1.0
+    assert 0.8 < result.scores[result.labels[1]] < 1.0  # same program, another release
+    assert result.scores[result.labels[2]] < result.scores[result.labels[1]]
+    text = analysis.render_comparison(result)
+    assert text.splitlines()[0].split() == ["metric", *result.labels]
+    assert f"similarity of {result.labels[2]} to {result.labels[0]}: " \
+           f"{result.scores[result.labels[2]]:.3f}" in text
+    data = result.to_dict()
+    assert data["scores"] == result.scores and len(data["table"]) == 3 * len(METRICS)
+
+
+def test_needs_two_jobs(log):
+    with pytest.raises(ValueError, match="at least two"):
+        analysis.compare([log("empty_log__")])
