@@ -80,4 +80,7 @@ if [ ! -f "$pkg_stamp" ] || [ "$(cat "$pkg_stamp")" != "$src_id $here" ] \
   (cd "$here" && pip install --no-build-isolation -e ".[test]")
   echo "$src_id $here" > "$pkg_stamp"
 fi
+# bytecode of the package, so that no rank compiles it at start-up (where
+# PYTHONDONTWRITEBYTECODE is set, nothing else would write it); only what changed is compiled
+"$py" -m compileall -q -j 0 "$here/dlio_mpi" "$here/analysis" >/dev/null || true
 echo "$venv"
