@@ -1,7 +1,7 @@
 """Checkpoints in a run: their size from the configuration, when they are written during
 training, and the checkpoint-only mode (write N, then read N). The writing and reading itself is
 dlio_mpi.checkpoint's."""
-from dlio_mpi import checkpoint, checkpoint_size
+from dlio_mpi import checkpoint_size
 from dlio_mpi.config import ConfigError
 from dlio_mpi.schema import SCHEMA
 
@@ -47,6 +47,8 @@ def size_of(cfg, world):
 
 
 def make(cfg, comm, log):
+    from dlio_mpi import checkpoint     # imported when a run checkpoints
+
     ck = cfg.checkpoint
     return checkpoint.Checkpointer(
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,

@@ -7,7 +7,6 @@ import os
 import struct
 from functools import lru_cache
 
-import crc32c
 import numpy as np
 
 from dlio_mpi.formats import content
@@ -25,6 +24,8 @@ _CRC = struct.Struct("<I")
 
 
 def masked_crc(data):
+    import crc32c       # imported when used: it costs start-up time
+
     c = crc32c.crc32c(data)
     return ((((c >> 15) | (c << 17)) & _M32) + 0xA282EAD8) & _M32
 
