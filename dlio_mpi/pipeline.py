@@ -91,25 +91,25 @@ def evaluate(cfg, comm, log, epoch, rng):
     sleeps = timing.draw(cfg.evaluation.eval_time, rng, len(plan),
                          cfg.evaluation.eval_time_stdev)
     waits = np.zeros(len(plan))
-    try:
-        comm.Barrier()
-        if isinstance(reader, PrefetchReader):
-            reader.start_epoch(plan)
-        t_start = time.perf_counter()
-        io_wait = compute = 0.0
-        for step, batch in enumerate(plan):
-            t0 = time.perf_counter()
-            reader.read_batch(batch)
-            t1 = time.perf_counter()
-            waits[step] = t1 - t0
-            io_wait += t1 - t0
-            if sleeps[step] > 0:
-                time.sleep(sleeps[step])
-            compute += time.perf_counter() - t1
-        comm.Barrier()
-        wall = time.perf_counter() - t_start
-    finally:
-        reader.close()
+    comm.Barrier()
+    if isinstance(reader, PrefetchReader):
+        reader.start_epoch(plan)
+    t_start = time.perf_counter()
+    io_wait = compute = 0.0
+    for step, batch in enumerate(plan):
+        t0 = time.perf_counter()
+        reader.read_batch(batch)
+        t1 = time.perf_counter()
+        waits[step] = t1 - t0
+        io_wait += t1 - t0
+        if sleeps[step] > 0:
+            time.sleep(sleeps[step])
+        compute += time.perf_counter() - t1
+    comm.Barrier()
+    wall = time.perf_counter() - t_start
+    # closed after success only: a failing rank must not enter a collective close of shared
+    # files while the others wait in another call; the caller ends the job
+    reader.close()
     return _phase("eval", epoch, plan, wall, io_wait, compute,
                   waits[0] if len(plan) else 0.0, waits, log)
 
@@ -144,60 +144,60 @@ def run_epochs(cfg, comm, log, progress=None):
             oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
         log.reset()
 
-    try:
-        if in_memory:
-            close_phase(load_into_memory(cfg, comm, reader, log))
-        for epoch in range(cfg.train.epochs):
-            if 0 <= max_steps <= done_steps:
-                break
-            seed_epoch = epoch if cfg.train.seed_change_epoch else 0
-            plan = sampler.rank_samples(cfg.num_samples, size, rank, cfg.reader.batch_size,
-                                        seed_epoch, cfg.train.seed, shuffle, cfg.io.remainder,
-                                        cfg.io.layout, cfg.io.read_type,
-                                        cfg.dataset.num_samples_per_file,
-                                        cfg.reader.file_shuffle != "off")
-            if max_steps >= 0:
-                plan = plan[:max_steps - done_steps]
-            sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
-                                 cfg.train.computation_time_stdev)
-            comm.Barrier()
-            if isinstance(reader, PrefetchReader):
-                reader.start_epoch(plan)
-            t_start = time.perf_counter()
-            io_wait = compute = first_io = ckpt_s = 0.0
-            waits = np.zeros(len(plan))
-            for step, batch in enumerate(plan):
-                t0 = time.perf_counter()
-                if not in_memory:
-                    reader.read_batch(batch)
-                    if not isinstance(reader, PrefetchReader) and reader.pre.active:
-                        time.sleep(float(reader.pre.draw(len(batch)).sum()))
-                t1 = time.perf_counter()
-                if step == 0:
-                    first_io = t1 - t0
-                    if first_batch is None:
-                        first_batch = (time.time(), sysinfo.cpu_seconds())
-                io_wait += t1 - t0
-                waits[step] = t1 - t0
-                if sleeps[step] > 0:
-                    time.sleep(sleeps[step])
-                compute += time.perf_counter() - t1
-                exchange()
-                if ckpt and checkpointing.due_after_step(cfg, done_steps + step + 1):
-                    ckpt_s += write_checkpoint(done_steps + step + 1, epoch)
-                if progress and rank == 0:
-                    progress(epoch, step + 1, len(plan))
-            # checkpoints during the epoch are not training time (AU)
-            wall = time.perf_counter() - t_start - ckpt_s
-            done_steps += len(plan)
-            close_phase(_phase("train", epoch, plan, wall, io_wait, compute, first_io, waits,
-                               log))
-            if ckpt and checkpointing.due_after_epoch(cfg, epoch + 1):
-                write_checkpoint(done_steps, epoch)
-                log.reset()
-            if (cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0
-                    and (epoch + 1) % cfg.evaluation.epochs_between_evals == 0):
-                close_phase(evaluate(cfg, comm, log, epoch, rng))
-    finally:
-        reader.close()
+    if in_memory:
+        close_phase(load_into_memory(cfg, comm, reader, log))
+    for epoch in range(cfg.train.epochs):
+        if 0 <= max_steps <= done_steps:
+            break
+        seed_epoch = epoch if cfg.train.seed_change_epoch else 0
+        plan = sampler.rank_samples(cfg.num_samples, size, rank, cfg.reader.batch_size,
+                                    seed_epoch, cfg.train.seed, shuffle, cfg.io.remainder,
+                                    cfg.io.layout, cfg.io.read_type,
+                                    cfg.dataset.num_samples_per_file,
+                                    cfg.reader.file_shuffle != "off")
+        if max_steps >= 0:
+            plan = plan[:max_steps - done_steps]
+        sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
+                             cfg.train.computation_time_stdev)
+        comm.Barrier()
+        if isinstance(reader, PrefetchReader):
+            reader.start_epoch(plan)
+        t_start = time.perf_counter()
+        io_wait = compute = first_io = ckpt_s = 0.0
+        waits = np.zeros(len(plan))
+        for step, batch in enumerate(plan):
+            t0 = time.perf_counter()
+            if not in_memory:
+                reader.read_batch(batch)
+                if not isinstance(reader, PrefetchReader) and reader.pre.active:
+                    time.sleep(float(reader.pre.draw(len(batch)).sum()))
+            t1 = time.perf_counter()
+            if step == 0:
+                first_io = t1 - t0
+                if first_batch is None:
+                    first_batch = (time.time(), sysinfo.cpu_seconds())
+            io_wait += t1 - t0
+            waits[step] = t1 - t0
+            if sleeps[step] > 0:
+                time.sleep(sleeps[step])
+            compute += time.perf_counter() - t1
+            exchange()
+            if ckpt and checkpointing.due_after_step(cfg, done_steps + step + 1):
+                ckpt_s += write_checkpoint(done_steps + step + 1, epoch)
+            if progress and rank == 0:
+                progress(epoch, step + 1, len(plan))
+        # checkpoints during the epoch are not training time (AU)
+        wall = time.perf_counter() - t_start - ckpt_s
+        done_steps += len(plan)
+        close_phase(_phase("train", epoch, plan, wall, io_wait, compute, first_io, waits,
+                           log))
+        if ckpt and checkpointing.due_after_epoch(cfg, epoch + 1):
+            write_checkpoint(done_steps, epoch)
+            log.reset()
+        if (cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0
+                and (epoch + 1) % cfg.evaluation.epochs_between_evals == 0):
+            close_phase(evaluate(cfg, comm, log, epoch, rng))
+    # closed after success only: a failing rank must not enter a collective close of shared
+    # files while the others wait in another call; the caller ends the job
+    reader.close()
     return phases, oplogs, first_batch, checkpoints

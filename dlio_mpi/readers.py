@@ -173,7 +173,13 @@ class MPIReader(Reader):
             return super().read_batch(samples)
         _, local = self.data.locate(samples)
         offs, lens = self.sample_ranges(0, local)
-        _, got = self.handles[0].read_all(offs, lens, out=self.buf[:int(lens.sum())])
+        want = int(lens.sum())
+        _, got = self.handles[0].read_all(offs, lens, out=self.buf[:want])
+        if got < want:
+            # the collective call returned on every rank: this rank can stop on its own
+            raise engines.ShortReadError(
+                61, f"unexpected end of file in {self.path(0)}: a collective read of "
+                f"{want} bytes from offset {int(offs.min())} got {got}")
         return got
 
 

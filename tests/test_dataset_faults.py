@@ -49,3 +49,21 @@ def test_a_file_of_the_wrong_size_is_found_by_the_check(tmp_path, fmt):
     assert p.returncode != 0
     e = errors(p)
     assert e and files[2].name in e[0] and "dataset check" in e[0]
+
+
+def test_a_truncated_shared_file_under_collective_reads(tmp_path):
+    """A short collective read: the rank that sees it stops the job, no rank is left waiting
+    in the next collective call."""
+    args = [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+            "dataset.num_files_train=1", "dataset.num_samples_per_file=32",
+            "dataset.record_length=16k", "io.layout=shared", "io.interface=mpiio_coll",
+            "reader.sample_shuffle=off", "train.epochs=1"]
+    run_mpi(2, "run_cli.py", "generate", *args, timeout=120)
+    victim = next((tmp_path / "d" / "train").iterdir())
+    with open(victim, "r+b") as f:
+        f.truncate(24 * 16384 + 100)       # the last samples, rank 1's share, are cut
+    p = run_mpi(2, "run_cli.py", "run", *args, check=False, timeout=60)
+    assert p.returncode != 0
+    e = errors(p)
+    assert e and e[0].startswith("dlio_mpi: rank 1: unexpected end of file in") \
+        and "collective read" in e[0]
