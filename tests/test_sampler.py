@@ -80,3 +80,19 @@ def test_file_shuffle_keeps_samples_of_a_file_together():
     assert not np.array_equal(blocks[:, 0], np.arange(0, 40, 4))   # files permuted
     other = sampler.epoch_order(40, 1, 5, False, samples_per_file=4, file_shuffle=True)
     assert not np.array_equal(order, other)
+
+
+def test_plan_memory_per_rank_does_not_grow_with_ranks():
+    """A rank's plan costs one permutation of the samples (8 bytes each) at most, whatever the
+    rank count: measured with tracemalloc for a million samples."""
+    import tracemalloc
+
+    n = 1_000_000
+    peaks = {}
+    for ranks in (1024, 65536):
+        tracemalloc.start()
+        sampler.rank_samples(n, ranks, ranks - 1, 2, 3, 7, True)
+        peaks[ranks] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks[65536] <= 3 * 8 * n
+    assert abs(peaks[65536] - peaks[1024]) <= 0.1 * peaks[1024]
