@@ -12,6 +12,10 @@ Definitions, all on the operations the trace holds (a partial trace holds the fi
 - Read at start or on demand: ``early_read_fraction`` is the fraction of the bytes read by
   operations that start within the first 10% of the job's run time; a job whose fraction is at
   least 0.8 reads its input "at start", any other job that reads reads it "on demand".
+- Write bursts (checkpoints): the write operations of all ranks, in order of start, grouped so
+  that an operation starting less than ``BURST_GAP`` of the run time (at least 1 ms) after the
+  end of the burst so far joins it. Each burst: first start, last end, operations, bytes, ranks
+  writing, and bandwidth = bytes / (last end - first start) (None for a zero-length span).
 """
 
 from dataclasses import dataclass
@@ -20,6 +24,7 @@ import numpy as np
 
 EARLY_PERIOD = 0.10  # the "start" of a run: this fraction of its run time
 AT_START_THRESHOLD = 0.8  # early_read_fraction from which input counts as read at start
+BURST_GAP = 0.01  # write bursts: a pause of this fraction of the run time ends one
 
 
 @dataclass
@@ -62,6 +67,18 @@ class RankSpan:
 
 
 @dataclass
+class WriteBurst:
+    """Writes close together in time, of any ranks (see the module docstring)."""
+
+    start: float
+    end: float
+    operations: int
+    bytes: int
+    ranks: int
+    bandwidth: float | None
+
+
+@dataclass
 class DxtMetrics:
     """The characterization of one DXT module's trace (see the module docstring)."""
 
@@ -75,6 +92,7 @@ class DxtMetrics:
     early_read_fraction: float | None
     read_pattern: str | None
     timeline: list
+    write_bursts: list
 
 
 def dxt_metrics(module, segments, run_time, partial):
@@ -94,7 +112,32 @@ def dxt_metrics(module, segments, run_time, partial):
         read_pattern=None if early is None else
         ("at start" if early >= AT_START_THRESHOLD else "on demand"),
         timeline=_timeline(segments),
+        write_bursts=_write_bursts(writes, run_time),
     )
+
+
+def _write_bursts(writes, run_time):
+    if writes.empty:
+        return []
+    gap = max(BURST_GAP * (run_time or 0.0), 1e-3)
+    w = writes.sort_values("start")
+    start, end = w["start"].to_numpy(), w["end"].to_numpy()
+    length, rank = w["length"].to_numpy(), w["rank"].to_numpy()
+    bursts, first, reach = [], 0, end[0]
+    for i in range(1, len(w) + 1):
+        if i < len(w) and start[i] < reach + gap:
+            reach = max(reach, end[i])
+            continue
+        sl = slice(first, i)
+        span = float(reach - start[first])
+        nbytes = int(length[sl].sum())
+        bursts.append(WriteBurst(start=float(start[first]), end=float(reach),
+                                 operations=i - first, bytes=nbytes,
+                                 ranks=int(len(np.unique(rank[sl]))),
+                                 bandwidth=nbytes / span if span > 0 else None))
+        if i < len(w):
+            first, reach = i, end[i]
+    return bursts
 
 
 def _size_stats(ops):

@@ -127,6 +127,12 @@ def _dxt_summary(d):
     if d.read_pattern is not None:
         lines.append(f"  input read:      {d.read_pattern} ({_share(d.early_read_fraction)} "
                      f"of read bytes in the first 10% of run time)")
+    if d.write_bursts:
+        big = max(d.write_bursts, key=lambda b: b.bytes)
+        bw = f", {_bytes(big.bandwidth)}/s" if big.bandwidth else ""
+        lines.append(f"  write bursts:    {len(d.write_bursts)}; largest {_bytes(big.bytes)} "
+                     f"by {big.ranks} ranks at {_seconds(big.start)} in "
+                     f"{_seconds(big.end - big.start)}{bw}")
     if d.timeline:
         lines.append(f"  ranks:           {len(d.timeline)}, from "
                      f"{_seconds(min(s.first_start for s in d.timeline))} to "
