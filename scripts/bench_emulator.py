@@ -17,16 +17,10 @@ import sys
 import tempfile
 import time
 
+from launch import mpiexec
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
-
-
-def mpiexec(n):
-    cmd = ["mpiexec", "-n", str(n)]
-    out = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
-    if "Open MPI" in out or "OpenRTE" in out:
-        cmd += ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    return cmd
 
 
 def dlio(n, args, env=None):

@@ -23,17 +23,11 @@ import sys
 import tempfile
 import time
 
+from launch import mpiexec
+
 META = ("open", "openat", "openat2", "stat", "lstat", "fstat", "newfstatat", "statx", "access",
         "faccessat", "faccessat2", "getdents64", "readlink", "readlinkat", "mkdir", "unlink",
         "rename", "statfs")
-
-
-def mpiexec(n):
-    cmd = ["mpiexec", "-n", str(n)]
-    out = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
-    if "Open MPI" in out or "OpenRTE" in out:
-        cmd += ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    return cmd
 
 
 def run(n, args, wrap=None, env=None):
