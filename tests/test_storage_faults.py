@@ -72,3 +72,26 @@ def test_checkpoint_on_a_full_file_system(small_fs, tmp_path):
     assert "checkpoint 0 write failed" in out and "No space left on device" in out, out
     assert not final_files(small_fs / "c") if (small_fs / "c").exists() else True
     assert not (tmp_path / "o" / "summary.json").exists()
+
+
+@pytest.fixture
+def ramfs(tmp_path):
+    """A ramfs mount: a file system without O_DIRECT (root only; skipped elsewhere)."""
+    mnt = tmp_path / "ram"
+    mnt.mkdir()
+    p = subprocess.run(["mount", "-t", "ramfs", "ramfs", str(mnt)], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a ramfs here: {p.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_o_direct_on_a_file_system_that_refuses_it(ramfs, tmp_path):
+    p = run(2, ["run", f"dataset.data_folder={ramfs}/d", f"output.folder={tmp_path}/o",
+                "io.interface=posix_direct", "train.epochs=1"])
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    lines = [l for l in out.splitlines() if l.startswith("dlio_mpi: rank")]
+    assert lines and f"the file system of {ramfs}/d does not support O_DIRECT" in lines[0], out
+    assert not (tmp_path / "o" / "summary.json").exists()
