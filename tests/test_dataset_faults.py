@@ -67,3 +67,30 @@ def test_a_truncated_shared_file_under_collective_reads(tmp_path):
     e = errors(p)
     assert e and e[0].startswith("dlio_mpi: rank 1: unexpected end of file in") \
         and "collective read" in e[0]
+
+
+def test_a_file_without_read_permission(tmp_path):
+    """Root reads anything: the job runs with the file-permission capabilities dropped."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from mpirun import HERE, mpiexec_cmd
+    from datautil import drop_dac_capabilities
+
+    args, files = make(tmp_path, "raw")
+    files[1].chmod(0o000)
+    cmd = mpiexec_cmd(2) + [sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), "run",
+                            *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=dict(os.environ), stdin=subprocess.DEVNULL, start_new_session=True,
+                         preexec_fn=drop_dac_capabilities if os.geteuid() == 0 else None)
+    try:
+        out, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail("the job hung")
+    assert p.returncode != 0
+    e = [l for l in out.splitlines() if l.startswith("dlio_mpi: rank")]
+    assert e and f"cannot open {files[1]}: Permission denied" in e[0], out

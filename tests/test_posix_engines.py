@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from datautil import drop_dac_capabilities
 from dlio_mpi import engines
 from dlio_mpi.reference import MmapRef, PosixRef, StdioRef
 
@@ -94,35 +95,6 @@ def test_missing_file_names_the_file(tmp_path):
             opener(missing)
         assert ei.value.errno == 2
         assert str(missing) in str(ei.value)
-
-
-def drop_dac_capabilities():
-    """In a child process: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so that file
-    permissions apply to root too."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
-
-    hdr = Header(0x20080522, 0)
-    data = (Data * 2)()
-    if libc.capget(ctypes.byref(hdr), data) != 0:
-        raise OSError(ctypes.get_errno(), "capget")
-    mask = ~((1 << 1) | (1 << 2)) & 0xFFFFFFFF
-    data[0].effective &= mask
-    data[0].permitted &= mask
-    data[0].inheritable &= mask
-    if libc.capset(ctypes.byref(hdr), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset")
-    for cap in (1, 2):      # and from the bounding set, or root regains them at exec
-        if libc.prctl(24, cap, 0, 0, 0) != 0:     # PR_CAPBSET_DROP
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
 
 
 def test_permission_denied_names_the_file(tmp_path):
