@@ -68,6 +68,12 @@ def prepare(cfg, comm):
     have = comm.bcast(have, root=0)
     generated = 0
     if have != datagen.manifest_for(cfg):
+        if not cfg.workflow.generate_data:
+            what = "no dataset manifest" if have is None else "the manifest of another dataset"
+            raise config.ConfigError(
+                f"{cfg.dataset.data_folder} holds {what} and workflow.generate_data is false: "
+                "generate it first (python -m dlio_mpi generate ...) or set "
+                "workflow.generate_data=true")
         generated = comm.allreduce(datagen.generate(cfg, comm))
     if cfg.io.check_dataset:
         datagen.check(cfg, comm)

@@ -94,3 +94,13 @@ def test_a_file_without_read_permission(tmp_path):
     assert p.returncode != 0
     e = [l for l in out.splitlines() if l.startswith("dlio_mpi: rank")]
     assert e and f"cannot open {files[1]}: Permission denied" in e[0], out
+
+
+def test_a_missing_dataset_without_generation(tmp_path):
+    p = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/nothing",
+                f"output.folder={tmp_path}/o", "workflow.generate_data=false", check=False,
+                timeout=60)
+    assert p.returncode == 2
+    assert f"{tmp_path}/nothing holds no dataset manifest and workflow.generate_data is " \
+        "false" in p.stdout
+    assert not (tmp_path / "nothing").exists()
