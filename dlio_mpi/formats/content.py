@@ -97,3 +97,9 @@ def batches(sizes, limit=64 << 20):
         hi = max(hi, lo + 1)
         yield lo, hi
         lo = hi
+
+
+def sample_data(spec, file_index, sample_index):
+    """Sample sample_index of file file_index of spec: its size as drawn, its content bytes."""
+    n = int(sample_sizes(spec, file_index)[sample_index])
+    return sample_content(spec.seed, file_index, sample_index, n)

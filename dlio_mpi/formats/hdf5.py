@@ -17,8 +17,7 @@ EXTENSION = ".h5"
 
 def sample_bytes(spec, file_index, sample_index):
     """The row's data bytes."""
-    n = int(content.sample_sizes(spec, file_index)[sample_index])
-    return content.sample_content(spec.seed, file_index, sample_index, n)
+    return content.sample_data(spec, file_index, sample_index)
 
 
 encoded_sample = sample_bytes

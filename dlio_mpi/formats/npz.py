@@ -30,8 +30,7 @@ def member_name(sample_index):
 
 def sample_bytes(spec, file_index, sample_index):
     """The array's data bytes."""
-    n = int(content.sample_sizes(spec, file_index)[sample_index])
-    return content.sample_content(spec.seed, file_index, sample_index, n)
+    return content.sample_data(spec, file_index, sample_index)
 
 
 def sample_value(spec, file_index, sample_index):

@@ -46,8 +46,7 @@ def layout(spec, file_index):
 
 def sample_bytes(spec, file_index, sample_index):
     """The record's payload."""
-    n = int(content.sample_sizes(spec, file_index)[sample_index])
-    return content.sample_content(spec.seed, file_index, sample_index, n)
+    return content.sample_data(spec, file_index, sample_index)
 
 
 sample_value = sample_bytes
