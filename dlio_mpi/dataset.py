@@ -4,7 +4,9 @@ File names and per-file indexes are computed, never listed or looked up in a per
 file i of the training set is train/[k/]PREFIX_i.EXT (k = i mod num_subfolders_train when
 subfolders are used); a file's index comes from its format's layout (no I/O) where the format
 allows, else from the file's own headers when first opened (as numpy reads an NPZ directory),
-and is kept for the most recently used files only."""
+and is kept for the most recently used files only (up to CACHE_FILES files describing up to
+CACHE_SAMPLES samples, a few MiB: a rank re-reads a file's headers only when its share is larger
+than that)."""
 import os
 from collections import OrderedDict
 
@@ -29,7 +31,8 @@ def format_spec(cfg):
 class Dataset:
     """The training files of cfg (what readers and the generator share)."""
 
-    CACHE = 64          # file indexes kept
+    CACHE_FILES = 4096          # file indexes kept, at most
+    CACHE_SAMPLES = 1 << 18     # samples the kept indexes describe, at most
 
     def __init__(self, cfg, split="train"):
         self.cfg = cfg
@@ -49,6 +52,7 @@ class Dataset:
         self.spec = spec if split == "train" else spec.replace(seed=spec.seed + 1)
         self.ext = formats.extension(self.spec)
         self._indexes = OrderedDict()
+        self._cached_samples = 0
         self.byte_ranges = self.spec.format != "hdf5"
 
     @property
@@ -78,8 +82,11 @@ class Dataset:
         except ValueError:
             idx = formats.index_file(self.path(i), self.spec, i)
         self._indexes[i] = idx
-        if len(self._indexes) > self.CACHE:
+        self._cached_samples += self.spf
+        while len(self._indexes) > 1 and (len(self._indexes) > self.CACHE_FILES
+                                          or self._cached_samples > self.CACHE_SAMPLES):
             self._indexes.popitem(last=False)
+            self._cached_samples -= self.spf
         return idx
 
     def locate(self, samples):

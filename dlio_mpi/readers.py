@@ -10,6 +10,7 @@
   (reader.prefetch_size + 1) batches (POSIX family and HDF5 through sec2).
 Every read_batch returns the bytes delivered; short data is an error naming file and offset."""
 import os
+from collections import OrderedDict
 
 import numpy as np
 
@@ -37,14 +38,20 @@ class Preprocessing:
 
 class Reader:
     """Byte-range formats through POSIX, STDIO or independent MPI-IO (file per rank's share,
-    files opened lazily)."""
+    files opened lazily). At most max_open files of a rank's own are open at once, the least
+    recently used closed first, so that a rank's share of a large dataset never runs into the
+    process's open-file limit; a file shared by all ranks stays open for the whole run."""
+
+    MAX_OPEN = 256
 
     def __init__(self, cfg, comm, log, split="train"):
         self.cfg, self.comm, self.log = cfg, comm, log
         self.pre = Preprocessing(cfg, comm)
         self.data = Dataset(cfg, split)
         self.batch = cfg.reader.batch_size if split == "train" else cfg.reader.batch_size_eval
-        self.handles = {}
+        self.handles = OrderedDict()
+        self.pinned = set()         # opened collectively: closed only by close()
+        self.max_open = self.MAX_OPEN
         self.xfer = cfg.reader.transfer_size
         self.buf = engines.aligned_empty(
             self.batch * (self.data.max_sample_bytes() + 2 * 65536), 65536)
@@ -52,9 +59,21 @@ class Reader:
     def path(self, i):
         return self.data.path(i)
 
+    def _make_room(self):
+        """Before a file is opened: with max_open files open, close the least recently used
+        one that is not pinned."""
+        if len(self.handles) >= self.max_open:
+            for j in self.handles:
+                if j not in self.pinned:
+                    self.handles.pop(j).close()
+                    break
+
     def _open(self, i):
         h = self.handles.get(i)
-        if h is None:
+        if h is not None:
+            self.handles.move_to_end(i)
+        else:
+            self._make_room()
             kind, io = self.cfg.io.interface, self.cfg.io
             fid = self.data.first_id + i
             if kind == "stdio":
@@ -92,31 +111,27 @@ class Reader:
         return a
 
     def read_batch(self, samples):
+        """The batch's samples, one engine call per file. Each call reads into the start of
+        the batch buffer: the emulator keeps no sample content, so a rank holds one file's
+        ranges of memory at a time, as a loop that reads samples and drops them does."""
         if self.align == 1:
             return self._read_batch_plain(samples)
         files, local = self.data.locate(samples)
-        total = pos = 0
+        total = 0
         for f in np.unique(files):
             sel = local[files == f]
             offs, lens = self.sample_ranges(int(f), sel)
-            n = int(lens.sum())
-            if self.align > 1:
-                # aligned ranges may run past the end of the file: what the samples need counts
-                want_o, want_l = self.data.index(int(f)).ranges(sel)
-                _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer,
-                                                  out=self.buf[pos:pos + n], per_range=True)
-                short = got < (want_o + want_l - offs)
-                if short.any():
-                    k = int(short.argmax())
-                    raise engines.ShortReadError(
-                        61, f"unexpected end of file in {self.path(int(f))}: wanted "
-                        f"{int(want_l[k])} bytes at offset {int(want_o[k])}")
-                got = int(got.sum())
-            else:
-                _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer,
-                                                  out=self.buf[pos:pos + n], exact=True)
-            total += got
-            pos += n
+            # aligned ranges may run past the end of the file: what the samples need counts
+            want_o, want_l = self.data.index(int(f)).ranges(sel)
+            _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer,
+                                              out=self.buf[:int(lens.sum())], per_range=True)
+            short = got < (want_o + want_l - offs)
+            if short.any():
+                k = int(short.argmax())
+                raise engines.ShortReadError(
+                    61, f"unexpected end of file in {self.path(int(f))}: wanted "
+                    f"{int(want_l[k])} bytes at offset {int(want_o[k])}")
+            total += int(got.sum())
         return total
 
     def _read_batch_plain(self, samples):
@@ -131,17 +146,15 @@ class Reader:
                 groups[f] = [k]
             else:
                 g.append(k)
-        total = pos = 0
+        total = 0
         buf = self.buf
         for f, ks in groups.items():
             idx = self.data.index(f)
             offs = [int(idx.offsets[k]) for k in ks]
             lens = [int(idx.lengths[k]) for k in ks]
-            n = sum(lens)
-            _, got = self._open(f).readv(offs, lens, xfer=self.xfer, out=buf[pos:pos + n],
+            _, got = self._open(f).readv(offs, lens, xfer=self.xfer, out=buf[:sum(lens)],
                                          exact=True)
             total += got
-            pos += n
         return total
 
     def read_extent(self, f, lo, hi):
@@ -167,6 +180,7 @@ class MPIReader(Reader):
         super().__init__(cfg, comm, log, split)
         self.handles[0] = engines.MPIFile(comm, self.path(0), hints=cfg.io.mpiio_hints,
                                           file_id=self.data.first_id, oplog=log)
+        self.pinned.add(0)
 
     def read_batch(self, samples):
         if self.cfg.io.interface == "mpiio":
@@ -196,10 +210,14 @@ class H5Reader(Reader):
         self.shared = cfg.io.layout != "multi"
         if self.shared:
             self._open(0)
+            self.pinned.add(0)
 
     def _open(self, i):
         h = self.handles.get(i)
-        if h is None:
+        if h is not None:
+            self.handles.move_to_end(i)
+        else:
+            self._make_room()
             from mpi4py import MPI
             comm = self.comm if self.shared else MPI.COMM_SELF
             h = engines.H5Dataset(self.path(i), self.data.spec.dataset, driver=self.driver,
@@ -241,6 +259,8 @@ class PrefetchReader(Reader):
         self.cfg, self.comm, self.log, self.data = cfg, comm, log, inner.data
         self.xfer = inner.xfer
         self.depth = (cfg.reader.prefetch_size + 1) * inner.batch
+        # queued requests hold handles of the files most recently used: those stay open
+        inner.max_open = max(inner.max_open, self.depth + 1)
         align = 4096
         if cfg.io.interface == "posix_direct":
             align = max(align, engines.dio_alignment(self.data.root)[0])

@@ -24,9 +24,11 @@ def mpiexec_cmd(n):
     return cmd
 
 
-def run_mpi(n, script, *args, timeout=120, env=None, check=True):
-    """Run tests/mpi/<script> on n ranks; returns the CompletedProcess."""
-    cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", script), *map(str, args)]
+def run_mpi(n, script, *args, timeout=120, env=None, check=True, wrap=()):
+    """Run tests/mpi/<script> on n ranks (the launcher under the command wrap, if given);
+    returns the CompletedProcess."""
+    cmd = list(wrap) + mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", script),
+                                         *map(str, args)]
     full_env = dict(os.environ)
     full_env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     full_env.update(env or {})

@@ -213,3 +213,34 @@ def test_preprocessing_time_is_spent(tmp_path, threads):
                      f"reader.preprocess_time={pre}")
     per_rank = 8
     assert s["epochs"][0]["duration_s"] >= per_rank * pre / max(threads, 1)
+
+
+def test_more_files_than_the_open_file_limit(tmp_path):
+    """A rank's share of more files than its process may keep open: files are closed least
+    recently used first (at most Reader.MAX_OPEN open), and every sample is still read once
+    per epoch, shuffled across all files."""
+    from dlio_mpi.readers import Reader
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    files, epochs = 600, 2
+    common = [f"dataset.data_folder={data}", "dataset.format=npy", f"dataset.num_files_train={files}",
+              "dataset.num_samples_per_file=1", "dataset.record_length=4k",
+              "reader.batch_size=4", "train.computation_time=0", "reader.transfer_size=0"]
+    run_mpi(2, "run_cli.py", "generate", *common, f"output.folder={out}", timeout=180)
+    limit = 400                             # MAX_OPEN and room for MPI's and Python's own
+    assert Reader.MAX_OPEN + 100 < limit < files
+    run_mpi(1, "run_cli.py", "run", *common, f"output.folder={out}", f"train.epochs={epochs}",
+            "reader.sample_shuffle=seed", "io.keep_oplog=true", "reader.read_threads=0",
+            timeout=180, wrap=["prlimit", f"--nofile={limit}:{limit}"])
+    logs = [log for (log,) in load_oplogs(out, 1, epochs)]
+    for e, log in enumerate(logs):
+        reads = log["op"] == 0
+        assert sorted(log["file"][reads].tolist()) == list(range(files)), e
+    # files open at any time (opens minus closes, over the whole run) never exceed the bound,
+    # and files were closed and opened again
+    ops = np.concatenate([log["op"] for log in logs])
+    is_open = np.cumsum(np.where(ops == 2, 1, np.where(ops == 3, -1, 0)))
+    assert is_open.max() == Reader.MAX_OPEN
+    assert (ops == 2).sum() > files
+    s = json.loads((out / "summary.json").read_text())
+    assert s["bytes_moved"] == epochs * files * 4096
