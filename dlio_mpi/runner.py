@@ -143,6 +143,11 @@ def run_facts(cfg, comm):
     return facts
 
 
+# per_rank.csv's columns after the rank: when (seconds since the epoch) and after how long
+# (seconds and CPU seconds) the rank had its first batch, and its peak RSS
+STARTUP_COLUMNS = ("first_batch_unix_s", "first_batch_s", "first_batch_cpu_s", "peak_rss_mib")
+
+
 def startup_figures(comm, first_batch):
     """Time and CPU until the first batch was read, and peak memory, worst over the ranks.
     Time counts from the process's start, or from DLIO_MPI_LAUNCH_TIME (seconds since the
@@ -151,11 +156,14 @@ def startup_figures(comm, first_batch):
     origin = float(os.environ.get("DLIO_MPI_LAUNCH_TIME") or sysinfo.process_start_time())
     wall = (first_batch[0] - origin) if first_batch else 0.0
     cpu = first_batch[1] if first_batch else 0.0
+    rss = sysinfo.peak_rss_mib()
+    mine = {"first_batch_unix_s": first_batch[0] if first_batch else 0.0,
+            "first_batch_s": wall, "first_batch_cpu_s": cpu, "peak_rss_mib": rss}
     return {"first_batch_s_max": comm.allreduce(wall, op=MPI.MAX),
             "first_batch_cpu_s_max": comm.allreduce(cpu, op=MPI.MAX),
             "first_batch_cpu_s_mean": comm.allreduce(cpu) / comm.Get_size(),
             "from_launch": "DLIO_MPI_LAUNCH_TIME" in os.environ,
-            "peak_rss_mib_max": comm.allreduce(sysinfo.peak_rss_mib(), op=MPI.MAX)}
+            "peak_rss_mib_max": comm.allreduce(rss, op=MPI.MAX)}, mine
 
 
 def _mean(xs):
@@ -197,7 +205,7 @@ def run(cfg, comm, echo=print):
     else:
         epochs, oplogs, first_batch = [], [], None
         checkpoints = checkpointing.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"])
-    startup = startup_figures(comm, first_batch)
+    startup, my_startup = startup_figures(comm, first_batch)
     if rank == 0 and sys.stderr.isatty():
         print(file=sys.stderr)
     everything = reduce_epochs(epochs, comm)
@@ -244,8 +252,9 @@ def run(cfg, comm, echo=print):
         "started": t0,
         "duration_s": time.time() - t0,
     }
-    rows = comm.gather([rank] + [round(e[k], 6) for e in epochs
-                                 for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")],
+    rows = comm.gather([rank] + [round(my_startup[k], 6) for k in STARTUP_COLUMNS]
+                       + [round(e[k], 6) for e in epochs
+                          for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")],
                        root=0)
     out_dir = cfg.output.folder
     if cfg.io.keep_oplog:
@@ -257,7 +266,7 @@ def run(cfg, comm, echo=print):
     if rank == 0:
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["rank"] + [f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch']}_{k}"
+        w.writerow(["rank"] + list(STARTUP_COLUMNS) + [f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch']}_{k}"
                                for e in epochs
                                for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")])
         w.writerows(rows)

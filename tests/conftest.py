@@ -17,3 +17,13 @@ def datafile(tmp_path):
         data.tofile(path)
         return path, data
     return make
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say plainly when the tests on real Darshan logs did not run."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    missing = [r for r in skipped if "Darshan log collection not found" in str(r.longrepr)]
+    if missing:
+        terminalreporter.write_line(
+            f"NOTE: {len(missing)} analysis tests skipped: the real Darshan log collection was "
+            "not found (set DLIO_MPI_DARSHAN_LOGS to its directory)", yellow=True, bold=True)

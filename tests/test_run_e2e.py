@@ -1,5 +1,6 @@
 """End-to-end runs under mpiexec: every sample read exactly once per epoch (from the op logs of
 all ranks), bytes moved equal to the samples read, steps equal on all ranks, outputs written."""
+import csv
 import json
 
 import numpy as np
@@ -68,8 +69,15 @@ def test_every_sample_once_per_epoch(tmp_path, n, interface, threads):
         assert np.unique(seen).size == seen.size          # none read twice
         if steps * n * batch == total:
             assert set(seen.tolist()) == set(range(total))
-    rows = (out / "per_rank.csv").read_text().strip().splitlines()
-    assert len(rows) == n + 1
+    rows = list(csv.DictReader((out / "per_rank.csv").read_text().splitlines()))
+    assert sorted(int(r["rank"]) for r in rows) == list(range(n))
+    s = json.loads((out / "summary.json").read_text())
+    assert max(float(r["first_batch_s"]) for r in rows) == pytest.approx(
+        s["startup"]["first_batch_s_max"], abs=1e-5)
+    assert all(0 < float(r["first_batch_cpu_s"]) <= float(r["first_batch_s"]) * 2 + 1
+               for r in rows)
+    assert all(abs(float(r["first_batch_unix_s"]) - s["started"]) < 60 for r in rows)
+    assert int(rows[0]["train0_bytes_moved"]) > 0
 
 
 def test_bad_key_is_one_line_and_exit_2(tmp_path):

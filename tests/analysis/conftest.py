@@ -14,12 +14,27 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_LOGS = os.path.join(os.path.dirname(REPO), "shared", "darshan-logs")
 
 
+def find_logs_dir():
+    """The real-log collection: $DLIO_MPI_DARSHAN_LOGS if set, else the first
+    shared/darshan-logs beside the repository or beside one of its parent directories."""
+    if "DLIO_MPI_DARSHAN_LOGS" in os.environ:
+        return os.environ["DLIO_MPI_DARSHAN_LOGS"]
+    d = REPO
+    while True:
+        parent = os.path.dirname(d)
+        cand = os.path.join(parent, "shared", "darshan-logs")
+        if os.path.isdir(cand):
+            return cand
+        if parent == d:
+            return DEFAULT_LOGS
+        d = parent
+
+
 @pytest.fixture(scope="session")
 def logs_dir():
-    """The real-log collection: $DLIO_MPI_DARSHAN_LOGS, else <repo>/../shared/darshan-logs."""
-    path = os.environ.get("DLIO_MPI_DARSHAN_LOGS", DEFAULT_LOGS)
+    path = find_logs_dir()
     if not os.path.isdir(path):
-        pytest.skip(f"Darshan log collection not found at {path}")
+        pytest.skip(f"Darshan log collection not found at {path} (set DLIO_MPI_DARSHAN_LOGS)")
     return path
 
 
