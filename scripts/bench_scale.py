@@ -2,20 +2,24 @@
 8, 16 and 32 ranks on one dataset (oversubscribed on a small machine, so wall time says little
 past the core count; CPU time per rank is the figure that must not grow).
 
-For each rank count: time to the first batch (from the launch of mpiexec), CPU seconds a rank
-spends until its first batch (mean and max over ranks), peak RSS per rank, and metadata
-operations per rank: the file-system metadata system calls (open, stat, access, directory
-reads, ...) each rank makes in the whole run, counted by strace in a separate pass (Python's own
-imports included), and the data-file opens of the op log. Prints a table, then one JSON object
-on the last line.
+For each rank count: time to the first batch (from the launch of mpiexec, slowest rank), CPU
+seconds a rank spends until its first batch (mean and max over ranks), peak RSS per rank, and
+metadata operations per rank until its first batch: the file-system metadata system calls
+(open, stat, access, directory reads, ...) each rank makes before its first batch is in, counted
+by strace in a separate pass and sorted by what they touch (the run's data and output files,
+Python's imports, the MPI library, /proc /sys /dev, other system files, open descriptors). Every
+run binds its ranks the same way (--bind core, the default, or none): Open MPI binds to cores
+at 1 and 2 ranks and not above, and an unbound rank loads the node's hardware topology itself
+(a few hundred more calls into /sys), which would show as growth that is not the rank count's.
+Prints a table, then one JSON object on the last line.
 
-    scripts/bench-scale [--ranks 1,2,4,8,16,32] [--rounds 2] [--dir DIR]
+    scripts/bench-scale [--ranks 1,2,4,8,16,32] [--rounds 2] [--bind core|none] [--dir DIR]
 """
 import argparse
+import csv
 import glob
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -23,36 +27,29 @@ import sys
 import tempfile
 import time
 
+import metaops
 from launch import mpiexec
 
-META = ("open", "openat", "openat2", "stat", "lstat", "fstat", "newfstatat", "statx", "access",
-        "faccessat", "faccessat2", "getdents64", "readlink", "readlinkat", "mkdir", "unlink",
-        "rename", "statfs")
 
-
-def run(n, args, wrap=None, env=None):
+def run(n, args, bind, wrap=None, env=None):
     prog = [sys.executable, "-m", "dlio_mpi", "run"] + args
     if wrap:
         prog = wrap + prog
-    p = subprocess.run(mpiexec(n) + prog, capture_output=True, text=True, env=env)
+    p = subprocess.run(mpiexec(n, bind) + prog, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"bench-scale: run at {n} ranks failed:\n{p.stderr[-3000:]}")
 
 
-def strace_counts(path):
-    """System calls of one traced process (strace -c summary): {name: calls}."""
-    out = {}
-    for line in open(path):
-        m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
-        if m:
-            out[m.group(2)] = int(m.group(1))
-    return out
+def per_rank(out):
+    with open(os.path.join(out, "per_rank.csv")) as f:
+        return {int(r["rank"]): r for r in csv.DictReader(f)}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", default="1,2,4,8,16,32")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--bind", choices=("core", "none"), default="core")
     ap.add_argument("--dir", default=None)
     args = ap.parse_args()
     counts = [int(x) for x in args.ranks.split(",")]
@@ -62,9 +59,12 @@ def main():
               "dataset.num_samples_per_file=4", "dataset.record_length=64k",
               "reader.batch_size=2", "train.epochs=1", "train.computation_time=0"]
     strace = shutil.which("strace")
+    if not strace:
+        print("bench-scale: strace not found (scripts/setup.sh installs it): metadata "
+              "operations are not counted", file=sys.stderr)
     rows = []
     try:
-        run(2, common + [f"output.folder={tmp}/gen"])          # the dataset, once
+        run(2, common + [f"output.folder={tmp}/gen"], args.bind)          # the dataset, once
         for n in counts:
             out = os.path.join(tmp, f"out{n}")
             first, cpu_mean, cpu_max, rss = [], [], [], []
@@ -72,51 +72,70 @@ def main():
                 # waiting ranks yield the core instead of spinning (oversubscribed)
                 env = dict(os.environ, DLIO_MPI_LAUNCH_TIME=repr(time.time()),
                            OMPI_MCA_mpi_yield_when_idle="1")
-                run(n, common + [f"output.folder={out}", "io.keep_oplog=true"], env=env)
+                run(n, common + [f"output.folder={out}", "io.keep_oplog=true"], args.bind,
+                    env=env)
                 s = json.load(open(os.path.join(out, "summary.json")))["startup"]
                 first.append(s["first_batch_s_max"])
                 cpu_mean.append(s["first_batch_cpu_s_mean"])
                 cpu_max.append(s["first_batch_cpu_s_max"])
                 rss.append(s["peak_rss_mib_max"])
+            import numpy as np
             opens = []
             for f in glob.glob(os.path.join(out, "oplog_rank*.npz")):
-                import numpy as np
                 with np.load(f) as z:
                     opens.append(int((z["e0_op"] == 2).sum()))
-            meta = None
+            meta, kinds = None, None
             if strace:
-                sdir = os.path.join(tmp, f"strace{n}")
+                sdir, sout = os.path.join(tmp, f"strace{n}"), os.path.join(tmp, f"souts{n}")
                 os.makedirs(sdir)
-                wrap = ["sh", "-c", f'exec {strace} -f -qq -c -o {sdir}/st.$$ "$@"', "sh"]
-                run(n, common + [f"output.folder={out}s"], wrap=wrap)
-                per = [sum(v for k, v in strace_counts(p).items() if k in META)
-                       for p in glob.glob(os.path.join(sdir, "st.*"))]
-                meta = statistics.mean(per) if per else None
+                run(n, common + [f"output.folder={sout}"], args.bind,
+                    wrap=metaops.strace_wrap(strace, sdir))
+                ranks = per_rank(sout)
+                per = [metaops.classify(
+                    metaops.read(os.path.join(sdir, f"rank.{r}"),
+                                 until=float(ranks[r]["first_batch_unix_s"])),
+                    project=[data, sout]) for r in sorted(ranks)]
+                kinds = {k: statistics.mean(c[k] for c in per) for k in metaops.KINDS}
+                meta = sum(kinds.values())
             rows.append({"ranks": n, "first_batch_s": statistics.median(first),
                          "cpu_s_mean": statistics.median(cpu_mean),
                          "cpu_s_max": statistics.median(cpu_max),
                          "rss_mib": statistics.median(rss),
                          "data_opens_per_rank": statistics.mean(opens) if opens else 0,
-                         "meta_syscalls_per_rank": meta})
+                         "meta_ops_per_rank": meta, "meta_ops_by_kind": kinds})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{'ranks':>6}{'first batch s':>15}{'CPU s/rank':>12}{'CPU s max':>11}"
-          f"{'RSS MiB':>9}{'data opens':>12}{'meta syscalls':>15}")
+    print(f"ranks bound to: {args.bind}; metadata calls per rank until its first batch, by kind")
+    head = (f"{'ranks':>5}{'first batch s':>14}{'CPU s/rank':>11}{'CPU s max':>10}"
+            f"{'RSS MiB':>8}{'data opens':>11}{'meta ops':>9}")
+    kinds = list(metaops.KINDS)
+    print(head + "".join(f"{k[:10]:>11}" for k in kinds))
     for r in rows:
-        meta = f"{r['meta_syscalls_per_rank']:.0f}" if r["meta_syscalls_per_rank"] else "-"
-        print(f"{r['ranks']:>6}{r['first_batch_s']:>15.3f}{r['cpu_s_mean']:>12.3f}"
-              f"{r['cpu_s_max']:>11.3f}{r['rss_mib']:>9.1f}{r['data_opens_per_rank']:>12.1f}"
-              f"{meta:>15}")
+        line = (f"{r['ranks']:>5}{r['first_batch_s']:>14.3f}{r['cpu_s_mean']:>11.3f}"
+                f"{r['cpu_s_max']:>10.3f}{r['rss_mib']:>8.1f}{r['data_opens_per_rank']:>11.1f}")
+        if r["meta_ops_per_rank"] is None:
+            print(line + f"{'-':>9}")
+        else:
+            print(line + f"{r['meta_ops_per_rank']:>9.0f}"
+                  + "".join(f"{r['meta_ops_by_kind'][k]:>11.1f}" for k in kinds))
     lo, hi = rows[0], rows[-1]
+
+    def rnd(x, d=1):
+        return None if x is None else round(x, d)
     print(json.dumps({
         "startup_cpu_per_rank_growth_1_to_32": round(hi["cpu_s_mean"] / lo["cpu_s_mean"], 3),
-        "meta_ops_per_rank_32": hi["meta_syscalls_per_rank"],
-        "meta_ops_per_rank_1": lo["meta_syscalls_per_rank"],
+        "meta_ops_per_rank_32": rnd(hi["meta_ops_per_rank"]),
+        "meta_ops_per_rank_1": rnd(lo["meta_ops_per_rank"]),
+        "meta_ops_per_rank_growth_1_to_32": None if lo["meta_ops_per_rank"] is None else
+        round(hi["meta_ops_per_rank"] / lo["meta_ops_per_rank"], 3),
+        "meta_ops_per_rank": {r["ranks"]: rnd(r["meta_ops_per_rank"]) for r in rows},
+        "project_meta_ops_per_rank": {r["ranks"]: rnd(r["meta_ops_by_kind"]["project"])
+                                      for r in rows if r["meta_ops_by_kind"]},
         "data_opens_per_rank_32": hi["data_opens_per_rank"],
         "first_batch_s": {r["ranks"]: round(r["first_batch_s"], 3) for r in rows},
         "cpu_s_per_rank": {r["ranks"]: round(r["cpu_s_mean"], 3) for r in rows},
         "rss_mib_per_rank": {r["ranks"]: round(r["rss_mib"], 1) for r in rows},
-        "rounds": args.rounds}))
+        "bind": args.bind, "rounds": args.rounds}))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 # Set up everything dlio_mpi needs, idempotently:
 #   1. an MPI and a parallel HDF5: used as found (mpicc on PATH and h5pcc, HDF5_DIR or
 #      pkg-config hdf5-mpi/hdf5-openmpi); otherwise, on Debian as root, installed with apt-get
-#      (Open MPI, parallel HDF5, fio);
+#      (Open MPI, parallel HDF5, fio, strace);
 #   2. a virtual environment (DLIO_MPI_VENV, default <project>/.venv);
 #   3. mpi4py built from source against that MPI, h5py built with HDF5_MPI=ON against that HDF5;
 #   4. dlio_mpi itself with its test extras.
@@ -27,15 +27,21 @@ if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1 && fin
   log "using MPI $(command -v mpicc) and parallel HDF5 from $(find_parallel_hdf5)"
 else
   command -v apt-get >/dev/null 2>&1 || die "no MPI compiler (mpicc) or no parallel HDF5 found, and no apt-get to install them: load your MPI and parallel HDF5 modules (or set HDF5_DIR) and run again"
-  [ "$(id -u)" = 0 ] || die "no MPI or parallel HDF5 found; as root, this script installs them: sudo $0 (or apt-get install openmpi-bin libopenmpi-dev libhdf5-openmpi-dev fio)"
-  log "installing Open MPI, parallel HDF5 and fio with apt-get"
+  [ "$(id -u)" = 0 ] || die "no MPI or parallel HDF5 found; as root, this script installs them: sudo $0 (or apt-get install openmpi-bin libopenmpi-dev libhdf5-openmpi-dev fio strace)"
+  log "installing Open MPI, parallel HDF5, fio and strace with apt-get"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev libhdf5-openmpi-dev \
-      hdf5-tools fio pkg-config >/dev/null
+      hdf5-tools fio strace pkg-config >/dev/null
 fi
-if ! command -v fio >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fio >/dev/null || log "fio not installed (only the engine benchmark needs it)"
+# tools some tests and benchmarks use: fio (bench-engines), strace (the start-up metadata test,
+# bench-scale)
+missing=()
+for tool in fio strace; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } \
+    || log "not installed: ${missing[*]} (fio: bench-engines; strace: a start-up test, bench-scale)"
 fi
 
 # 2. virtual environment

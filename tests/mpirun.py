@@ -24,11 +24,21 @@ def mpiexec_cmd(n):
     return cmd
 
 
-def run_mpi(n, script, *args, timeout=120, env=None, check=True, wrap=()):
-    """Run tests/mpi/<script> on n ranks (the launcher under the command wrap, if given);
-    returns the CompletedProcess."""
-    cmd = list(wrap) + mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", script),
-                                         *map(str, args)]
+def bind_to_core():
+    """Launcher arguments that bind every rank to a core, more ranks than cores allowed."""
+    out = subprocess.run([shutil.which("mpiexec") or "mpiexec", "--version"],
+                         capture_output=True, text=True).stdout
+    if "Open MPI" in out or "OpenRTE" in out:
+        return ["--bind-to", "core:overload-allowed"]
+    return ["-bind-to", "core"]
+
+
+def run_mpi(n, script, *args, timeout=120, env=None, check=True, wrap=(), rank_wrap=(),
+            launcher_args=()):
+    """Run tests/mpi/<script> on n ranks (the launcher under the command wrap, each rank under
+    the command rank_wrap, if given); returns the CompletedProcess."""
+    cmd = (list(wrap) + mpiexec_cmd(n) + list(launcher_args) + list(rank_wrap)
+           + [sys.executable, os.path.join(HERE, "mpi", script), *map(str, args)])
     full_env = dict(os.environ)
     full_env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     full_env.update(env or {})

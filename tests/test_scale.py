@@ -1,12 +1,20 @@
 """Correctness at 16 and 32 ranks (oversubscribed on a small machine): every sample read once
 per epoch, checkpoints complete, outputs reduced and correct."""
+import csv
 import json
+import os
+import shutil
+import sys
 
 import numpy as np
 import pytest
 
 from datautil import load_npz
-from mpirun import run_mpi
+from mpirun import bind_to_core, run_mpi
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "scripts"))
+import metaops  # noqa: E402
 
 
 @pytest.mark.parametrize("n", [16, 32])
@@ -39,3 +47,41 @@ def test_many_ranks(tmp_path, n):
     assert sum(f.stat().st_size for f in ck_files) == 2 * 64 * 1024
     rows = (out / "per_rank.csv").read_text().strip().splitlines()
     assert len(rows) == n + 1
+
+
+STRACE = shutil.which("strace")
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+def test_start_up_metadata_of_the_dataset_does_not_grow_with_ranks(tmp_path):
+    """Traced by strace up to each rank's first batch: only rank 0 opens the manifest, no rank
+    opens a directory of the dataset or the output to list it, and the metadata calls a rank
+    makes on the run's own files do not grow from 1 to 4 ranks."""
+    data = tmp_path / "d"
+    common = [f"dataset.data_folder={data}", "dataset.num_files_train=32",
+              "dataset.num_samples_per_file=2", "dataset.record_length=4096",
+              "reader.batch_size=2", "train.epochs=1", "train.computation_time=0"]
+    run_mpi(2, "run_cli.py", "run", *common, f"output.folder={tmp_path}/gen", timeout=120)
+    project = {}
+    for n in (1, 4):
+        out, sdir = tmp_path / f"o{n}", tmp_path / f"s{n}"
+        sdir.mkdir()
+        run_mpi(n, "run_cli.py", "run", *common, f"output.folder={out}", timeout=180,
+                rank_wrap=metaops.strace_wrap(STRACE, sdir),
+                launcher_args=bind_to_core())
+        rows = {int(r["rank"]): r for r in
+                csv.DictReader((out / "per_rank.csv").read_text().splitlines())}
+        assert sorted(rows) == list(range(n))
+        for r in range(n):
+            calls = metaops.read(sdir / f"rank.{r}", args=True,
+                                 until=float(rows[r]["first_batch_unix_s"]))
+            mine = [c for c in calls if c[1] and c[1].startswith((str(data), str(out)))]
+            manifest = [c for c in mine if c[1].endswith("manifest.json")]
+            assert bool(manifest) == (r == 0), (n, r, manifest)
+            listed = [c for c in mine if "O_DIRECTORY" in c[2]]
+            assert not listed, (n, r, listed)
+            assert metaops.classify(calls, [data, out])["project"] == len(mine)
+            project[n, r] = len(mine)
+    print(project)
+    assert project[1, 0] > 0
+    assert max(project[4, r] for r in range(4)) <= project[1, 0], project
