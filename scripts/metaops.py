@@ -13,7 +13,10 @@ import sys
 META = ("open", "openat", "openat2", "creat", "stat", "lstat", "fstat", "newfstatat", "statx",
         "access", "faccessat", "faccessat2", "getdents64", "readlink", "readlinkat", "mkdir",
         "mkdirat", "unlink", "unlinkat", "rename", "renameat", "renameat2", "statfs", "fstatfs")
-KINDS = ("project", "python", "mpi", "proc_sys_dev", "system", "descriptor")
+KINDS = ("project", "python", "libraries", "descriptor", "mpi_session", "proc_sys_dev")
+# kinds that stay on the node whatever the file systems are: the MPI library's shared-memory
+# and session files (/dev/shm, its /tmp session directory), and /proc, /sys, /dev
+NODE_LOCAL = ("mpi_session", "proc_sys_dev")
 
 _LINE = re.compile(r"^(?:\d+\s+)?(\d+\.\d+)\s+(\w+)\((.*)$")
 _PATH = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -46,9 +49,10 @@ def read(path, until=None, args=False):
 
 def classify(calls, project):
     """Counts per kind: `project` (under one of the given data/output directories), `python`
-    (the interpreter's and the project's modules), `mpi` (the MPI library, its components and
-    session files), `proc_sys_dev`, `system` (other libraries and /etc), `descriptor`
-    (fstat and friends on an open file, or a name relative to one)."""
+    (the interpreter's and the project's modules), `libraries` (other libraries, the MPI
+    library's components among them, and /etc), `descriptor` (fstat and friends on an open
+    file, or a name relative to one), `mpi_session` (the MPI library's shared-memory segments
+    and session directory), `proc_sys_dev` (/proc, /sys, /dev but /dev/shm)."""
     project = tuple(os.path.abspath(p).rstrip("/") + "/" for p in project)
     pyroots = tuple({os.path.abspath(p).rstrip("/") + "/" for p in
                      (sys.prefix, sys.base_prefix, sys.exec_prefix,
@@ -57,15 +61,20 @@ def classify(calls, project):
     for _, p, *_ in calls:
         if p is None or not p.startswith("/"):
             kind = "descriptor"
-        elif (p + "/").startswith(project) or any(p.rstrip("/") + "/" == q for q in project):
+        elif (p.rstrip("/") + "/").startswith(project):
             kind = "project"
-        elif p.startswith(("/proc", "/sys", "/dev/")) and not p.startswith("/dev/shm"):
+        elif p.startswith("/dev/shm") or re.match(r"/tmp/(ompi|openmpi|pmix|prte)", p):
+            kind = "mpi_session"
+        elif p.startswith(("/proc", "/sys", "/dev")):
             kind = "proc_sys_dev"
-        elif (p.startswith("/dev/shm") or re.search(r"openmpi|ompi|pmix|mpich|hwloc|ucx", p)):
-            kind = "mpi"
         elif p.startswith(pyroots):
             kind = "python"
         else:
-            kind = "system"
+            kind = "libraries"
         counts[kind] += 1
     return counts
+
+
+def on_file_systems(counts):
+    """The calls of a classify() result that can reach a file system (all but NODE_LOCAL)."""
+    return sum(v for k, v in counts.items() if k not in NODE_LOCAL)

@@ -56,13 +56,13 @@ STRACE = shutil.which("strace")
 def test_start_up_metadata_of_the_dataset_does_not_grow_with_ranks(tmp_path):
     """Traced by strace up to each rank's first batch: only rank 0 opens the manifest, no rank
     opens a directory of the dataset or the output to list it, and the metadata calls a rank
-    makes on the run's own files do not grow from 1 to 4 ranks."""
+    makes on the run's own files, and on any file system, do not grow from 1 to 4 ranks."""
     data = tmp_path / "d"
     common = [f"dataset.data_folder={data}", "dataset.num_files_train=32",
               "dataset.num_samples_per_file=2", "dataset.record_length=4096",
               "reader.batch_size=2", "train.epochs=1", "train.computation_time=0"]
     run_mpi(2, "run_cli.py", "run", *common, f"output.folder={tmp_path}/gen", timeout=120)
-    project = {}
+    project, fs = {}, {}
     for n in (1, 4):
         out, sdir = tmp_path / f"o{n}", tmp_path / f"s{n}"
         sdir.mkdir()
@@ -80,8 +80,11 @@ def test_start_up_metadata_of_the_dataset_does_not_grow_with_ranks(tmp_path):
             assert bool(manifest) == (r == 0), (n, r, manifest)
             listed = [c for c in mine if "O_DIRECTORY" in c[2]]
             assert not listed, (n, r, listed)
-            assert metaops.classify(calls, [data, out])["project"] == len(mine)
+            kinds = metaops.classify(calls, [data, out])
+            assert kinds["project"] == len(mine)
             project[n, r] = len(mine)
-    print(project)
+            fs[n, r] = metaops.on_file_systems(kinds)
     assert project[1, 0] > 0
     assert max(project[4, r] for r in range(4)) <= project[1, 0], project
+    # and all the calls that can reach a file system (imports and libraries too)
+    assert max(fs[4, r] for r in range(4)) <= fs[1, 0], fs
