@@ -16,7 +16,7 @@ at 1 and 2 ranks and not above, and an unbound rank loads the node's hardware to
 (a few hundred more calls into /sys), which would show as growth that is not the rank count's.
 Prints a table, then one JSON object on the last line.
 
-    scripts/bench-scale [--ranks 1,2,4,8,16,32] [--rounds 2] [--bind core|none] [--dir DIR]
+    scripts/bench-scale [--ranks 1,2,4,8,16,32] [--rounds 5] [--bind core|none] [--dir DIR]
 """
 import argparse
 import csv
@@ -51,7 +51,7 @@ def per_rank(out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", default="1,2,4,8,16,32")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--bind", choices=("core", "none"), default="core")
     ap.add_argument("--dir", default=None)
     args = ap.parse_args()
@@ -68,20 +68,27 @@ def main():
     rows = []
     try:
         run(2, common + [f"output.folder={tmp}/gen"], args.bind)          # the dataset, once
-        for n in counts:
-            out = os.path.join(tmp, f"out{n}")
-            first, cpu_mean, cpu_max, rss = [], [], [], []
-            for _ in range(args.rounds):
+        timed = {n: {"first": [], "cpu_mean": [], "cpu_max": [], "rss": []} for n in counts}
+        # rounds outside, rank counts inside: a change in the machine's load reaches every
+        # rank count alike
+        for _ in range(args.rounds):
+            for n in counts:
                 # waiting ranks yield the core instead of spinning (oversubscribed)
                 env = dict(os.environ, DLIO_MPI_LAUNCH_TIME=repr(time.time()),
                            OMPI_MCA_mpi_yield_when_idle="1")
+                out = os.path.join(tmp, f"out{n}")
                 run(n, common + [f"output.folder={out}", "io.keep_oplog=true"], args.bind,
                     env=env)
                 s = json.load(open(os.path.join(out, "summary.json")))["startup"]
-                first.append(s["first_batch_s_max"])
-                cpu_mean.append(s["first_batch_cpu_s_mean"])
-                cpu_max.append(s["first_batch_cpu_s_max"])
-                rss.append(s["peak_rss_mib_max"])
+                t = timed[n]
+                t["first"].append(s["first_batch_s_max"])
+                t["cpu_mean"].append(s["first_batch_cpu_s_mean"])
+                t["cpu_max"].append(s["first_batch_cpu_s_max"])
+                t["rss"].append(s["peak_rss_mib_max"])
+        for n in counts:
+            out = os.path.join(tmp, f"out{n}")
+            first, cpu_mean, cpu_max, rss = (timed[n][k] for k in
+                                             ("first", "cpu_mean", "cpu_max", "rss"))
             import numpy as np
             opens = []
             for f in glob.glob(os.path.join(out, "oplog_rank*.npz")):
@@ -132,6 +139,9 @@ def main():
         return None if x is None else round(x, d)
     print(json.dumps({
         "startup_cpu_per_rank_growth_1_to_32": round(hi["cpu_s_mean"] / lo["cpu_s_mean"], 3),
+        "startup_cpu_per_rank_growth_by_round": [
+            round(b / a, 3) for a, b in zip(timed[lo["ranks"]]["cpu_mean"],
+                                            timed[hi["ranks"]]["cpu_mean"])],
         # metadata calls that can reach a file system (the node-local /dev/shm, MPI session
         # directory, /proc, /sys and /dev left out), then all of them
         "meta_ops_per_rank_32": rnd(hi["meta_ops_per_rank"]),
