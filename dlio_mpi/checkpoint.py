@@ -35,21 +35,24 @@ Errors: every rank checks its inputs and directory and the outcome is agreed col
 any collective I/O; an error during the I/O is caught, the rank keeps joining the remaining
 collective calls with nothing, and the outcome is agreed again after them. Every rank then
 raises the same one-line CheckpointError naming the lowest failing rank and its path.
-Limitation: an I/O error inside HDF5's collective H5Dwrite with ROMIO hangs in HDF5 1.10 (the
-failing rank skips the MPI_File_set_view the others are in); with ompio, and for plain MPI-IO
-with either, it fails cleanly. ompio reports a failed pwrite as a short write without an error
+One exception: HDF5 (1.10) through ROMIO cannot finish a collective H5Dwrite that failed on one
+rank (that rank leaves the call without the MPI_File_set_view the others wait in), so the rank
+whose write failed removes the temporary file, calls ``before_abort(message)`` if set, prints
+one line and ends the job with MPI_Abort instead of hanging. With ompio, and for plain MPI-IO
+with either, every rank raises the same error. ompio reports a failed pwrite as a short write without an error
 code: the bytes moved are checked against the bytes asked for.
 
 The bytes are checkpoint_size.Content(index, writer): position-determined, so any reader verifies.
 """
 import os
+import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import engines
+from dlio_mpi import engines, sysinfo
 from dlio_mpi.checkpoint_size import (  # noqa: F401
     FLAT, GIB, LLAMA3, MLPERF_STORAGE_GIB, PAGE, PRESETS, WRITER_POLICIES, Content, Filler,
     FlatCheckpoint, Layout, Transformer, TransformerCheckpoint, is_writer, preset, split,
@@ -139,6 +142,10 @@ class Checkpointer:
             else int(chunk)
         self.sync, self.sync_dir, self.hints, self.oplog = sync, sync_dir, hints, oplog
         self.prefix = prefix
+        # HDF5 through ROMIO: a failed collective write cannot be finished (module doc)
+        self._abort_on_write_error = (fmt == "hdf5"
+                                      and "romio" in sysinfo.mpiio_component().lower())
+        self.before_abort = None    # called with the message before such an abort
         self._buf = self._exp = self._align = None
         self._own = 0.0   # seconds of the emulator's own work in the current operation
 
@@ -190,6 +197,21 @@ class Checkpointer:
                     pass
             self._raise(what, errs)
         return int(m[1])
+
+    def _end_job(self, message, part):
+        """The other ranks wait in a collective call this rank cannot make: remove the
+        temporary file, say so in one line and end the job (no hang)."""
+        _unlink(part)
+        message += (" (HDF5 through ROMIO cannot finish a collective write that failed on one "
+                    "rank: the job is ended)")
+        if self.before_abort is not None:
+            try:
+                self.before_abort(message)
+            except Exception:   # noqa: BLE001 - the job ends whatever happens here
+                pass
+        sys.stderr.write(f"dlio_mpi: {message}\n")
+        sys.stderr.flush()
+        self.comm.Abort(1)
 
     def _finish(self, index, op, err, nbytes, fsyncs, dsyncs, secs, files, owned=()):
         """Collective: reduce the results; on an error anywhere delete owned (a failed
@@ -387,6 +409,8 @@ class Checkpointer:
                                                                          out=buf[:0])
             except Exception as e:   # noqa: BLE001
                 err = err or self._err(e)
+                if writing and self._abort_on_write_error:
+                    self._end_job(f"{what} failed: {err}", path)
         if writing and self.fmt == "hdf5":   # close, then reopen with MPI-IO to sync
             try:
                 h.close()

@@ -50,9 +50,15 @@ def make(cfg, comm, log):
     from dlio_mpi import checkpoint     # imported when a run checkpoints
 
     ck = cfg.checkpoint
-    return checkpoint.Checkpointer(
+    c = checkpoint.Checkpointer(
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
         sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log)
+
+    def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)
+        from dlio_mpi import runner
+        runner.mark_stopped(cfg, "failed", message)
+    c.before_abort = mark_failed
+    return c
 
 
 def due_after_step(cfg, global_step):

@@ -273,7 +273,21 @@ def test_unwritable_directory_on_one_rank(tmp_path, n):
         assert str(tmp_path / "a-file" / "sub") in msg and "Not a directory" in msg
 
 
-# ROMIO with HDF5 is left out: HDF5 1.10 hangs there (see dlio_mpi/checkpoint.py)
+def test_hdf5_write_failing_midway_through_romio_ends_the_job(tmp_path):
+    """HDF5 through ROMIO cannot finish a collective write that failed on one rank: rank 1
+    (whose write fails) says so in one line and ends the job; no hang, no file left."""
+    p = run_mpi(2, "check_checkpoint.py", "fail_write", tmp_path, "hdf5", timeout=60,
+                check=False, env=ROMIO)
+    assert p.returncode not in (0, 3), p.stdout[-3000:]
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("dlio_mpi: ")]
+    assert len(lines) == 1, p.stdout[-3000:]
+    assert lines[0].startswith("dlio_mpi: checkpoint 1 write failed: rank 1: H5Dwrite ")
+    assert str(tmp_path / "ckpt-000001.h5.part") in lines[0] and "the job is ended" in lines[0]
+    assert "Traceback" not in p.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+# with ROMIO, HDF5 ends the job instead (the test above)
 @pytest.mark.parametrize("fmt, env", [("file_per_rank", None), ("mpiio", None), ("hdf5", None),
                                       ("mpiio", ROMIO)],
                          ids=["file_per_rank", "mpiio", "hdf5", "mpiio-romio"])

@@ -1,6 +1,7 @@
 """Storage faults: a full file system (a 1 MiB tmpfs the test mounts) during generation and
 during a checkpoint. One line naming rank and file, a non-zero exit, no
 hang, and nothing half-written under a final name."""
+import json
 import os
 import signal
 import subprocess
@@ -24,10 +25,10 @@ def small_fs(tmp_path):
     subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def run(n, args, timeout=120):
+def run(n, args, timeout=120, env=None):
     cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), *args]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ), stdin=subprocess.DEVNULL, start_new_session=True)
+                         env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -63,15 +64,26 @@ def test_generation_on_a_full_file_system(small_fs, tmp_path):
     assert not (small_fs / "d" / "manifest.json").exists()
 
 
-def test_checkpoint_on_a_full_file_system(small_fs, tmp_path):
+@pytest.mark.parametrize("fmt, env", [("file_per_rank", {}), ("mpiio", {}), ("hdf5", {}),
+                                      ("hdf5", {"OMPI_MCA_io": "romio321"})],
+                         ids=["file_per_rank", "mpiio", "hdf5", "hdf5-romio"])
+def test_checkpoint_on_a_full_file_system(small_fs, tmp_path, fmt, env):
     p = run(2, ["run", f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
                 f"checkpoint.checkpoint_folder={small_fs}/c", "workflow.checkpoint=true",
-                "model.model_size_bytes=4m", "checkpoint.writers=all", "train.epochs=1"])
+                "model.model_size_bytes=4m", "checkpoint.writers=all", "train.epochs=1",
+                f"checkpoint.format={fmt}"], env=env)
     out = p.stdout + p.stderr
     assert p.returncode != 0
-    assert "checkpoint 0 write failed" in out and "No space left on device" in out, out
-    assert not final_files(small_fs / "c") if (small_fs / "c").exists() else True
+    lines = [ln for ln in out.splitlines() if ln.startswith("dlio_mpi: ")]
+    assert lines and all("checkpoint 0 write failed: rank " in ln for ln in lines), out
+    assert str(small_fs / "c") in lines[0], out
+    if fmt == "file_per_rank":
+        assert "No space left on device" in lines[0], out
+    c = small_fs / "c"
+    assert not (final_files(c) if c.exists() else []), final_files(c)
     assert not (tmp_path / "o" / "summary.json").exists()
+    status = json.loads((tmp_path / "o" / "status.json").read_text())
+    assert status["status"] in (("failed", "running") if env else ("failed",)), status
 
 
 @pytest.fixture
