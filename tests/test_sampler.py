@@ -59,6 +59,35 @@ def test_a_million_samples_at_scale(ranks):
     assert sampler.dropped_per_epoch(n, ranks, batch) == n - steps * batch * ranks
 
 
+@pytest.mark.parametrize("ranks", [1024, 65536])
+def test_a_million_files_shuffled_by_file_at_scale(ranks):
+    """A million files of 2 samples, files shuffled (each file's samples together): one
+    permutation of the files, and every rank's share a disjoint slice of it with the same
+    number of steps."""
+    import tracemalloc
+
+    files, spf, batch = 1_000_000, 2, 2
+    n = files * spf
+    order = sampler.epoch_order(n, 1, 9, False, samples_per_file=spf, file_shuffle=True)
+    assert np.array_equal(np.sort(order), np.arange(n))
+    assert np.array_equal(order[1::2], order[0::2] + 1)        # a file's samples in order
+    assert not np.array_equal(order, np.arange(n))
+    steps = sampler.steps_per_epoch(n, ranks, batch)
+    taken = np.zeros(n, dtype=bool)
+    for r in list(range(0, ranks, max(1, ranks // 32))) + [ranks - 1]:
+        tracemalloc.start()
+        p = sampler.rank_samples(n, ranks, r, batch, 1, 9, False, samples_per_file=spf,
+                                 file_shuffle=True)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak <= 4 * 8 * n                                # a few arrays of the order
+        assert p.shape == (steps, batch)
+        assert np.array_equal(p.reshape(-1), order[r * steps * batch:(r + 1) * steps * batch])
+        assert not taken[p.reshape(-1)].any()
+        taken[p.reshape(-1)] = True
+    assert sampler.dropped_per_epoch(n, ranks, batch) == n - steps * batch * ranks
+
+
 def test_memory_share_and_replicated():
     shares = [sampler.memory_share(10, 3, r, "shared") for r in range(3)]
     assert np.array_equal(np.concatenate(shares), np.arange(10))
