@@ -83,12 +83,23 @@ class Reader:
                 from mpi4py import MPI
                 h = engines.MPIFile(MPI.COMM_SELF, self.path(i), hints=io.mpiio_hints,
                                     file_id=fid, oplog=self.log)
+                self._check_size(h, i)
             else:
                 h = engines.PosixFile(self.path(i), direct=kind == "posix_direct",
                                       mmap=kind == "mmap", advice=ADVICE[io.fadvise],
                                       file_id=fid, oplog=self.log)
             self.handles[i] = h
         return h
+
+    def _check_size(self, h, i):
+        """An MPI-IO file shorter than its index is truncated: said before any read, as
+        ROMIO's reads past the end of a file may report every byte asked for as read."""
+        size, need = h.size(), self.data.index(i).file_size
+        if size < need:
+            h.close()
+            raise engines.ShortReadError(
+                61, f"unexpected end of file in {self.path(i)}: {size} bytes, the dataset's "
+                f"samples need {need} (truncated?)")
 
     def sample_ranges(self, f, local):
         """What is read for the samples: their byte ranges, or with O_DIRECT the aligned ranges
@@ -178,8 +189,10 @@ class MPIReader(Reader):
 
     def __init__(self, cfg, comm, log, split="train"):
         super().__init__(cfg, comm, log, split)
-        self.handles[0] = engines.MPIFile(comm, self.path(0), hints=cfg.io.mpiio_hints,
-                                          file_id=self.data.first_id, oplog=log)
+        h = engines.MPIFile(comm, self.path(0), hints=cfg.io.mpiio_hints,
+                            file_id=self.data.first_id, oplog=log)
+        self._check_size(h, 0)      # every rank sees the same size: all stop, or none
+        self.handles[0] = h
         self.pinned.add(0)
 
     def read_batch(self, samples):

@@ -51,22 +51,31 @@ def test_a_file_of_the_wrong_size_is_found_by_the_check(tmp_path, fmt):
     assert e and files[2].name in e[0] and "dataset check" in e[0]
 
 
-def test_a_truncated_shared_file_under_collective_reads(tmp_path):
-    """A short collective read: the rank that sees it stops the job, no rank is left waiting
-    in the next collective call."""
+@pytest.mark.parametrize("interface, layout, env", [
+    ("mpiio_coll", "shared", {}), ("mpiio_coll", "shared", {"OMPI_MCA_io": "romio321"}),
+    ("mpiio", "multi", {}), ("mpiio", "multi", {"OMPI_MCA_io": "romio321"})],
+    ids=["coll-ompio", "coll-romio", "indep-ompio", "indep-romio"])
+def test_a_truncated_file_under_mpiio(tmp_path, interface, layout, env):
+    """A truncated file read through MPI-IO is found when it is opened (ROMIO's reads past
+    the end of a file report every byte asked for as read): one line, no rank left waiting
+    in a collective call, no results."""
+    files = 1 if layout == "shared" else 4
     args = [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
-            "dataset.num_files_train=1", "dataset.num_samples_per_file=32",
-            "dataset.record_length=16k", "io.layout=shared", "io.interface=mpiio_coll",
-            "reader.sample_shuffle=off", "train.epochs=1"]
+            f"dataset.num_files_train={files}", "dataset.num_samples_per_file=32",
+            "dataset.record_length=16k", f"io.layout={layout}", f"io.interface={interface}",
+            "dataset.format=tfrecord", "reader.sample_shuffle=off", "train.epochs=1"]
     run_mpi(2, "run_cli.py", "generate", *args, timeout=120)
-    victim = next((tmp_path / "d" / "train").iterdir())
+    victim = sorted((tmp_path / "d" / "train").iterdir())[-1]
+    size = victim.stat().st_size
     with open(victim, "r+b") as f:
-        f.truncate(24 * 16384 + 100)       # the last samples, rank 1's share, are cut
-    p = run_mpi(2, "run_cli.py", "run", *args, check=False, timeout=60)
+        f.truncate(24 * 16384 + 100)       # the last samples are cut
+    p = run_mpi(2, "run_cli.py", "run", *args, check=False, timeout=60, env=env)
     assert p.returncode != 0
     e = errors(p)
-    assert e and e[0].startswith("dlio_mpi: rank 1: unexpected end of file in") \
-        and "collective read" in e[0]
+    assert e and e[0].startswith("dlio_mpi: rank ") and \
+        f"unexpected end of file in {victim}: {24 * 16384 + 100} bytes, the dataset's " \
+        f"samples need {size} (truncated?)" in e[0], p.stdout[-3000:]
+    assert not (tmp_path / "o" / "summary.json").exists()
 
 
 def test_a_file_without_read_permission(tmp_path):
