@@ -56,7 +56,7 @@ def make(cfg, comm, log):
 
     def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)
         from dlio_mpi import runner
-        runner.mark_stopped(cfg, "failed", message)
+        runner.mark_stopped(cfg, "failed", message, rank=comm.Get_rank())
     c.before_abort = mark_failed
     return c
 

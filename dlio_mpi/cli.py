@@ -130,12 +130,20 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
             click.echo(f"dlio_mpi: config error: {e}", err=True)
         sys.exit(CONFIG_ERROR)
     except Interrupted as e:
-        runner.mark_stopped(cfg, "interrupted", str(e))
-        click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e}; the run is marked "
-                   "interrupted", err=True)
+        # one line for the job, from rank 0 (the launcher signals every rank)
+        marked = runner.mark_stopped(cfg, "interrupted", str(e))
+        if marked == "failed":
+            click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e} after another rank "
+                       "failed; the run is marked failed", err=True)
+        elif marked or comm.Get_rank() == 0:
+            click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e}; the run is marked "
+                       "interrupted", err=True)
         sys.exit(128 + e.signum)
     except Exception as e:
-        runner.mark_stopped(cfg, "failed", str(e))
+        rank = comm.Get_rank()
+        text = " ".join(str(e).split()) or type(e).__name__
+        runner.mark_stopped(cfg, "failed", text if text.startswith(f"rank {rank}:")
+                            else f"rank {rank}: {text}", rank=rank)
         _fail(comm, e)
     if comm.Get_rank() == 0:
         click.echo(runner.format_summary(summary))

@@ -8,7 +8,8 @@ import time
 
 LOCK = ".dlio_mpi.lock"
 STATUS = "status.json"
-RESULTS = ("summary.json", "per_rank.csv")
+FAILED = ".dlio_mpi.failed"     # left by the first rank that failed, for rank 0's status
+RESULTS = ("summary.json", "per_rank.csv", FAILED)
 
 
 class OutputInUse(RuntimeError):
@@ -59,10 +60,11 @@ def release(directory):
         pass
 
 
-def set_status(directory, status, **extra):
-    """status.json: running, complete, interrupted or failed (written atomically)."""
+def set_status(directory, status, *, writer=None, **extra):
+    """status.json: running, complete, interrupted or failed (written atomically; writer: a
+    rank other than rank 0 that writes it, with a temporary name of its own)."""
     path = os.path.join(directory, STATUS)
-    tmp = f"{path}.part"
+    tmp = f"{path}.part" if writer is None else f"{path}.{writer}.part"
     with open(tmp, "w") as f:
         json.dump({"status": status, "time": time.time(), **extra}, f)
     os.replace(tmp, path)
@@ -75,3 +77,35 @@ def clear_results(directory):
             os.unlink(os.path.join(directory, name))
         except FileNotFoundError:
             pass
+
+
+def note_failure(directory, rank, reason):
+    """A rank other than rank 0 failed and is about to end the job: it leaves its reason, so
+    that rank 0, if the launcher's SIGTERM reaches it in Python, marks the run failed, not
+    interrupted. The first note stays (written whole, then linked to its name)."""
+    path = os.path.join(directory, FAILED)
+    tmp = f"{path}.{rank}.part"
+    try:
+        with open(tmp, "w") as f:
+            json.dump({"rank": rank, "reason": reason}, f)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    except OSError:
+        pass
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def noted_failure(directory):
+    """The note of note_failure, or None."""
+    try:
+        with open(os.path.join(directory, FAILED)) as f:
+            note = json.load(f)
+        return note if isinstance(note, dict) and "reason" in note else None
+    except (OSError, ValueError):
+        return None

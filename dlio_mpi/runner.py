@@ -279,22 +279,40 @@ def run(cfg, comm, echo=print):
     return summary
 
 
-def mark_stopped(cfg, status, why):
-    """On rank 0, after a failure or a signal: the run is marked as not complete and the
-    output folder released (nothing collective: other ranks may be gone)."""
+def mark_stopped(cfg, status, why, rank=None):
+    """After a failure or a signal: on rank 0 (the lock's owner), the run is marked as not
+    complete and the output folder released; a failing rank that does not own the lock leaves
+    the run marked failed with its reason, and a note that keeps rank 0 (stopped by the
+    launcher when this rank ends the job) from marking it interrupted. Nothing collective:
+    other ranks may be gone. Returns the status written, or None on the other ranks."""
     out_dir = cfg.output.folder
     lock = os.path.join(out_dir, outputs.LOCK)
     try:
         with open(lock) as f:
             mine = json.load(f).get("pid") == os.getpid()
     except (OSError, ValueError):
-        return
-    if mine:
-        try:
-            outputs.set_status(out_dir, status, reason=why)
-        except OSError:
-            pass
-        outputs.release(out_dir)
+        return None
+    if not mine:
+        if status == "failed" and rank is not None:
+            # rank 0 may be inside an MPI call when the job ends, where no Python signal
+            # handler runs: the failing rank marks the run itself (rank 0's lock stays, to be
+            # taken over by the next run)
+            outputs.note_failure(out_dir, rank, why)
+            try:
+                outputs.set_status(out_dir, "failed", writer=rank, reason=why)
+            except OSError:
+                pass
+        return None
+    if status == "interrupted":
+        note = outputs.noted_failure(out_dir)
+        if note:
+            status, why = "failed", note["reason"]
+    try:
+        outputs.set_status(out_dir, status, reason=why)
+    except OSError:
+        pass
+    outputs.release(out_dir)
+    return status
 
 
 def format_summary(s):

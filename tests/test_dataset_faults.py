@@ -1,5 +1,7 @@
 """A dataset that is not what it claims: a TFRecord with a bad CRC, an HDF5 file that is not
 HDF5, a file of the wrong size. One line naming rank and file, a non-zero exit, no hang."""
+import json
+
 import pytest
 
 from mpirun import run_mpi
@@ -76,6 +78,10 @@ def test_a_truncated_file_under_mpiio(tmp_path, interface, layout, env):
         f"unexpected end of file in {victim}: {24 * 16384 + 100} bytes, the dataset's " \
         f"samples need {size} (truncated?)" in e[0], p.stdout[-3000:]
     assert not (tmp_path / "o" / "summary.json").exists()
+    # rank 0, stopped by the launcher when the failing rank ended the job, marks it failed
+    status = json.loads((tmp_path / "o" / "status.json").read_text())
+    assert status["status"] == "failed" and "unexpected end of file in" in status["reason"]
+    assert "interrupted" not in p.stdout
 
 
 def test_a_file_without_read_permission(tmp_path):

@@ -63,6 +63,7 @@ def test_a_signal_marks_the_run_interrupted(tmp_path, sig):
     assert p.returncode != 0
     # mpiexec passes a SIGINT on to the ranks as SIGTERM
     assert "; the run is marked interrupted" in out and "stopped by SIG" in out
+    assert len([ln for ln in out.splitlines() if "stopped by SIG" in ln]) == 1, out
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "interrupted"
     assert not (tmp_path / "o" / "summary.json").exists()
