@@ -1,4 +1,5 @@
 """Command line: python -m dlio_mpi COMMAND (run it under mpiexec for more than one rank)."""
+import re
 import sys
 
 import click
@@ -65,12 +66,21 @@ def _stop_on_signals():
     signal.signal(signal.SIGTERM, handler)
 
 
+def _error_line(rank, exc):
+    """An exception as one line that names the failing rank: "rank N: what" (an error agreed
+    on by every rank already names the rank it happened on)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if re.match(r"rank \d+: ", text) else f"rank {rank}: {text}"
+
+
 def _fail(comm, exc):
-    """One line naming the rank, then the whole job ends (no rank left waiting)."""
-    where = f"rank {comm.Get_rank()}: "
-    text = str(exc)
-    click.echo(f"dlio_mpi: {'' if text.startswith(where) else where}{text}", err=True)
-    sys.stderr.flush()
+    """One line naming the failing rank, then the whole job ends (no rank left waiting). An
+    error every rank agreed on is printed by the rank it names only: one line for the job."""
+    rank = comm.Get_rank()
+    line = _error_line(rank, exc)
+    if line.startswith(f"rank {rank}: "):
+        click.echo(f"dlio_mpi: {line}", err=True)
+        sys.stderr.flush()
     comm.Abort(1)
 
 
@@ -141,9 +151,10 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
         sys.exit(128 + e.signum)
     except Exception as e:
         rank = comm.Get_rank()
-        text = " ".join(str(e).split()) or type(e).__name__
-        runner.mark_stopped(cfg, "failed", text if text.startswith(f"rank {rank}:")
-                            else f"rank {rank}: {text}", rank=rank)
+        line = _error_line(rank, e)
+        # the rank an error happened on marks the run (not every rank of an agreed error)
+        runner.mark_stopped(cfg, "failed", line,
+                            rank=rank if line.startswith(f"rank {rank}: ") else None)
         _fail(comm, e)
     if comm.Get_rank() == 0:
         click.echo(runner.format_summary(summary))

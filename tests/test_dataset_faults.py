@@ -31,6 +31,9 @@ def test_tfrecord_with_a_bad_crc_is_found_by_the_check(tmp_path):
     e = errors(p)
     assert e and e[0].startswith("dlio_mpi: rank 1: dataset check: ")   # file 3 is rank 1's
     assert victim.name in e[0] and "bad data CRC" in e[0]
+    assert len(e) == 1, e           # agreed on by both ranks, said once, by the rank it names
+    status = json.loads((tmp_path / "o" / "status.json").read_text())
+    assert status["status"] == "failed" and status["reason"] == e[0][len("dlio_mpi: "):]
 
 
 def test_an_hdf5_file_that_is_not_hdf5(tmp_path):
