@@ -32,6 +32,8 @@ CASES = {
     "npz-big": dict(format="npz", samples_per_file=2, record_length=content.BLOCK * 2 + 96,
                     dtype="float64"),
     "npz-zip": dict(format="npz", samples_per_file=5, record_length=3000, compression="zip"),
+    "npz-many": dict(format="npz", samples_per_file=40, record_length=800,
+                     record_length_stdev=300, dtype="int64"),
     "tfrecord": dict(format="tfrecord", samples_per_file=11, record_length=2500,
                      record_length_stdev=800),
     "hdf5": dict(format="hdf5", samples_per_file=10, record_length=1024, dtype="float32"),
@@ -159,6 +161,27 @@ def test_index_file_equals_write_file(written):
     if spec.format in ("raw", "tfrecord", "npy", "csv"):
         assert formats.layout(spec, FILE) == idx
     assert np.array_equal(idx.sizes, formats.sample_sizes(spec, FILE))
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if c.startswith("npz")))
+def test_npz_fast_index_equals_the_general_one(case, tmp_path):
+    """NPZ files as numpy writes them take the fast path, which gives what zipfile and numpy's
+    header parser give; compressed ones take the general path."""
+    from dlio_mpi.formats import npz
+
+    spec = FormatSpec(seed=11, **CASES[case])
+    path = str(tmp_path / "file.npz")
+    idx = formats.write_file(path, FILE, spec)
+    fast, general = npz._fast_index(path, spec), npz._general_index(path, spec)
+    assert general == idx
+    if spec.compression == "zip":
+        assert fast is None
+    else:
+        assert fast == general
+        with open(path, "r+b") as f:          # a comment after the archive: general path
+            f.seek(0, 2)
+            f.write(b"!")
+        assert npz._fast_index(path, spec) is None
 
 
 def test_index_ranges_hold_the_samples(written):

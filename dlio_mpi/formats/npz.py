@@ -4,7 +4,8 @@ write them: sample i of a file is the member x_<i>.npy, a 1-D array of spec.dtyp
 A stored member's range is its .npy bytes (header included), which numpy.load reads; a
 compressed member's range is its deflated data, which a reader reads whole and inflates.
 index_file takes the members from the zip central directory and computes each one's data offset
-from its local header."""
+from its local header: for a file as numpy.savez writes it with three preads and a parse of the
+canonical .npy header, and otherwise through zipfile and numpy's header parser.""" 
 import io
 import os
 import re
@@ -74,7 +75,94 @@ def _npy_header_at(fd, path, offset, limit, name):
                             f"member {name}")
 
 
+_EOCD = struct.Struct("<4s4H2IH")      # end of central directory record, 22 bytes
+_CDIR = struct.Struct("<4s6H3I5H2I")    # central directory entry, 46 bytes
+# the header numpy writes for a 1-D C-ordered array (any other goes to numpy's own parser)
+_NPY_1D = re.compile(rb"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': False, "
+                     rb"'shape': \((\d+),\), \} *\n")
+_DTYPES = {}
+_HEAD = 512                             # bytes read at a member: local header and .npy header
+
+
+def _fast_index(path, spec):
+    """The index of a file as numpy.savez writes it (stored members, no zip64 central
+    directory, no archive comment), read with three preads and no zipfile; None for anything
+    else, which index_file's general path then reads (and reports on)."""
+    n = spec.samples_per_file
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size < _EOCD.size:
+            return None
+        sig, disk, cd_disk, entries, total, cd_size, cd_off, comment = _EOCD.unpack(
+            os.pread(fd, _EOCD.size, size - _EOCD.size))
+        if (sig != b"PK\x05\x06" or disk or cd_disk or comment or entries != total
+                or entries != n or cd_off + cd_size + _EOCD.size != size):
+            return None
+        cd = os.pread(fd, cd_size, cd_off)
+        if len(cd) != cd_size:
+            return None
+        want = np.dtype(spec.dtype)
+        sizes = np.zeros(n, dtype=np.int64)
+        offsets = np.zeros(n, dtype=np.int64)
+        lengths = np.zeros(n, dtype=np.int64)
+        seen = bytearray(n)
+        pos = 0
+        for _ in range(n):
+            if pos + _CDIR.size > cd_size:
+                return None
+            (sig, _, _, flags, method, _, _, _, csize, usize, name_len, extra_len, comm_len,
+             _, _, _, local) = _CDIR.unpack_from(cd, pos)
+            name = cd[pos + _CDIR.size:pos + _CDIR.size + name_len]
+            pos += _CDIR.size + name_len + extra_len + comm_len
+            if (sig != b"PK\x01\x02" or method != zipfile.ZIP_STORED or flags & 0x41
+                    or csize != usize or usize == 0xFFFFFFFF or local == 0xFFFFFFFF
+                    or not (name.startswith(b"x_") and name.endswith(b".npy"))
+                    or not name[2:-4].isdigit()):
+                return None
+            i = int(name[2:-4])
+            if i >= n or seen[i] or name[2:3] == b"0" and len(name) > 7:
+                return None
+            seen[i] = 1
+            head = os.pread(fd, _HEAD, local)
+            if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
+                return None
+            fields = _LOCAL.unpack_from(head)
+            start = _LOCAL.size + fields[-2] + fields[-1]
+            m = _NPY_1D.match(head, start + 10)
+            if (head[start:start + 8] != b"\x93NUMPY\x01\x00" or m is None
+                    or m.end() != start + 10 + int.from_bytes(head[start + 8:start + 10],
+                                                              "little")):
+                return None
+            descr = m.group(1)
+            dtype = _DTYPES.get(descr)
+            if dtype is None:
+                dtype = _DTYPES[descr] = np.dtype(descr.decode())
+            nbytes = int(m.group(2)) * dtype.itemsize
+            if dtype != want or usize != m.end() - start + nbytes \
+                    or local + start + usize > size:
+                return None
+            sizes[i], offsets[i], lengths[i] = nbytes, local + start, usize
+        if pos != cd_size:
+            return None
+    except (OSError, ValueError, TypeError, struct.error):
+        return None
+    finally:
+        os.close(fd)
+    return FileIndex(NAME, size, sizes, offsets, lengths, exact=True, compressed=False)
+
+
 def index_file(path, spec, file_index=None):
+    """The FileIndex of an NPZ file: the fast path for files as numpy.savez writes them, the
+    general one (zipfile, compressed members, every check with its message) otherwise."""
+    fast = _fast_index(path, spec)
+    return fast if fast is not None else _general_index(path, spec)
+
+
+def _general_index(path, spec):
     size = file_size(path)
     try:
         zf = zipfile.ZipFile(path)
