@@ -35,10 +35,11 @@ Errors: every rank checks its inputs and directory and the outcome is agreed col
 any collective I/O; an error during the I/O is caught, the rank keeps joining the remaining
 collective calls with nothing, and the outcome is agreed again after them. Every rank then
 raises the same one-line CheckpointError naming the lowest failing rank and its path.
-One exception: HDF5 (1.10) through ROMIO cannot finish a collective H5Dwrite that failed on one
-rank (that rank leaves the call without the MPI_File_set_view the others wait in), so the rank
-whose write failed removes the temporary file, calls ``before_abort(message)`` if set, prints
-one line and ends the job with MPI_Abort instead of hanging. With ompio, and for plain MPI-IO
+One exception: HDF5 (1.10) through ROMIO cannot finish a collective H5Dwrite or H5Dread that
+failed on one rank (that rank leaves the call without the MPI_File_set_view the others wait in),
+so the rank whose call failed removes the temporary file of a write, calls
+``before_abort(message)`` if set, prints one line and ends the job with MPI_Abort instead of
+hanging. With ompio, and for plain MPI-IO
 with either, every rank raises the same error. ompio reports a failed pwrite as a short write without an error
 code: the bytes moved are checked against the bytes asked for.
 
@@ -143,8 +144,8 @@ class Checkpointer:
         self.sync, self.sync_dir, self.hints, self.oplog = sync, sync_dir, hints, oplog
         self.prefix = prefix
         # HDF5 through ROMIO: a failed collective write cannot be finished (module doc)
-        self._abort_on_write_error = (fmt == "hdf5"
-                                      and "romio" in sysinfo.mpiio_component().lower())
+        self._abort_on_io_error = (fmt == "hdf5"
+                                   and "romio" in sysinfo.mpiio_component().lower())
         self.before_abort = None    # called with the message before such an abort
         self._buf = self._exp = self._align = None
         self._own = 0.0   # seconds of the emulator's own work in the current operation
@@ -198,11 +199,13 @@ class Checkpointer:
             self._raise(what, errs)
         return int(m[1])
 
-    def _end_job(self, message, part):
+    def _end_job(self, message, part=None):
         """The other ranks wait in a collective call this rank cannot make: remove the
-        temporary file, say so in one line and end the job (no hang)."""
-        _unlink(part)
-        message += (" (HDF5 through ROMIO cannot finish a collective write that failed on one "
+        temporary file being written (if any), say so in one line and end the job (no
+        hang)."""
+        if part is not None:
+            _unlink(part)
+        message += (" (HDF5 through ROMIO cannot finish a collective call that failed on one "
                     "rank: the job is ended)")
         if self.before_abort is not None:
             try:
@@ -393,6 +396,7 @@ class Checkpointer:
         for i in range(rounds):
             pos = i * self.chunk
             k = max(0, min(self.chunk, n - pos))
+            check = False
             try:
                 if k and not err and writing:
                     put = h.write_all if self.fmt == "mpiio" else h.write_rows
@@ -400,8 +404,7 @@ class Checkpointer:
                 elif k and not err:
                     get = h.read_all if self.fmt == "mpiio" else h.read_rows
                     nb += get([off + pos], [k], out=buf[:k])[1]
-                    if verify:
-                        self._compare(buf[:k], self._content(fill, pos, k), path, off + pos)
+                    check = verify
                 elif writing:
                     (h.write_all if self.fmt == "mpiio" else h.write_rows)(none, none, buf[:0])
                 else:
@@ -409,8 +412,13 @@ class Checkpointer:
                                                                          out=buf[:0])
             except Exception as e:   # noqa: BLE001
                 err = err or self._err(e)
-                if writing and self._abort_on_write_error:
-                    self._end_job(f"{what} failed: {err}", path)
+                if self._abort_on_io_error:
+                    self._end_job(f"{what} failed: {err}", path if writing else None)
+            if check:      # after the collective call: a mismatch is this rank's alone
+                try:
+                    self._compare(buf[:k], self._content(fill, pos, k), path, off + pos)
+                except Exception as e:   # noqa: BLE001
+                    err = err or self._err(e)
         if writing and self.fmt == "hdf5":   # close, then reopen with MPI-IO to sync
             try:
                 h.close()
