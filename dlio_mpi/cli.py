@@ -67,18 +67,23 @@ def _stop_on_signals():
 
 
 def _error_line(rank, exc):
-    """An exception as one line that names the failing rank: "rank N: what" (an error agreed
-    on by every rank already names the rank it happened on)."""
+    """(line, rank that says it) for an exception: the line names the failing rank ("rank N:
+    what"). An error agreed on by every rank (it names the rank, or, a checkpoint's, carries
+    the failing ranks in .errors) is said by the rank it names only: one line for the job."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if re.match(r"rank \d+: ", text) else f"rank {rank}: {text}"
+    errors = getattr(exc, "errors", None)
+    if errors:
+        return text, int(errors[0][0])
+    m = re.match(r"rank (\d+): ", text)
+    if m:
+        return text, int(m.group(1))
+    return f"rank {rank}: {text}", rank
 
 
 def _fail(comm, exc):
-    """One line naming the failing rank, then the whole job ends (no rank left waiting). An
-    error every rank agreed on is printed by the rank it names only: one line for the job."""
-    rank = comm.Get_rank()
-    line = _error_line(rank, exc)
-    if line.startswith(f"rank {rank}: "):
+    """One line naming the failing rank, then the whole job ends (no rank left waiting)."""
+    line, by = _error_line(comm.Get_rank(), exc)
+    if by == comm.Get_rank():
         click.echo(f"dlio_mpi: {line}", err=True)
         sys.stderr.flush()
     comm.Abort(1)
@@ -151,10 +156,9 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
         sys.exit(128 + e.signum)
     except Exception as e:
         rank = comm.Get_rank()
-        line = _error_line(rank, e)
+        line, by = _error_line(rank, e)
         # the rank an error happened on marks the run (not every rank of an agreed error)
-        runner.mark_stopped(cfg, "failed", line,
-                            rank=rank if line.startswith(f"rank {rank}: ") else None)
+        runner.mark_stopped(cfg, "failed", line, rank=rank if by == rank else None)
         _fail(comm, e)
     if comm.Get_rank() == 0:
         click.echo(runner.format_summary(summary))
