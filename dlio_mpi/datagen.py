@@ -8,8 +8,9 @@ dataset with a manifest is whole; readers take the file names from the manifest'
 never list the directory."""
 import json
 import os
+import re
 
-from dlio_mpi import formats
+from dlio_mpi import formats, sysinfo
 from dlio_mpi.dataset import Dataset
 
 MANIFEST = "manifest.json"
@@ -176,11 +177,18 @@ def _shared_hdf5(d, comm):
         return 0
     final = d.path(0)
     tmp = f"{final}.part"
-    error = None
+    # the room is checked before the collective writes: a write failing on one rank inside
+    # HDF5's collective calls cannot always be recovered (the samples' bytes: a lower bound)
+    error = sysinfo.space_error(os.path.dirname(final), d.total_bytes(),
+                                f"rank 0: generating {final}") if rank == 0 else None
+    _agree(comm, error)
     try:
         formats.write_file(tmp, 0, d.spec, comm=comm)
     except (OSError, ValueError, RuntimeError) as e:
-        error = f"rank {rank}: generating {final}: {e}"
+        text = " ".join(str(e).split())
+        # an error the ranks agreed on already names the rank it happened on
+        error = text if re.match(r"rank \d+: ", text) else \
+            f"rank {rank}: generating {final}: {text}"
     try:
         _agree(comm, error)
     except RuntimeError:

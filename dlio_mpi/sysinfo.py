@@ -41,6 +41,26 @@ def filesystem_type(path):
     return fstype
 
 
+def free_bytes(directory):
+    """Bytes an unprivileged writer may still write on directory's file system (statvfs), or
+    None when the file system does not say."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize if st.f_frsize else None
+
+
+def space_error(directory, need, what):
+    """One line when directory's file system has clearly less room than need bytes (checked
+    before a collective write, where a failure on one rank is hard to recover), else None."""
+    free = free_bytes(directory)
+    if free is not None and free < need:
+        return (f"{what}: No space left on device: {directory} has {free} bytes free, "
+                f"{need} needed")
+    return None
+
+
 def process_start_time():
     """When this process started (time.time() scale), from /proc (its age is known to the
     clock tick)."""

@@ -110,3 +110,43 @@ def test_o_direct_on_a_file_system_that_refuses_it(ramfs, tmp_path):
     lines = [l for l in out.splitlines() if l.startswith("dlio_mpi: rank")]
     assert lines and f"the file system of {ramfs}/d does not support O_DIRECT" in lines[0], out
     assert not (tmp_path / "o" / "summary.json").exists()
+
+
+SHARED_H5 = ["generate", "dataset.num_files_train=1", "dataset.num_samples_per_file=64",
+             "dataset.record_length=64k", "io.layout=shared", "dataset.format=hdf5",
+             "io.interface=hdf5_coll"]
+MPIIO = [({}, "ompio"), ({"OMPI_MCA_io": "romio321"}, "romio")]
+
+
+@pytest.mark.parametrize("env", [e for e, _ in MPIIO], ids=[i for _, i in MPIIO])
+def test_shared_hdf5_generation_on_a_full_file_system(small_fs, tmp_path, env):
+    """The room is checked before the collective writes: one line, nothing left."""
+    p = run(2, SHARED_H5 + [f"dataset.data_folder={small_fs}/d", f"output.folder={tmp_path}/o"],
+            env=env)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    lines = [ln for ln in out.splitlines() if ln.startswith("dlio_mpi: ")]
+    assert len(lines) == 1, out
+    assert lines[0].startswith(f"dlio_mpi: rank 0: generating {small_fs}/d/train/") and \
+        "No space left on device" in lines[0] and "4194304 needed" in lines[0], out
+    assert final_files(small_fs / "d") == []
+
+
+@pytest.mark.parametrize("env", [e for e, _ in MPIIO], ids=[i for _, i in MPIIO])
+def test_shared_hdf5_generation_failing_midway_on_one_rank(tmp_path, env):
+    """Rank 1 may not write past 1 MiB (RLIMIT_FSIZE) in the middle of the collective writes:
+    the job ends with one line naming rank 1 and leaves no file (through ROMIO the failing
+    rank ends the job itself), no hang."""
+    from mpirun import run_mpi
+
+    limit = ["sh", "-c", 'if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then trap "" XFSZ; '
+             'ulimit -f 2048; fi; exec "$@"', "sh"]      # 2048 blocks of 512 bytes
+    p = run_mpi(2, "run_cli.py", *SHARED_H5, f"dataset.data_folder={tmp_path}/d",
+                f"output.folder={tmp_path}/o", check=False, timeout=60, env=env,
+                rank_wrap=limit)
+    assert p.returncode != 0
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("dlio_mpi: ")]
+    assert len(lines) == 1, p.stdout[-3000:]
+    assert lines[0].startswith(f"dlio_mpi: rank 1: writing {tmp_path}/d/train/"), lines
+    assert "Traceback" not in p.stdout
+    assert final_files(tmp_path / "d") == []

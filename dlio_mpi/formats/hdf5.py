@@ -5,8 +5,11 @@ written by all ranks of a communicator with the MPI-IO driver).
 
 A reader addresses samples by row and lets libhdf5 read; the index gives each sample's row, and
 for an uncompressed contiguous dataset also the row's byte range in the file."""
+import os
+
 import numpy as np
 
+from dlio_mpi import sysinfo
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size
 from dlio_mpi.formats.spec import FileIndex, FormatError
@@ -90,8 +93,9 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
             most = -(-chunks // ranks) * chunk              # rows of the largest share
             dxpl = h5py.h5p.create(h5py.h5p.DATASET_XFER)
             dxpl.set_dxpl_mpio(h5py.h5fd.MPIO_COLLECTIVE)
+            romio = "romio" in sysinfo.mpiio_component().lower()
             for a in range(lo, lo + most, step):   # the same number of collective writes on all
-                b = min(hi, a + step)
+                b = min(hi, a + step) if error is None else a      # after an error: nothing
                 fspace = d.id.get_space()
                 if b > a:
                     data = _rows(spec, file_index, a, b, row_bytes)
@@ -102,9 +106,14 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
                     fspace.select_none()
                     mspace = h5py.h5s.create_simple(data.shape)
                     mspace.select_none()
-                d.id.write(mspace, fspace, data, dxpl=dxpl)
+                try:
+                    d.id.write(mspace, fspace, data, dxpl=dxpl)
+                except Exception as e:  # noqa: BLE001 - keep joining the collective writes
+                    error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
+                    if romio:           # ROMIO cannot finish the call the others are in
+                        _end_job(error, path)
     except Exception as e:          # agree on the outcome: no rank may be left waiting
-        error = f"rank {comm.Get_rank()}: writing {path}: {e}"
+        error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
     errors = [m for m in comm.allgather(error) if m]
     if errors:
         raise OSError(errors[0].splitlines()[0])
@@ -118,6 +127,23 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     if error:
         raise error
     return idx
+
+
+def _end_job(error, path):
+    """HDF5 through ROMIO cannot finish a collective write that failed on one rank (the other
+    ranks wait in a call this rank will not make): the partial file removed, one line, and the
+    job ended."""
+    import sys
+
+    from mpi4py import MPI
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    sys.stderr.write(f"dlio_mpi: {' '.join(error.split())} (HDF5 through ROMIO cannot finish a "
+                     "collective write that failed on one rank: the job is ended)\n")
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(1)
 
 
 def index_file(path, spec, file_index=None):
