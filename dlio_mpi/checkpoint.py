@@ -458,6 +458,10 @@ class Checkpointer:
         err = self._check_dir(True)
         off = (self.comm.exscan(n) or 0) if self.shared else 0
         total = self.comm.allreduce(n) if self.shared else 0
+        if self.shared and self.rank == 0 and not err:
+            # a shared file's room is checked before its collective writes
+            room = sysinfo.space_error(self.directory, total, self.paths(index)[0])
+            err = self._err(room) if room else None
         rounds = self._agree(what, err, -(-n // self.chunk) if self.shared else 0)
         content = Content(index, self.rank)
         self._own, t0 = 0.0, time.perf_counter()
