@@ -1,4 +1,5 @@
 """Command line: python -m dlio_mpi COMMAND (run it under mpiexec for more than one rank)."""
+import os
 import re
 import sys
 
@@ -32,6 +33,19 @@ def main():
     Run under mpiexec: every rank behaves, towards the storage, like one training process."""
 
 
+# the rank number launchers give each process (Open MPI, PMIx, MPICH's Hydra, Slurm, MVAPICH)
+_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
+              "MV2_COMM_WORLD_RANK")
+
+
+def _say_once(line):
+    """A line every rank would print before MPI starts (a bad configuration): said by the
+    first rank only, as its launcher numbers it (or by a process started alone)."""
+    rank = next((os.environ[v] for v in _RANK_VARS if v in os.environ), "0")
+    if rank.strip() == "0":
+        click.echo(line, err=True)
+
+
 def _load(overrides, config_file):
     from dlio_mpi import config
 
@@ -41,7 +55,7 @@ def _load(overrides, config_file):
             overrides = ("workload=default",) + tuple(overrides)
         return config.load(overrides, config_file=config_file)
     except config.ConfigError as e:
-        click.echo(f"dlio_mpi: config error: {e}", err=True)
+        _say_once(f"dlio_mpi: config error: {e}")
         sys.exit(CONFIG_ERROR)
 
 
@@ -109,11 +123,10 @@ def _under_darshan(cfg, darshan, dxt, modmem, nonmpi):
     try:
         env = dm.prepare(cfg, dxt=dxt, modmem_mib=modmem, nonmpi=nonmpi)
     except dm.DarshanNotFound as e:
-        click.echo(f"dlio_mpi: --darshan: {e}", err=True)
+        _say_once(f"dlio_mpi: --darshan: {e}")
         sys.exit(CONFIG_ERROR)
     except OSError as e:
-        click.echo(f"dlio_mpi: --darshan: cannot write {cfg.output.folder}: {e.strerror}",
-                   err=True)
+        _say_once(f"dlio_mpi: --darshan: cannot write {cfg.output.folder}: {e.strerror}")
         sys.exit(CONFIG_ERROR)
     dm.reexec(env, sys.argv[1:])
 
