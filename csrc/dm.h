@@ -281,6 +281,14 @@ int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int6
 int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e);
 size_t dm_ra_slot_bytes(const dm_readahead *ra);
 
+/* ------------------------------------------------------------------ status guard */
+/* On SIGTERM or SIGINT, even inside a blocking call: write body to final (through tmp and a
+ * rename) unless skip_if exists, then run the handler that was installed before (Python's).
+ * Arm after Python installed its handlers; disarm before the run writes its own status. */
+int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
+                        const char *body, dm_err *e);
+void dm_status_guard_disarm(void);
+
 /* ------------------------------------------------------------------ misc */
 void *dm_aligned_alloc(size_t align, size_t bytes);
 void dm_aligned_free(void *p);

@@ -109,6 +109,22 @@ def aligned_empty(size_t nbytes, size_t align=4096):
     return raw[skip:skip + nbytes]
 
 
+def status_guard_arm(tmp, final, skip_if, body):
+    """On SIGTERM or SIGINT, even while this process is inside a blocking call, write body to
+    final (through tmp, then a rename) unless skip_if exists, then run the handler installed
+    before (Python's). Call after Python's signal handlers are set."""
+    cdef dm_err e
+    cdef bytes t = _path(tmp), f = _path(final), k = _path(skip_if)
+    cdef bytes b = body.encode() if isinstance(body, str) else bytes(body)
+    if dm_status_guard_arm(t, f, k, b, &e) != 0:
+        raise_err(&e)
+
+
+def status_guard_disarm():
+    """The handlers from before status_guard_arm, and no status written on a signal."""
+    dm_status_guard_disarm()
+
+
 def dio_alignment(path):
     """(memory alignment, offset alignment, source) for O_DIRECT on path's file system: from
     statx STATX_DIOALIGN where the kernel reports it ("statx"), else the logical block size of

@@ -26,6 +26,8 @@ from dlio_mpi._engines import (  # noqa: F401
     hist_bucket,
     hist_bucket_bounds,
     mono_ns,
+    status_guard_arm,
+    status_guard_disarm,
 )
 
 OP = {name: code for code, name in enumerate(OPS)}

@@ -109,3 +109,24 @@ def noted_failure(directory):
         return note if isinstance(note, dict) and "reason" in note else None
     except (OSError, ValueError):
         return None
+
+
+def guard_status(directory):
+    """Rank 0, once the run is marked running: a SIGTERM or SIGINT that finds this process
+    inside a blocking call (a collective MPI call, a long read), where Python's own handler may
+    never run before the launcher's SIGKILL, still marks the run interrupted (in C, unless a
+    failing rank left its note)."""
+    from dlio_mpi import engines
+
+    path = os.path.join(directory, STATUS)
+    body = json.dumps({"status": "interrupted", "reason": "stopped by SIGTERM or SIGINT (the "
+                       "job cancelled, or ended by the launcher after a rank died) while rank 0 "
+                       "was inside a blocking call", "pid": os.getpid()})
+    engines.status_guard_arm(f"{path}.signal.part", path, os.path.join(directory, FAILED), body)
+
+
+def unguard_status():
+    """Before the run writes its own final status."""
+    from dlio_mpi import engines
+
+    engines.status_guard_disarm()

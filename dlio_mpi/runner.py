@@ -55,6 +55,7 @@ def prepare(cfg, comm):
             outputs.acquire(out_dir)
             outputs.clear_results(out_dir)
             outputs.set_status(out_dir, "running", ranks=comm.Get_size())
+            outputs.guard_status(out_dir)
         except OSError as e:
             error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
         except outputs.OutputInUse as e:
@@ -273,6 +274,7 @@ def run(cfg, comm, echo=print):
         write_atomic(os.path.join(out_dir, "per_rank.csv"), buf.getvalue())
         write_atomic(os.path.join(out_dir, "summary.json"),
                      json.dumps(summary, indent=1))
+        outputs.unguard_status()
         outputs.set_status(out_dir, "complete")
         outputs.release(out_dir)
     comm.Barrier()
@@ -303,6 +305,7 @@ def mark_stopped(cfg, status, why, rank=None):
             except OSError:
                 pass
         return None
+    outputs.unguard_status()
     if status == "interrupted":
         note = outputs.noted_failure(out_dir)
         if note:

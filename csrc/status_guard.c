@@ -1,0 +1,111 @@
+/* The run's status when rank 0 is stopped inside a library call.
+ *
+ * The launcher ends a job with SIGTERM (then SIGKILL). Python runs its own handler only when the
+ * main thread is back in the interpreter, which a rank inside a collective MPI call, or a long
+ * read or write, may never be before SIGKILL. Armed by the rank that owns the run's output
+ * folder, this handler writes the status file itself (a prepared body through a temporary name
+ * and rename: async-signal-safe calls only), unless a failing rank has left its note, then hands
+ * the signal on to the handler installed before it (Python's).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dm.h"
+
+#define GUARD_PATH 4096
+#define GUARD_BODY 2048
+
+static char g_tmp[GUARD_PATH], g_final[GUARD_PATH], g_skip[GUARD_PATH], g_body[GUARD_BODY];
+static size_t g_len;
+static volatile sig_atomic_t g_armed;
+static struct sigaction g_prev[2];
+static const int g_sigs[2] = {SIGTERM, SIGINT};
+
+static void pass_on(int sig, siginfo_t *info, void *ctx)
+{
+    const struct sigaction *prev = &g_prev[sig == SIGTERM ? 0 : 1];
+    if (prev->sa_flags & SA_SIGINFO) {
+        if (prev->sa_sigaction)
+            prev->sa_sigaction(sig, info, ctx);
+    } else if (prev->sa_handler == SIG_DFL) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    } else if (prev->sa_handler != SIG_IGN && prev->sa_handler) {
+        prev->sa_handler(sig);
+    }
+}
+
+static void on_signal(int sig, siginfo_t *info, void *ctx)
+{
+    int saved = errno;
+    if (g_armed) {
+        g_armed = 0;
+        if (g_skip[0] == '\0' || access(g_skip, F_OK) != 0) {
+            int fd = open(g_tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd >= 0) {
+                size_t done = 0;
+                while (done < g_len) {
+                    ssize_t w = write(fd, g_body + done, g_len - done);
+                    if (w <= 0)
+                        break;
+                    done += (size_t)w;
+                }
+                close(fd);
+                if (done == g_len)
+                    rename(g_tmp, g_final);
+                else
+                    unlink(g_tmp);
+            }
+        }
+    }
+    errno = saved;
+    pass_on(sig, info, ctx);
+}
+
+int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
+                        const char *body, dm_err *e)
+{
+    if (strlen(tmp) >= GUARD_PATH || strlen(final) >= GUARD_PATH ||
+        strlen(skip_if) >= GUARD_PATH || strlen(body) >= GUARD_BODY) {
+        dm_err_set(e, DM_EARG, "status guard: a path or the status is too long");
+        return -1;
+    }
+    dm_status_guard_disarm();
+    strcpy(g_tmp, tmp);
+    strcpy(g_final, final);
+    strcpy(g_skip, skip_if);
+    strcpy(g_body, body);
+    g_len = strlen(body);
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(g_sigs[i], &sa, &g_prev[i]) != 0) {
+            dm_err_set(e, errno, "status guard: sigaction: %s", strerror(errno));
+            return -1;
+        }
+    }
+    g_armed = 1;
+    return 0;
+}
+
+void dm_status_guard_disarm(void)
+{
+    if (!g_armed && g_len == 0)
+        return;
+    g_armed = 0;
+    for (int i = 0; i < 2; i++) {
+        struct sigaction cur;
+        /* put the previous handler back only if ours is still the one installed */
+        if (sigaction(g_sigs[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+            cur.sa_sigaction == on_signal)
+            sigaction(g_sigs[i], &g_prev[i], NULL);
+    }
+    g_len = 0;
+}
