@@ -36,17 +36,14 @@ any collective I/O; an error during the I/O is caught, the rank keeps joining th
 collective calls with nothing, and the outcome is agreed again after them. Every rank then
 raises the same one-line CheckpointError naming the lowest failing rank and its path.
 One exception: HDF5 (1.10) through ROMIO cannot finish a collective H5Dwrite or H5Dread that
-failed on one rank (that rank leaves the call without the MPI_File_set_view the others wait in),
-so the rank whose call failed removes the temporary file of a write, calls
-``before_abort(message)`` if set, prints one line and ends the job with MPI_Abort instead of
-hanging. With ompio, and for plain MPI-IO
-with either, every rank raises the same error. ompio reports a failed pwrite as a short write without an error
-code: the bytes moved are checked against the bytes asked for.
+failed on one rank, so there the rank whose call failed ends the job (engines.end_hdf5_job,
+after ``before_abort(message)`` if set) instead of hanging. With ompio, and for plain MPI-IO
+with either, every rank raises the same error. ompio reports a failed pwrite as a short write
+without an error code: the bytes moved are checked against the bytes asked for.
 
 The bytes are checkpoint_size.Content(index, writer): position-determined, so any reader verifies.
 """
 import os
-import sys
 import time
 from dataclasses import dataclass
 
@@ -144,8 +141,7 @@ class Checkpointer:
         self.sync, self.sync_dir, self.hints, self.oplog = sync, sync_dir, hints, oplog
         self.prefix = prefix
         # HDF5 through ROMIO: a failed collective write cannot be finished (module doc)
-        self._abort_on_io_error = (fmt == "hdf5"
-                                   and "romio" in sysinfo.mpiio_component().lower())
+        self._abort_on_io_error = fmt == "hdf5" and sysinfo.romio_in_use()
         self.before_abort = None    # called with the message before such an abort
         self._buf = self._exp = self._align = None
         self._own = 0.0   # seconds of the emulator's own work in the current operation
@@ -198,23 +194,6 @@ class Checkpointer:
                     pass
             self._raise(what, errs)
         return int(m[1])
-
-    def _end_job(self, message, part=None):
-        """The other ranks wait in a collective call this rank cannot make: remove the
-        temporary file being written (if any), say so in one line and end the job (no
-        hang)."""
-        if part is not None:
-            _unlink(part)
-        message += (" (HDF5 through ROMIO cannot finish a collective call that failed on one "
-                    "rank: the job is ended)")
-        if self.before_abort is not None:
-            try:
-                self.before_abort(message)
-            except Exception:   # noqa: BLE001 - the job ends whatever happens here
-                pass
-        sys.stderr.write(f"dlio_mpi: {message}\n")
-        sys.stderr.flush()
-        self.comm.Abort(1)
 
     def _finish(self, index, op, err, nbytes, fsyncs, dsyncs, secs, files, owned=()):
         """Collective: reduce the results; on an error anywhere delete owned (a failed
@@ -413,7 +392,8 @@ class Checkpointer:
             except Exception as e:   # noqa: BLE001
                 err = err or self._err(e)
                 if self._abort_on_io_error:
-                    self._end_job(f"{what} failed: {err}", path if writing else None)
+                    engines.end_hdf5_job(self.comm, f"{what} failed: {err}",
+                                         path if writing else None, self.before_abort)
             if check:      # after the collective call: a mismatch is this rank's alone
                 try:
                     self._compare(buf[:k], self._content(fill, pos, k), path, off + pos)

@@ -267,9 +267,9 @@ def run(cfg, comm, echo=print):
     if rank == 0:
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["rank"] + list(STARTUP_COLUMNS) + [f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch']}_{k}"
-                               for e in epochs
-                               for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")])
+        w.writerow(["rank", *STARTUP_COLUMNS]
+                   + [f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch']}_{k}" for e in epochs
+                      for k in ("wall_s", "io_wait_s", "compute_s", "bytes_moved")])
         w.writerows(rows)
         write_atomic(os.path.join(out_dir, "per_rank.csv"), buf.getvalue())
         write_atomic(os.path.join(out_dir, "summary.json"),

@@ -23,6 +23,12 @@ def mpiio_component():
     return "unknown"
 
 
+def romio_in_use():
+    """Whether MPI-IO goes through ROMIO (MPICH-family libraries, or Open MPI with OMPI_MCA_io
+    naming a romio component)."""
+    return "romio" in mpiio_component().lower()
+
+
 def filesystem_type(path):
     """The mount's file system type of path, from /proc/mounts (longest matching mount point)."""
     path = os.path.realpath(path)

@@ -28,7 +28,8 @@ def small_fs(tmp_path):
 def run(n, args, timeout=120, env=None):
     cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), *args]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL, start_new_session=True)
+                         env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL,
+                         start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -5,8 +5,6 @@ written by all ranks of a communicator with the MPI-IO driver).
 
 A reader addresses samples by row and lets libhdf5 read; the index gives each sample's row, and
 for an uncompressed contiguous dataset also the row's byte range in the file."""
-import os
-
 import numpy as np
 
 from dlio_mpi import sysinfo
@@ -93,7 +91,7 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
             most = -(-chunks // ranks) * chunk              # rows of the largest share
             dxpl = h5py.h5p.create(h5py.h5p.DATASET_XFER)
             dxpl.set_dxpl_mpio(h5py.h5fd.MPIO_COLLECTIVE)
-            romio = "romio" in sysinfo.mpiio_component().lower()
+            romio = sysinfo.romio_in_use()
             for a in range(lo, lo + most, step):   # the same number of collective writes on all
                 b = min(hi, a + step) if error is None else a      # after an error: nothing
                 fspace = d.id.get_space()
@@ -111,7 +109,8 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
                 except Exception as e:  # noqa: BLE001 - keep joining the collective writes
                     error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
                     if romio:           # ROMIO cannot finish the call the others are in
-                        _end_job(error, path)
+                        from dlio_mpi import engines
+                        engines.end_hdf5_job(comm, error, path)
     except Exception as e:          # agree on the outcome: no rank may be left waiting
         error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
     errors = [m for m in comm.allgather(error) if m]
@@ -127,23 +126,6 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     if error:
         raise error
     return idx
-
-
-def _end_job(error, path):
-    """HDF5 through ROMIO cannot finish a collective write that failed on one rank (the other
-    ranks wait in a call this rank will not make): the partial file removed, one line, and the
-    job ended."""
-    import sys
-
-    from mpi4py import MPI
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-    sys.stderr.write(f"dlio_mpi: {' '.join(error.split())} (HDF5 through ROMIO cannot finish a "
-                     "collective write that failed on one rank: the job is ended)\n")
-    sys.stderr.flush()
-    MPI.COMM_WORLD.Abort(1)
 
 
 def index_file(path, spec, file_index=None):
