@@ -252,9 +252,18 @@ int dm_h5_close(dm_h5 *h, dm_err *e);
  * overlapping ranges are read once. n may be 0 (a collective call still joins). */
 int dm_h5_read_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count, char *buf,
                     int64_t *total, dm_err *e);
+/* Read the box [start[d], start[d]+count[d]) of every dimension d (ndims of them, the
+ * dataset's rank) in one independent H5Dread into buf (C order). */
+int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *count, char *buf,
+                   int64_t *total, dm_err *e);
 int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
                      const char *buf, int64_t *total, dm_err *e);
 int dm_h5_flush(dm_h5 *h, dm_err *e);
+/* The logging sec2 driver (h5_logvfd.c): set on a file access property list, it makes libhdf5
+ * read and write through pread/pwrite as sec2 does and records each call in log as a POSIX
+ * call of file file_id. */
+typedef struct { dm_oplog *log; int32_t file_id; } dm_logvfd_info;
+int dm_logvfd_set(hid_t fapl, dm_oplog *log, int32_t file_id);
 /* HDF5 is not thread-safe in this build: every HDF5 call goes through this lock. */
 void dm_h5_lock(void);
 void dm_h5_unlock(void);

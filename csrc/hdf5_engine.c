@@ -46,7 +46,7 @@ static void h5_err(dm_err *e, const char *what, const dm_h5 *h, int64_t row) {
 }
 
 static hid_t make_fapl(int driver, MPI_Comm comm, int nhints, const char *const *keys,
-                       const char *const *vals) {
+                       const char *const *vals, dm_oplog *log, int32_t file_id) {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (driver == DM_H5_MPIO) {
         MPI_Info info = MPI_INFO_NULL;
@@ -56,7 +56,7 @@ static hid_t make_fapl(int driver, MPI_Comm comm, int nhints, const char *const 
         }
         H5Pset_fapl_mpio(fapl, comm, info);
         if (info != MPI_INFO_NULL) MPI_Info_free(&info);
-    } else {
+    } else if (dm_logvfd_set(fapl, log, file_id) != 0) {
         H5Pset_fapl_sec2(fapl);
     }
     return fapl;
@@ -108,7 +108,7 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
     }
     dm_h5_lock();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals);
+    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals, log, file_id);
     uint64_t t0 = dm_ticks();
     h->file = H5Fopen(path, writing ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
     H5Pclose(fapl);
@@ -159,7 +159,7 @@ int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const 
     }
     dm_h5_lock();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals);
+    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals, log, file_id);
     uint64_t t0 = dm_ticks();
     h->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
@@ -300,6 +300,48 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
 int dm_h5_read_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count, char *buf,
                     int64_t *total, dm_err *e) {
     return transfer(h, n, start, count, buf, total, 0, e);
+}
+
+int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *count, char *buf,
+                   int64_t *total, dm_err *e) {
+    *total = 0;
+    if (ndims != h->rank_ndims) {
+        dm_err_set(e, DM_EARG, "a %d-dimensional box of the %d-dimensional dataset %s in %s",
+                   ndims, h->rank_ndims, h->name, h->path);
+        return -1;
+    }
+    hsize_t st[8], ct[8], nelem = 1;
+    for (int d = 0; d < ndims; d++) {
+        if (start[d] < 0 || count[d] < 1 || (hsize_t)(start[d] + count[d]) > h->dims[d]) {
+            dm_err_set(e, DM_EARG, "box [%lld, %lld) out of dimension %d (%llu) of dataset %s "
+                       "in %s", (long long)start[d], (long long)(start[d] + count[d]), d,
+                       (unsigned long long)h->dims[d], h->name, h->path);
+            return -1;
+        }
+        st[d] = (hsize_t)start[d];
+        ct[d] = (hsize_t)count[d];
+        nelem *= ct[d];
+    }
+    dm_h5_lock();
+    hid_t fs = H5Scopy(h->space);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, ct, NULL);
+    hid_t ms = H5Screate_simple(ndims, ct, NULL);
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (h->driver == DM_H5_MPIO) H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);
+    uint64_t t0 = dm_ticks();
+    herr_t rc = H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf);
+    uint64_t t1 = dm_ticks();
+    if (rc < 0) h5_err(e, "H5Dread", h, start[0]);
+    H5Pclose(dxpl);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    dm_h5_unlock();
+    if (rc < 0) return -1;
+    int64_t bytes = (int64_t)(nelem * h->elem_size);
+    *total = bytes;
+    dm_log(h->log, t0, t1, start[0] * h->row_bytes, bytes, h->file_id, DM_OP_READ,
+           h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2 : DM_IF_HDF5_IND);
+    return 0;
 }
 
 int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,

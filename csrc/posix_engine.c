@@ -231,7 +231,9 @@ static inline int64_t pread_full(int fd, char *buf, int64_t len, int64_t off, in
         size_t want = (size_t)(len - done);
         if (want > (size_t)1 << 30) want = (size_t)1 << 30;
         ssize_t r = pread(fd, buf + done, want, (off_t)(off + done));
-        if (r > 0) { done += r; continue; }
+        /* a short read of a regular file is its end: stop there, as buffered readers do,
+         * without a second call that would return 0 (the caller retries where it must) */
+        if (r > 0) { done += r; if ((size_t)r < want) break; continue; }
         if (r == 0) break;
         if (errno == EINTR) continue;
         *err = errno;
@@ -307,7 +309,8 @@ int dm_posix_readv(dm_posix *h, size_t n, const int64_t *off, const int64_t *len
                 t0 = t1;
             }
             done += r;
-            if (r < t) break;   /* EOF */
+            /* end of file; a read that must be whole tries again after a short one */
+            if (r == 0 || (r < t && !exact)) break;
         }
         if (got) got[i] = done;
         *total += done;

@@ -124,6 +124,8 @@ cdef extern from "dm.h" nogil:
     int dm_h5_close(dm_h5 *h, dm_err *e)
     int dm_h5_read_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
                         char *buf, int64_t *total, dm_err *e)
+    int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *count,
+                       char *buf, int64_t *total, dm_err *e)
     int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
                          const char *buf, int64_t *total, dm_err *e)
     int dm_h5_flush(dm_h5 *h, dm_err *e)

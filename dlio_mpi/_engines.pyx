@@ -755,6 +755,31 @@ cdef class H5Dataset:
             raise_err(&e)
         return out, total
 
+    def read_box(self, start, count, *, out=None):
+        """The box [start[d], start[d]+count[d]) of every dimension in one independent
+        H5Dread (C order into out). Returns (out, bytes)."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        cdef cnp.ndarray st = _i64(start)
+        cdef cnp.ndarray ct = _i64(count)
+        if st.shape[0] != ct.shape[0]:
+            raise ValueError(f"{st.shape[0]} start values but {ct.shape[0]} counts")
+        cdef int64_t need = int(np.prod(ct)) * self.h.elem_size
+        out = _out(need, out, 64)
+        cdef Py_buffer view
+        PyObject_GetBuffer(out, &view, PyBUF_WRITABLE)
+        try:
+            if view.len < need:
+                raise ValueError(f"out holds {view.len} bytes, the box needs {need}")
+            with nogil:
+                rc = dm_h5_read_box(&self.h, <int>st.shape[0], <int64_t *>st.data,
+                                    <int64_t *>ct.data, <char *>view.buf, &total, &e)
+        finally:
+            PyBuffer_Release(&view)
+        if rc != 0:
+            raise_err(&e)
+        return out, total
+
     def write_rows(self, starts, counts, buf):
         cdef dm_err e
         cdef int64_t total = 0

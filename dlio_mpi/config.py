@@ -11,6 +11,8 @@ import re
 
 import yaml
 
+from dlio_mpi import io_checks
+from dlio_mpi.config_error import ConfigError  # noqa: F401 - re-exported
 from dlio_mpi.schema import ALIASES, FORMAT_ALIASES, SCHEMA
 
 WORKLOAD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
@@ -19,8 +21,6 @@ DISTRIBUTIONS = {"normal": ("mean", "stdev"), "uniform": ("min", "max"),
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.I)
 
 
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; str() is one line."""
 
 
 class Section:
@@ -338,6 +338,17 @@ def validate(cfg):
                           f"{ds.format}")
     if ds.compression == "zip" and ds.format != "npz":
         raise ConfigError("dataset.compression=zip applies to npz")
+    io_checks.validate_access(cfg)
+    io_checks.validate_volumes(cfg)
+    if ds.format == "hdf5" and ds.chunk_size:
+        if not (ds.enable_chunking or ds.compression != "none"):
+            raise ConfigError(f"dataset.chunk_size={ds.chunk_size} with a contiguous HDF5 "
+                              "dataset: set dataset.enable_chunking=true (or compression)")
+        from dlio_mpi.dataset import chunking
+        try:
+            chunking(ds)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     if (ds.compression != "none" or ds.format in ("csv",)) and io.interface == "posix_direct":
         raise ConfigError(f"io.interface=posix_direct cannot read {ds.format} "
                           f"{'compressed ' if ds.compression != 'none' else ''}data in aligned "
@@ -346,6 +357,20 @@ def validate(cfg):
 
 def check_ranks(cfg, ranks):
     """Checks that need the job's size, run on every rank before any I/O."""
+    if cfg.reader.access == "stream":
+        ds = cfg.dataset
+        if ds.num_files_train < ranks:
+            raise ConfigError(
+                f"reader.access=stream splits files among ranks: dataset.num_files_train="
+                f"{ds.num_files_train} is fewer than the {ranks} ranks")
+        from dlio_mpi import access
+        if access.stream_steps(ds.num_files_train, ds.num_samples_per_file, ranks,
+                               cfg.reader.batch_size) == 0:
+            raise ConfigError(
+                f"reader.batch_size={cfg.reader.batch_size} is larger than a rank's files hold "
+                f"({ds.num_files_train // ranks} files of {ds.num_samples_per_file} samples on "
+                f"{ranks} ranks)")
+        return
     per_rank = cfg.num_samples // ranks if cfg.io.layout != "replicated" else cfg.num_samples
     if cfg.reader.batch_size > per_rank:
         raise ConfigError(

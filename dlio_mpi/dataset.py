@@ -17,19 +17,67 @@ from dlio_mpi import formats
 _COMPRESSION = {"none": "none", "zip": "zip", "gzip": "gzip", "lzf": "lzf"}
 
 
+def chunking(ds, itemsize=1):
+    """(chunk_rows, chunk_elems) of an HDF5 dataset for dataset.chunk_size bytes: whole rows
+    when it is a multiple of the record, else one row cut into chunks of chunk_size bytes.
+    ValueError (one line) when no chunk shape has that size."""
+    size, rec = ds.chunk_size, ds.record_length
+    if not size:
+        return 1, 0
+    if size % itemsize:
+        raise ValueError(f"dataset.chunk_size={size} is not a whole number of "
+                         f"{itemsize}-byte elements")
+    if size >= rec:
+        if size % rec:
+            raise ValueError(f"dataset.chunk_size={size} is neither a whole number of records "
+                             f"(dataset.record_length={rec}) nor a part of one record")
+        return size // rec, 0
+    if ds.record_length_stdev:
+        raise ValueError(f"dataset.chunk_size={size} cuts a record into chunks, but records "
+                         "vary in size (dataset.record_length_stdev): a chunk may not fit a "
+                         "shorter record")
+    return 1, size // itemsize
+
+
 def format_spec(cfg):
     ds = cfg.dataset
-    chunk_rows = max(1, ds.chunk_size // ds.record_length) if ds.chunk_size else 1
+    chunk_rows, chunk_elems = chunking(ds) if ds.format == "hdf5" else (1, 0)
     return formats.FormatSpec(
         format=ds.format, samples_per_file=ds.num_samples_per_file,
         record_length=ds.record_length, record_length_stdev=ds.record_length_stdev,
         seed=cfg.train.seed, compression=_COMPRESSION[ds.compression],
         compression_level=min(ds.compression_level, 9),
-        chunked=ds.enable_chunking or ds.compression in ("gzip", "lzf"), chunk_rows=chunk_rows)
+        chunked=ds.enable_chunking or ds.compression in ("gzip", "lzf"), chunk_rows=chunk_rows,
+        chunk_elems=chunk_elems, libver=ds.hdf5_libver, npz_layout=ds.npz_layout,
+        volume_shape=tuple(ds.volume_shape), crop_shape=tuple(ds.crop_shape),
+        volumes=tuple((v["name"], v.get("dtype", "uint8"), tuple(v["chunks"]),
+                       v.get("compression", "none"), float(v.get("fill", 1.0)))
+                      for v in ds.volumes))
+
+
+class _LoggedFile:
+    """A file the index reader reads through the native engine, its calls in the op log."""
+
+    def __init__(self, path, log, file_id):
+        from dlio_mpi import engines
+        self.h = engines.PosixFile(path, file_id=file_id, oplog=log)
+
+    def size(self):
+        return self.h.size()
+
+    def pread(self, n, offset):
+        return self.h.read(offset, n).tobytes()
+
+    def close(self):
+        self.h.close()
 
 
 class Dataset:
-    """The training files of cfg (what readers and the generator share)."""
+    """The training files of cfg (what readers and the generator share). With `log` set (an
+    OpLog), reads of a file's index (NPZ directories) are made by the native engine and
+    recorded in it."""
+
+    log = None
 
     CACHE_FILES = 4096          # file indexes kept, at most
     CACHE_SAMPLES = 1 << 18     # samples the kept indexes describe, at most
@@ -80,7 +128,10 @@ class Dataset:
         try:
             idx = formats.layout(self.spec, i)
         except ValueError:
-            idx = formats.index_file(self.path(i), self.spec, i)
+            kw = {}
+            if self.log is not None and self.spec.format == "npz":
+                kw["opener"] = lambda path: _LoggedFile(path, self.log, self.first_id + i)
+            idx = formats.index_file(self.path(i), self.spec, i, **kw)
         self._indexes[i] = idx
         self._cached_samples += self.spf
         while len(self._indexes) > 1 and (len(self._indexes) > self.CACHE_FILES
@@ -96,7 +147,11 @@ class Dataset:
 
     def max_sample_bytes(self):
         """An upper bound of a sample's read size: sizes are normal draws, so mean + 8 stdev
-        (never exceeded in practice), plus the format's per-sample framing."""
+        (never exceeded in practice), plus the format's per-sample framing; a volume crop's
+        bytes."""
+        if self.spec.volumes:
+            from dlio_mpi.formats.volumes import crop_bytes
+            return crop_bytes(self.spec) + 4096
         r = self.cfg.dataset.record_length + 8 * self.cfg.dataset.record_length_stdev
         return int(r) + 4096
 

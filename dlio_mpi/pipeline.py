@@ -4,8 +4,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import checkpointing, engines, readers, sampler, sysinfo, timing
-from dlio_mpi.readers import PrefetchReader
+from dlio_mpi import access, checkpointing, engines, readers, sampler, sysinfo, timing
 
 
 class Exchange:
@@ -27,13 +26,15 @@ class Exchange:
 
 
 def _log_totals(log):
-    """(bytes, operations, histogram) of the reads in the finalized op log and its overflow."""
+    """(bytes, operations, histogram) of the reads in the finalized op log and its overflow.
+    HDF5 through sec2 is counted at the file system: the reads libhdf5 issues (logged by the
+    logging driver as POSIX reads, metadata included), not its H5Dread calls."""
     log.finalize()
     ops = log.arrays()
-    reads = ops["op"] == engines.OP["read"]
+    reads = (ops["op"] == engines.OP["read"]) & (ops["iface"] != engines.IFACE["hdf5_sec2"])
     over = log.overflow_totals().get("read", (0, 0))
-    return (int(ops["bytes"][reads].sum()) + over[1], int(reads.sum()) + over[0],
-            log.histogram(op="read"))
+    hist = log.histogram(op="read") - log.histogram(op="read", iface="hdf5_sec2")
+    return (int(ops["bytes"][reads].sum()) + over[1], int(reads.sum()) + over[0], hist)
 
 
 def step_histogram(seconds):
@@ -79,21 +80,40 @@ def _phase(phase, epoch, plan, wall, io_wait, compute, first_io, waits, log):
             "latency_hist": hist, "step_wait_hist": step_histogram(waits)}
 
 
+def epoch_plan(cfg, comm, reader, batch, epoch, shuffle):
+    """(plan, files): the (steps, batch) samples this rank consumes in an epoch, and with
+    reader.access=stream the files it streams, in order."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    data = reader.data
+    if cfg.reader.access == "stream":
+        files = access.stream_files(data.num_files, size, rank, epoch, cfg.train.seed,
+                                    cfg.reader.file_shuffle != "off")
+        steps = access.stream_steps(data.num_files, data.spf, size, batch)
+        return access.stream_plan(files, data.spf, steps, batch), files
+    plan = sampler.rank_samples(data.num_samples, size, rank, batch, epoch, cfg.train.seed,
+                                shuffle, cfg.io.remainder, cfg.io.layout, cfg.io.read_type,
+                                data.spf, cfg.reader.file_shuffle != "off",
+                                cfg.reader.sharding)
+    return plan, None
+
+
 def evaluate(cfg, comm, log, epoch, rng):
     """An evaluation phase: every rank reads its share of the evaluation files in batches of
     reader.batch_size_eval, with evaluation.eval_time of compute per step, then all meet."""
-    rank, size = comm.Get_rank(), comm.Get_size()
     reader = readers.make_reader(cfg, comm, log, "valid")
-    n = reader.data.num_samples
     bs = cfg.reader.batch_size_eval
-    plan = sampler.rank_samples(n, size, rank, bs, epoch, cfg.train.seed, False,
-                                cfg.io.remainder, cfg.io.layout)
+    if cfg.reader.access == "stream":
+        plan, files = epoch_plan(cfg, comm, reader, bs, epoch, False)
+    else:
+        plan = sampler.rank_samples(reader.data.num_samples, comm.Get_size(), comm.Get_rank(),
+                                    bs, epoch, cfg.train.seed, False, cfg.io.remainder,
+                                    cfg.io.layout)
+        files = None
     sleeps = timing.draw(cfg.evaluation.eval_time, rng, len(plan),
                          cfg.evaluation.eval_time_stdev)
     waits = np.zeros(len(plan))
     comm.Barrier()
-    if isinstance(reader, PrefetchReader):
-        reader.start_epoch(plan)
+    reader.start_epoch(plan, files)
     t_start = time.perf_counter()
     io_wait = compute = 0.0
     for step, batch in enumerate(plan):
@@ -140,8 +160,13 @@ def run_epochs(cfg, comm, log, progress=None):
 
     def close_phase(entry):
         phases.append(entry)
+        keep_log(f"{entry['phase']}{entry['epoch']}")
+
+    def keep_log(name):
+        """The op log's entries so far, as phase `name` (with io.keep_oplog); then a new log."""
         if cfg.io.keep_oplog:
-            oplogs.append({k: np.array(v) for k, v in log.arrays().items()})
+            log.finalize()
+            oplogs.append((name, {k: np.array(v) for k, v in log.arrays().items()}))
         log.reset()
 
     if in_memory:
@@ -150,18 +175,14 @@ def run_epochs(cfg, comm, log, progress=None):
         if 0 <= max_steps <= done_steps:
             break
         seed_epoch = epoch if cfg.train.seed_change_epoch else 0
-        plan = sampler.rank_samples(cfg.num_samples, size, rank, cfg.reader.batch_size,
-                                    seed_epoch, cfg.train.seed, shuffle, cfg.io.remainder,
-                                    cfg.io.layout, cfg.io.read_type,
-                                    cfg.dataset.num_samples_per_file,
-                                    cfg.reader.file_shuffle != "off")
+        plan, files = epoch_plan(cfg, comm, reader, cfg.reader.batch_size, seed_epoch,
+                                 shuffle)
         if max_steps >= 0:
             plan = plan[:max_steps - done_steps]
         sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
                              cfg.train.computation_time_stdev)
         comm.Barrier()
-        if isinstance(reader, PrefetchReader):
-            reader.start_epoch(plan)
+        reader.start_epoch(plan, files)
         t_start = time.perf_counter()
         io_wait = compute = first_io = ckpt_s = 0.0
         waits = np.zeros(len(plan))
@@ -169,7 +190,7 @@ def run_epochs(cfg, comm, log, progress=None):
             t0 = time.perf_counter()
             if not in_memory:
                 reader.read_batch(batch)
-                if not isinstance(reader, PrefetchReader) and reader.pre.active:
+                if not isinstance(reader, readers.PrefetchReader) and reader.pre.active:
                     time.sleep(float(reader.pre.draw(len(batch)).sum()))
             t1 = time.perf_counter()
             if step == 0:
@@ -193,7 +214,7 @@ def run_epochs(cfg, comm, log, progress=None):
                            log))
         if ckpt and checkpointing.due_after_epoch(cfg, epoch + 1):
             write_checkpoint(done_steps, epoch)
-            log.reset()
+            keep_log(f"checkpoint{epoch}")      # its writes, in the op log as Darshan has them
         if (cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0
                 and (epoch + 1) % cfg.evaluation.epochs_between_evals == 0):
             close_phase(evaluate(cfg, comm, log, epoch, rng))

@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from dlio_mpi import engines, timing
+from dlio_mpi import engines, formats, timing
 from dlio_mpi.dataset import Dataset
 
 ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
@@ -48,6 +48,7 @@ class Reader:
         self.cfg, self.comm, self.log = cfg, comm, log
         self.pre = Preprocessing(cfg, comm)
         self.data = Dataset(cfg, split)
+        self.data.log = log         # index reads are the run's reads too
         self.batch = cfg.reader.batch_size if split == "train" else cfg.reader.batch_size_eval
         self.handles = OrderedDict()
         self.pinned = set()         # opened collectively: closed only by close()
@@ -58,6 +59,16 @@ class Reader:
 
     def path(self, i):
         return self.data.path(i)
+
+    def start_epoch(self, plan, files=None):
+        """Called before an epoch's first step with its (steps, batch) samples (and, for
+        reader.access=stream, the rank's files in order); readers that plan ahead use it."""
+
+    def reopen(self, i):
+        """Close file i if it is open (not one opened collectively): its next read opens it
+        anew, as a loader that opens a file per sample does."""
+        if i in self.handles and i not in self.pinned:
+            self.handles.pop(i).close()
 
     def _make_room(self):
         """Before a file is opened: with max_open files open, close the least recently used
@@ -159,6 +170,15 @@ class Reader:
                 g.append(k)
         total = 0
         buf = self.buf
+        if self.cfg.reader.reopen:          # a file opened for each sample
+            for s in samples.tolist():
+                f, k = divmod(s, spf)
+                idx = self.data.index(f)
+                self.reopen(f)
+                _, got = self._open(f).readv([int(idx.offsets[k])], [int(idx.lengths[k])],
+                                             xfer=self.xfer, out=buf, exact=True)
+                total += got
+            return total
         for f, ks in groups.items():
             idx = self.data.index(f)
             offs = [int(idx.offsets[k]) for k in ks]
@@ -241,8 +261,10 @@ class H5Reader(Reader):
         return h
 
     def rows(self, f, local):
-        idx = self.data.index(f)
-        return idx.rows[local] if idx.rows is not None else local
+        """The dataset rows of samples local of file f: sample i is row i (the layout every
+        HDF5 file of the dataset has; its index is not read, so that no library but the
+        reader's opens the file during training)."""
+        return np.asarray(local, dtype=np.int64)
 
     def read_batch(self, samples):
         files, local = self.data.locate(samples)
@@ -251,6 +273,13 @@ class H5Reader(Reader):
             _, got = self.handles[0].read_rows(rows, np.ones_like(rows), out=self.buf)
             return got
         total = 0
+        if self.cfg.reader.reopen:          # a file opened for each sample, one row a read
+            for f, k in zip(files.tolist(), local.tolist()):
+                rows = self.rows(f, np.array([k]))
+                self.reopen(f)
+                _, got = self._open(f).read_rows(rows, np.ones_like(rows), out=self.buf)
+                total += got
+            return total
         for f in np.unique(files):
             rows = self.rows(int(f), local[files == f])
             _, got = self._open(int(f)).read_rows(rows, np.ones_like(rows), out=self.buf)
@@ -282,7 +311,7 @@ class PrefetchReader(Reader):
         self.queue = []
         self.pending = []
 
-    def start_epoch(self, plan):
+    def start_epoch(self, plan, files=None):
         self.queue = list(np.asarray(plan).reshape(-1)[::-1])
         self._fill()
 
@@ -295,7 +324,7 @@ class PrefetchReader(Reader):
             if isinstance(self.inner, H5Reader):
                 row = int(self.inner.rows(f, np.array([local]))[0])
                 t = self.ra.submit(h, [row], [1], busy=busy)
-                want, where = self.data.index(f).sizes[local], row
+                want, where = formats.sample_sizes(self.data.spec, f)[local], row
             else:
                 offs, lens = self.inner.sample_ranges(f, np.array([local]))
                 t = self.ra.submit(h, offs, lens, xfer=self.xfer, busy=busy)
@@ -335,6 +364,12 @@ class PrefetchReader(Reader):
 
 def make_reader(cfg, comm, log, split="train"):
     kind = cfg.io.interface
+    if cfg.dataset.volume_shape:
+        from dlio_mpi.volume_reader import VolumeReader
+        return VolumeReader(cfg, comm, log, split)
+    if cfg.reader.access != "sample":
+        from dlio_mpi.pattern_reader import PatternReader
+        return PatternReader(cfg, comm, log, split)
     if kind.startswith("hdf5"):
         inner = H5Reader(cfg, comm, log, split)
     elif kind in ("mpiio", "mpiio_coll") and cfg.io.layout != "multi":

@@ -219,9 +219,11 @@ def run(cfg, comm, echo=print):
         "ranks": size,
         "hosts": facts["hosts"],
         "steps_per_epoch": job[0]["steps"] if job else 0,
-        "samples_dropped_per_epoch": sampler.dropped_per_epoch(
-            cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder, cfg.io.layout,
-            cfg.io.read_type),
+        "samples_dropped_per_epoch": (
+            cfg.num_samples - (job[0]["steps"] if job else 0) * cfg.reader.batch_size * size
+            if cfg.reader.access == "stream" else sampler.dropped_per_epoch(
+                cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder,
+                cfg.io.layout, cfg.io.read_type)),
         "load": load[0] if load else None,
         "evaluations": evals,
         "checkpoints": checkpoints,
@@ -261,9 +263,10 @@ def run(cfg, comm, echo=print):
     if cfg.io.keep_oplog:
         # phase i's arrays are e{i}_start, e{i}_dur, ...; phases[i] names it
         np.savez(os.path.join(out_dir, f"oplog_rank{rank:05d}.npz"),
-                 phases=np.array([f"{e['phase']}{e['epoch']}" for e in epochs]),
+                 phases=np.array([name for name, _ in oplogs]),
                  origin_mono_ns=np.int64(log.origin_mono_ns),
-                 **{f"e{i}_{k}": v for i, ep in enumerate(oplogs) for k, v in ep.items()})
+                 **{f"e{i}_{k}": v for i, (_, ep) in enumerate(oplogs)
+                    for k, v in ep.items()})
     if rank == 0:
         buf = io.StringIO()
         w = csv.writer(buf)

@@ -2,7 +2,9 @@
 
 On demand (io.read_type=on_demand): the global order of an epoch is a true permutation of all
 samples (seeded, changing with the epoch) or the identity. Rank r takes the r-th contiguous share
-of steps*batch*ranks samples of that order, so every rank runs the same number of steps; the
+of steps*batch*ranks samples of that order (reader.sharding=block), or every ranks-th sample
+from the r-th on (round_robin, as IOR's segments interleave the ranks' blocks), so every rank
+runs the same number of steps; the
 remainder (fewer than batch*ranks samples) is dropped, or, with remainder="pad", filled with the
 first samples of the order again. With layout "replicated" every rank takes the whole order.
 
@@ -60,7 +62,8 @@ def memory_share(num_samples, ranks, rank, layout):
 
 
 def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainder="drop",
-                 layout="multi", read_type="on_demand", samples_per_file=0, file_shuffle=False):
+                 layout="multi", read_type="on_demand", samples_per_file=0, file_shuffle=False,
+                 sharding="block"):
     """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch)."""
     steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
     if read_type == "memory":
@@ -75,6 +78,8 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
     need = per_rank * ranks
     if need > order.size:
         order = np.resize(order, need)      # the order again, as often as needed
+    if sharding == "round_robin":
+        return order[rank:need:ranks].reshape(steps, batch)
     return order[rank * per_rank:(rank + 1) * per_rank].reshape(steps, batch)
 
 

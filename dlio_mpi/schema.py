@@ -70,6 +70,21 @@ SCHEMA = {
                            ("none", "gzip", "lzf", "zip")),
         "compression_level": Key("int", 4, "gzip level", minimum=0),
         "enable_chunking": Key("bool", False, "HDF5: chunked dataset"),
+        # this project's own dataset key
+        "volume_shape": Key("list", [], "HDF5 volumes: the N-D shape of every volume in a "
+                            "file (a sample is then a crop of each; empty: a dataset of rows)"),
+        "crop_shape": Key("list", [], "HDF5 volumes: the N-D shape of a sample's crop, at a "
+                          "seeded random position"),
+        "volumes": Key("list", [], "HDF5 volumes: one mapping per dataset, read in this order: "
+                       "name, dtype (uint8), chunks (N-D), compression (none, gzip, lzf), fill "
+                       "(share of a chunk's bytes that are random, 1.0: the rest zeros)"),
+        "npz_layout": Key("enum", "per_sample", "NPZ files: a member per sample (x_0, x_1, "
+                          "...), or stacked as the DLIO benchmark writes them (x: the file's "
+                          "samples side by side, y: labels; each sample's load reads all of x; "
+                          "needs reader.access=numpy)", ("per_sample", "stacked")),
+        "hdf5_libver": Key("enum", "earliest", "HDF5 file format, as h5py's libver: earliest "
+                           "(h5py's default) or latest (as the DLIO benchmark writes; fewer "
+                           "metadata reads per open)", ("earliest", "latest")),
         "chunk_size": Key("size", 0, "HDF5: chunk size in bytes", minimum=0),
         "keep_files": Key("bool", True, "keep the dataset after the run"),
         "record_dims": Key("list", [], "dimensions of a record", emulated=False),
@@ -88,8 +103,25 @@ SCHEMA = {
         "prefetch_size": Key("int", 2, "batches read ahead of the one in use", minimum=0),
         "sample_shuffle": Key("enum", "off", "sample order", SHUFFLE),
         "file_shuffle": Key("enum", "off", "file order", SHUFFLE),
-        "transfer_size": Key("size", 262144, "largest single read in bytes (0: whole)",
-                             minimum=0),
+        "transfer_size": Key("size", 262144, "largest single read in bytes (0: whole); the "
+                             "block size of reader.access=stream", minimum=0),
+        # this project's own reader keys
+        "access": Key("enum", "sample", "how the input library reads: each sample's byte "
+                      "range (sample), the rank's files front to back in transfer_size blocks "
+                      "(stream: TFRecord, pandas), NPZ members as numpy.load reads them "
+                      "(numpy), or a file whole as an image decoder reads it: its header, then "
+                      "transfer_size requests through a buffered file (image: PIL)",
+                      ("sample", "stream", "numpy", "image")),
+        "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
+                        "contiguous shares (block), or every ranks-th sample (round_robin: "
+                        "IOR's segments)", ("block", "round_robin")),
+        "reopen": Key("bool", False, "open a sample's file for its read and close it after "
+                      "(loaders that open a file per sample); reader.access=numpy always does"),
+        "buffer_size": Key("size", 0, "reader.access=numpy and image: the buffered file's size "
+                           "(0: the file system's st_blksize, as Python's open uses)",
+                           minimum=0),
+        "shuffle_size": Key("int", 0, "reader.access=stream with sample_shuffle: samples in "
+                            "the shuffle buffer (reads run this far ahead)", minimum=0),
         "preprocess_time": Key("time", 0.0, "emulated preprocessing per sample (s)"),
         "preprocess_time_stdev": Key("float", 0.0, "its standard deviation", minimum=0.0),
         "odirect": Key("bool", False, "read with O_DIRECT (same as io.interface=posix_direct)"),

@@ -80,3 +80,29 @@ def test_llama3_70b_needs_a_multiple_of_its_tensor_parallel_degree(tmp_path):
     p, _ = run(tmp_path, 2, "workload=llama3_70b", check=False)
     assert p.returncode == 2
     assert "tensor=8 x pipeline=1 does not divide the 2 ranks" in p.stdout
+
+
+def test_end_of_epoch_checkpoints_are_in_the_op_log(tmp_path):
+    """A checkpoint written after an epoch is in the op log (phase checkpointN), its writes
+    and fsyncs as the run made them, as Darshan records them."""
+    import numpy as np
+
+    n = 2
+    _, s = run(tmp_path, n, "workflow.checkpoint=true", "model.model_size_bytes=1m",
+               "checkpoint.writers=all", "checkpoint.fsync=true", "train.epochs=2",
+               "train.computation_time=0", "io.keep_oplog=true")
+    writes = [c for c in s["checkpoints"] if c["op"] == "write"]
+    assert [c["epoch"] for c in writes] == [0, 1]
+    total = fsyncs = 0
+    for r in range(n):
+        with np.load(tmp_path / "o" / f"oplog_rank{r:05d}.npz") as z:
+            names = z["phases"].tolist()
+            assert names == ["train0", "checkpoint0", "train1", "checkpoint1"]
+            for i, name in enumerate(names):
+                op = z[f"e{i}_op"]
+                if name.startswith("checkpoint"):
+                    total += int(z[f"e{i}_bytes"][op == 1].sum())
+                    fsyncs += int((op == 4).sum())
+                else:
+                    assert not (op == 1).any()          # no writes while training
+    assert total == 2 * (1 << 20) and fsyncs == 2 * n

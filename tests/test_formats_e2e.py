@@ -64,7 +64,7 @@ def test_every_sample_once(tmp_path, n, fmt, interface, layout, extra):
         assert idx.num_samples == spf
     logs = [load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz") for r in range(n)]
     for e in range(2):
-        need = 0
+        need = index_bytes = 0
         per_sample = {}
         for z in logs:
             op, fl, off, nb = (z[f"e{e}_{k}"] for k in ("op", "file", "offset", "bytes"))
@@ -75,7 +75,13 @@ def test_every_sample_once(tmp_path, n, fmt, interface, layout, extra):
                 if fmt == "hdf5" or interface == "mpiio_coll":
                     continue            # whole batches per call: checked by bytes below
                 smp = sample_of(idx, off[sel])
-                for k, b in zip(smp, nb[sel]):
+                for k, o, b in zip(smp, off[sel], nb[sel]):
+                    if interface != "posix_direct" and (
+                            k < 0 or o + b > idx.offsets[k] + idx.lengths[k]):
+                        # a read of the file's index (an NPZ directory), not of a sample
+                        assert fmt == "npz" and e == 0, (fmt, e, o, b)
+                        index_bytes += int(b)
+                        continue
                     per_sample[(int(f), int(k))] = per_sample.get((int(f), int(k)), 0) + int(b)
         moved = s["epochs"][e]["bytes_moved"]
         if fmt == "hdf5" or interface == "mpiio_coll":
@@ -84,7 +90,9 @@ def test_every_sample_once(tmp_path, n, fmt, interface, layout, extra):
             mean = float(np.mean(np.concatenate(sizes)))
             if "dataset.compression=gzip" not in extra:
                 assert moved == pytest.approx(read * mean, rel=0.3)
-            assert moved > 0
+            # compressed chunks through sec2: bytes are libhdf5's own reads, and a file kept
+            # open serves the second epoch from its chunk cache
+            assert moved > 0 or (e == 1 and "dataset.compression=gzip" in extra)
             continue
         if interface == "posix_direct":
             assert moved >= read * 32768        # aligned ranges cover every sample
@@ -93,4 +101,6 @@ def test_every_sample_once(tmp_path, n, fmt, interface, layout, extra):
         for (f, k), b in per_sample.items():
             assert b == data.index(f).lengths[k]
             need += b
-        assert moved == need
+        # the index reads are in the op log and in the bytes moved (the first epoch's)
+        assert (index_bytes > 0) == (fmt == "npz" and e == 0)
+        assert moved == need + index_bytes

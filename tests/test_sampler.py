@@ -125,3 +125,16 @@ def test_plan_memory_per_rank_does_not_grow_with_ranks():
         tracemalloc.stop()
     assert peaks[65536] <= 3 * 8 * n
     assert abs(peaks[65536] - peaks[1024]) <= 0.1 * peaks[1024]
+
+
+def test_round_robin_sharding_interleaves_ranks():
+    """reader.sharding=round_robin: rank r takes samples r, r+R, ... of the order: every
+    sample once, the ranks' samples interleaved (IOR's segments)."""
+    plans = [sampler.rank_samples(16, 2, r, 2, 0, 1, False, sharding="round_robin")
+             for r in range(2)]
+    assert plans[0].reshape(-1).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
+    assert plans[1].reshape(-1).tolist() == [1, 3, 5, 7, 9, 11, 13, 15]
+    shuffled = [sampler.rank_samples(20, 3, r, 2, 1, 7, True, sharding="round_robin")
+                for r in range(3)]
+    got = np.concatenate([p.reshape(-1) for p in shuffled])
+    assert len(set(got.tolist())) == len(got) == 18      # 3 steps of 2 per rank, no repeats

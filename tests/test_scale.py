@@ -35,8 +35,11 @@ def test_many_ranks(tmp_path, n):
     assert s["samples_dropped_per_epoch"] == total - steps * n * 2
     logs = [load_npz(out / f"oplog_rank{r:05d}.npz") for r in range(n)]
     for e in range(2):
-        seen = np.concatenate([z[f"e{e}_file"][z[f"e{e}_op"] == 0].astype(np.int64) * spf
-                               + z[f"e{e}_offset"][z[f"e{e}_op"] == 0] // rec for z in logs])
+        # the phases are train0, checkpoint0, train1, checkpoint1
+        i = [list(z["phases"]).index(f"train{e}") for z in logs]
+        seen = np.concatenate([z[f"e{k}_file"][z[f"e{k}_op"] == 0].astype(np.int64) * spf
+                               + z[f"e{k}_offset"][z[f"e{k}_op"] == 0] // rec
+                               for z, k in zip(logs, i)])
         assert seen.size == steps * n * 2 and np.unique(seen).size == seen.size
         assert s["epochs"][e]["bytes_moved"] == seen.size * rec
         assert sum(s["epochs"][e]["step_io_wait_hist"]) == steps * n

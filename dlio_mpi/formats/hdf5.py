@@ -1,6 +1,6 @@
 """HDF5 files through h5py: one 2-D dataset (spec.dataset) of one row per sample, rows of one
-size drawn per file; contiguous, or chunked by spec.chunk_rows rows, optionally gzip or lzf
-compressed. A file may hold all samples of the dataset (the "one shared file" layout, then
+size drawn per file; contiguous, or chunked (spec.chunk_rows whole rows per chunk, or one row
+cut into chunks of spec.chunk_elems elements), optionally gzip or lzf compressed. A file may hold all samples of the dataset (the "one shared file" layout, then
 written by all ranks of a communicator with the MPI-IO driver).
 
 A reader addresses samples by row and lets libhdf5 read; the index gives each sample's row, and
@@ -29,11 +29,24 @@ def sample_value(spec, file_index, sample_index):
     return sample_bytes(spec, file_index, sample_index).view(np.dtype(spec.dtype))
 
 
+def chunk_shape(spec, row_elems):
+    """The dataset's chunk shape for rows of row_elems elements, or None (contiguous)."""
+    if not (spec.chunked or spec.compression != "none"):
+        return None
+    if spec.chunk_elems:
+        if spec.chunk_elems > row_elems:
+            raise ValueError(f"a chunk of {spec.chunk_elems} elements is larger than a row of "
+                             f"{row_elems}")
+        return (1, spec.chunk_elems)
+    return (min(spec.chunk_rows, spec.samples_per_file), row_elems)
+
+
 def create_options(spec, row_elems):
     """Keyword arguments of h5py's create_dataset for spec's layout and filters."""
     kw = {}
-    if spec.chunked or spec.compression != "none":
-        kw["chunks"] = (min(spec.chunk_rows, spec.samples_per_file), row_elems)
+    shape = chunk_shape(spec, row_elems)
+    if shape is not None:
+        kw["chunks"] = shape
     if spec.compression == "gzip":
         kw.update(compression="gzip", compression_opts=spec.compression_level)
     elif spec.compression == "lzf":
@@ -56,6 +69,13 @@ def rank_rows(n, chunk, ranks, rank):
 
 
 def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
+    if spec.volumes:
+        from dlio_mpi.formats import volumes
+        return volumes.write_file(path, file_index, spec, comm)
+    return _write_rows_file(path, file_index, spec, comm, block_bytes)
+
+
+def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     """Write the file, in blocks of about block_bytes. With a communicator of several ranks
     (collective: every rank calls it with the same path), every rank writes its share of whole
     chunks of rows through the MPI-IO driver, all in the same number of collective writes, and
@@ -68,7 +88,7 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     opts = create_options(spec, elems)
     parallel = comm is not None and comm.Get_size() > 1
     if not parallel:
-        with h5py.File(path, "w") as f:
+        with h5py.File(path, "w", libver=spec.libver) as f:
             d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
                                  **opts)
             step = max(1, block_bytes // row_bytes)
@@ -80,7 +100,7 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
         return index_file(path, spec)
     error = None
     try:
-        with h5py.File(path, "w", driver="mpio", comm=comm) as f:
+        with h5py.File(path, "w", driver="mpio", comm=comm, libver=spec.libver) as f:
             d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
                                  **opts)
             chunk = opts["chunks"][0] if "chunks" in opts else 1
@@ -128,16 +148,29 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     return idx
 
 
-def index_file(path, spec, file_index=None):
-    import h5py       # imported when HDF5 is used: it costs start-up time
+def open_file(path):
+    """The HDF5 file at path, open for reading, or FormatError (one line) naming it."""
+    import h5py
 
-    size = file_size(path)
     try:
-        f = h5py.File(path, "r")
+        return h5py.File(path, "r")
     except OSError as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise FormatError(path, f"not a readable HDF5 file ({msg}; truncated?)") from None
-    with f:
+
+
+def index_file(path, spec, file_index=None):
+    if spec.volumes:
+        from dlio_mpi.formats import volumes
+        return volumes.index_file(path, spec, file_index)
+    import h5py       # imported when HDF5 is used: it costs start-up time
+
+    size = file_size(path)
+    with open_file(path) as f:
+        superblock = f.id.get_create_plist().get_version()[0]
+        if (superblock >= 2) != (spec.libver == "latest"):
+            raise FormatError(path, f"superblock version {superblock}: not the file format of "
+                                    f"libver={spec.libver} (another dataset?)")
         d = f.get(spec.dataset)
         if not isinstance(d, h5py.Dataset):
             raise FormatError(path, f"no dataset {spec.dataset!r}")
@@ -148,6 +181,14 @@ def index_file(path, spec, file_index=None):
         n, elems = d.shape
         check_count(path, n, spec, f"rows in dataset {spec.dataset!r}")
         row_bytes = elems * want.itemsize
+        try:
+            expect = chunk_shape(spec, elems)
+        except ValueError as e:
+            raise FormatError(path, str(e)) from None
+        if d.chunks != expect and not (expect is not None and d.chunks is not None
+                                       and expect[0] >= n and d.chunks[1:] == expect[1:]):
+            raise FormatError(path, f"dataset {spec.dataset!r} has chunks {d.chunks}, this "
+                                    f"dataset's spec makes {expect} (another dataset?)")
         compressed = bool(d.compression) or bool(d.id.get_create_plist().get_nfilters())
         offsets = np.full(n, -1, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)

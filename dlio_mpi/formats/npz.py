@@ -47,6 +47,8 @@ def encoded_sample(spec, file_index, sample_index):
 
 
 def write_file(path, file_index, spec):
+    if spec.npz_layout == "stacked":
+        return _write_stacked(path, file_index, spec)
     sizes = content.sample_sizes(spec, file_index)
     data = np.empty(int(sizes.sum()), dtype=np.uint8)
     content.fill(spec.seed, file_index, np.arange(len(sizes)), sizes, data)
@@ -84,25 +86,43 @@ _DTYPES = {}
 _HEAD = 512                             # bytes read at a member: local header and .npy header
 
 
-def _fast_index(path, spec):
+class _OsFile:
+    """A file read with os.pread (the index reader's default)."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def size(self):
+        return os.fstat(self.fd).st_size
+
+    def pread(self, n, offset):
+        return os.pread(self.fd, n, offset)
+
+    def close(self):
+        os.close(self.fd)
+
+
+def _fast_index(path, spec, opener=None):
     """The index of a file as numpy.savez writes it (stored members, no zip64 central
-    directory, no archive comment), read with three preads and no zipfile; None for anything
-    else, which index_file's general path then reads (and reports on)."""
+    directory, no archive comment), read with two preads and one per member, no zipfile;
+    None for anything else, which index_file's general path then reads (and reports on).
+    opener(path) gives the file (size, pread, close): os calls by default, the native engine
+    when the reads are to be in the op log."""
     n = spec.samples_per_file
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = (opener or _OsFile)(path)
     except OSError:
         return None
     try:
-        size = os.fstat(fd).st_size
+        size = fd.size()
         if size < _EOCD.size:
             return None
         sig, disk, cd_disk, entries, total, cd_size, cd_off, comment = _EOCD.unpack(
-            os.pread(fd, _EOCD.size, size - _EOCD.size))
+            fd.pread(_EOCD.size, size - _EOCD.size))
         if (sig != b"PK\x05\x06" or disk or cd_disk or comment or entries != total
                 or entries != n or cd_off + cd_size + _EOCD.size != size):
             return None
-        cd = os.pread(fd, cd_size, cd_off)
+        cd = fd.pread(cd_size, cd_off)
         if len(cd) != cd_size:
             return None
         want = np.dtype(spec.dtype)
@@ -127,7 +147,7 @@ def _fast_index(path, spec):
             if i >= n or seen[i] or name[2:3] == b"0" and len(name) > 7:
                 return None
             seen[i] = 1
-            head = os.pread(fd, _HEAD, local)
+            head = fd.pread(_HEAD, local)
             if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
                 return None
             fields = _LOCAL.unpack_from(head)
@@ -151,14 +171,54 @@ def _fast_index(path, spec):
     except (OSError, ValueError, TypeError, struct.error):
         return None
     finally:
-        os.close(fd)
+        fd.close()
     return FileIndex(NAME, size, sizes, offsets, lengths, exact=True, compressed=False)
 
 
-def index_file(path, spec, file_index=None):
-    """The FileIndex of an NPZ file: the fast path for files as numpy.savez writes them, the
-    general one (zipfile, compressed members, every check with its message) otherwise."""
-    fast = _fast_index(path, spec)
+def _write_stacked(path, file_index, spec):
+    """A stacked file, as the DLIO benchmark writes NPZ: member x holds the file's samples as
+    columns (one size per file), y their labels."""
+    from dlio_mpi.numpy_reads import stacked_arrays
+
+    sizes = content.sample_sizes(spec, file_index)
+    n, row = spec.samples_per_file, int(sizes[0])
+    dtype = np.dtype(spec.dtype)
+    arrays = stacked_arrays(row // dtype.itemsize, n, dtype)
+    data = np.empty(n * row, dtype=np.uint8)
+    content.fill(spec.seed, file_index, np.arange(n), np.full(n, row), data)
+    arrays["x"][:] = data.view(dtype).reshape(n, row // dtype.itemsize).T
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    return index_file(path, spec)
+
+
+def _stacked_index(path, spec):
+    size = file_size(path)
+    n = spec.samples_per_file
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = sorted(zf.namelist())
+            if names != ["x.npy", "y.npy"]:
+                raise FormatError(path, f"members {names}, expected x.npy and y.npy (stacked)")
+            with zf.open("x.npy") as x:
+                dtype, shape, _, _ = parse_npy_header(x, path, "member x.npy")
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as e:
+        raise FormatError(path, f"not a readable stacked NPZ file ({e}; truncated?)") from None
+    if dtype != np.dtype(spec.dtype) or len(shape) != 2 or shape[1] != n:
+        raise FormatError(path, f"x is {dtype} of shape {shape}, expected {spec.dtype} "
+                                f"(elements, {n})")
+    nbytes = shape[0] * dtype.itemsize
+    return FileIndex(NAME, size, np.full(n, nbytes, np.int64), np.full(n, -1, np.int64),
+                     np.zeros(n, np.int64), exact=False)
+
+
+def index_file(path, spec, file_index=None, opener=None):
+    """The FileIndex of an NPZ file: the fast path for files as numpy.savez writes them (its
+    reads through opener, see _fast_index), the general one (zipfile, compressed members,
+    every check with its message) otherwise; a stacked file's (x and y)."""
+    if spec.npz_layout == "stacked":
+        return _stacked_index(path, spec)
+    fast = _fast_index(path, spec, opener)
     return fast if fast is not None else _general_index(path, spec)
 
 

@@ -40,7 +40,15 @@ class FormatSpec:
     compression_level: int = 4    # hdf5 gzip level
     chunked: bool = False         # hdf5: chunked layout (implied by compression)
     chunk_rows: int = 1           # hdf5: rows per chunk
+    chunk_elems: int = 0          # hdf5: elements of a row per chunk (0: the whole row)
     dataset: str = "records"      # hdf5: dataset name
+    libver: str = "earliest"      # hdf5: file format, as h5py's libver (earliest | latest)
+    npz_layout: str = "per_sample"  # npz: a member per sample, or stacked (x: all, y: labels)
+    # hdf5 volumes (formats/volumes.py): N-D datasets of volume_shape read as crops; volumes
+    # holds (name, dtype, chunk shape, compression, fill) per dataset; empty: one 2-D dataset
+    volume_shape: tuple = ()
+    crop_shape: tuple = ()
+    volumes: tuple = ()
 
     def __post_init__(self):
         def bad(key, what):
@@ -60,6 +68,11 @@ class FormatSpec:
             stdev = -1.0
         if not stdev >= 0 or stdev == float("inf"):
             bad("record_length_stdev", "expected a number >= 0")
+        ce = self.chunk_elems
+        if isinstance(ce, bool) or not isinstance(ce, (int, np.integer)) or ce < 0:
+            bad("chunk_elems", "expected an integer >= 0")
+        if ce and self.chunk_rows != 1:
+            bad("chunk_elems", "a chunk of part of a row holds one row (chunk_rows=1)")
         if self.compression not in COMPRESSIONS[self.format]:
             bad("compression", f"{self.format} takes {' | '.join(COMPRESSIONS[self.format])}")
         lvl = self.compression_level
@@ -71,6 +84,8 @@ class FormatSpec:
             bad("dtype", "not a numpy dtype")
         if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
             bad("dtype", "expected a plain numeric dtype")
+        if self.libver not in ("earliest", "latest"):
+            bad("libver", "expected earliest or latest")
         if not self.dataset or "/" in self.dataset:
             bad("dataset", "expected a plain dataset name")
 

@@ -1,0 +1,169 @@
+"""Access patterns: which reads a rank issues for its samples, as pure functions (no I/O).
+
+reader.access chooses how the application's input library reaches the file system:
+
+- sample (the default): each sample's byte range, cut into reader.transfer_size pieces, as a
+  map-style data loader reading records by index does. Samples are sharded and shuffled by
+  dlio_mpi.sampler (a permutation of all samples, or of files).
+- stream: a rank reads its files front to back in reader.transfer_size blocks regardless of
+  record boundaries, as TensorFlow's TFRecord reader (a 256 KiB buffered input stream) and
+  pandas' CSV reader (256 KiB chunks) do. Files are split among ranks (file i of an epoch's
+  file order goes to rank i mod ranks; reader.file_shuffle permutes the order every epoch);
+  samples are consumed in file order; with reader.sample_shuffle they pass through a shuffle
+  buffer of reader.shuffle_size samples, so the reads run that many samples ahead of the
+  training step (the buffer is filled before the first step, as tf.data's shuffle does).
+  A block is read when the stream first needs a byte of it; the bytes of a file after its last
+  sample are read when the stream moves on to the next file.
+- numpy: NPZ files as numpy.load issues the reads through Python's buffered file object (see
+  dlio_mpi.numpy_reads): the zip directory at open, then per sample its member's local header
+  and its data in numpy's read sizes.
+
+A plan of reads for an epoch is a ReadPlan: per step, the (file, offset, length) reads in the
+order they are issued."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ACCESS = ("sample", "stream", "numpy")
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """Reads of an epoch: reads first[k]:first[k+1] belong to step k, in issue order."""
+    first: np.ndarray       # (steps + 1,) int64
+    file: np.ndarray        # (reads,) int64, file index in the split
+    offset: np.ndarray      # (reads,) int64
+    length: np.ndarray      # (reads,) int64
+    opens: np.ndarray | None = None     # (reads,) bool: the file is opened anew at this read
+
+    @property
+    def steps(self):
+        return len(self.first) - 1
+
+    def step(self, k):
+        """(file, offset, length) arrays of step k's reads."""
+        a, b = int(self.first[k]), int(self.first[k + 1])
+        return self.file[a:b], self.offset[a:b], self.length[a:b]
+
+    def groups(self, k):
+        """Step k's reads as runs of one file and one open: [(file, offsets, lengths, opens),
+        ...] in order; opens is True where the run starts with a new open of its file."""
+        f, o, n = self.step(k)
+        if len(f) == 0:
+            return []
+        a = int(self.first[k])
+        new = np.zeros(len(f), bool) if self.opens is None else self.opens[a:a + len(f)]
+        cut = np.flatnonzero((np.diff(f) != 0) | new[1:]) + 1
+        return [(int(ff[0]), oo, nn, bool(ww[0])) for ff, oo, nn, ww in
+                zip(np.split(f, cut), np.split(o, cut), np.split(n, cut), np.split(new, cut))]
+
+    def max_step_bytes(self):
+        if len(self.length) == 0:
+            return 0
+        sums = np.add.reduceat(self.length, self.first[:-1].clip(max=len(self.length) - 1))
+        sums[self.first[:-1] == self.first[1:]] = 0
+        return int(sums.max()) if len(sums) else 0
+
+    def total_bytes(self):
+        return int(self.length.sum())
+
+
+def stream_files(num_files, ranks, rank, epoch, seed, file_shuffle):
+    """The files rank streams in an epoch, in order: file i of the epoch's file order (a
+    seeded permutation with file_shuffle, else 0..num_files-1) goes to rank i mod ranks."""
+    order = np.arange(num_files, dtype=np.int64)
+    if file_shuffle:
+        order = np.random.default_rng([seed, epoch, 2]).permutation(order)
+    return order[rank::ranks]
+
+
+def stream_steps(num_files, samples_per_file, ranks, batch):
+    """Steps every rank can run when files are split among ranks: the smallest share, in whole
+    batches (ranks with one file more leave its samples unread)."""
+    return (num_files // ranks) * samples_per_file // batch
+
+
+def stream_plan(files, samples_per_file, steps, batch):
+    """The samples a rank consumes, shape (steps, batch): its files' samples in file order."""
+    files = np.asarray(files, dtype=np.int64)
+    order = (files[:, None] * samples_per_file + np.arange(samples_per_file)).reshape(-1)
+    return order[:steps * batch].reshape(steps, batch)
+
+
+def block_reads(size, xfer, align=1):
+    """(offsets, lengths) of a whole file of size bytes read front to back in xfer blocks
+    (one read when xfer is 0); with align > 1 lengths are rounded up to it (O_DIRECT)."""
+    if size <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    step = xfer if xfer > 0 else size
+    offs = np.arange(0, size, step, dtype=np.int64)
+    lens = np.minimum(step, size - offs)
+    if align > 1:
+        lens = -(-lens // align) * align
+    return offs, lens
+
+
+def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align=1):
+    """The ReadPlan of a rank streaming `files` (in order) for `steps` steps of `batch` samples,
+    reading `lead` samples ahead (a shuffle buffer), in blocks of xfer bytes.
+
+    file_sizes[i] is the size of files[i]; sample_ends[i] the end offset of each of its samples
+    (in file order). By the end of step k the stream must hold sample (k+1)*batch+lead-1 (of the
+    rank's whole stream, capped at its last sample): every block starting before that sample's
+    end is read by then, each block at the first step that needs it."""
+    files = np.asarray(files, dtype=np.int64)
+    sizes = np.asarray(file_sizes, dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(sizes)])
+    ends = np.concatenate([base[i] + np.asarray(e, np.int64) for i, e in enumerate(sample_ends)]) \
+        if len(sample_ends) else np.zeros(0, np.int64)
+    if steps <= 0 or len(ends) == 0:
+        return ReadPlan(np.zeros(max(steps, 0) + 1, np.int64), *(np.zeros(0, np.int64),) * 3)
+    k = np.arange(steps, dtype=np.int64)
+    need = np.minimum((k + 1) * batch + lead, len(ends)) - 1
+    must = ends[need]                       # stream bytes held by the end of step k
+    fi, offs, lens = [], [], []
+    for i, size in enumerate(sizes.tolist()):
+        if base[i] >= must[-1]:
+            break
+        o, n = block_reads(size, xfer, align)
+        fi.append(np.full(len(o), i, np.int64))
+        offs.append(o)
+        lens.append(n)
+    fi, offs, lens = np.concatenate(fi), np.concatenate(offs), np.concatenate(lens)
+    step_of = np.searchsorted(must, base[fi] + offs, side="right")
+    keep = step_of < steps
+    step_of, fi, offs, lens = step_of[keep], fi[keep], offs[keep], lens[keep]
+    first = np.searchsorted(step_of, np.arange(steps + 1), side="left").astype(np.int64)
+    return ReadPlan(first, files[fi], offs, lens)
+
+
+def sample_reads(plan_samples, spf, ranges_of, per_sample=False):
+    """The ReadPlan of reads by sample: per step, each file's sample ranges in the batch's
+    order of first appearance (ranges_of(file, local_samples) -> (offsets, lengths)), one read
+    per range (the engines cut ranges into the transfer size). With per_sample, every sample
+    is read on its own, in the batch's order, from a new open of its file (numpy.load of a
+    member, a loader that opens a file per sample)."""
+    first, fi, offs, lens, opens = [0], [], [], [], []
+    for batch in plan_samples:
+        f, loc = np.divmod(np.asarray(batch, np.int64), spf)
+        if per_sample:
+            parts = [(int(ff), np.array([ll])) for ff, ll in zip(f.tolist(), loc.tolist())]
+        else:
+            _, at = np.unique(f, return_index=True)
+            parts = [(int(f[j]), loc[f == f[j]]) for j in sorted(at.tolist())]
+        n = 0
+        for ff, sel in parts:
+            o, ln = ranges_of(ff, sel)
+            fi.append(np.full(len(o), ff, np.int64))
+            offs.append(np.asarray(o, np.int64))
+            lens.append(np.asarray(ln, np.int64))
+            w = np.zeros(len(o), bool)
+            w[:1] = per_sample
+            opens.append(w)
+            n += len(o)
+        first.append(first[-1] + n)
+    cat = (lambda parts, t=np.int64: np.concatenate(parts) if parts else np.zeros(0, t))
+    return ReadPlan(np.asarray(first, np.int64), cat(fi), cat(offs), cat(lens),
+                    cat(opens, bool) if per_sample else None)

@@ -1,0 +1,92 @@
+"""HDF5 volumes: files holding N-D datasets of one shape (spec.volume_shape), each chunked in
+its own chunk shape and compressed or not, read as crops (spec.crop_shape) at seeded random
+positions, as a field-of-view trainer reads a volume (flood-filling networks read 49^3 crops
+of an image and a label volume).
+
+A sample is a crop: sample k of file i is the box at crop_start(spec, i, k) of every volume,
+read in the order the volumes are listed. A chunk's content is seeded random bytes for the
+first `fill` share of its bytes and zeros after, so that a compressed chunk is about that share
+of its size (data that compresses like the real volumes: an image's chunks little, a label
+volume's a lot)."""
+import numpy as np
+
+from dlio_mpi.formats._files import file_size
+from dlio_mpi.formats.spec import FileIndex, FormatError
+
+CROP_SALT = 0xC0
+
+
+def volume_dtype(vol):
+    return np.dtype(vol[1])
+
+
+def crop_bytes(spec):
+    """Bytes of one sample: its crop of every volume."""
+    cells = int(np.prod(spec.crop_shape))
+    return sum(cells * volume_dtype(v).itemsize for v in spec.volumes)
+
+
+def crop_start(spec, file_index, sample):
+    """Where sample `sample` of file `file_index` lies: the crop's first index per dimension."""
+    rng = np.random.default_rng([spec.seed, file_index, sample, CROP_SALT])
+    top = np.asarray(spec.volume_shape) - np.asarray(spec.crop_shape)
+    return rng.integers(0, top + 1).astype(np.int64)
+
+
+def _chunk(spec, file_index, v, index, shape, dtype):
+    """The content of chunk `index` (flat) of volume v: seeded bytes, then zeros."""
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    fill = int(round(spec.volumes[v][4] * nbytes))
+    raw = np.zeros(nbytes, np.uint8)
+    if fill:
+        rng = np.random.default_rng([spec.seed, file_index, v, index, 0xF1])
+        raw[:fill] = rng.integers(0, 256, fill, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def write_file(path, file_index, spec, comm=None):
+    """Write the file's volumes chunk by chunk (by one rank: with a communicator, rank 0
+    writes and the others return None)."""
+    import h5py
+
+    if comm is not None and comm.Get_rank() != 0:
+        return None
+    shape = tuple(spec.volume_shape)
+    with h5py.File(path, "w", libver=spec.libver) as f:
+        for v, (name, dtype, chunks, compression, _) in enumerate(spec.volumes):
+            dt = np.dtype(dtype)
+            kw = {} if compression == "none" else {"compression": compression}
+            d = f.create_dataset(name, shape=shape, dtype=dt, chunks=tuple(chunks), **kw)
+            grid = [-(-s // c) for s, c in zip(shape, chunks)]
+            for flat, cell in enumerate(np.ndindex(*grid)):
+                box = tuple(slice(g * c, min((g + 1) * c, s))
+                            for g, c, s in zip(cell, chunks, shape))
+                d[box] = _chunk(spec, file_index, v, flat,
+                                tuple(b.stop - b.start for b in box), dt)
+    return index_file(path, spec)
+
+
+def index_file(path, spec, file_index=None):
+    """The file's index (a crop per sample); FormatError unless it holds the spec's volumes
+    in their shapes, types, chunks and compression."""
+    import h5py
+
+    from dlio_mpi.formats.hdf5 import open_file
+
+    size = file_size(path)
+    with open_file(path) as f:
+        for name, dtype, chunks, compression, _ in spec.volumes:
+            d = f.get(name)
+            if not isinstance(d, h5py.Dataset):
+                raise FormatError(path, f"no volume {name!r}")
+            want = (tuple(spec.volume_shape), np.dtype(dtype), tuple(chunks),
+                    None if compression == "none" else compression)
+            have = (d.shape, d.dtype, d.chunks, d.compression)
+            if have != want:
+                raise FormatError(path, f"volume {name!r} is {have}, expected {want} "
+                                        "(another dataset?)")
+    n = spec.samples_per_file
+    return FileIndex("hdf5", size, np.full(n, crop_bytes(spec), np.int64),
+                     np.full(n, -1, np.int64), np.zeros(n, np.int64), exact=False,
+                     compressed=any(v[3] != "none" for v in spec.volumes),
+                     rows=np.arange(n, dtype=np.int64), dataset=spec.volumes[0][0])

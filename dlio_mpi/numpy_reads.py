@@ -1,0 +1,167 @@
+"""The reads Python libraries issue through Python's buffered file: numpy.load of an NPZ member
+(found by running numpy and zipfile themselves), and an image decoder reading a file whole
+(image_reads, PIL's pattern).
+
+`np.load(path)[name]` opens the file through Python's buffered file object (its buffer is the
+file system's st_blksize), checks the magic, reads the zip end records and central directory,
+then the member's local header and the .npy data in numpy's read sizes (256 KiB requests to
+zipfile, which the buffered file turns into block-rounded reads and buffer refills). Rather
+than restating those libraries, this module runs them on a virtual file with the same
+structure as the real one (the same members, shapes and dtype; zeros for the data) and records
+every read the buffered file makes of it: the offsets and lengths are those the real call would
+issue on the real file. The pattern depends only on the file's structure and st_blksize, so it
+is computed once per distinct structure and kept.
+
+Each read is recorded as Python's buffered file asks for it (offset, bytes asked for): issued
+the same way, a read at the end of the file returns what the real one returned, an end-of-file
+probe (Python's read-to-end asks one byte more) included, as Darshan counts it.
+"""
+from __future__ import annotations
+
+import io
+from functools import lru_cache
+
+import numpy as np
+
+
+class _Seekable(io.RawIOBase):
+    """A position in a file of self.size bytes."""
+
+    pos = size = 0
+
+    def seekable(self):
+        return True
+
+    def seek(self, pos, whence=0):
+        self.pos = {0: pos, 1: self.pos + pos, 2: self.size + pos}[whence]
+        return self.pos
+
+    def tell(self):
+        return self.pos
+
+
+class _Sink(_Seekable):
+    """A write-only seekable file keeping only the writes that are not all zeros."""
+
+    def __init__(self):
+        self.pieces = []
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        mv = memoryview(b).cast("B")
+        n = len(mv)
+        if n and np.frombuffer(mv, np.uint8).any():
+            self.pieces.append((self.pos, bytes(mv)))
+        self.pos += n
+        self.size = max(self.size, self.pos)
+        return n
+
+
+class _Virtual(_Seekable):
+    """A read-only file of the sink's size and pieces (zeros elsewhere) that records reads."""
+
+    def __init__(self, sink):
+        self.size = sink.size
+        self.pieces = sorted(sink.pieces)
+        self.reads = []
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        mv = memoryview(b).cast("B")
+        n = max(0, min(len(mv), self.size - self.pos))
+        lo, hi = self.pos, self.pos + n
+        mv[:n] = bytes(n)
+        # pieces overlapping [lo, hi); later writes (zip header rewrites) win
+        for start, data in self.pieces:
+            end = start + len(data)
+            if end <= lo or start >= hi:
+                continue
+            a, z = max(lo, start), min(hi, end)
+            mv[a - lo:z - lo] = data[a - start:z - start]
+        self.reads.append((lo, len(mv)))
+        self.pos = hi
+        return n
+
+
+def _structure(member_bytes, dtype, compressed):
+    sink = _Sink()
+    dt = np.dtype(dtype)
+    arrays = {f"x_{i}": np.zeros(n // dt.itemsize, dt) for i, n in enumerate(member_bytes)}
+    (np.savez_compressed if compressed else np.savez)(sink, **arrays)
+    return sink
+
+
+@lru_cache(maxsize=64)
+def npz_reads(member_bytes, dtype="uint8", blksize=4096, compressed=False):
+    """(file_size, open_reads, member_reads) for an NPZ file of members x_0..x_{n-1} with
+    member_bytes[i] data bytes each: open_reads is what np.load(path) reads (offsets, lengths);
+    member_reads[i] what the access of member i then reads, on a freshly loaded file."""
+    member_bytes = tuple(int(n) for n in member_bytes)
+    sink = _structure(member_bytes, dtype, compressed)
+    open_reads, members = None, []
+    for i in range(len(member_bytes)):
+        raw = _Virtual(sink)
+        with io.BufferedReader(raw, buffer_size=blksize) as f, np.load(f) as npz:
+            if open_reads is None:
+                open_reads = _arrays(raw.reads)
+            n_open = len(raw.reads)
+            npz[f"x_{i}"]
+        members.append(_arrays(raw.reads[n_open:]))
+    if open_reads is None:
+        open_reads = _arrays([])
+    return sink.size, open_reads, tuple(members)
+
+
+def stacked_arrays(sample_elems, spf, dtype="uint8"):
+    """The members of a stacked NPZ file, as the DLIO benchmark writes them: x holding the
+    file's samples side by side (shape (sample_elems, spf)) and y their labels (int64)."""
+    return {"x": np.zeros((sample_elems, spf), np.dtype(dtype)),
+            "y": np.zeros(spf, np.int64)}
+
+
+@lru_cache(maxsize=256)
+def stacked_reads(sample_elems, spf, dtype="uint8", blksize=4096):
+    """(file_size, offsets, lengths) of np.load(path)['x'] on a stacked NPZ file (every
+    sample's load reads the whole x)."""
+    sink = _Sink()
+    np.savez(sink, **stacked_arrays(sample_elems, spf, dtype))
+    raw = _Virtual(sink)
+    with io.BufferedReader(raw, buffer_size=blksize) as f, np.load(f) as npz:
+        npz["x"]
+    offs, lens = _arrays(raw.reads)
+    return sink.size, offs, lens
+
+
+@lru_cache(maxsize=4096)
+def image_reads(file_size, blksize=4096, request=65536, header=16):
+    """(offsets, lengths) an image decoder (PIL) issues for a whole file of file_size bytes
+    through Python's buffered file of blksize: the header's few bytes (a buffer fill), back
+    to the start, then the file in requests of `request` bytes until one comes back short."""
+    sink = _Sink()
+    sink.size = int(file_size)       # zeros throughout: only the reads' places matter
+    raw = _Virtual(sink)
+    with io.BufferedReader(raw, buffer_size=blksize) as f:
+        f.read(header)
+        f.seek(0)
+        while len(f.read(request)) == request:
+            pass
+    return _arrays(raw.reads)
+
+
+def _arrays(reads):
+    a = np.asarray(reads, dtype=np.int64).reshape(-1, 2)
+    offs, lens = a[:, 0].copy(), a[:, 1].copy()
+    offs.setflags(write=False)
+    lens.setflags(write=False)
+    return offs, lens
+
+
+def sample_reads(member_bytes, sample, dtype="uint8", blksize=4096, compressed=False):
+    """(offsets, lengths) that `np.load(path)[f"x_{sample}"]` issues."""
+    _, (o1, n1), members = npz_reads(tuple(member_bytes), dtype, blksize, compressed)
+    o2, n2 = members[sample]
+    return np.concatenate([o1, o2]), np.concatenate([n1, n2])

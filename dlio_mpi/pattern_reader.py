@@ -1,0 +1,200 @@
+"""PatternReader: a rank's reads as the input library issues them (reader.access=stream or
+numpy), planned per epoch by dlio_mpi.access and issued by the native engines, one engine call
+per run of reads of one file (no Python per read).
+
+With reader.access=numpy every sample's file is opened for its reads and closed after, as
+numpy.load does (read-ahead keeps a file open while its requests are queued).
+
+With reader.read_threads >= 1 (POSIX family), C read-ahead threads run the epoch's reads ahead
+of the training step, as a data pipeline's prefetch does: requests of up to a slot's bytes (a
+batch's worth; whole reads, in issue order) are queued up to (reader.prefetch_size + 1) batches'
+worth ahead, and a step waits only for its own. A file has at most one request in flight, so
+that its reads reach the file system in order, as a reader of one file issues them (threads
+overlap reads of different files, and reads with compute)."""
+from __future__ import annotations
+
+import os
+from collections import deque
+
+import numpy as np
+
+from dlio_mpi import access, engines, formats, numpy_reads
+from dlio_mpi.readers import Reader
+
+
+class PatternReader(Reader):
+    def __init__(self, cfg, comm, log, split="train"):
+        super().__init__(cfg, comm, log, split)
+        self.access = cfg.reader.access
+        self.reads = None
+        self.k = 0
+        self._blksize = None
+        self.ra = None
+        self.pending = deque()
+        self.requests = deque()
+        threads = cfg.reader.read_threads
+        if threads >= 1 and cfg.io.interface in ("posix", "posix_direct", "mmap"):
+            per_sample = self.data.max_sample_bytes()
+            self.slot = max(self.xfer, self.batch * per_sample, 1 << 16)
+            depth = max(2, (cfg.reader.prefetch_size + 1) * self.batch
+                        * -(-per_sample // self.slot))
+            align = 4096
+            if cfg.io.interface == "posix_direct":
+                align = max(align, engines.dio_alignment(self.data.root)[0])
+            self.ra = engines.ReadAhead(threads=threads, depth=depth, slot_bytes=self.slot,
+                                        align=align)
+            self.max_open = max(self.max_open, depth + 1)
+
+    # planning -----------------------------------------------------------------------------
+    def start_epoch(self, plan, files=None):
+        """Plan the epoch's reads: plan is the (steps, batch) samples the rank consumes; files
+        the rank's stream of files (reader.access=stream)."""
+        self._drain()
+        plan = np.asarray(plan, dtype=np.int64)
+        if self.access == "stream":
+            sizes, ends = [], []
+            for f in files.tolist():
+                idx = self.data.index(f)
+                sizes.append(idx.file_size)
+                ends.append(idx.offsets + idx.lengths)
+            lead = self.cfg.reader.shuffle_size if self.cfg.reader.sample_shuffle != "off" \
+                else 0
+            self.reads = access.stream_reads(files, sizes, ends, len(plan), self.batch, lead,
+                                             self.xfer, self.align)
+        else:
+            # numpy.load and an image decoder open the file for every sample they read
+            ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
+            self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
+        self.k = 0
+        need = self.reads.max_step_bytes() if self.ra is None else self.slot
+        if need > len(self.buf):
+            self.buf = engines.aligned_empty(need, 65536)
+        if self.ra is not None:
+            self._queue_requests()
+            self._fill()
+
+    def _members(self, f):
+        """The member sizes of NPZ file f, from the dataset's spec (no I/O: numpy.load reads
+        the file's directory itself, and those reads are part of the pattern)."""
+        return tuple(formats.sample_sizes(self.data.spec, f).tolist())
+
+    def _numpy_ranges(self, f, local):
+        if self._blksize is None:
+            self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
+                or 4096
+        spec = self.data.spec
+        if spec.npz_layout == "stacked":      # every sample's load reads all of x
+            _, o, n = self._stacked(f)
+            k = len(np.asarray(local))
+            return np.tile(o, k), np.tile(n, k)
+        members = self._members(f)
+        parts = [numpy_reads.sample_reads(members, int(s), spec.dtype, self._blksize)
+                 for s in np.asarray(local).tolist()]
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+    def _image_ranges(self, f, local):
+        if self._blksize is None:
+            self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
+                or 4096
+        return numpy_reads.image_reads(self.data.index(f).file_size, self._blksize, self.xfer)
+
+    def _stacked(self, f):
+        spec = self.data.spec
+        row = int(formats.sample_sizes(spec, f)[0])
+        return numpy_reads.stacked_reads(row // np.dtype(spec.dtype).itemsize,
+                                         spec.samples_per_file, spec.dtype,
+                                         self._blksize or 4096)
+
+    def _file_size(self, f):
+        if self.access == "numpy" and self.data.spec.npz_layout == "stacked":
+            return self._stacked(f)[0]
+        if self.access == "numpy":
+            return numpy_reads.npz_reads(self._members(f), self.data.spec.dtype,
+                                         self._blksize or 4096)[0]
+        return self.data.index(f).file_size
+
+    # reading ------------------------------------------------------------------------------
+    def read_batch(self, samples):
+        k = self.k
+        self.k += 1
+        if self.reads is None or k >= self.reads.steps:
+            raise RuntimeError("read_batch past the planned epoch (start_epoch first)")
+        if self.ra is not None:
+            return self._read_ahead(k)
+        total = 0
+        for f, offs, lens, reopen in self.reads.groups(k):
+            total += self._read_group(f, offs, lens, self.buf, reopen)
+        return total
+
+    def _read_group(self, f, offs, lens, out, reopen=False):
+        if reopen:
+            self.reopen(f)
+        h = self._open(f)
+        size = self._file_size(f)
+        want = int(np.minimum(offs + lens, size).sum() - offs.sum())
+        _, got = h.readv(offs, lens, out=out[:int(lens.sum())])
+        if got < want:
+            raise engines.ShortReadError(
+                61, f"unexpected end of file in {self.path(f)}: wanted {want} bytes from "
+                f"offset {int(offs[0])}, got {got}")
+        return got
+
+    def _queue_requests(self):
+        """The epoch's reads as read-ahead requests of at most a slot's bytes each."""
+        self.requests.clear()
+        for k in range(self.reads.steps):
+            for f, offs, lens, _ in self.reads.groups(k):
+                ends = np.cumsum(lens)
+                cut = [0]
+                while cut[-1] < len(lens):
+                    base = ends[cut[-1] - 1] if cut[-1] else 0
+                    j = int(np.searchsorted(ends, base + self.slot, side="right"))
+                    cut.append(max(j, cut[-1] + 1))
+                for a, b in zip(cut[:-1], cut[1:]):
+                    self.requests.append((k, f, offs[a:b], lens[a:b]))
+
+    def _fill(self):
+        while self.requests and len(self.pending) < self.ra.depth:
+            if any(p[2] == self.requests[0][1] for p in self.pending):
+                break           # its file's previous request first: reads stay in order
+            k, f, offs, lens = self.requests.popleft()
+            size = self._file_size(f)
+            want = int(np.minimum(offs + lens, size).sum() - offs.sum())
+            t = self.ra.submit(self._open(f), offs, lens)
+            self.pending.append((k, t, f, int(offs[0]), want))
+
+    def _read_ahead(self, k):
+        total = 0
+        while True:
+            self._fill()
+            if not self.pending or self.pending[0][0] != k:
+                return total
+            _, t, f, where, want = self.pending.popleft()
+            _, got = self.ra.wait(t)
+            self.ra.release(t)
+            if got < want:
+                raise engines.ShortReadError(
+                    61, f"unexpected end of file in {self.path(f)}: wanted {want} bytes from "
+                    f"offset {where}, got {got}")
+            total += got
+
+    def _drain(self):
+        if self.ra is None:
+            return
+        self.requests.clear()
+        while self.pending:
+            _, t, _, _, _ = self.pending.popleft()
+            try:
+                self.ra.wait(t)
+            except engines.EngineError:
+                pass
+            self.ra.release(t)
+
+    def read_extent(self, f, lo, hi):
+        raise NotImplementedError("reader.access=stream and numpy read on demand")
+
+    def close(self):
+        self._drain()
+        if self.ra is not None:
+            self.ra.close()
+        super().close()

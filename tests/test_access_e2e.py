@@ -1,0 +1,88 @@
+"""Access patterns end to end under mpiexec: the op log of every rank holds exactly the reads
+the library the pattern stands in for would issue (a buffered TFRecord stream over the rank's
+own files; numpy.load of each sample's NPZ member), in the same order."""
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+from dlio_mpi import access, config, sampler
+from dlio_mpi.dataset import Dataset
+from datautil import load_npz
+from mpirun import run_mpi
+from test_access import _Recorder, _with_probe
+
+
+def _reads(z, e):
+    op, fl, off, nb = (z[f"e{e}_{k}"] for k in ("op", "file", "offset", "bytes"))
+    r = op == 0
+    return list(zip(fl[r].tolist(), off[r].tolist(), nb[r].tolist()))
+
+
+@pytest.mark.parametrize("n,threads", [(3, 0), (2, 2)])
+def test_stream_reads_files_front_to_back(tmp_path, n, threads):
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.format=tfrecord", "dataset.num_files_train=7",
+            "dataset.num_samples_per_file=5", "dataset.record_length=20k",
+            "dataset.record_length_stdev=6k", "reader.batch_size=2", "train.epochs=2",
+            "train.computation_time=0", "reader.access=stream", "reader.transfer_size=16k",
+            "reader.sample_shuffle=seed", "reader.shuffle_size=3", "reader.file_shuffle=seed",
+            f"reader.read_threads={threads}", "io.keep_oplog=true"]
+    run_mpi(n, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    steps = access.stream_steps(7, 5, n, 2)
+    assert s["steps_per_epoch"] == steps
+    assert s["samples_dropped_per_epoch"] == 35 - steps * 2 * n
+    logs = [load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz") for r in range(n)]
+    for e in range(2):
+        seen = set()
+        for r, z in enumerate(logs):
+            files = access.stream_files(7, n, r, e, cfg.train.seed, True)
+            got = _reads(z, e)
+            assert not seen & {f for f, _, _ in got}          # no file read by two ranks
+            seen |= {f for f, _, _ in got}
+            # what a 16 KiB buffered reader of these files hands over, and nothing more
+            sizes = [data.index(int(f)).file_size for f in files]
+            ends = [data.index(int(f)).offsets + data.index(int(f)).lengths for f in files]
+            plan = access.stream_reads(files, sizes, ends, steps, 2, 3, 16384)
+            want = list(zip(plan.file.tolist(), plan.offset.tolist(), plan.length.tolist()))
+            if threads:
+                # threads overlap different files; each file's reads stay in order
+                for f in set(plan.file.tolist()):
+                    assert [r for r in got if r[0] == f] == [r for r in want if r[0] == f]
+                got, want = sorted(got), sorted(want)
+            assert got == want
+            for f in set(plan.file.tolist()):
+                o = [x for ff, x, _ in got if ff == f]
+                assert o == list(range(0, len(o) * 16384, 16384))
+        assert s["epochs"][e]["bytes_moved"] == sum(b for z in logs for _, _, b in _reads(z, e))
+
+
+@pytest.mark.parametrize("n,interface", [(2, "posix"), (1, "stdio")])
+def test_numpy_access_is_numpy_load(tmp_path, n, interface):
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.format=npz", "dataset.num_files_train=4", "dataset.num_samples_per_file=3",
+            "dataset.record_length=300k", "dataset.record_length_stdev=90k",
+            "reader.batch_size=2", "train.epochs=1", "train.computation_time=0",
+            "reader.access=numpy", "reader.sample_shuffle=seed", f"io.interface={interface}",
+            "io.keep_oplog=true"]
+    run_mpi(n, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    blk = os.stat(data.path(0)).st_blksize
+    for r in range(n):
+        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        plan = sampler.rank_samples(12, n, r, 2, 0, cfg.train.seed, True)
+        want = []
+        for s in plan.reshape(-1).tolist():
+            f, k = divmod(s, 3)
+            log = []
+            with io.BufferedReader(_Recorder(data.path(f), log), buffer_size=blk) as fh, \
+                    np.load(fh) as d:
+                d[f"x_{k}"]
+            want += [(f, o, b) for o, b in _with_probe(log, os.path.getsize(data.path(f)))]
+        assert _reads(z, 0) == want

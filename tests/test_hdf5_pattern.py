@@ -1,0 +1,97 @@
+"""HDF5 through sec2: the reads the emulator's engine makes (its logging driver records every
+pread libhdf5 issues) are the reads h5py makes for the same rows, call for call (strace of a
+Python process reading with h5py), for both file formats, contiguous and chunked."""
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dlio_mpi import engines
+
+STRACE = shutil.which("strace")
+PREAD = re.compile(r"pread64\((\d+), .*, (\d+), (\d+)\)\s+=\s+(\d+)")
+OPEN = re.compile(r'openat\(AT_FDCWD, "(.*?)".*=\s+(\d+)$')
+
+
+def strace_reads(path, code, tmp_path):
+    """(offset, bytes) of every pread64 of path while python runs code."""
+    trace = tmp_path / "strace.txt"
+    subprocess.run([STRACE, "-e", "trace=openat,pread64", "-o", str(trace), sys.executable,
+                    "-c", code], check=True)
+    fds, reads = set(), []
+    for line in trace.read_text().splitlines():
+        m = OPEN.match(line.strip())
+        if m and m.group(1) == str(path):
+            fds.add(m.group(2))
+            continue
+        m = PREAD.match(line.strip())
+        if m and m.group(1) in fds:
+            reads.append((int(m.group(3)), int(m.group(4))))
+    return reads
+
+
+def h5py_reads(path, rows, tmp_path):
+    """The preads of path while h5py opens it and reads rows of dataset records."""
+    code = (f"import h5py\nf = h5py.File({str(path)!r}, 'r')\nd = f['records']\n"
+            + "".join(f"d[{r}]\n" for r in rows) + "f.close()\n")
+    return strace_reads(path, code, tmp_path)
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+@pytest.mark.parametrize("libver", ["earliest", "latest"])
+@pytest.mark.parametrize("chunks", [None, (1, 4096), (2, 16384)])
+def test_engine_reads_are_h5pys(tmp_path, libver, chunks):
+    import h5py
+
+    path = tmp_path / "f.h5"
+    data = np.random.default_rng(3).integers(0, 255, (8, 16384), dtype=np.uint8)
+    with h5py.File(path, "w", libver=libver) as f:
+        f.create_dataset("records", data=data, chunks=chunks)
+    rows = [3, 5, 0]
+    want = h5py_reads(path, rows, tmp_path)
+    log = engines.OpLog(1 << 12)
+    with engines.H5Dataset(path, "records", driver="sec2", oplog=log, file_id=1) as d:
+        for r in rows:
+            out, n = d.read_rows([r], [1])
+            assert np.array_equal(out[:n], data[r])
+    a = log.arrays()
+    mine = (a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["posix"])
+    got = list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist()))
+    assert len(want) > len(rows) and got == want
+
+
+def h5py_box_reads(path, name, boxes, tmp_path):
+    """The preads of path while h5py opens it and reads boxes of dataset name."""
+    code = (f"import h5py\nf = h5py.File({str(path)!r}, 'r')\nd = f[{name!r}]\n"
+            + "".join("d[" + ", ".join(f"{s}:{s + c}" for s, c in zip(st, ct)) + "]\n"
+                      for st, ct in boxes) + "f.close()\n")
+    return strace_reads(path, code, tmp_path)
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_engine_box_reads_are_h5pys(tmp_path, compression):
+    """A 3-D crop of a chunked volume (a field of view): the same chunk reads as h5py's."""
+    import h5py
+
+    path = tmp_path / "v.h5"
+    data = np.zeros((40, 40, 40), dtype=np.int64)
+    data[::3, ::5, :] = np.arange(40)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("labels", data=data, chunks=(9, 11, 13), compression=compression)
+    boxes = [((3, 7, 11), (17, 17, 17)), ((20, 0, 5), (17, 17, 17))]
+    want = h5py_box_reads(path, "labels", boxes, tmp_path)
+    log = engines.OpLog(1 << 12)
+    with engines.H5Dataset(path, "labels", driver="sec2", oplog=log, file_id=1) as d:
+        for st, ct in boxes:
+            out, n = d.read_box(st, ct)
+            box = tuple(slice(s, s + c) for s, c in zip(st, ct))
+            assert np.array_equal(out[:n].view(np.int64).reshape(ct), data[box])
+    a = log.arrays()
+    mine = (a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["posix"])
+    assert list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist())) == want
+    assert ((a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["hdf5_sec2"])).sum() \
+        == len(boxes)

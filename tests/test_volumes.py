@@ -1,0 +1,85 @@
+"""HDF5 volumes (dataset.volumes): N-D datasets chunked and compressed as asked, read as crops
+at seeded positions, each crop of each volume one H5Dread of the engine."""
+import json
+
+import numpy as np
+import pytest
+
+from dlio_mpi import config, formats
+from dlio_mpi.dataset import format_spec
+from dlio_mpi.formats import volumes
+from datautil import load_npz
+from mpirun import run_mpi
+
+VOLS = ('[{name: labels, dtype: int64, chunks: [9, 11, 11], compression: gzip, fill: 0.03}, '
+        '{name: raw, dtype: uint8, chunks: [11, 11, 22], compression: gzip, fill: 0.8}]')
+BASE = ["workload=default", "dataset.format=hdf5", "io.interface=hdf5_sec2",
+        "dataset.num_files_train=1", "io.layout=shared", "dataset.num_samples_per_file=24",
+        "dataset.volume_shape=[48,48,48]", "dataset.crop_shape=[17,17,17]",
+        f"dataset.volumes={VOLS}", "reader.read_threads=0", "reader.batch_size=2"]
+
+
+def test_volumes_are_written_as_asked(tmp_path):
+    spec = format_spec(config.load(BASE))
+    idx = formats.write_file(tmp_path / "v.h5", 0, spec)
+    import h5py
+    with h5py.File(tmp_path / "v.h5") as f:
+        lab, raw = f["labels"], f["raw"]
+        assert (lab.shape, lab.dtype, lab.chunks, lab.compression) == (
+            (48, 48, 48), np.dtype("int64"), (9, 11, 11), "gzip")
+        assert (raw.shape, raw.dtype, raw.chunks) == ((48, 48, 48), np.dtype("uint8"),
+                                                      (11, 11, 22))
+        # a chunk compresses to about its fill share
+        lab_chunk = lab.id.get_chunk_info(0).size / (9 * 11 * 11 * 8)
+        raw_chunk = raw.id.get_chunk_info(0).size / (11 * 11 * 22)
+    assert 0.02 < lab_chunk < 0.06 and 0.75 < raw_chunk < 0.9
+    assert idx.num_samples == 24 and (idx.sizes == volumes.crop_bytes(spec)).all()
+    assert volumes.crop_bytes(spec) == 17 ** 3 * 9
+    other = spec.replace(volumes=(spec.volumes[0][:2] + ((9, 11, 12),) + spec.volumes[0][3:],
+                                  spec.volumes[1]))
+    with pytest.raises(formats.FormatError, match="labels"):
+        formats.index_file(tmp_path / "v.h5", other)
+
+
+def test_crops_are_seeded_and_inside():
+    spec = format_spec(config.load(BASE))
+    starts = np.array([volumes.crop_start(spec, 0, k) for k in range(200)])
+    assert (starts >= 0).all() and (starts <= 48 - 17).all()
+    assert np.array_equal(starts[3], volumes.crop_start(spec, 0, 3))
+    assert len({tuple(s) for s in starts}) > 150
+
+
+@pytest.mark.parametrize("overrides,words", [
+    (["dataset.crop_shape=[49,17,17]"], "does not fit"),
+    (["dataset.crop_shape=[17,17]"], "does not fit"),
+    (["dataset.volumes=[{name: a, chunks: [9, 9]}]"], "chunks=[9, 9] does not fit"),
+    (["dataset.volumes=[{name: a, chunks: [9, 9, 9], fill: 2}]"], "fill=2"),
+    (["dataset.volumes=[{name: a, chunks: [9, 9, 9], colour: red}]"], "unknown key 'colour'"),
+    (["dataset.volumes=[{name: a, chunks: [9, 9, 9], dtype: str}]"], "numeric type"),
+    (["io.interface=hdf5_coll"], "io.interface must be hdf5 or hdf5_sec2"),
+    (["reader.read_threads=2"], "reader.read_threads=0"),
+    (["dataset.volume_shape=[]"], "together"),
+])
+def test_volume_config_errors(overrides, words):
+    with pytest.raises(config.ConfigError) as e:
+        config.load(BASE + overrides)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_run_reads_a_crop_of_every_volume_per_sample(tmp_path):
+    """2 ranks share the file: each sample is one H5Dread per volume of the crop's bytes, the
+    POSIX reads are libhdf5's (chunks and metadata), and bytes moved are theirs."""
+    args = BASE + [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+                   "io.keep_oplog=true", "train.epochs=1", "train.computation_time=0"]
+    run_mpi(2, "run_cli.py", "run", *args[1:], timeout=240)
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["steps_per_epoch"] == 6
+    posix = 0
+    for r in range(2):
+        z = load_npz(tmp_path / "o" / f"oplog_rank{r:05d}.npz")
+        op, iface, nb = z["e0_op"], z["e0_iface"], z["e0_bytes"]
+        h5 = (op == 0) & (iface == 8)
+        assert h5.sum() == 12 * 2
+        assert sorted(set(nb[h5].tolist())) == [17 ** 3, 17 ** 3 * 8]
+        posix += int(nb[(op == 0) & (iface == 0)].sum())
+    assert s["bytes_moved"] == posix > 0
