@@ -171,20 +171,26 @@ def characterize(source, *, dxt=False):
 def _data_formats(job, records):
     hdf5_ids = set(records["H5F"]["id"].tolist()) if "H5F" in records else set()
     parts = [pd.DataFrame({"id": frame["id"].to_numpy(),
+                           "rank": frame["rank"].to_numpy(),
                            "read": frame[SPECS[name].bytes_read].clip(lower=0).to_numpy(),
                            "written": frame[SPECS[name].bytes_written].clip(lower=0).to_numpy()})
              for name in TOTALS_BASIS
              if (frame := records.get(name)) is not None and not frame.empty]
     if not parts:
         return {}
-    moved = pd.concat(parts).groupby("id").sum()
+    joined = pd.concat(parts)
+    by_id = joined.groupby("id")
+    moved = by_id[["read", "written"]].sum()
+    # opened by several ranks, or a record Darshan reduced over all ranks (rank -1)
+    moved["shared"] = by_id["rank"].agg(lambda r: int(r.nunique() > 1 or (r < 0).any()))
     moved = moved[(moved["read"] > 0) | (moved["written"] > 0)]
     names = [job.names.get(int(i), "") for i in moved.index]
     data = np.array([is_data_file(n) for n in names], dtype=bool)
     moved = moved.assign(format=[file_format(n, int(i) in hdf5_ids)
                                  for n, i in zip(names, moved.index)])[data]
     formats = moved.groupby("format").agg(files=("read", "size"), bytes_read=("read", "sum"),
-                                          bytes_written=("written", "sum"))
+                                          bytes_written=("written", "sum"),
+                                          shared_files=("shared", "sum"))
     formats = formats.sort_values("bytes_read", ascending=False, kind="stable")
     return {fmt: {key: int(value) for key, value in row.items()}
             for fmt, row in formats.iterrows()}

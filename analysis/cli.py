@@ -5,6 +5,7 @@
     python -m analysis.cli fit PATH -o workload.yaml
     python -m analysis.cli report PATH -o DIR
     python -m analysis.cli paper --out DIR [--ranks 2]
+    python -m analysis.cli replay LOG --out DIR [--ranks N]
 
 A PATH is a Darshan log, a directory of one job's Darshan logs, or a dlio_mpi run directory
 (summary.json + op logs). Text by default; ``--json`` prints JSON instead. A file that cannot
@@ -27,13 +28,13 @@ def _reported():
     """Analysis errors as one line and exit status 1; warnings as stderr lines."""
     from .errors import AnalysisWarning, LogError
     from .fit import FitError
-    from .paper import PaperError
+    from .launch import LaunchError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AnalysisWarning)
         try:
             yield
-        except (LogError, FitError, PaperError, OSError) as error:
+        except (LogError, FitError, LaunchError, OSError) as error:
             _flush(caught)
             click.echo(f"analyze: {error}", err=True)
             sys.exit(ERROR)
@@ -130,6 +131,29 @@ def fit_cmd(path, output, data_folder, name, as_json):
         click.echo(f"# written to {output}")
 
 
+@analyze.command("replay")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="directory for fitted.yaml, the dataset (data/), the run (run/) and "
+                   "replay.json")
+@click.option("--ranks", default=None, type=click.IntRange(min=1),
+              help="processes (default: the log's)")
+@click.option("--mpiexec", "launcher", default=None,
+              help="launcher command (default: mpiexec from PATH)")
+@click.option("--json", "as_json", is_flag=True,
+              help="after the report, one JSON object on the last line")
+def replay_cmd(path, out_dir, ranks, launcher, as_json):
+    """Fit a workload to PATH, run it under mpiexec and compare the run with PATH."""
+    from .replay import render_replay, replay
+
+    with _reported():
+        result = replay(path, out_dir, ranks=ranks, launcher=launcher,
+                        progress=lambda m: click.echo(f"replay: {m}", err=True))
+    click.echo(render_replay(result), nl=False)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), default=str, separators=(",", ":")))
+
+
 @analyze.command("report")
 @click.argument("path", type=click.Path(exists=True))
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
@@ -156,18 +180,31 @@ def report_cmd(path, out_dir, dxt, as_json):
 @click.option("--ranks", default=2, show_default=True, type=click.IntRange(min=1))
 @click.option("--mpiexec", "launcher", default=None,
               help="launcher command (default: mpiexec from PATH)")
-@click.option("--json", "as_json", is_flag=True)
-def paper_cmd(out_dir, ranks, launcher, as_json):
-    """The DLIO paper's six applications, scaled down, run and characterized."""
-    from .paper import render_paper, run_paper, write_paper
+@click.option("--calibrate/--no-calibrate", default=True, show_default=True,
+              help="probe each application's I/O time per step on this storage and set its "
+                   "compute so that the I/O share is the real application's")
+@click.option("--app", "apps", multiple=True, help="only these applications (repeatable)")
+@click.option("--json", "as_json", is_flag=True,
+              help="after the table, one JSON object on the last line: application -> "
+                   "io_share, files, xfer_mean, xfer_median, seq, consec")
+def paper_cmd(out_dir, ranks, launcher, calibrate, apps, as_json):
+    """The DLIO paper's six applications, scaled down, run, characterized and set beside the
+    real applications' Darshan figures."""
+    from .paper import APPS, render_paper, run_paper, summary_line, write_paper
 
+    unknown = [a for a in apps if a not in APPS]
+    if unknown:
+        click.echo(f"analyze: unknown application {unknown[0]!r} (one of {', '.join(APPS)})",
+                   err=True)
+        sys.exit(2)
     with _reported():
-        study = run_paper(out_dir, ranks=ranks, launcher=launcher)
+        study = run_paper(out_dir, ranks=ranks, launcher=launcher, calibrate=calibrate,
+                          apps=tuple(apps) or APPS,
+                          progress=lambda m: click.echo(f"paper: {m}", err=True))
         write_paper(study, out_dir)
+    click.echo(render_paper(study), nl=False)
     if as_json:
-        _dump(study.to_dict())
-    else:
-        click.echo(render_paper(study), nl=False)
+        click.echo(summary_line(study))
 
 
 if __name__ == "__main__":

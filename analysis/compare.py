@@ -23,6 +23,13 @@ A metric whose value is unknown (None) for either job is left out of that job's 
 table says so with similarity None). Identical inputs give 1.0 exactly. Weights favour what
 shapes the I/O (bytes, transfer sizes, interfaces) over what depends on the machine and its
 noise (I/O time share, rank imbalance).
+
+Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
+similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
+by several ranks, the interfaces). A job of the right volume but the wrong shape cannot score
+high: files shared by every rank where the real job's were each read by one (shared share 1
+against 0) give 0; twice the files cap the score at 0.70; one interface of two at 0.5. The
+table's row ``structure_gate`` holds the gate.
 """
 
 import math
@@ -41,8 +48,9 @@ METRICS = (
     ("bytes_written", "ratio", 1.0, "bytes written (POSIX + STDIO)"),
     ("read_ops", "ratio", 1.0, "read calls (POSIX + STDIO)"),
     ("write_ops", "ratio", 0.5, "write calls (POSIX + STDIO)"),
-    ("files", "ratio", 1.0, "files (POSIX + STDIO)"),
-    ("shared_file_fraction", "fraction", 1.0, "share of the files opened by several ranks"),
+    ("files", "ratio", 1.0, "data files that moved bytes (POSIX + STDIO; not code, "
+     "libraries, configuration or the tools' own files)"),
+    ("shared_file_fraction", "fraction", 1.0, "share of the data files opened by several ranks"),
     ("mean_read_size", "ratio", 2.0, "bytes read / read calls"),
     ("read_size_histogram", "distribution", 2.0, "POSIX read sizes, Darshan buckets"),
     ("sequential_read_fraction", "fraction", 1.0, "POSIX sequential reads / reads"),
@@ -54,6 +62,7 @@ METRICS = (
     ("interfaces", "set", 2.0, "interfaces used"),
 )
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
+STRUCTURE = ("files", "shared_file_fraction", "interfaces")
 
 
 @dataclass
@@ -100,8 +109,9 @@ def profile(c):
         "bytes_written": c.totals.bytes_written,
         "read_ops": reads,
         "write_ops": writes,
-        "files": files.total,
-        "shared_file_fraction": files.shared / files.total if files.total else None,
+        "files": sum(v["files"] for v in c.data_formats.values()) if c.data_formats
+        else files.total,
+        "shared_file_fraction": _shared_fraction(c),
         "mean_read_size": c.totals.bytes_read / reads if reads else None,
         "read_size_histogram": histogram,
         "sequential_read_fraction": _share(posix.sequential_read_pct) if posix else None,
@@ -112,6 +122,17 @@ def profile(c):
         if balanced is not None and balanced.mean_bytes > 0 else None,
         "interfaces": sorted(c.interfaces),
     }
+
+
+def _shared_fraction(c):
+    """Shared data files over data files (files that moved bytes, not the tools' own), else
+    over all files."""
+    data = c.data_formats
+    n = sum(v["files"] for v in data.values()) if data else 0
+    if n:
+        return sum(v.get("shared_files", 0) for v in data.values()) / n
+    files = c.totals.files
+    return files.shared / files.total if files.total else None
 
 
 def similarity(kind, a, b):
@@ -148,16 +169,21 @@ def compare(sources, labels=None, *, dxt=True):
     rows, scores = [], {}
     for j, (label, values) in enumerate(zip(labels, profiles)):
         weighted = total = 0.0
+        gate = 1.0
         for metric, kind, weight, _ in METRICS:
             a, b = profiles[0][metric], values[metric]
             s = similarity(kind, a, b)
             if s is not None:
                 weighted += weight * s
                 total += weight
+                if metric in STRUCTURE:
+                    gate = min(gate, s)
             rows.append({"metric": metric, "job": label, "value": b,
                          "relative_difference": _relative(kind, a, b),
                          "similarity": s, "weight": weight})
-        scores[label] = weighted / total if total else None
+        rows.append({"metric": "structure_gate", "job": label, "value": gate,
+                     "relative_difference": None, "similarity": gate, "weight": None})
+        scores[label] = gate * weighted / total if total else None
     return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores)
 
 

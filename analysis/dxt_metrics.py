@@ -11,7 +11,11 @@ Definitions, all on the operations the trace holds (a partial trace holds the fi
   first operation and the end of the last one, in seconds since the job start.
 - Read at start or on demand: ``early_read_fraction`` is the fraction of the bytes read by
   operations that start within the first 10% of the job's run time; a job whose fraction is at
-  least 0.8 reads its input "at start", any other job that reads reads it "on demand".
+  least 0.8, or whose reads form one busy burst followed by at least as long without reads
+  (reads in progress at least half of the time from the first read's start to the last one's
+  end: a load that takes a good part of the run, as CANDLE's 17% of it, then training), reads
+  its input "at start"; any other job that reads reads it "on demand" (reads between compute
+  steps leave the time between them idle).
 - Write bursts (checkpoints): the write operations of all ranks, in order of start, grouped so
   that an operation starting less than ``BURST_GAP`` of the run time (at least 1 ms) after the
   end of the burst so far joins it. Each burst: first start, last end, operations, bytes, ranks
@@ -24,6 +28,7 @@ import numpy as np
 
 EARLY_PERIOD = 0.10  # the "start" of a run: this fraction of its run time
 AT_START_THRESHOLD = 0.8  # early_read_fraction from which input counts as read at start
+LOAD_BUSY = 0.5  # or: one busy burst of reads (in progress this fraction of it), then none
 BURST_GAP = 0.01  # write bursts: a pause of this fraction of the run time ends one
 
 
@@ -110,10 +115,32 @@ def dxt_metrics(module, segments, run_time, partial):
         write_bandwidth=_bandwidth_stats(writes),
         early_read_fraction=early,
         read_pattern=None if early is None else
-        ("at start" if early >= AT_START_THRESHOLD else "on demand"),
+        ("at start" if early >= AT_START_THRESHOLD or load_burst(reads, run_time)
+         else "on demand"),
         timeline=_timeline(segments),
         write_bursts=_write_bursts(writes, run_time),
     )
+
+
+def load_burst(reads, run_time):
+    """True when the reads (a DXT frame) form one busy burst (reads in progress on any rank at
+    least LOAD_BUSY of the time from the first read's start to the last one's end) followed
+    by at least as long without reads before the run's end."""
+    if not run_time or reads.empty:
+        return False
+    start, end = float(reads["start"].min()), float(reads["end"].max())
+    if end <= start or run_time - end < end - start:
+        return False
+    busy, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(zip(reads["start"].tolist(), reads["end"].tolist())):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                busy += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    busy += cur_e - cur_s
+    return busy >= LOAD_BUSY * (end - start)
 
 
 def _write_bursts(writes, run_time):

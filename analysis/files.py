@@ -6,6 +6,7 @@ module knows (an anonymized log's hashed names, ImageNet's ``train-00000-of-0102
 """
 
 import os
+import re
 
 # extension (lower case) -> the dlio_mpi dataset.format it is
 FORMAT_OF_EXTENSION = {
@@ -42,11 +43,17 @@ def file_format(name, hdf5=False):
     return FORMAT_OF_EXTENSION.get(extension(name), "raw")
 
 
+# files a job's tools make beside its data: Open MPI's MPI-IO lock-test files, the emulator's
+# O_DIRECT probe and the partial files of a dataset being written
+NOT_DATA_NAMES = re.compile(r"(\.locktest\.\d+|/\.dlio_mpi_odirect_probe\.\d+|\.part(\.\d+)?)$")
+
+
 def is_data_file(name):
-    """False for names that are code, libraries, configuration or system files."""
+    """False for names that are code, libraries, configuration or system files, or files the
+    tools make beside the data (NOT_DATA_NAMES)."""
     if not name:
         return True
     if name.startswith(NOT_DATA_PREFIXES) or "/site-packages/" in name \
-            or "/__pycache__/" in name:
+            or "/__pycache__/" in name or NOT_DATA_NAMES.search(name):
         return False
     return extension(name) not in NOT_DATA_EXTENSIONS

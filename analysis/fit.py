@@ -27,8 +27,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   as one sample per step (the same I/O).
   ``dataset.num_samples_per_file``: file size / record size, at least 1.
 - ``io.read_type``: "memory" when the DXT trace says the input is read at start (at least 80% of
-  the bytes in the first 10% of the run; see dxt_metrics), or without DXT when that share of the
-  bytes is in records whose reads ended in the first 10% of the run; else "on_demand".
+  the bytes in the first 10% of the run, or one busy burst of reads and then none; see
+  dxt_metrics), or without DXT when that share of the bytes is in records whose reads ended in
+  the first 10% of the run; else "on_demand".
 - ``reader.sample_shuffle``: "off" when the forward share of jumps is at least FORWARD_SHARE,
   else "seed". With Darshan's counters over the data records (N reads, S sequential,
   C consecutive, R records that read): jumps are the N - C - R reads that are neither
@@ -41,9 +42,12 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - From the DXT timeline of each rank's data reads (when there is one and the input is read on
   demand): busy periods are the union of the reads' intervals; gaps of at least STEP_GAP seconds
   between them are steps. ``train.computation_time``: the median step gap (0 with fewer than 2
-  step gaps per rank); ``reader.batch_size``: samples a rank read / (step gaps + 1), rounded;
-  ``reader.read_threads``: the 95th percentile of the number of a rank's reads in flight when
-  one starts (median over ranks), when at least 2 (else 1, the schema's default).
+  step gaps per rank); ``reader.batch_size``: the records a rank read between two step gaps,
+  median over its steps, then over ranks, rounded; ``reader.read_threads``: the 95th
+  percentile of the number of a rank's reads in flight when one starts (median over ranks),
+  when at least 2 (else 0: the rank reads in its training loop). When the pauses fall in two
+  groups (a loader's pauses between the files of a step,
+  and the step's compute, STEP_GAP_RATIO apart or more), only the long ones are steps.
 - ``train.epochs``: data bytes read / (dataset bytes), rounded, at least 1 (1 when read at
   start).
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
@@ -59,7 +63,9 @@ import yaml
 
 from .characterize import characterize, load_job
 from .counters import SPECS
-from .dxt_metrics import AT_START_THRESHOLD, EARLY_PERIOD
+from .dxt_metrics import AT_START_THRESHOLD, EARLY_PERIOD, load_burst
+from . import fit_patterns
+from .fit_patterns import FRAMING
 from .files import file_format, is_data_file
 from .oplog_records import sequential_flags
 
@@ -68,8 +74,9 @@ REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
 FORWARD_SHARE = 0.8
 STEP_GAP = 1e-3
+STEP_GAP_RATIO = 2.5
+MAX_EPOCHS = 1000
 TIME_RESOLUTION = 1e-6
-FRAMING = {"tfrecord": 16, "npz": 128}
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
 
 
@@ -126,9 +133,22 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     evidence["file_size"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),
                              "max": int(sizes.max())}
     trace = _data_trace(job, set(data.index))
+    if trace is not None:
+        counted = _counted_reads(job, basis, reading)
+        partial = any(m.startswith("DXT") for m in job.partial_modules) \
+            or (counted is not None and len(trace) < counted)
+        if partial:
+            notes.append(f"the DXT trace is partial ({len(trace)} of "
+                         f"{counted if counted is not None else 'more'} data reads): read "
+                         "type, order and timing come from the counters")
+            evidence["partial_trace"] = {"traced": len(trace), "counted": counted}
+            trace = None
     early = _early_share(job, trace, data, basis, reading)
-    read_type = "memory" if early is not None and early >= AT_START_THRESHOLD else "on_demand"
+    burst = trace is not None and load_burst(trace, job.run_time)
+    read_type = "memory" if early is not None and (early >= AT_START_THRESHOLD or burst) \
+        else "on_demand"
     evidence["early_read_fraction"] = early
+    evidence["load_burst"] = burst
 
     shared_bytes = int(data.loc[data["ranks"] > 1, "bytes_read"].sum())
     shared = shared_bytes > SHARED_SHARE * int(data["bytes_read"].sum()) \
@@ -152,15 +172,44 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     if fmt == "csv":
         record = max(4, record - record % 4)
     spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
-    evidence["record_length"] = record
 
     interface = _interface(char, fmt, layout, data, job, notes)
     shuffle, forward = _shuffle(trace, basis, reading)
     evidence["forward_jump_share"] = forward
-    compute, batch, threads = 0.0, 1, 1
+    pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
+                                           file_size, notes, evidence)
+    reader_extra, epochs_fixed = {}, None
+    if pattern is not None:
+        p_record, p_spf, p_transfer, reader_extra, epochs_fixed, order_off = pattern
+        if p_record is not None:
+            record, spf, transfer_size = p_record, p_spf, p_transfer
+        if order_off is not None and (p_record is not None or order_off):
+            shuffle = "off" if order_off else "seed"
+    evidence["record_length"] = record
+    if layout == "shared" and trace is not None and read_type == "on_demand" \
+            and fit_patterns.round_robin(trace, record, job.nprocs):
+        reader_extra["sharding"] = "round_robin"
+        shuffle = "off"
+        evidence["round_robin"] = True
+    compute, batch, threads = 0.0, 1, 0
     if trace is not None and read_type == "on_demand":
-        compute, batch, threads, timing = _timeline(trace, record)
+        starts = None
+        if "numpy_loads" in evidence:        # a sample is a load: its end-record read
+            sizes = {int(i): int(v) for i, v in data["size"].items()}
+            starts = (lambda r: fit_patterns.load_starts(r, sizes))
+        compute, batch, threads, timing = _timeline(trace, record, starts)
         evidence["timeline"] = timing
+        if compute > 0:
+            notes.append(f"a log records no batches: reader.batch_size {batch} is the samples "
+                         f"read between two compute pauses (median), train.computation_time "
+                         f"{compute:.6g} s the median pause")
+        else:
+            notes.append("a log records no batches and the reads show no compute pauses: "
+                         "reader.batch_size 1 and no compute per step")
+    else:
+        notes.append("without a DXT trace of the reads on demand, batches, compute and read "
+                     "concurrency cannot be seen: reader.batch_size 1, no compute, no read "
+                     "threads")
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
@@ -175,13 +224,22 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     dataset_bytes = num_files * file_size * (ranks if layout == "replicated" else 1)
     epochs = 1 if read_type == "memory" else max(
         1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
+    if epochs_fixed is not None:
+        epochs = epochs_fixed
+    if epochs > MAX_EPOCHS:
+        notes.append(f"the data was read {epochs} times over (the same bytes again and "
+                     f"again): epochs capped at {MAX_EPOCHS}")
+        epochs = MAX_EPOCHS
     workload = {
         "model": {"name": name or f"fitted_{_stem(job)}"},
         "workflow": {"generate_data": True, "train": True},
         "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
-                    "num_samples_per_file": spf, "record_length": record},
+                    "num_samples_per_file": spf, "record_length": record,
+                    **{k: evidence[k] for k in ("hdf5_libver", "npz_layout")
+                       if k in evidence}},
         "reader": {"batch_size": batch, "read_threads": threads,
-                   "transfer_size": transfer_size, "sample_shuffle": shuffle},
+                   "transfer_size": transfer_size, "sample_shuffle": shuffle,
+                   **reader_extra},
         "train": {"epochs": epochs, "computation_time": round(compute, 6)},
         "io": {"interface": interface, "layout": layout, "read_type": read_type},
         "output": {"folder": output_folder},
@@ -230,6 +288,14 @@ def _file_table(job):
     table["format"] = [file_format(n, int(i) in hdf5) for i, n in zip(table.index,
                                                                        table["name"])]
     return table, basis, reading
+
+
+def _counted_reads(job, basis, reading):
+    """The data files' read calls by the counters of the trace's module (None if unknown)."""
+    if basis is None or reading is None or reading.empty:
+        return None
+    return sum(int(reading[c].clip(lower=0).sum()) for c in SPECS[basis].ops["reads"]
+               if c in reading)
 
 
 def _data_trace(job, ids):
@@ -373,18 +439,47 @@ def _shuffle(trace, basis, reading):
     return ("off" if forward >= FORWARD_SHARE else "seed"), forward
 
 
-def _timeline(trace, record):
-    """(computation_time, batch_size, read_threads, evidence) from each rank's reads."""
+def _step_gap(gaps):
+    """The shortest pause that ends a step: STEP_GAP, or, when the pauses of STEP_GAP or more
+    fall in two groups (a loader's own pauses between the files of a step, and the steps'
+    compute) with a jump of STEP_GAP_RATIO or more between them and at least a fifth of the
+    pauses above it (an epoch's end alone is not the steps), the geometric middle of the
+    jump."""
+    long = np.sort(gaps[gaps >= STEP_GAP])
+    if len(long) < 4:
+        return STEP_GAP
+    ratios = long[1:] / long[:-1]
+    ok = np.arange(1, len(long)) <= len(long) - max(1, len(long) // 5)
+    ratios = np.where(ok, ratios, 0)
+    k = int(np.argmax(ratios))
+    if ratios[k] < STEP_GAP_RATIO:
+        return STEP_GAP
+    return float(np.sqrt(long[k] * long[k + 1]))
+
+
+def _timeline(trace, record, sample_starts=None):
+    """(computation_time, batch_size, read_threads, evidence) from each rank's reads.
+    sample_starts(reads) -> bool array, where given, marks the reads that begin a sample (a
+    numpy.load's end-record read): a step's samples are then counted, not sized."""
     gaps_all, batches, concurrency = [], [], []
     for _, reads in trace.groupby("rank"):
         start = np.sort(reads["start"].to_numpy())
         end_by_start = reads["end"].to_numpy()[np.argsort(reads["start"].to_numpy())]
         busy_end = np.maximum.accumulate(end_by_start)
         gaps = start[1:] - busy_end[:-1]
-        steps = gaps[gaps >= STEP_GAP]
+        is_step = gaps >= _step_gap(gaps)
+        steps = gaps[is_step]
         gaps_all.append(steps)
-        samples = int(reads["length"].sum()) / max(record, 1)
-        batches.append(samples / (len(steps) + 1))
+        # a step's samples: the bytes read between two step pauses, in records (the median
+        # over the rank's steps: an epoch's end or a slow step does not skew it)
+        by_start = np.argsort(reads["start"].to_numpy())
+        segment = np.concatenate([[0], np.cumsum(is_step)])
+        if sample_starts is not None:
+            per_step = np.bincount(segment, weights=sample_starts(reads)[by_start])
+        else:
+            per_step = np.bincount(segment, weights=reads["length"].to_numpy()[by_start]) \
+                / max(record, 1)
+        batches.append(float(np.median(per_step)))
         ends = np.sort(reads["end"].to_numpy())
         # a read ending within TIME_RESOLUTION of another's start does not overlap it
         in_flight = np.searchsorted(start, start, side="right") \
@@ -395,7 +490,7 @@ def _timeline(trace, record):
     compute = float(np.median(joined)) if steps_per_rank >= 2 and len(joined) else 0.0
     batch = max(1, int(round(float(np.median(batches))))) if compute > 0 else 1
     in_flight = int(round(float(np.median(concurrency))))
-    threads = in_flight if in_flight >= 2 else 1
+    threads = in_flight if in_flight >= 2 else 0
     return compute, batch, threads, {"step_gaps_per_rank": steps_per_rank,
                                      "median_step_gap_s": compute,
                                      "reads_in_flight_p95": in_flight}

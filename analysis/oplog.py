@@ -16,7 +16,9 @@ mpiio_ind,            MPI-IO records (independent / collective), DXT_MPIIO; and 
 mpiio_coll            beneath: one per MPI-IO call that moved bytes, its opens, closes and syncs
 hdf5_ind, hdf5_coll   H5F and H5D records (H5Fflush: H5F_FLUSHES only); MPI-IO beneath
                       (independent / collective) and POSIX beneath that, as for MPI-IO
-hdf5_sec2             H5F and H5D records; POSIX beneath
+hdf5_sec2             H5F and H5D records; POSIX beneath as libhdf5 issued it (the emulator's
+                      logging sec2 driver records every pread/pwrite libhdf5 makes, metadata
+                      and chunk reads included, as POSIX calls of the file)
 ====================  =========================================================================
 
 For POSIX I/O the counters are Darshan's own: on a run made under Darshan with its op logs
@@ -24,7 +26,8 @@ kept, the POSIX counters of the data files (calls, bytes, SEQ, CONSEC, size hist
 same numbers (tests/analysis/test_oplog_runs.py, run when DLIO_MPI_DARSHAN_LIB names a Darshan
 runtime). Where this differs from what Darshan would record for the same run:
 
-- The layers beneath MPI-IO and HDF5 are not observed: they are modelled as one POSIX call per
+- The layers beneath MPI-IO and HDF5 through MPI-IO are not observed (HDF5 through sec2 is,
+  see the table): they are modelled as one POSIX call per
   call above that moved bytes, at its first offset, of its byte count. Darshan sees what the
   libraries really issue: for collective MPI-IO, reads by the aggregator ranks of whole file
   domains (cb_buffer_size pieces), not by every rank; for HDF5, metadata reads and one read per
@@ -32,6 +35,13 @@ runtime). Where this differs from what Darshan would record for the same run:
   entry with the bytes this rank received, at the first offset of its ranges; one H5Dread as one
   entry with the bytes of the whole selection at the first selected row's dataset offset (an
   offset inside the dataset, not in the file).
+- Index reads: the reads that find where an NPZ file's members lie (its zip end record,
+  central directory and members' headers, read through the native engine the first time a
+  rank needs the file's index, and again when its index cache has dropped it) are in the op
+  log; those of the general path, for compressed or unusual NPZ files (zipfile in Python),
+  are not. reader.access=numpy and stream, and HDF5, read no index during training.
+- Dataset generation within the run (workflow.generate_data) is not in the op log; Darshan
+  sees its writes and reads (generate the dataset first to compare the training alone).
 - mmap: the op log records the copies out of the mapping as reads; Darshan counts the mmap call
   (POSIX_MMAPS) and no reads or bytes, since it cannot see memory accesses.
 - Records are per (rank, file) and never reduced over ranks (see ``oplog_records``).
@@ -209,8 +219,9 @@ def _layers(ops, iface, config, names, ids):
     # an H5Fflush is a file-level HDF5 call only
     beneath = (~data_call | (ops.length > 0)) & ~(sync & np.isin(iface, HDF5_IFACES))
     layers = {
+        # HDF5 through sec2: the logging driver records libhdf5's own POSIX calls
         "POSIX": ops.select(np.isin(iface, POSIX_IFACES)
-                            | (np.isin(iface, MPIIO_IFACES + HDF5_IFACES) & beneath)),
+                            | (np.isin(iface, MPIIO_IFACES + HDF5_MPIIO_IFACES) & beneath)),
         "STDIO": ops.select(np.isin(iface, STDIO_IFACES)),
     }
     mpiio = np.isin(iface, MPIIO_IFACES) | (np.isin(iface, HDF5_MPIIO_IFACES) & ~sync)

@@ -11,6 +11,7 @@ the Darshan runtime (3.x):
 - SEQ / CONSEC (POSIX only): per record, the end of the previous read (write) is kept as
   ``last = offset + bytes - 1`` (0 before the first); a read at an offset above ``last`` is
   sequential, one at exactly ``last + 1`` is consecutive. Reads and writes keep separate ends.
+  As Darshan does, an open or a close of the file by the rank sets ``last`` back to 0.
 - ``MAX_BYTE_READ`` / ``WRITTEN``: the highest ``offset + bytes - 1`` (0 without access).
 - ``RW_SWITCHES``: changes between reading and writing, in call order.
 - ``ACCESS1..4``: the four most frequent access sizes (reads and writes together), most
@@ -165,7 +166,10 @@ def _data_counters(p, module, ops, group, n, reads, writes, put):
             for b, bucket in enumerate(SIZE_BUCKETS):
                 put(f"{p}_SIZE_{kind}{agg}_{bucket}", cells[b::10].astype(np.int64))
         if module == "POSIX":
-            seq, consec = sequential_flags(group[mask], ops.offset[mask], lengths)
+            # Darshan forgets a record's last offset at every open and close of it
+            handle = np.isin(ops.op, (OPEN, CLOSE))
+            era = np.cumsum(handle)[mask]
+            seq, consec = sequential_flags(group[mask], ops.offset[mask], lengths, era)
             put(f"POSIX_SEQ_{kind}S", np.bincount(group[mask][seq], minlength=n))
             put(f"POSIX_CONSEC_{kind}S", np.bincount(group[mask][consec], minlength=n))
     rw = reads | writes
@@ -177,15 +181,19 @@ def _data_counters(p, module, ops, group, n, reads, writes, put):
         _common_accesses(p, group[rw], ops.length[rw], n, put)
 
 
-def sequential_flags(group, offset, length):
+def sequential_flags(group, offset, length, era=None):
     """(sequential, consecutive) flags of accesses grouped by record (in call order within a
-    record), with Darshan's definitions (see the module docstring)."""
+    record), with Darshan's definitions (see the module docstring). ``era`` (optional): a
+    number that changes where the record was opened or closed between two accesses; Darshan
+    forgets the last offset there, as at a record's first access."""
     last = offset + length - 1
     previous = np.zeros(len(offset), np.int64)
     if len(offset):
         previous[1:] = last[:-1]
         first = np.ones(len(offset), bool)
         first[1:] = group[1:] != group[:-1]
+        if era is not None:
+            first[1:] |= era[1:] != era[:-1]
         previous[first] = 0
     return offset > previous, offset == previous + 1
 

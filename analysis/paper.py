@@ -1,53 +1,62 @@
 """The DLIO paper's characterization study, on the emulator: the six applications the paper
 characterized (its shipped workloads), scaled down, run under mpiexec with their op logs kept,
-characterized from the op logs, and tabulated as the paper tabulates them.
+characterized from the op logs, tabulated as the paper tabulates them and set beside the real
+applications' figures (analysis.paper_reference).
 
 ``run_paper(out_dir, ranks=2)`` runs them one after another and returns a :class:`PaperStudy`;
 ``render_paper(study)`` is the table. The scaled-down runs keep each application's format,
-layout, interface, read pattern and transfer size; they shrink the file count and samples per
-file (in proportion to the rank count), run one epoch and emulate COMPUTE_S of compute per step
-(the paper's applications spent most of their time computing, so that the I/O share of run
-time means something). CANDLE, which reads its input whole at start, computes LOAD_COMPUTE_S
-per step: its training must outlast the emulator's set-up before the load (about 0.1 s here)
-many times over for the load to fall in the first 10% of the run, where the characterization
-looks for input read at start.
+layout, interface, access pattern, chunking and transfer size; they shrink the file count and
+samples per file (in proportion to the rank count, files large enough that each is read in many
+transfers, as the real ones were) and run one epoch.
+
+Compute per step is calibrated on the storage under test: a probe run of each application
+without compute measures the I/O time per step (the slowest rank's I/O time over its steps)
+and the time per step (I/O and the loop's own time), and the measured run computes
+io_step / share - step per step, share being the real application's I/O share of run time.
 """
 
 import glob
 import json
 import os
-import shlex
-import shutil
-import signal
-import subprocess
-import sys
 import warnings
 from dataclasses import dataclass, field
 
 from .characterize import characterize
 from .errors import AnalysisWarning
+from .launch import LaunchError, run_emulator
+from .paper_reference import REAL, comparison, render_comparison
 from .text import _bytes, _share
 
 APPS = ("cosmic_tagger", "ffn", "imagenet", "cosmoflow_paper", "frnn", "candle_nt3")
-COMPUTE_S = 0.005
-LOAD_COMPUTE_S = 0.05
 RUN_TIMEOUT_S = 300
+MIN_COMPUTE_S = 0.0005
 
 
 def scaled_overrides(app, ranks):
     """The overrides that shrink workload ``app`` for ``ranks`` processes."""
-    per_rank = {
-        "cosmic_tagger": {"dataset.num_samples_per_file": 16 * ranks},
-        "ffn": {"dataset.num_samples_per_file": 16 * ranks},
-        "imagenet": {"dataset.num_files_train": 4 * ranks, "dataset.num_samples_per_file": 4},
-        "cosmoflow_paper": {"dataset.num_files_train": 4 * ranks,
-                            "dataset.num_samples_per_file": 4},
-        "frnn": {"dataset.num_files_train": 8 * ranks, "dataset.num_samples_per_file": 2},
-        "candle_nt3": {"dataset.num_samples_per_file": 16 * ranks},
-    }[app]
-    compute = LOAD_COMPUTE_S if app == "candle_nt3" else COMPUTE_S
-    return [f"{key}={value}" for key, value in per_rank.items()] + [
-        "train.epochs=1", f"train.computation_time={compute}"]
+    return [f"{key}={value}" for key, value in {
+        "cosmic_tagger": {"dataset.num_samples_per_file": 64 * ranks,
+                          "dataset.volume_shape": "[33554432]"},
+        "ffn": {"dataset.num_samples_per_file": 64 * ranks,
+                "dataset.volume_shape": "[384,384,384]"},
+        "imagenet": {"dataset.num_files_train": 2 * ranks, "dataset.num_samples_per_file": 96,
+                     "reader.shuffle_size": 32},
+        "cosmoflow_paper": {"dataset.num_files_train": 2 * ranks,
+                            "dataset.num_samples_per_file": 2},
+        "frnn": {"dataset.num_files_train": 8 * ranks},
+        # batches of 4 (not 20): enough steps after the load for its share to be measured
+        "candle_nt3": {"dataset.num_samples_per_file": 32 * ranks, "reader.batch_size": 4},
+    }[app].items()] + ["train.epochs=1"]
+
+
+def calibrated_compute(io_step_s, share, step_s=None):
+    """Compute per step that makes I/O ``share`` of a step: a step of ``io_step_s`` seconds of
+    I/O (and, when ``step_s`` is given, ``step_s`` seconds in all without compute: I/O and the
+    loop's own time) then lasts io_step_s / share."""
+    if not share or share >= 1:
+        return MIN_COMPUTE_S
+    busy = step_s if step_s is not None else io_step_s
+    return max(MIN_COMPUTE_S, io_step_s / share - busy)
 
 
 @dataclass
@@ -61,29 +70,12 @@ class PaperStudy:
     characterizations: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self):
-        return {"ranks": self.ranks, "rows": self.rows, "run_dirs": self.run_dirs}
+        return {"ranks": self.ranks, "rows": self.rows, "run_dirs": self.run_dirs,
+                "comparison": comparison(self.rows)}
 
 
-class PaperError(RuntimeError):
+class PaperError(LaunchError):
     """A run of the study failed; the message names the application and ends with its output."""
-
-
-def mpiexec_command(ranks, launcher=None):
-    """The launcher command for ``ranks`` processes: ``launcher`` (a string, split like a
-    shell would) or mpiexec from PATH, with Open MPI's --oversubscribe (and
-    --allow-run-as-root as root)."""
-    if launcher:
-        return shlex.split(launcher) + ["-n", str(ranks)]
-    exe = shutil.which("mpiexec")
-    if exe is None:
-        raise PaperError("mpiexec not found on PATH (give --mpiexec)")
-    cmd = [exe, "-n", str(ranks)]
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    if "Open MPI" in version or "OpenRTE" in version:
-        cmd.append("--oversubscribe")
-        if os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-    return cmd
 
 
 def run_app(app, out_dir, ranks, launcher=None, python=None, extra=()):
@@ -92,36 +84,53 @@ def run_app(app, out_dir, ranks, launcher=None, python=None, extra=()):
     data_dir = os.path.join(out_dir, "data", app)
     for stale in glob.glob(os.path.join(run_dir, "oplog_rank*.npz")):
         os.unlink(stale)  # a previous run's, perhaps of more ranks
-    cmd = mpiexec_command(ranks, launcher) + [
-        python or sys.executable, "-m", "dlio_mpi", "run", f"workload={app}",
-        f"dataset.data_folder={data_dir}", f"output.folder={run_dir}", "io.keep_oplog=true",
-        *scaled_overrides(app, ranks), *extra]
-    env = dict(os.environ)
-    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env, start_new_session=True)
     try:
-        output, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        raise PaperError(f"{app}: no result after {RUN_TIMEOUT_S} s:\n{output[-3000:]}") \
-            from None
-    if proc.returncode != 0:
-        raise PaperError(f"{app}: {' '.join(cmd)} exited {proc.returncode}:\n{output[-3000:]}")
+        run_emulator(app, ranks, ["run", f"workload={app}", f"dataset.data_folder={data_dir}",
+                                  f"output.folder={run_dir}", "io.keep_oplog=true",
+                                  *scaled_overrides(app, ranks), *extra],
+                     launcher=launcher, python=python, timeout=RUN_TIMEOUT_S)
+    except LaunchError as e:
+        raise PaperError(str(e)) from None
     return run_dir
 
 
-def run_paper(out_dir, ranks=2, launcher=None, python=None, apps=APPS):
-    """Run the study into ``out_dir`` (data/, runs/ below it) and characterize every run."""
+def probe_step(run_dir):
+    """(I/O time per step, time per step) of a run without compute: the slowest rank's I/O
+    time and the run's training time (from its op log and summary), over its steps (a load of
+    input read at start counts towards the steps)."""
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        steps = max(1, int(json.load(f).get("steps_per_epoch", 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnalysisWarning)
+        c = characterize(run_dir)
+    return c.totals.io_time.slowest_rank / steps, c.run_time / steps
+
+
+def run_paper(out_dir, ranks=2, launcher=None, python=None, apps=APPS, calibrate=True,
+              progress=None):
+    """Run the study into ``out_dir`` (data/, runs/ below it) and characterize every run.
+    With calibrate, each application runs first without compute (the probe) and then with the
+    compute per step that gives its real I/O share on this storage."""
     os.makedirs(out_dir, exist_ok=True)
-    rows, run_dirs, chars = [], {}, {}
+    rows, run_dirs, chars, compute = [], {}, {}, {}
     for app in apps:
-        run_dirs[app] = run_app(app, out_dir, ranks, launcher, python)
+        extra = []
+        if calibrate:
+            if progress:
+                progress(f"{app}: probe run")
+            probe = run_app(app, out_dir, ranks, launcher, python, ["train.computation_time=0"])
+            io_step, step = probe_step(probe)
+            compute[app] = calibrated_compute(io_step, REAL.get(app, {}).get("io_share"), step)
+            extra = [f"train.computation_time={compute[app]:.6g}"]
+        if progress:
+            progress(f"{app}: run")
+        run_dirs[app] = run_app(app, out_dir, ranks, launcher, python, extra)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AnalysisWarning)
             chars[app] = characterize(run_dirs[app])
         rows.append(paper_row(app, chars[app]))
+        if app in compute:
+            rows[-1]["computation_time"] = compute[app]
     return PaperStudy(ranks=ranks, rows=rows, run_dirs=run_dirs, characterizations=chars)
 
 
@@ -157,6 +166,9 @@ def paper_row(app, c):
     files = c.totals.files
     return {
         "application": app,
+        "xfer_mean": None if trace is None else float(trace.read_sizes.mean),
+        "xfer_median": None if trace is None else float(trace.read_sizes.median),
+        "consecutive_pct": None if posix is None else posix.consecutive_read_pct,
         "format": next(iter(c.data_formats), None),
         "files": files.total,
         "shared_files": files.shared,
@@ -189,7 +201,14 @@ def render_paper(study):
              f"(scaled down; from the runs' op logs)", ""]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
               for r in [header, ["-" * w for w in widths], *rows]]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + render_comparison(study.rows, study.ranks)
+
+
+def summary_line(study):
+    """One JSON object: application -> io_share, files, xfer_mean, xfer_median, seq, consec
+    (the emulated figures), with the real ones, the errors and whether each is within its
+    target."""
+    return json.dumps(comparison(study.rows), separators=(",", ":"))
 
 
 def write_paper(study, out_dir):

@@ -89,15 +89,11 @@ def emulate(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def paper_run(tmp_path_factory):
-    """(CliRunner result, output directory, seconds taken) of `analyze paper --ranks 2 --json`,
-    run once."""
-    import time
-
+    """(CliRunner result, output directory) of `analyze paper --ranks 2 --json`, run once."""
     from click.testing import CliRunner
 
     from analysis.cli import analyze
 
     out = tmp_path_factory.mktemp("paper")
-    started = time.monotonic()
     result = CliRunner().invoke(analyze, ["paper", "--out", str(out), "--ranks", "2", "--json"])
-    return result, out, time.monotonic() - started
+    return result, out

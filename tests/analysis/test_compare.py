@@ -79,7 +79,7 @@ def test_score_is_the_weighted_mean_of_the_documented_formula(tmp_path):
     assert table.loc[("io_time_share", "large"), "similarity"] == pytest.approx(1.0)
     assert list(result.table.columns) == ["metric", "job", "value", "relative_difference",
                                           "similarity", "weight"]
-    assert len(result.table) == 2 * len(METRICS)
+    assert len(result.table) == 2 * (len(METRICS) + 1)     # and the structure gate
 
 
 def test_unknown_metrics_are_left_out(log, characterized):
@@ -106,9 +106,24 @@ def test_three_jobs_and_text(log, characterized):
     assert f"similarity of {result.labels[2]} to {result.labels[0]}: " \
            f"{result.scores[result.labels[2]]:.3f}" in text
     data = result.to_dict()
-    assert data["scores"] == result.scores and len(data["table"]) == 3 * len(METRICS)
+    assert data["scores"] == result.scores and len(data["table"]) == 3 * (len(METRICS) + 1)
 
 
 def test_needs_two_jobs(log):
     with pytest.raises(ValueError, match="at least two"):
         analysis.compare([log("empty_log__")])
+
+
+def test_a_job_of_the_wrong_shape_cannot_score_high(tmp_path):
+    """The same reads, but the file read by both ranks instead of each rank its own file: the
+    structure gate (shared-file share 1 against 0) makes the score 0."""
+    own = write_run(tmp_path / "own", {0: [[call("read", 0, 10, file=0, offset=0, nbytes=100)]],
+                                       1: [[call("read", 0, 10, file=1, offset=0, nbytes=100)]]})
+    both = write_run(tmp_path / "both", {0: [[call("read", 0, 10, file=0, offset=0,
+                                                   nbytes=100)]],
+                                         1: [[call("read", 0, 10, file=0, offset=100,
+                                                   nbytes=100)]]})
+    result = analysis.compare([own, both], labels=["own", "both"])
+    gate = result.table.set_index(["metric", "job"]).loc[("structure_gate", "both"),
+                                                          "similarity"]
+    assert gate == 0.0 and result.score == 0.0

@@ -109,7 +109,7 @@ def test_sequential_order_is_no_shuffle_and_steps_give_the_compute_time(tmp_path
     w = fitted.workload
     assert w["reader"]["sample_shuffle"] == "off" and fitted.evidence["forward_jump_share"] == 1
     assert w["train"]["computation_time"] == pytest.approx(0.02, rel=0.01)
-    assert w["reader"]["read_threads"] == 1 and w["reader"]["transfer_size"] == 4096
+    assert w["reader"]["read_threads"] == 0 and w["reader"]["transfer_size"] == 4096
     # samples read in file order: a step's two samples are one sample of the step's bytes
     assert (w["reader"]["batch_size"], w["dataset"]["record_length"]) == (1, 8192)
     assert (w["dataset"]["num_files_train"], w["io"]["layout"]) == (1, "multi")
@@ -171,3 +171,17 @@ def test_write_only_log_has_nothing_to_fit(log):
 def test_yaml_header_names_the_process_count(log):
     text = analysis.fit(log("release_logs__mpi-io-test-x86_64-3.5.0")).to_yaml()
     assert text.splitlines()[1].startswith("# the job ran on 4 processes: mpiexec -n 4")
+
+
+def test_a_partial_trace_is_said_and_the_counters_win(log):
+    """1,000,000 one-byte reads of one byte, traced for the first 65,536 only (in the first
+    3 % of the run): the trace would say "read at start"; the counters (reads until 0.85 s of
+    2 s) say on demand."""
+    with pytest.warns(analysis.errors.PartialLogWarning):
+        fitted = analysis.fit(log("partial_data_dxt__"))
+    w = fitted.workload
+    assert any("DXT trace is partial (65536 of 1000000" in n for n in fitted.notes)
+    assert fitted.evidence["partial_trace"] == {"traced": 65536, "counted": 1000000}
+    assert w["io"]["read_type"] == "on_demand"
+    assert (w["dataset"]["record_length"], w["reader"]["transfer_size"]) == (1, 1)
+    assert w["train"]["epochs"] == 1000 and any("capped" in n for n in fitted.notes)

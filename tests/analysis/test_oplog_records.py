@@ -71,7 +71,8 @@ def test_characterization_of_a_handmade_run(posix_run):
     assert c.totals.files.__dict__ == {"total": 2, "shared": 1, "unique": 1, "read": 2,
                                        "written": 0}
     assert c.modules["POSIX"].sequential_read_pct == pytest.approx(100 * 4 / 6)
-    assert c.data_formats == {"raw": {"files": 2, "bytes_read": 2_001_210, "bytes_written": 0}}
+    assert c.data_formats == {"raw": {"files": 2, "bytes_read": 2_001_210, "bytes_written": 0,
+                                      "shared_files": 1}}
     trace = c.dxt["DXT_POSIX"]
     assert trace.operations == 6 and trace.read_sizes.zero_length == 1
     assert [s.rank for s in trace.timeline] == [0, 1]
@@ -117,12 +118,19 @@ def test_independent_mpiio_opens_on_per_rank_files(tmp_path):
 
 
 def test_hdf5_through_sec2(tmp_path):
-    calls = [call("open", 0, 100, iface="hdf5_sec2"),
+    """H5D/H5F from the HDF5 calls; POSIX from the calls libhdf5 made through the logging
+    driver (metadata and chunk reads), not derived from the HDF5 calls."""
+    calls = [call("open", 0, 100, iface="hdf5_sec2"), call("open", 10, 10),
+             call("read", 30, 10, offset=0, nbytes=96),           # superblock
+             call("read", 50, 10, offset=96, nbytes=544),         # object header
              call("read", 200, 100, offset=8192, nbytes=4096, iface="hdf5_sec2"),
+             call("read", 210, 10, offset=8192, nbytes=2048),     # two chunks
+             call("read", 230, 10, offset=10240, nbytes=2048),
              call("read", 400, 100, offset=0, nbytes=4096, iface="hdf5_sec2"),
+             call("read", 410, 10, offset=4096, nbytes=4096),
              call("fsync", 600, 10, iface="hdf5_sec2"),
-             call("close", 700, 10, iface="hdf5_sec2")]
-    run = write_run(tmp_path / "run", {0: [calls]}, fmt="hdf5")
+             call("close", 700, 10, iface="hdf5_sec2"), call("close", 705, 3)]
+    run = write_run(tmp_path / "run", {0: [calls]}, fmt="hdf5", bytes_moved=96 + 544 + 8192)
     job = load_run(run)
     name = "/data/train/img_0000000_of_2.h5"
     assert set(job.records) == {"POSIX", "H5F", "H5D"}
@@ -132,11 +140,13 @@ def test_hdf5_through_sec2(tmp_path):
     assert (d.H5D_OPENS, d.H5D_READS, d.H5D_BYTES_READ, d.H5D_SIZE_READ_AGG_1K_10K) \
         == (1, 2, 8192, 2)
     p = _record(job, "POSIX", 0, name)
-    assert (p.POSIX_READS, p.POSIX_SEQ_READS, p.POSIX_CONSEC_READS, p.POSIX_FSYNCS) \
-        == (2, 1, 0, 0)
+    assert (p.POSIX_OPENS, p.POSIX_READS, p.POSIX_BYTES_READ, p.POSIX_SEQ_READS,
+            p.POSIX_CONSEC_READS, p.POSIX_FSYNCS) == (1, 5, 96 + 544 + 8192, 3, 2, 0)
+    assert (p.POSIX_SIZE_READ_0_100, p.POSIX_SIZE_READ_100_1K, p.POSIX_SIZE_READ_1K_10K) \
+        == (1, 1, 3)
     c = analysis.characterize(run)
     assert c.interfaces == ["POSIX", "HDF5"]
-    assert c.data_formats["hdf5"]["bytes_read"] == 8192
+    assert c.data_formats["hdf5"]["bytes_read"] == 96 + 544 + 8192
 
 
 def test_stdio_and_mmap(tmp_path):

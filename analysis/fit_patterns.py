@@ -1,0 +1,283 @@
+"""The input library's access pattern, recognised in a DXT trace of the data files' reads, for
+analysis.fit: what a log shows of how a program read its samples, beyond sizes and counts.
+
+- numpy.load of NPZ files (``numpy_loads``): every load reads the zip end record, 22 bytes
+  ending at the file's end (after a first read of a buffer's size at offset 0); the number of
+  such reads is the number of loads, the first read's length the buffered file's size.
+- A stream (``stream_block``): every rank reads each of its files front to back in blocks of
+  one size B (the last one shorter), regardless of what the records are, as TensorFlow's
+  TFRecord reader and pandas do; B is the block size.
+- The order in which a rank takes its files (``file_order_ascending``): the files' first reads,
+  rank by rank, in time order, against the files' names in sorted order.
+- HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
+  over the data files' datasets); the file format from the superblock read (``hdf5_libver``).
+- An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
+``library_pattern`` turns what is recognised into the fitted workload's values.
+"""
+
+import numpy as np
+
+EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
+FRAMING = {"tfrecord": 16, "npz": 128}  # bytes a format adds to a sample, as fit assumes
+STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
+
+
+def numpy_loads(trace, sizes):
+    """(loads, buffer size) of numpy.load calls in a trace of NPZ files (rows: id, rank,
+    offset, length, start), or None when the trace does not show them. sizes: file id ->
+    size in bytes."""
+    size = trace["id"].map(sizes).to_numpy()
+    off = trace["offset"].to_numpy()
+    length = trace["length"].to_numpy()
+    eocd = (length == EOCD) & (off + EOCD == size)
+    if not eocd.any():
+        return None
+    firsts = length[(off == 0) & (length > 0)]
+    if len(firsts) == 0:
+        return None
+    values, counts = np.unique(firsts, return_counts=True)
+    return int(eocd.sum()), int(values[np.argmax(counts)])
+
+
+def stream_block(trace, sizes):
+    """The block size B when at least STREAM_SHARE of the (rank, file) pairs read their file
+    front to back in B-byte reads (the last one up to the file's end, possibly shorter), else
+    None. A file read whole in one read does not tell a block size."""
+    blocks, pairs, streamed = [], 0, 0
+    for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        reads = reads.sort_values("start", kind="stable")
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        ln_data = ln[ln > 0]
+        off = off[ln > 0]
+        if len(ln_data) < 2:
+            continue
+        b = int(ln_data[0])
+        whole = np.array_equal(off, np.arange(len(off)) * b) \
+            and (ln_data[:-1] == b).all() and ln_data[-1] <= b
+        if whole:
+            streamed += 1
+            blocks.append(b)
+    if not pairs or streamed < STREAM_SHARE * pairs or not blocks:
+        return None
+    values, counts = np.unique(blocks, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def file_order_ascending(trace, names):
+    """True when every rank takes its files in the ascending order of their names (each file's
+    first read, in time order), None without at least two files on some rank."""
+    seen_two = False
+    for _, reads in trace.groupby("rank", sort=False):
+        first = reads.sort_values("start", kind="stable").drop_duplicates("id")
+        order = [names.get(int(i), "") for i in first["id"]]
+        if len(order) < 2:
+            continue
+        seen_two = True
+        if order != sorted(order):
+            return False
+    return True if seen_two else None
+
+
+def h5d_bytes_per_read(job, data_names):
+    """Bytes per H5Dread over the datasets of the data files (None without H5D records)."""
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty:
+        return None
+    names = [job.names.get(int(i), "") for i in h5d["id"]]
+    mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+    reads = int(mine["H5D_READS"].clip(lower=0).sum()) if "H5D_READS" in mine else 0
+    nbytes = int(mine["H5D_BYTES_READ"].clip(lower=0).sum()) if "H5D_BYTES_READ" in mine else 0
+    return int(round(nbytes / reads)) if reads else None
+
+
+def round_robin(trace, record, ranks):
+    """True when the ranks read a shared file's samples (record bytes each) round robin: every
+    rank's samples fall in one residue class modulo the rank count, a different one per rank
+    (IOR's segments interleave the ranks' blocks)."""
+    if ranks < 2 or record <= 0:
+        return False
+    residues = set()
+    for _, reads in trace.groupby("rank", sort=False):
+        ids = np.unique(reads["offset"].to_numpy() // record)
+        res = np.unique(ids % ranks)
+        if len(ids) < 2 or len(res) != 1:
+            return False
+        residues.add(int(res[0]))
+    return len(residues) == trace["rank"].nunique() == ranks
+
+
+def hdf5_libver(trace):
+    """The HDF5 file format from the superblock read at an open: libhdf5 reads the signature,
+    then the rest of the superblock from offset 16: 32 bytes for versions 2 and 3 (h5py's
+    libver="latest"), 80 for version 0 (the default). None when neither shows."""
+    at16 = trace.loc[trace["offset"] == 16, "length"]
+    if (at16 == 32).any():
+        return "latest"
+    if (at16 == 80).any():
+        return "earliest"
+    return None
+
+
+def image_pattern(trace, sizes):
+    """(buffer size, request size) when at least STREAM_SHARE of the (rank, file) pairs read
+    their file as an image decoder does through Python's buffered file (PIL: the header's
+    buffer fill at offset 0, then requests of one size to the end, and the end-of-file probe;
+    once per open), else None."""
+    from dlio_mpi.numpy_reads import image_reads
+
+    found, pairs = [], 0
+    for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        reads = reads.sort_values("start", kind="stable")
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        size = sizes.get(int(fid))
+        if size is None or len(off) < 2 or off[0] != 0 or off[1] != ln[0]:
+            continue
+        buffer, request = int(ln[0]), int(ln[0] + ln[1])
+        o, n = image_reads(size, buffer, request)
+        got = np.clip(np.minimum(o + n, size) - o, 0, None)
+        one = list(zip(o.tolist(), got.tolist()))
+        seen = list(zip(off.tolist(), ln.tolist()))
+        if one and len(seen) % len(one) == 0 and seen == one * (len(seen) // len(one)):
+            found.append((buffer, request))
+    if not pairs or len(found) < STREAM_SHARE * pairs:
+        return None
+    values, counts = np.unique(np.array(found), axis=0, return_counts=True)
+    return tuple(int(x) for x in values[np.argmax(counts)])
+
+
+def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, evidence):
+    """(record, samples per file, transfer size, reader keys, epochs or None, files taken in
+    ascending order or None) when the trace shows how the input library read (see
+    analysis.fit_patterns), else None."""
+    if trace is None or read_type != "on_demand":
+        return None
+    sizes = {int(i): int(v) for i, v in data["size"].items()}
+    names = {int(i): n for i, n in data["name"].items()}
+    ascending = file_order_ascending(trace, names)
+    evidence["files_in_name_order"] = ascending
+    files, total = len(data), int(data["bytes_read"].sum())
+    if fmt == "npz":
+        loads = numpy_loads(trace, sizes)
+        if loads is not None:
+            count, buffer = loads
+            evidence["numpy_loads"] = {"loads": count, "buffer_size": buffer}
+            per_load = total / max(count, 1)
+            extra = {"access": "numpy", "buffer_size": buffer}
+            if per_load >= 0.9 * file_size:
+                run = load_runs(trace, sizes)
+                evidence["loads_in_a_row"] = run
+                if run > 1:
+                    # each of a file's samples loads all of it, one after another: the
+                    # samples of one stacked array (the DLIO benchmark's NPZ files)
+                    spf, epochs = run, max(1, int(round(count / (files * run))))
+                    record = _stacked_sample_bytes(file_size, run)
+                    evidence["npz_layout"] = "stacked"
+                    notes.append(f"each file was loaded whole {run} times in a row: {run} "
+                                 "samples of one stacked array (dataset.npz_layout=stacked)")
+                else:
+                    spf, epochs = 1, max(1, int(round(count / files)))
+                    record = _npz_member_bytes(file_size)
+                return record, spf, 0, extra, epochs, ascending
+            else:
+                spf = max(1, int(round(file_size / per_load)))
+                record = _npz_member_bytes(per_load)
+                epochs = max(1, int(round(count / (files * spf))))
+            return (record, spf, 0, {"access": "numpy", "buffer_size": buffer}, epochs,
+                    ascending)
+    if fmt == "raw" and layout == "multi":
+        image = image_pattern(trace, sizes)
+        if image is not None:
+            buffer, request = image
+            evidence["image_reads"] = {"buffer_size": buffer, "request": request}
+            loads = files * max(1, int(round(total / max(int(data["size"].sum()), 1))))
+            notes.append("files read whole as an image decoder reads them (PIL): one sample "
+                         "per file")
+            return (file_size, 1, request, {"access": "image", "buffer_size": buffer},
+                    max(1, int(round(loads / files))), ascending)
+    if fmt in ("tfrecord", "csv") and layout == "multi":
+        # the formats whose readers stream (for others, reading samples in file order is
+        # the same I/O and is fitted as such)
+        block = stream_block(trace, sizes)
+        if block is not None:
+            evidence["stream_block"] = block
+            notes.append("files read front to back in fixed blocks: a stream; its records "
+                         "cannot be seen, samples of one block are chosen")
+            record = max(1, block - FRAMING.get(fmt, 0))
+            spf = max(1, -(-file_size // block))
+            return record, spf, block, {"access": "stream"}, None, ascending
+    if fmt == "hdf5":
+        libver = hdf5_libver(trace)
+        if libver is not None:
+            evidence["hdf5_libver"] = libver
+        per_read = h5d_bytes_per_read(job, set(names.values()))
+        if per_read:
+            evidence["h5d_bytes_per_read"] = per_read
+            extra = {}
+            opens = _opens(job, data)
+            reads = _h5d_reads(job, set(names.values()))
+            if opens and reads and opens >= 0.9 * reads and layout == "multi":
+                extra["reopen"] = True
+                evidence["opens_per_h5d_read"] = opens / reads
+            return (per_read, max(1, file_size // per_read), 0, extra, None, ascending)
+    return None if ascending is None else (None, None, None, {}, None, ascending)
+
+
+def load_starts(reads, sizes):
+    """True for the reads (a DXT frame) that are a numpy.load's zip end-record read."""
+    size = reads["id"].map(sizes).to_numpy()
+    return (reads["length"].to_numpy() == EOCD) & (reads["offset"].to_numpy() + EOCD == size)
+
+
+def load_runs(trace, sizes):
+    """The median number of loads of one file in a row by a rank (loads found by their zip
+    end-record reads, in time order)."""
+    runs = []
+    for _, reads in trace.groupby("rank", sort=False):
+        reads = reads.sort_values("start", kind="stable")
+        size = reads["id"].map(sizes).to_numpy()
+        eocd = (reads["length"].to_numpy() == EOCD) & (reads["offset"].to_numpy() + EOCD
+                                                         == size)
+        ids = reads["id"].to_numpy()[eocd]
+        if len(ids) == 0:
+            continue
+        cut = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        runs += np.diff(np.concatenate([[0], cut, [len(ids)]])).tolist()
+    return int(round(float(np.median(runs)))) if runs else 1
+
+
+def _stacked_sample_bytes(file_bytes, spf):
+    """A sample's bytes in a stacked NPZ file of about file_bytes holding spf samples."""
+    from dlio_mpi.numpy_reads import stacked_reads
+
+    guess = max(1, int(file_bytes) // spf)
+    overhead = stacked_reads(guess, spf)[0] - guess * spf
+    return max(1, (int(file_bytes) - overhead) // spf)
+
+
+def _npz_member_bytes(file_bytes):
+    """The data bytes of the one member of an NPZ file of about file_bytes (numpy.savez's
+    zip and .npy headers taken off)."""
+    from dlio_mpi.numpy_reads import npz_reads
+
+    guess = max(1, int(file_bytes))
+    overhead = npz_reads((guess,))[0] - guess
+    return max(1, int(file_bytes) - overhead)
+
+
+def _opens(job, data):
+    posix = job.records.get("POSIX")
+    if posix is None:
+        return 0
+    rows = posix[posix["id"].isin(list(data.index))]
+    return int(rows["POSIX_OPENS"].clip(lower=0).sum())
+
+
+def _h5d_reads(job, data_names):
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty:
+        return 0
+    names = [job.names.get(int(i), "") for i in h5d["id"]]
+    mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+    return int(mine["H5D_READS"].clip(lower=0).sum())

@@ -1,0 +1,104 @@
+"""Replay a real job on the emulator: fit a workload to its log, run it under mpiexec at the
+log's process count (or a given one) with the op logs kept (the dataset is generated first),
+and compare the run with the log.
+
+``replay(source, out_dir)`` returns a :class:`Replay`: the fit, the run directory, the
+comparison (analysis.compare; the log is the first job) and the side-by-side structure of the
+two jobs (files, shared files, interfaces, bytes and calls, transfer sizes). Files written to
+``out_dir``: ``fitted.yaml``, ``data/`` (the dataset), ``run/`` (the emulator's outputs) and
+``replay.json``.
+"""
+
+import json
+import os
+import warnings
+from dataclasses import dataclass
+
+from .characterize import characterize
+from .compare import compare
+from .errors import AnalysisWarning
+from .fit import fit
+from .launch import run_emulator
+
+RUN_TIMEOUT_S = 1800
+STRUCTURE = ("files", "shared_files", "interfaces", "bytes_read", "read_ops",
+             "mean_read_size")
+
+
+@dataclass
+class Replay:
+    fit: object
+    run_dir: str
+    comparison: object
+    real: dict
+    emulated: dict
+
+    @property
+    def score(self):
+        return self.comparison.score
+
+    def to_dict(self):
+        return {"score": self.score, "ranks": self.fit.ranks, "run_dir": self.run_dir,
+                "workload": self.fit.workload, "notes": list(self.fit.notes),
+                "real": self.real, "emulated": self.emulated}
+
+
+def structure(c):
+    """The shape of a characterized job: files (shared by several ranks), interfaces, bytes and
+    calls read, mean read size."""
+    reads = sum(c.modules[m].ops.get("reads") or 0 for m in c.totals.basis)
+    return {"files": c.totals.files.total, "shared_files": c.totals.files.shared,
+            "interfaces": sorted(c.interfaces), "bytes_read": c.totals.bytes_read,
+            "read_ops": reads,
+            "mean_read_size": c.totals.bytes_read / reads if reads else None}
+
+
+def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=None):
+    """Fit, generate, run and compare (see the module docstring)."""
+    os.makedirs(out_dir, exist_ok=True)
+    out_dir = os.path.abspath(out_dir)
+    data, run_dir = os.path.join(out_dir, "data"), os.path.join(out_dir, "run")
+    if progress:
+        progress("fitting the workload")
+    fitted = fit(source, data_folder=data, output_folder=run_dir)
+    yaml_path = os.path.join(out_dir, "fitted.yaml")
+    fitted.write(yaml_path)
+    n = ranks or fitted.ranks
+    if progress:
+        progress(f"running it on {n} ranks")
+    run_emulator("replay", n, ["run", "--config", yaml_path, "io.keep_oplog=true",
+                               "workflow.generate_data=true"],
+                 launcher=launcher, python=python, timeout=RUN_TIMEOUT_S)
+    if progress:
+        progress("comparing")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnalysisWarning)
+        real, emulated = characterize(source), characterize(run_dir)
+    result = Replay(fit=fitted, run_dir=run_dir,
+                    comparison=compare([real, emulated], labels=["real", "emulated"]),
+                    real=structure(real), emulated=structure(emulated))
+    with open(os.path.join(out_dir, "replay.json"), "w") as f:
+        json.dump(result.to_dict(), f, indent=1, default=str)
+    return result
+
+
+def render_replay(result):
+    """The fitted workload's essentials, the two jobs' structure side by side and the score."""
+    w = result.fit.workload
+    ds, rd, io = w["dataset"], w["reader"], w["io"]
+    lines = [f"fitted: {ds['format']}, {ds['num_files_train']} files x "
+             f"{ds['num_samples_per_file']} samples of {ds['record_length']} B, "
+             f"{io['interface']}, layout {io['layout']}, {io['read_type']}, access "
+             f"{rd.get('access', 'sample')}, transfer {rd['transfer_size']} B, batch "
+             f"{rd['batch_size']}, {rd['read_threads']} read threads, "
+             f"{w['train']['epochs']} epochs, compute {w['train']['computation_time']} s/step, "
+             f"{result.fit.ranks} ranks"]
+    lines += [f"note: {n}" for n in result.fit.notes]
+    lines += ["", f"{'':16}{'real':>20}{'emulated':>20}"]
+    for key in STRUCTURE:
+        a, b = result.real[key], result.emulated[key]
+        text = (lambda v: ", ".join(v) if isinstance(v, list) else
+                "-" if v is None else f"{v:,.0f}" if isinstance(v, float) else f"{v:,}")
+        lines.append(f"{key:16}{text(a):>20}{text(b):>20}")
+    lines += ["", f"similarity of the replay to the real job: {result.score:.3f}"]
+    return "\n".join(lines) + "\n"

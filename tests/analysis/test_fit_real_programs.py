@@ -1,0 +1,112 @@
+"""Fit and replay on real programs' Darshan logs (tests/fixtures/darshan: the DLIO benchmark's
+PyTorch path and IOR under a Darshan 3.5.0 runtime, DXT on; truth.json holds what each run
+was): the fit recovers the program's shape, and a replay of it on the emulator looks like the
+real job to analyze compare."""
+import json
+import os
+
+import pytest
+
+import analysis
+from analysis.replay import replay
+
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                    "darshan")
+with open(os.path.join(HERE, "truth.json")) as _f:
+    TRUTH = json.load(_f)
+
+
+def log(name):
+    return os.path.join(HERE, f"{name}.darshan")
+
+
+def test_numpy_loads_of_one_sample_files():
+    """unet3d as the DLIO benchmark runs it: 32 NPZ files of one 8 MiB sample, each rank its
+    16 files in name order, numpy.load per sample, 2 epochs, no read threads."""
+    t = TRUTH["dlio_unet3d_npz"]
+    f = analysis.fit(log("dlio_unet3d_npz"))
+    w = f.workload
+    assert f.ranks == t["ranks"] == 2
+    assert (w["dataset"]["format"], w["dataset"]["num_files_train"]) == ("npz", t["num_files"])
+    assert w["dataset"]["num_samples_per_file"] == t["samples_per_file"] == 1
+    assert w["dataset"]["record_length"] == pytest.approx(t["sample_bytes"], rel=0.05)
+    assert (w["reader"]["access"], w["reader"]["buffer_size"]) == ("numpy", 4096)
+    assert w["reader"]["sample_shuffle"] == "off"       # each rank its files, in order
+    assert (w["io"]["interface"], w["io"]["layout"]) == ("posix", "multi")
+    assert w["train"]["epochs"] == t["epochs"] and w["reader"]["read_threads"] == 0
+    # the pause between steps: the 0.05 s of compute and the loader's own time per step
+    assert 0.05 <= w["train"]["computation_time"] <= 0.08
+    assert w["reader"]["batch_size"] == t["batch_size"] == 4
+
+
+def test_numpy_loads_of_stacked_samples():
+    """Four samples per file in one stacked array (x), as the DLIO benchmark writes NPZ: every
+    sample loads the whole file, the four loads of a file in a row."""
+    t = TRUTH["dlio_npz_multi"]
+    f = analysis.fit(log("dlio_npz_multi"))
+    w = f.workload
+    ds = w["dataset"]
+    assert f.ranks == 4 and ds["num_files_train"] == t["num_files"]
+    assert (ds["npz_layout"], ds["num_samples_per_file"]) == ("stacked", t["samples_per_file"])
+    assert ds["record_length"] == pytest.approx(t["sample_bytes"], rel=0.05)
+    assert (w["train"]["epochs"], w["reader"]["batch_size"]) == (t["epochs"], t["batch_size"])
+    assert any("loaded whole 4 times in a row" in n for n in f.notes)
+
+
+def test_hdf5_samples_and_opens():
+    """h5py, one sample per H5Dread, the file opened for each sample."""
+    t = TRUTH["dlio_hdf5"]
+    w = analysis.fit(log("dlio_hdf5")).workload
+    assert (w["dataset"]["format"], w["dataset"]["num_files_train"]) == ("hdf5", 16)
+    assert w["dataset"]["num_samples_per_file"] == t["samples_per_file"]
+    assert w["dataset"]["record_length"] == t["sample_bytes"]
+    assert w["io"]["interface"] == "hdf5_sec2" and w["reader"]["reopen"] is True
+    assert w["dataset"]["hdf5_libver"] == "latest"     # a 32-byte superblock read at 16
+    assert w["reader"]["sample_shuffle"] == "off" and w["train"]["epochs"] == t["epochs"]
+
+
+def test_jpeg_files_read_as_pil_reads_them():
+    """The DLIO benchmark's JPEG files through PIL: per file 4 KiB (the header's buffer
+    fill), 60 KiB (to the first 64 KiB request's end), the rest, and the end-of-file probe."""
+    t = TRUTH["dlio_jpeg"]
+    f = analysis.fit(log("dlio_jpeg"))
+    w = f.workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"]) == (64, 1)
+    lo, hi = t["files_bytes_min_max"]
+    assert lo <= w["dataset"]["record_length"] <= hi
+    assert (w["reader"]["access"], w["reader"]["buffer_size"], w["reader"]["transfer_size"]) \
+        == ("image", 4096, 65536)
+    assert (w["reader"]["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
+
+
+def test_ior_file_per_process():
+    w = analysis.fit(log("ior_fpp")).workload
+    assert (w["dataset"]["num_files_train"], w["io"]["layout"]) == (2, "multi")
+    assert w["dataset"]["num_samples_per_file"] * w["dataset"]["record_length"] == 4 << 20
+    assert w["reader"]["transfer_size"] == 1 << 20
+
+
+def test_ior_segments_are_round_robin():
+    """IOR -s 8 -b 256k -t 64k on one shared file, 2 ranks: the ranks' 256 KiB blocks
+    interleave, each read in 64 KiB transfers."""
+    w = analysis.fit(log("ior_strided")).workload
+    assert (w["io"]["layout"], w["dataset"]["num_files_train"]) == ("shared", 1)
+    assert (w["dataset"]["record_length"], w["reader"]["transfer_size"]) == (256 << 10, 64 << 10)
+    assert w["dataset"]["num_samples_per_file"] == 16
+    assert w["reader"]["sharding"] == "round_robin" and w["reader"]["sample_shuffle"] == "off"
+
+
+@pytest.mark.parametrize("name,least", [("dlio_npz_multi", 0.95), ("dlio_hdf5", 0.95),
+                                        ("dlio_jpeg", 0.95),
+                                        ("ior_strided", 0.85)])
+def test_replay_looks_like_the_real_job(tmp_path, name, least):
+    """Fit, generate, run under mpiexec at the log's rank count, compare: the emulated job has
+    the real one's files, sharing, interfaces, bytes and calls."""
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= least, r.comparison.table
+    for key in ("files", "shared_files", "interfaces"):
+        assert r.emulated[key] == r.real[key], key
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.02)
+    if name.startswith("dlio_"):    # the same reads: numpy's, the HDF5 format's, PIL's
+        assert r.emulated["read_ops"] == r.real["read_ops"]
+    assert json.loads((tmp_path / "replay" / "replay.json").read_text())["score"] == r.score
