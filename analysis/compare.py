@@ -81,6 +81,13 @@ class Comparison:
         """The score of the second job (the one number of a two-job comparison)."""
         return self.scores[self.labels[1]] if len(self.labels) > 1 else 1.0
 
+    def row(self, metric):
+        """The values of one metric, a tuple in the jobs' order."""
+        t = self.table[self.table["metric"] == metric]
+        if t.empty:
+            raise KeyError(f"no metric {metric!r}")
+        return tuple(t["value"].tolist())
+
     def to_dict(self):
         rows = self.table.astype(object).where(self.table.notna(), None)
         return {"labels": list(self.labels), "scores": dict(self.scores),

@@ -50,6 +50,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   and the step's compute, STEP_GAP_RATIO apart or more), only the long ones are steps.
 - ``train.epochs``: data bytes read / (dataset bytes), rounded, at least 1 (1 when read at
   start).
+- ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw data files' bytes,
+  each file's first write before its first read (a write-then-read benchmark such as IOR);
+  ``io.write_fsync`` when it synced them.
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
 it. Checkpoints are not fitted.
 """
@@ -72,6 +75,7 @@ from .oplog_records import sequential_flags
 SHARED_SHARE = 0.5
 REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
+WRITTEN_SHARE = 0.9
 FORWARD_SHARE = 0.8
 STEP_GAP = 1e-3
 STEP_GAP_RATIO = 2.5
@@ -230,6 +234,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
         epochs = MAX_EPOCHS
+    io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence)
     workload = {
         "model": {"name": name or f"fitted_{_stem(job)}"},
         "workflow": {"generate_data": True, "train": True},
@@ -241,12 +246,73 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},
         "train": {"epochs": epochs, "computation_time": round(compute, 6)},
-        "io": {"interface": interface, "layout": layout, "read_type": read_type},
+        "io": {"interface": interface, "layout": layout, "read_type": read_type,
+               **io_extra},
         "output": {"folder": output_folder},
     }
     return Fit(workload=workload, ranks=ranks, evidence=evidence, notes=notes,
                sources=list(job.paths) if job.source == "darshan"
                else [os.path.dirname(job.paths[0])])
+
+
+def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
+    """io.write_first (and io.write_fsync) when the job wrote its data files before reading
+    them (a write-then-read benchmark): at least WRITTEN_SHARE of their size written, the
+    first write of each such file before its first read."""
+    if basis is None or basis not in job.records:
+        return {}
+    spec = SPECS[basis]
+    prefix = "MPIIO" if basis == "MPI-IO" else basis
+    frame = job.records[basis]
+    rows = frame[frame["id"].isin(list(data.index))]
+    if spec.bytes_written not in rows:
+        return {}
+    written = rows.groupby("id")[spec.bytes_written].apply(lambda c: int(c.clip(lower=0).sum()))
+    total = int(written.sum())
+    size = int(data["size"].sum())
+    evidence["data_bytes_written"] = total
+    if total < WRITTEN_SHARE * size:
+        if total:
+            notes.append(f"{total} bytes written to the data files (less than "
+                         f"{WRITTEN_SHARE:.0%} of them): not emulated")
+        return {}
+    w0, r0 = f"{prefix}_F_WRITE_START_TIMESTAMP", f"{prefix}_F_READ_START_TIMESTAMP"
+    if w0 in rows and r0 in rows:
+        first = rows.groupby("id").agg(w=(w0, lambda c: c[c > 0].min()),
+                                       r=(r0, lambda c: c[c > 0].min()))
+        if not (first["w"] <= first["r"]).all():
+            notes.append("the data files were written after being read: the writes are not "
+                         "emulated")
+            return {}
+    if fmt != "raw":
+        notes.append(f"the {fmt} data files were written in the job before being read: "
+                     "not emulated (io.write_first writes raw files); generate them first")
+        return {}
+    syncs = sum(int(rows[c].clip(lower=0).sum()) for c in spec.ops.get("syncs", ())
+                if c in rows)
+    sizes = _write_size(job, set(data.index))
+    if sizes and transfer_size and sizes != transfer_size:
+        notes.append(f"the data files were written in {sizes}-byte pieces and read in "
+                     f"{transfer_size}-byte ones: io.write_first writes in the read size")
+    evidence["write_first"] = {"bytes_written": total, "syncs": syncs, "write_size": sizes}
+    out = {"write_first": True}
+    if syncs:
+        out["write_fsync"] = True
+    return out
+
+
+def _write_size(job, ids):
+    """The write size that moves the most bytes to the data files in the DXT trace (None
+    without one)."""
+    for name in DXT_PREFERENCE:
+        frame = (job.dxt_segments or {}).get(name)
+        if frame is None:
+            continue
+        w = frame[(frame["op"] == "write") & frame["id"].isin(list(ids))]
+        if not w.empty:
+            moved = w.groupby("length")["length"].sum()
+            return int(moved.sort_values(ascending=False, kind="stable").index[0])
+    return None
 
 
 def _stem(job):

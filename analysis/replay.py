@@ -44,10 +44,15 @@ class Replay:
 
 
 def structure(c):
-    """The shape of a characterized job: files (shared by several ranks), interfaces, bytes and
-    calls read, mean read size."""
+    """The shape of a characterized job: data files (analysis.files: not code, libraries or the
+    tools' own files such as Open MPI's lock-test files) and those shared by several ranks,
+    interfaces, bytes and calls read, mean read size."""
     reads = sum(c.modules[m].ops.get("reads") or 0 for m in c.totals.basis)
-    return {"files": c.totals.files.total, "shared_files": c.totals.files.shared,
+    data = c.data_formats or {}
+    files = sum(v["files"] for v in data.values()) if data else c.totals.files.total
+    shared = sum(v.get("shared_files", 0) for v in data.values()) if data \
+        else c.totals.files.shared
+    return {"files": files, "shared_files": shared,
             "interfaces": sorted(c.interfaces), "bytes_read": c.totals.bytes_read,
             "read_ops": reads,
             "mean_read_size": c.totals.bytes_read / reads if reads else None}

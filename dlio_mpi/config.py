@@ -340,6 +340,8 @@ def validate(cfg):
         raise ConfigError("dataset.compression=zip applies to npz")
     io_checks.validate_access(cfg)
     io_checks.validate_volumes(cfg)
+    from dlio_mpi import write_phase
+    write_phase.check(cfg)
     if ds.format == "hdf5" and ds.chunk_size:
         if not (ds.enable_chunking or ds.compression != "none"):
             raise ConfigError(f"dataset.chunk_size={ds.chunk_size} with a contiguous HDF5 "

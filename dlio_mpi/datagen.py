@@ -123,12 +123,18 @@ def generate(cfg, comm):
     _agree(comm, error)
     written = sum(_generate_split(d, cfg, comm) for d in splits)
     if rank == 0:
-        path = os.path.join(root, MANIFEST)
-        with open(path + ".part", "w") as f:
-            json.dump(want, f, indent=1)
-        os.replace(path + ".part", path)
+        write_manifest(cfg)
     comm.Barrier()
     return written
+
+
+def write_manifest(cfg):
+    """The dataset's manifest, written whole or not at all (on one rank, once its files are
+    complete)."""
+    path = os.path.join(cfg.dataset.data_folder, MANIFEST)
+    with open(path + ".part", "w") as f:
+        json.dump(manifest_for(cfg), f, indent=1)
+    os.replace(path + ".part", path)
 
 
 def _generate_split(d, cfg, comm):

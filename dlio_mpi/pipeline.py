@@ -139,13 +139,25 @@ def run_epochs(cfg, comm, log, progress=None):
     phase ("load", "train", "eval"), the op log arrays of each phase (with io.keep_oplog),
     and when the first batch arrived."""
     rank, size = comm.Get_rank(), comm.Get_size()
+    phases, oplogs, checkpoints = [], [], []
+
+    def keep_log(name):
+        """The op log's entries so far, as phase `name` (with io.keep_oplog); then a new log."""
+        if cfg.io.keep_oplog:
+            log.finalize()
+            oplogs.append((name, {k: np.array(v) for k, v in log.arrays().items()}))
+        log.reset()
+
+    if cfg.io.write_first:
+        from dlio_mpi import write_phase
+        phases.append(write_phase.write_dataset(cfg, comm, log))
+        keep_log("write")
     reader = readers.make_reader(cfg, comm, log)
     exchange = Exchange(comm, cfg.io.allreduce_bytes)
     rng = np.random.default_rng([cfg.train.seed, rank])
     shuffle = cfg.reader.sample_shuffle != "off"
     max_steps = cfg.train.total_training_steps
     done_steps = 0
-    phases, oplogs, checkpoints = [], [], []
     in_memory = cfg.io.read_type == "memory"
     first_batch = None
     ckpt = checkpointing.make(cfg, comm, log) if cfg.workflow.checkpoint else None
@@ -161,13 +173,6 @@ def run_epochs(cfg, comm, log, progress=None):
     def close_phase(entry):
         phases.append(entry)
         keep_log(f"{entry['phase']}{entry['epoch']}")
-
-    def keep_log(name):
-        """The op log's entries so far, as phase `name` (with io.keep_oplog); then a new log."""
-        if cfg.io.keep_oplog:
-            log.finalize()
-            oplogs.append((name, {k: np.array(v) for k, v in log.arrays().items()}))
-        log.reset()
 
     if in_memory:
         close_phase(load_into_memory(cfg, comm, reader, log))

@@ -68,7 +68,9 @@ def prepare(cfg, comm):
     have = datagen.read_manifest(cfg.dataset.data_folder) if rank == 0 else None
     have = comm.bcast(have, root=0)
     generated = 0
-    if have != datagen.manifest_for(cfg):
+    if cfg.io.write_first:
+        pass                # the run writes its dataset (dlio_mpi.write_phase)
+    elif have != datagen.manifest_for(cfg):
         if not cfg.workflow.generate_data:
             what = "no dataset manifest" if have is None else "the manifest of another dataset"
             raise config.ConfigError(
@@ -76,7 +78,7 @@ def prepare(cfg, comm):
                 "generate it first (python -m dlio_mpi generate ...) or set "
                 "workflow.generate_data=true")
         generated = comm.allreduce(datagen.generate(cfg, comm))
-    if cfg.io.check_dataset:
+    if cfg.io.check_dataset and not cfg.io.write_first:
         datagen.check(cfg, comm)
     if cfg.io.interface == "posix_direct":
         error = None
@@ -211,6 +213,7 @@ def run(cfg, comm, echo=print):
         print(file=sys.stderr)
     everything = reduce_epochs(epochs, comm)
     load = [e for e in everything if e["phase"] == "load"]
+    wrote = [e for e in everything if e["phase"] == "write"]
     job = [e for e in everything if e["phase"] == "train"]
     evals = [e for e in everything if e["phase"] == "eval"]
     au = float(np.mean([e["au"] for e in job])) if job else 0.0
@@ -225,6 +228,8 @@ def run(cfg, comm, echo=print):
                 cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder,
                 cfg.io.layout, cfg.io.read_type)),
         "load": load[0] if load else None,
+        "write": {"duration_s": wrote[0]["duration_s"], "bytes_written": wrote[0]["bytes_moved"],
+                  "bandwidth_bytes_per_s": wrote[0]["bytes_per_s"]} if wrote else None,
         "evaluations": evals,
         "checkpoints": checkpoints,
         "checkpoint_write_duration_s_mean": _mean([c["duration_s"] for c in checkpoints
@@ -247,7 +252,7 @@ def run(cfg, comm, echo=print):
         "train_throughput_mean_samples_per_second":
             float(np.mean([e["samples_per_s"] for e in job])),
         "train_io_mean_MB_per_second": float(np.mean([e["bytes_per_s"] for e in job])) / 1e6,
-        "bytes_moved": int(sum(e["bytes_moved"] for e in everything)),
+        "bytes_moved": int(sum(e["bytes_moved"] for e in everything if e["phase"] != "write")),
         "epochs": job,
         "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
         "facts": facts,
@@ -331,6 +336,10 @@ def format_summary(s):
     for e in s.get("evaluations") or []:
         lines.append(f"evaluation after epoch {e['epoch'] + 1}: {e['samples']} samples in "
                      f"{e['duration_s']:.3f} s, {e['bytes_per_s'] / 2**20:.1f} MiB/s moved")
+    if s.get("write"):
+        w = s["write"]
+        lines.append(f"dataset written first (io.write_first): {w['bytes_written']} bytes in "
+                     f"{w['duration_s']:.3f} s ({w['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s)")
     if s.get("load"):
         ld = s["load"]
         lines.append(f"input read into memory at start: {ld['bytes_moved']} bytes in "

@@ -84,6 +84,8 @@ def test_ior_file_per_process():
     assert (w["dataset"]["num_files_train"], w["io"]["layout"]) == (2, "multi")
     assert w["dataset"]["num_samples_per_file"] * w["dataset"]["record_length"] == 4 << 20
     assert w["reader"]["transfer_size"] == 1 << 20
+    # IOR writes its files, then reads them back (no fsync without -e)
+    assert w["io"]["write_first"] is True and "write_fsync" not in w["io"]
 
 
 def test_ior_segments_are_round_robin():
@@ -98,7 +100,8 @@ def test_ior_segments_are_round_robin():
 
 @pytest.mark.parametrize("name,least", [("dlio_npz_multi", 0.95), ("dlio_hdf5", 0.95),
                                         ("dlio_jpeg", 0.95),
-                                        ("ior_strided", 0.85)])
+                                        ("ior_fpp", 0.95), ("ior_strided", 0.95),
+                                        ("ior_mpiio_coll", 0.9)])
 def test_replay_looks_like_the_real_job(tmp_path, name, least):
     """Fit, generate, run under mpiexec at the log's rank count, compare: the emulated job has
     the real one's files, sharing, interfaces, bytes and calls."""
@@ -109,4 +112,9 @@ def test_replay_looks_like_the_real_job(tmp_path, name, least):
     assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.02)
     if name.startswith("dlio_"):    # the same reads: numpy's, the HDF5 format's, PIL's
         assert r.emulated["read_ops"] == r.real["read_ops"]
+    else:                           # IOR: its writes, then its reads, in its transfer size
+        c = r.comparison
+        assert c.row("bytes_written") == (TRUTH[name]["files_bytes_total"],) * 2
+        assert c.row("read_ops")[0] == c.row("read_ops")[1]
+        assert c.row("write_ops")[0] == c.row("write_ops")[1]
     assert json.loads((tmp_path / "replay" / "replay.json").read_text())["score"] == r.score

@@ -1,0 +1,206 @@
+"""io.write_first: the run writes the dataset it then reads, as a write-then-read benchmark
+(IOR) does, through io.interface and in reader.transfer_size pieces, before the first epoch.
+
+Each rank writes the samples it reads in the first epoch, file by file in ascending order
+(IOR writes its blocks in order, whatever order it reads them in); a sample read by several
+ranks is written by the lowest of them, and samples nobody reads in the first epoch are dealt
+to the ranks in turn, so that every byte of the dataset is written exactly once. Under
+io.interface=mpiio_coll a shared file is written with one collective call per transfer-size
+piece (ranks with fewer pieces join with none). The writes are in the op log (phase "write")
+and in the summary; rank 0 writes the manifest after every rank has written, so that a
+dataset whose writing failed is never taken for a whole one."""
+import os
+import time
+
+import numpy as np
+
+from dlio_mpi import access, engines, sampler
+from dlio_mpi.dataset import Dataset
+from dlio_mpi.formats import content
+
+INTERFACES = ("posix", "posix_direct", "stdio", "mpiio", "mpiio_coll")
+CHUNK = 64 << 20        # content made and written in pieces of at most this many bytes
+
+
+def check(cfg):
+    """The combinations io.write_first cannot do, as ConfigError lines."""
+    from dlio_mpi.config_error import ConfigError
+
+    if not cfg.io.write_first:
+        if cfg.io.write_fsync:
+            raise ConfigError("io.write_fsync=true needs io.write_first=true")
+        return
+    if cfg.dataset.format != "raw":
+        raise ConfigError(f"io.write_first writes raw records: dataset.format must be raw, "
+                          f"not {cfg.dataset.format}")
+    if cfg.io.interface not in INTERFACES:
+        raise ConfigError(f"io.write_first writes through {', '.join(INTERFACES)}: not "
+                          f"io.interface={cfg.io.interface}")
+    if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
+        raise ConfigError("io.write_first writes the training files only: set "
+                          "dataset.num_files_eval=0 or workflow.evaluation=false")
+
+
+def _my_samples(cfg, comm, data):
+    """The sorted samples this rank writes."""
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    n = data.num_samples
+    if cfg.reader.access == "stream":
+        files = access.stream_files(data.num_files, size, rank, 0, cfg.train.seed,
+                                    cfg.reader.file_shuffle != "off")
+        read = (np.asarray(files, np.int64)[:, None] * data.spf
+                + np.arange(data.spf, dtype=np.int64)).ravel()
+    else:
+        read = sampler.rank_samples(n, size, rank, cfg.reader.batch_size, 0, cfg.train.seed,
+                                    cfg.reader.sample_shuffle != "off", cfg.io.remainder,
+                                    cfg.io.layout, cfg.io.read_type, data.spf,
+                                    cfg.reader.file_shuffle != "off", cfg.reader.sharding)
+    owner = np.full(n, size, dtype=np.int32)
+    owner[np.asarray(read, np.int64).ravel()] = rank
+    comm.Allreduce(MPI.IN_PLACE, owner, op=MPI.MIN)
+    nobody = np.flatnonzero(owner == size)
+    owner[nobody] = (np.arange(nobody.size) % size).astype(np.int32)
+    return np.flatnonzero(owner == rank)
+
+
+def _open(cfg, comm, path, shared, fid, log):
+    kind = cfg.io.interface
+    if kind in ("mpiio", "mpiio_coll"):
+        from mpi4py import MPI
+        return engines.MPIFile(comm if shared else MPI.COMM_SELF, path, "c",
+                               hints=cfg.io.mpiio_hints, file_id=fid, oplog=log)
+    if kind == "stdio":
+        return engines.StdioFile(path, "c", bufsize=cfg.io.stdio_buffer, file_id=fid,
+                                 oplog=log)
+    return engines.PosixFile(path, "c", direct=kind == "posix_direct", file_id=fid, oplog=log)
+
+
+def _pieces(offs, lens, xfer):
+    """The ranges cut into transfer-size pieces: (offsets, lengths)."""
+    if xfer <= 0:
+        return offs, lens
+    count = -(-lens // xfer)
+    which = np.repeat(np.arange(len(offs)), count)
+    first = np.cumsum(count) - count
+    k = np.arange(len(which), dtype=np.int64) - first[which]
+    po = offs[which] + k * xfer
+    return po, np.minimum(xfer, offs[which] + lens[which] - po)
+
+
+def _write_file(cfg, comm, h, data, f, local, collective):
+    """Write samples `local` (sorted) of file f through h; returns the bytes written."""
+    idx = data.index(f)
+    sizes = idx.lengths[local]
+    written = 0
+    buf = None
+    runs = list(content.batches(sizes, CHUNK)) if len(local) else []
+    if collective:
+        from mpi4py import MPI
+        calls = []
+        for lo, hi in runs:
+            offs, lens = idx.ranges(local[lo:hi])
+            calls.append(len(_pieces(offs, lens, cfg.reader.transfer_size)[0]))
+        total_calls = comm.allreduce(sum(calls), op=MPI.MAX)
+    done = 0
+    for lo, hi in runs:
+        need = int(sizes[lo:hi].sum())
+        if buf is None or len(buf) < need:
+            buf = engines.aligned_empty(need, 4096)
+        content.fill(data.spec.seed, f, local[lo:hi], sizes[lo:hi], buf)
+        offs, lens = idx.ranges(local[lo:hi])
+        if collective:
+            po, pl = _pieces(offs, lens, cfg.reader.transfer_size)
+            at = 0
+            for o, n in zip(po.tolist(), pl.tolist()):
+                written += h.write_all([o], [n], buf[at:at + n])
+                at += n
+            done += len(po)
+        else:
+            written += h.writev(offs, lens, buf[:need], xfer=cfg.reader.transfer_size)
+    if collective:
+        empty = np.empty(0, np.uint8)
+        for _ in range(total_calls - done):
+            h.write_all([], [], empty)
+    return written
+
+
+def write_dataset(cfg, comm, log):
+    """Write the training files (collective). Returns the phase's numbers as an epoch entry
+    (phase "write", epoch -1) with the bytes written as bytes_moved."""
+    from dlio_mpi import datagen
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    data = Dataset(cfg)
+    error = None
+    if rank == 0:
+        try:
+            for sub in data.directories():
+                os.makedirs(sub, exist_ok=True)
+            try:
+                os.unlink(os.path.join(data.root, datagen.MANIFEST))
+            except FileNotFoundError:
+                pass
+        except OSError as e:
+            error = f"rank 0: cannot prepare {data.root}: {e.strerror}"
+    _agree(comm, error)
+    mine = _my_samples(cfg, comm, data)
+    files, local = data.locate(mine)
+    shared = cfg.io.layout != "multi"
+    collective = shared and cfg.io.interface == "mpiio_coll"
+    comm.Barrier()
+    t0 = time.perf_counter()
+    written, error = 0, None
+    try:
+        if shared:
+            with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
+                written = _write_file(cfg, comm, h, data, 0, local, collective)
+                if cfg.io.write_fsync:
+                    _sync(h)
+        else:
+            for f in np.unique(files).tolist():
+                with _open(cfg, comm, data.path(f), False, data.first_id + f, log) as h:
+                    written += _write_file(cfg, comm, h, data, f, local[files == f], False)
+                    if cfg.io.write_fsync:
+                        _sync(h)
+    except engines.EngineError as e:
+        if collective:
+            raise           # a collective write failed on this rank: the caller ends the job
+        error = f"rank {rank}: io.write_first: {e}"
+    _agree(comm, error)
+    wall = time.perf_counter() - t0
+    error = None
+    try:
+        # a file longer than its samples (an earlier dataset) is cut to its size
+        for f in range(rank, data.num_files, size):
+            want = data.index(f).file_size
+            if os.stat(data.path(f)).st_size > want:
+                os.truncate(data.path(f), want)
+    except OSError as e:
+        error = f"rank {rank}: io.write_first: {e.filename}: {e.strerror}"
+    _agree(comm, error)
+    if rank == 0:
+        datagen.write_manifest(cfg)
+    comm.Barrier()
+    log.finalize()
+    ops = log.arrays()
+    writes = ops["op"] == engines.OP["write"]
+    return {"phase": "write", "epoch": -1, "steps": 0, "samples": int(mine.size),
+            "wall_s": wall, "io_wait_s": wall, "compute_s": 0.0, "first_step_io_s": wall,
+            "bytes_moved": written, "read_ops": 0, "write_ops": int(writes.sum()),
+            "latency_hist": log.histogram(op="write"),
+            "step_wait_hist": np.zeros(engines.HIST_BUCKETS, np.uint64)}
+
+
+def _sync(h):
+    if isinstance(h, engines.StdioFile):
+        h.flush(True)
+    else:
+        h.sync()
+
+
+def _agree(comm, error):
+    errors = [e for e in comm.allgather(error) if e]
+    if errors:
+        raise RuntimeError(errors[0])

@@ -1,0 +1,86 @@
+"""io.write_first: the run writes the raw files it reads (a write-then-read benchmark such as
+IOR) through the configured interface, in reader.transfer_size pieces, before the first
+epoch: every byte once, the same content generate writes, in the op log as writes."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from dlio_mpi import config, datagen
+from dlio_mpi.config_error import ConfigError
+from dlio_mpi.dataset import Dataset
+from dlio_mpi.formats import raw
+from datautil import load_npz
+from mpirun import run_mpi
+
+
+def _args(tmp_path, *extra):
+    return [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.format=raw", "dataset.num_files_train=6",
+            "dataset.num_samples_per_file=5", "dataset.record_length=40k",
+            "reader.batch_size=2", "train.epochs=2", "reader.transfer_size=16k",
+            "reader.sample_shuffle=seed", "io.write_first=true", "io.keep_oplog=true",
+            *extra]
+
+
+@pytest.mark.parametrize("n,extra", [
+    (2, ["io.interface=posix"]),
+    (3, ["io.interface=stdio", "io.write_fsync=true"]),
+    (4, ["io.interface=mpiio_coll", "io.layout=shared", "reader.sharding=round_robin",
+         "dataset.num_files_train=1", "dataset.num_samples_per_file=30"]),
+    (2, ["io.interface=mpiio", "io.layout=shared", "dataset.num_files_train=1",
+         "dataset.num_samples_per_file=30"]),
+])
+def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
+    args = _args(tmp_path, *extra)
+    cfg = config.load(["workload=default"] + args)
+    shared = cfg.io.layout != "multi"
+    # a stale longer file of another dataset is cut to size, not kept
+    d = Dataset(cfg)
+    os.makedirs(os.path.dirname(d.path(0)), exist_ok=True)
+    with open(d.path(0), "wb") as f:
+        f.write(b"\xff" * (2 * d.index(0).file_size))
+    run_mpi(n, "run_cli.py", "run", *args, timeout=240)
+    for i in range(d.num_files):
+        want = tmp_path / "want.bin"
+        raw.write_file(want, i, d.spec)
+        with open(d.path(i), "rb") as f:
+            assert f.read() == want.read_bytes(), d.path(i)
+    assert datagen.read_manifest(cfg.dataset.data_folder) == datagen.manifest_for(cfg)
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    total = d.num_files * d.spf * 40 * 1024
+    assert s["write"]["bytes_written"] == total
+    assert s["bytes_moved"] == 2 * (s["steps_per_epoch"] * 2 * n) * 40 * 1024
+    writes = []
+    for r in range(n):
+        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        assert list(z["phases"][:1]) == ["write"]
+        op, fl, off, nb = (z[f"e0_{k}"] for k in ("op", "file", "offset", "bytes"))
+        w = op == 1
+        assert (op[~w] != 0).all()              # no reads in the write phase
+        # a rank with fewer pieces joins the collective writes with none: 0-byte calls
+        writes += [x for x in zip(fl[w].tolist(), off[w].tolist(), nb[w].tolist()) if x[2]]
+        syncs = int((op == 4).sum()) if "write_fsync=true" in " ".join(extra) else 0
+        if syncs:
+            assert syncs == len(set(fl[w].tolist()))
+    # every byte of every file written exactly once, in 16 KiB pieces (40k samples: 16+16+8)
+    assert sum(b for _, _, b in writes) == total
+    assert sorted(b for _, _, b in writes) == sorted([16384, 16384, 8192] * (total // 40960))
+    cover = {}
+    for f, o, b in writes:
+        cover.setdefault(f, []).append((o, b))
+    for f, pieces in cover.items():
+        pieces.sort()
+        assert pieces[0][0] == 0
+        assert all(o1 + b1 == o2 for (o1, b1), (o2, _) in zip(pieces, pieces[1:]))
+    assert len(cover) == (1 if shared else d.num_files)
+
+
+def test_write_first_needs_raw_files(tmp_path):
+    with pytest.raises(ConfigError, match="dataset.format must be raw"):
+        config.load(["workload=default"] + _args(tmp_path, "dataset.format=npz"))
+    with pytest.raises(ConfigError, match="io.write_first writes through"):
+        config.load(["workload=default"] + _args(tmp_path, "io.interface=mmap"))
+    with pytest.raises(ConfigError, match="io.write_fsync=true needs io.write_first"):
+        config.load(["workload=default", "io.write_fsync=true"])
