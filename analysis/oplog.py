@@ -118,13 +118,15 @@ def file_name(config, file_id):
 def load_run(directory):
     """The DarshanJob of a dlio_mpi run directory (summary.json + oplog_rank*.npz).
 
-    Times are seconds since the earliest op-log origin (the op log starts after the dataset
-    is generated, just before training). With the run on one host all ranks share that clock;
-    on several hosts each rank's times are taken from its own origin (origins are set right
-    after a collective, so they agree to a few milliseconds). ``run_time`` is the later of the
-    last logged call's end and the sum of the phase durations in summary.json (load, epochs,
-    evaluations): the training part of the run, without start-up and dataset generation (which
-    Darshan's run time includes). Warns (PartialLogWarning) when the op logs hold fewer bytes
+    Times are seconds since the start of the run's training part (the window each rank records
+    from just before its first phase, the write, load or first epoch, to the end of its last;
+    the op log starts after the dataset is generated). With the run on one host all ranks
+    share that clock and time 0 is the earliest rank's start; on several hosts each rank's
+    times are taken from its own start (set right after a collective, so they agree to a few
+    milliseconds). ``run_time`` is the latest of the windows' ends, the last logged call's end
+    and the sum of the phase durations in summary.json (load, epochs, evaluations): the
+    training part of the run, without start-up and dataset generation (which Darshan's run
+    time includes). Logs without windows start at the earliest op-log origin. Warns (PartialLogWarning) when the op logs hold fewer bytes
     than summary.json says the run moved. DXT-like traces are always built.
     """
     directory = os.fspath(directory)
@@ -139,19 +141,24 @@ def load_run(directory):
         raise LogError(f"{directory}: no {OPLOG_GLOB}: run with io.keep_oplog=true")
     config = summary.get("config", {})
     ranks = int(summary.get("ranks", len(paths)))
-    table, origins = _read_oplogs(paths)
+    table, origins, windows = _read_oplogs(paths)
     one_clock = int(summary.get("hosts", 1)) <= 1
-    base = min(origins.values()) if origins else 0
-    shift_of_rank = np.zeros(max(origins, default=0) + 1, np.int64)
+    # time 0: the start of the training part (the earliest window start on one clock, each
+    # rank's own on several); logs without windows start at the earliest origin
+    zero = {rank: windows.get(rank, (origin, origin))[0] for rank, origin in origins.items()}
     if one_clock:
-        for rank, origin in origins.items():
-            shift_of_rank[rank] = origin - base
+        first = min(zero.values(), default=0)
+        zero = dict.fromkeys(zero, first)
+    shift_of_rank = np.zeros(max(origins, default=0) + 1, np.int64)
+    for rank, origin in origins.items():
+        shift_of_rank[rank] = origin - zero[rank]
     start = (table["start"] + shift_of_rank[table["rank"]]) / 1e9
     end = start + table["dur"] / 1e9
     phases = (summary.get("load") or {}).get("duration_s", 0.0) + sum(
         e.get("duration_s", 0.0) for e in summary.get("epochs", []) + summary.get("evaluations",
                                                                                     []))
-    run_time = max(float(end.max()) if len(end) else 0.0, float(phases))
+    window = max(((w[1] - zero[rank]) / 1e9 for rank, w in windows.items()), default=0.0)
+    run_time = max(float(end.max()) if len(end) else 0.0, float(phases), window)
     files, file_index = np.unique(table["file"], return_inverse=True)
     names = {int(f): file_name(config, int(f)) for f in files}
     ids = {f: record_id(name) for f, name in names.items()}
@@ -185,15 +192,19 @@ def load_run(directory):
 
 
 def _read_oplogs(paths):
-    """Every op log's entries, all phases, as one table of arrays; and each rank's origin."""
+    """Every op log's entries, all phases, as one table of arrays; each rank's origin; and each
+    rank's window (start and end of its training part on the same clock; older logs have
+    none)."""
     columns = {key: [] for key in ("rank", "start", "dur", "offset", "bytes", "file", "op",
                                    "iface")}
-    origins = {}
+    origins, windows = {}, {}
     for path in paths:
         try:
             rank = int(os.path.basename(path)[len("oplog_rank"):-len(".npz")])
             with np.load(path) as z:
                 origins[rank] = int(z["origin_mono_ns"])
+                if "window_mono_ns" in z.files:
+                    windows[rank] = tuple(int(t) for t in z["window_mono_ns"])
                 for i in range(len(z["phases"])):
                     n = len(z[f"e{i}_op"])
                     columns["rank"].append(np.full(n, rank, np.int64))
@@ -204,7 +215,7 @@ def _read_oplogs(paths):
     types = {"rank": np.int64, "start": np.int64, "dur": np.int64, "offset": np.int64,
              "bytes": np.int64, "file": np.int64, "op": np.uint8, "iface": np.uint8}
     return ({key: np.concatenate(parts).astype(types[key]) if parts
-             else np.zeros(0, types[key]) for key, parts in columns.items()}, origins)
+             else np.zeros(0, types[key]) for key, parts in columns.items()}, origins, windows)
 
 
 def _layers(ops, iface, config, names, ids):

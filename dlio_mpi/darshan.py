@@ -191,7 +191,11 @@ def prepare(cfg, *, dxt=False, modmem_mib=0, max_records=0, nonmpi=False, env=No
 
 
 def reexec(env, argv):
-    """Replace this process by itself under env (python -m dlio_mpi ARGV)."""
+    """Replace this process by itself under env (python -m dlio_mpi ARGV). MPI must not have
+    been initialized yet: the launcher's daemon would refuse the new process's MPI_Init."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized():
+        raise RuntimeError("--darshan: MPI was initialized before the re-execution under Darshan")
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, "-m", "dlio_mpi", *argv], env)

@@ -203,11 +203,13 @@ def run(cfg, comm, echo=print):
               f"{rate:,.0f} samples/s per rank", end="", file=sys.stderr, flush=True)
 
     facts = run_facts(cfg, comm)
+    window = [engines.mono_ns(), 0]     # the training part, on the op log's clock
     if cfg.workflow.train:
         epochs, oplogs, first_batch, checkpoints = pipeline.run_epochs(cfg, comm, log, progress)
     else:
         epochs, oplogs, first_batch = [], [], None
         checkpoints = checkpointing.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"])
+    window[1] = engines.mono_ns()
     startup, my_startup = startup_figures(comm, first_batch)
     if rank == 0 and sys.stderr.isatty():
         print(file=sys.stderr)
@@ -270,6 +272,7 @@ def run(cfg, comm, echo=print):
         np.savez(os.path.join(out_dir, f"oplog_rank{rank:05d}.npz"),
                  phases=np.array([name for name, _ in oplogs]),
                  origin_mono_ns=np.int64(log.origin_mono_ns),
+                 window_mono_ns=np.array(window, np.int64),
                  **{f"e{i}_{k}": v for i, (_, ep) in enumerate(oplogs)
                     for k, v in ep.items()})
     if rank == 0:

@@ -8,13 +8,17 @@ to the ranks in turn, so that every byte of the dataset is written exactly once.
 io.interface=mpiio_coll a shared file is written with one collective call per transfer-size
 piece (ranks with fewer pieces join with none). The writes are in the op log (phase "write")
 and in the summary; rank 0 writes the manifest after every rank has written, so that a
-dataset whose writing failed is never taken for a whole one."""
+dataset whose writing failed is never taken for a whole one.
+
+The engines (and with them MPI) are imported by the functions that write, never at import:
+config validation imports this module before a rank re-executes itself under Darshan, and
+MPI must not be initialized before that."""
 import os
 import time
 
 import numpy as np
 
-from dlio_mpi import access, engines, sampler
+from dlio_mpi import access, sampler
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.formats import content
 
@@ -66,6 +70,8 @@ def _my_samples(cfg, comm, data):
 
 
 def _open(cfg, comm, path, shared, fid, log):
+    from dlio_mpi import engines
+
     kind = cfg.io.interface
     if kind in ("mpiio", "mpiio_coll"):
         from mpi4py import MPI
@@ -91,6 +97,8 @@ def _pieces(offs, lens, xfer):
 
 def _write_file(cfg, comm, h, data, f, local, collective):
     """Write samples `local` (sorted) of file f through h; returns the bytes written."""
+    from dlio_mpi import engines
+
     idx = data.index(f)
     sizes = idx.lengths[local]
     written = 0
@@ -129,7 +137,7 @@ def _write_file(cfg, comm, h, data, f, local, collective):
 def write_dataset(cfg, comm, log):
     """Write the training files (collective). Returns the phase's numbers as an epoch entry
     (phase "write", epoch -1) with the bytes written as bytes_moved."""
-    from dlio_mpi import datagen
+    from dlio_mpi import datagen, engines
 
     rank, size = comm.Get_rank(), comm.Get_size()
     data = Dataset(cfg)
@@ -194,6 +202,8 @@ def write_dataset(cfg, comm, log):
 
 
 def _sync(h):
+    from dlio_mpi import engines
+
     if isinstance(h, engines.StdioFile):
         h.flush(True)
     else:

@@ -4,6 +4,7 @@ rank really runs with it preloaded (before MPI starts) and the run records its l
 import json
 import os
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -166,3 +167,14 @@ def test_stale_log_is_removed(tmp_path, standin):
     stale.write_bytes(b"old")
     env = darshan.prepare(cfg, env={darshan.LIB_ENV: standin, "PATH": ""})
     assert env["DARSHAN_LOGFILE"] == str(stale) and not stale.exists()
+
+
+def test_config_does_not_start_mpi():
+    """--darshan re-executes each rank after the config is loaded and checked: nothing on that
+    path may initialize MPI (Open MPI then refuses the new process's MPI_Init)."""
+    code = ("import sys; from dlio_mpi import config; "
+            "cfg = config.load(['io.write_first=true', 'dataset.num_files_train=2']); "
+            "print('mpi4py.MPI' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
