@@ -69,9 +69,13 @@ def test_start_up_metadata_of_the_dataset_does_not_grow_with_ranks(tmp_path):
     for n in (1, 4):
         out, sdir = tmp_path / f"o{n}", tmp_path / f"s{n}"
         sdir.mkdir()
-        run_mpi(n, "run_cli.py", "run", *common, f"output.folder={out}", timeout=180,
-                rank_wrap=metaops.strace_wrap(STRACE, sdir),
-                launcher_args=bind_to_core())
+        try:
+            run_mpi(n, "run_cli.py", "run", *common, f"output.folder={out}", timeout=180,
+                    rank_wrap=metaops.strace_wrap(STRACE, sdir),
+                    launcher_args=bind_to_core())
+        except pytest.fail.Exception as e:     # where each rank was: its last traced calls
+            tails = {p.name: p.read_text().splitlines()[-5:] for p in sorted(sdir.iterdir())}
+            pytest.fail(f"{e}\nlast traced calls: {tails}")
         rows = {int(r["rank"]): r for r in
                 csv.DictReader((out / "per_rank.csv").read_text().splitlines())}
         assert sorted(rows) == list(range(n))
