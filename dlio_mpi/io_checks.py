@@ -79,6 +79,12 @@ def validate_access(cfg):
         raise ConfigError("dataset.npz_layout=stacked holds a file's samples side by side in "
                           "one array: it needs dataset.format=npz, reader.access=numpy, no "
                           "compression and one sample size (dataset.record_length_stdev=0)")
+    if ds.npz_layout == "shot" and (ds.format != "npz" or rd.access != "numpy"
+                                    or ds.compression != "none"
+                                    or ds.num_samples_per_file != 1):
+        raise ConfigError("dataset.npz_layout=shot holds one shot per file: it needs "
+                          "dataset.format=npz, reader.access=numpy, no compression and "
+                          "dataset.num_samples_per_file=1")
     if rd.buffer_size and rd.access not in ("numpy", "image"):
         raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy or "
                           "image; other patterns read in reader.transfer_size pieces")

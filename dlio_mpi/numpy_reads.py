@@ -1,5 +1,6 @@
 """The reads Python libraries issue through Python's buffered file: numpy.load of an NPZ member
-(found by running numpy and zipfile themselves), and an image decoder reading a file whole
+(found by running numpy and zipfile themselves), the load of an FRNN shot file (four members,
+one of them pickled), and an image decoder reading a file whole
 (image_reads, PIL's pattern).
 
 `np.load(path)[name]` opens the file through Python's buffered file object (its buffer is the
@@ -132,6 +133,38 @@ def stacked_reads(sample_elems, spf, dtype="uint8", blksize=4096):
     raw = _Virtual(sink)
     with io.BufferedReader(raw, buffer_size=blksize) as f, np.load(f) as npz:
         npz["x"]
+    offs, lens = _arrays(raw.reads)
+    return sink.size, offs, lens
+
+
+SHOT_MEMBERS = ("valid", "is_disruptive", "signals_dict", "ttd")
+SHOT_STEP_BYTES = 64        # ttd: one float32 per this many bytes of signals (a time step)
+
+
+def shot_arrays(signals):
+    """The members of an FRNN shot file as plasma-python's Shot.save writes them (np.savez):
+    valid and is_disruptive (0-d bools), signals_dict (a dict of the shot's signal arrays,
+    here one uint8 array holding the sample's bytes, stored by numpy as a pickled 0-d object
+    array) and ttd (the time to disruption, one float32 per time step). The pickle's size
+    depends on the array's length only, so zeros give the real file's structure."""
+    holder = np.empty((), dtype=object)
+    holder[()] = {"signals": signals}
+    return {"valid": np.array(True), "is_disruptive": np.array(False),
+            "signals_dict": holder,
+            "ttd": np.zeros(max(1, len(signals) // SHOT_STEP_BYTES), np.float32)}
+
+
+@lru_cache(maxsize=4096)
+def shot_reads(sample_bytes, blksize=4096):
+    """(file_size, offsets, lengths) of loading a shot file as plasma-python does:
+    np.load(path, allow_pickle=True), then each of its four members in turn."""
+    sink = _Sink()
+    np.savez(sink, **shot_arrays(np.zeros(int(sample_bytes), np.uint8)))
+    raw = _Virtual(sink)
+    with io.BufferedReader(raw, buffer_size=blksize) as f, \
+            np.load(f, allow_pickle=True) as npz:
+        for name in SHOT_MEMBERS:
+            npz[name]
     offs, lens = _arrays(raw.reads)
     return sink.size, offs, lens
 

@@ -87,6 +87,10 @@ class PatternReader(Reader):
             _, o, n = self._stacked(f)
             k = len(np.asarray(local))
             return np.tile(o, k), np.tile(n, k)
+        if spec.npz_layout == "shot":         # the load of the file's one shot
+            _, o, n = self._shot(f)
+            k = len(np.asarray(local))
+            return np.tile(o, k), np.tile(n, k)
         members = self._members(f)
         parts = [numpy_reads.sample_reads(members, int(s), spec.dtype, self._blksize)
                  for s in np.asarray(local).tolist()]
@@ -105,9 +109,15 @@ class PatternReader(Reader):
                                          spec.samples_per_file, spec.dtype,
                                          self._blksize or 4096)
 
+    def _shot(self, f):
+        return numpy_reads.shot_reads(int(formats.sample_sizes(self.data.spec, f)[0]),
+                                      self._blksize or 4096)
+
     def _file_size(self, f):
         if self.access == "numpy" and self.data.spec.npz_layout == "stacked":
             return self._stacked(f)[0]
+        if self.access == "numpy" and self.data.spec.npz_layout == "shot":
+            return self._shot(f)[0]
         if self.access == "numpy":
             return numpy_reads.npz_reads(self._members(f), self.data.spec.dtype,
                                          self._blksize or 4096)[0]

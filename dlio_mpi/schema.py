@@ -81,7 +81,11 @@ SCHEMA = {
         "npz_layout": Key("enum", "per_sample", "NPZ files: a member per sample (x_0, x_1, "
                           "...), or stacked as the DLIO benchmark writes them (x: the file's "
                           "samples side by side, y: labels; each sample's load reads all of x; "
-                          "needs reader.access=numpy)", ("per_sample", "stacked")),
+                          "needs reader.access=numpy), or shot: one FRNN shot per file as "
+                          "plasma-python saves it (valid, is_disruptive, signals_dict: the "
+                          "sample's bytes in a pickled dict, ttd), all four loaded per sample; "
+                          "needs reader.access=numpy and one sample per file)",
+                          ("per_sample", "stacked", "shot")),
         "hdf5_libver": Key("enum", "earliest", "HDF5 file format, as h5py's libver: earliest "
                            "(h5py's default) or latest (as the DLIO benchmark writes; fewer "
                            "metadata reads per open)", ("earliest", "latest")),

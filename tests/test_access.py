@@ -274,3 +274,40 @@ def test_stacked_npz_reads_are_numpys(tmp_path):
         == _with_probe(log, size)
     with pytest.raises(config.ConfigError, match="reader.access=numpy"):
         config.load(["workload=default", "dataset.format=npz", "dataset.npz_layout=stacked"])
+
+
+@pytest.mark.parametrize("sample,blksize", [(300000, 4096), (2_000_000, 4 << 20),
+                                            (5_000_000, 4 << 20)])
+def test_shot_npz_reads_are_numpys(tmp_path, sample, blksize):
+    """dataset.npz_layout=shot (one FRNN shot per file, as plasma-python saves it): loading
+    its four members with np.load(path, allow_pickle=True) reads as planned, through buffers
+    smaller and larger than the file, and the file holds the sample's bytes as its signals."""
+    from dlio_mpi import formats
+    from dlio_mpi.dataset import format_spec
+    cfg = config.load(["workload=default", "dataset.format=npz", "reader.access=numpy",
+                       "dataset.npz_layout=shot", "dataset.num_samples_per_file=1",
+                       f"dataset.record_length={sample}"])
+    spec = format_spec(cfg)
+    path = tmp_path / "shot.npz"
+    idx = formats.write_file(path, 3, spec)
+    assert idx.num_samples == 1 and idx.sizes.tolist() == [sample]
+    log = []
+    with io.BufferedReader(_Recorder(path, log), buffer_size=blksize) as f, \
+            np.load(f, allow_pickle=True) as d:
+        got = [d[m] for m in numpy_reads.SHOT_MEMBERS]
+    assert bool(got[0][()]) and not bool(got[1][()])
+    assert np.array_equal(got[2][()]["signals"], formats.sample_bytes(spec, 3, 0))
+    assert got[3].dtype == np.float32 and len(got[3]) == sample // 64
+    size, offs, lens = numpy_reads.shot_reads(sample, blksize)
+    assert size == os.path.getsize(path)
+    assert list(zip(offs.tolist(), returned(offs, lens, size).tolist())) \
+        == _with_probe(log, size)
+
+
+def test_shot_layout_needs_one_sample_and_numpy():
+    with pytest.raises(config.ConfigError, match="npz_layout=shot"):
+        config.load(["workload=default", "dataset.format=npz", "reader.access=numpy",
+                     "dataset.npz_layout=shot", "dataset.num_samples_per_file=2"])
+    with pytest.raises(config.ConfigError, match="npz_layout=shot"):
+        config.load(["workload=default", "dataset.format=npz", "dataset.npz_layout=shot",
+                     "dataset.num_samples_per_file=1"])

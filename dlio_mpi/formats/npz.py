@@ -49,6 +49,8 @@ def encoded_sample(spec, file_index, sample_index):
 def write_file(path, file_index, spec):
     if spec.npz_layout == "stacked":
         return _write_stacked(path, file_index, spec)
+    if spec.npz_layout == "shot":
+        return _write_shot(path, file_index, spec)
     sizes = content.sample_sizes(spec, file_index)
     data = np.empty(int(sizes.sum()), dtype=np.uint8)
     content.fill(spec.seed, file_index, np.arange(len(sizes)), sizes, data)
@@ -212,12 +214,47 @@ def _stacked_index(path, spec):
                      np.zeros(n, np.int64), exact=False)
 
 
+def _write_shot(path, file_index, spec):
+    """One FRNN shot (numpy_reads.shot_arrays) holding sample 0's bytes as its signals."""
+    from dlio_mpi.numpy_reads import shot_arrays
+
+    with open(path, "wb") as f:
+        np.savez(f, **shot_arrays(content.sample_data(spec, file_index, 0)))
+    return index_file(path, spec, file_index)
+
+
+def _shot_index(path, spec, file_index):
+    """A shot file: its four members, and the size the sample's shot file has (the signals'
+    bytes are pickled, so their range is not given: the load reads the file as numpy does)."""
+    from dlio_mpi.numpy_reads import SHOT_MEMBERS, shot_reads
+
+    if file_index is None:
+        raise FormatError(path, "a shot file is indexed with its file number")
+    size = file_size(path)
+    n = int(content.sample_sizes(spec, file_index)[0])
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = sorted(zf.namelist())
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as e:
+        raise FormatError(path, f"not a readable shot NPZ file ({e}; truncated?)") from None
+    if names != sorted(f"{m}.npy" for m in SHOT_MEMBERS):
+        raise FormatError(path, f"members {names}, expected those of a shot "
+                                f"({', '.join(SHOT_MEMBERS)})")
+    want = shot_reads(n)[0]
+    if size != want:
+        raise FormatError(path, f"{size} bytes, a shot of a {n}-byte sample has {want}")
+    return FileIndex(NAME, size, np.array([n], np.int64), np.array([-1], np.int64),
+                     np.zeros(1, np.int64), exact=False)
+
+
 def index_file(path, spec, file_index=None, opener=None):
     """The FileIndex of an NPZ file: the fast path for files as numpy.savez writes them (its
     reads through opener, see _fast_index), the general one (zipfile, compressed members,
-    every check with its message) otherwise; a stacked file's (x and y)."""
+    every check with its message) otherwise; a stacked file's (x and y); a shot file's."""
     if spec.npz_layout == "stacked":
         return _stacked_index(path, spec)
+    if spec.npz_layout == "shot":
+        return _shot_index(path, spec, file_index)
     fast = _fast_index(path, spec, opener)
     return fast if fast is not None else _general_index(path, spec)
 

@@ -73,6 +73,10 @@ def test_paper_table_at_two_ranks(paper_run):
     # FFN: 49^3 crops of a gzip label volume (small chunks) and image volume (large ones)
     assert {k: last["ffn"]["within"][k] for k in ("xfer_mean", "xfer_median", "seq")} == {
         "xfer_mean": True, "xfer_median": True, "seq": True}
+    # FRNN: a shot file loaded through a 4 MiB buffer: the real run's transfer sizes
+    assert {k: last["frnn"]["within"][k] for k in ("xfer_mean", "xfer_median")} == {
+        "xfer_mean": True, "xfer_median": True}
+    assert last["frnn"]["xfer_median"] == 255     # the zip central directory
     for row in rows.values():
         assert 0 < row["io_share"] < 0.5 and row["computation_time"] > 0
     text = (out / "paper.txt").read_text()
