@@ -167,3 +167,17 @@ def sample_reads(plan_samples, spf, ranges_of, per_sample=False):
     cat = (lambda parts, t=np.int64: np.concatenate(parts) if parts else np.zeros(0, t))
     return ReadPlan(np.asarray(first, np.int64), cat(fi), cat(offs), cat(lens),
                     cat(opens, bool) if per_sample else None)
+
+
+def pieces(offs, lens, xfer):
+    """Ranges cut into transfer-size pieces, in order: (offsets, lengths); xfer <= 0 leaves
+    them whole."""
+    offs, lens = np.asarray(offs, np.int64), np.asarray(lens, np.int64)
+    if xfer <= 0:
+        return offs, lens
+    count = -(-lens // xfer)
+    which = np.repeat(np.arange(len(offs)), count)
+    first = np.cumsum(count) - count
+    k = np.arange(len(which), dtype=np.int64) - first[which]
+    po = offs[which] + k * xfer
+    return po, np.minimum(xfer, offs[which] + lens[which] - po)

@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from dlio_mpi import engines, formats, timing
+from dlio_mpi import access, engines, formats, timing
 from dlio_mpi.dataset import Dataset
 
 ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
@@ -204,8 +204,10 @@ class Reader:
 
 
 class MPIReader(Reader):
-    """MPI-IO on the one shared file, opened collectively; mpiio_coll reads every step's ranges
-    in one collective call (every rank joins, with or without ranges)."""
+    """MPI-IO on the one shared file, opened collectively. mpiio_coll reads a step's ranges in
+    collective calls of reader.transfer_size pieces (piece j of every rank in call j; a rank
+    with fewer pieces joins with none), or in one call with transfer_size=0; the number of
+    calls of each step is agreed once per epoch."""
 
     def __init__(self, cfg, comm, log, split="train"):
         super().__init__(cfg, comm, log, split)
@@ -214,16 +216,47 @@ class MPIReader(Reader):
         self._check_size(h, 0)      # every rank sees the same size: all stop, or none
         self.handles[0] = h
         self.pinned.add(0)
+        self.calls, self.step = None, 0
+
+    def _pieces(self, samples):
+        _, local = self.data.locate(samples)
+        offs, lens = self.sample_ranges(0, local)
+        return access.pieces(offs, lens, self.xfer)
+
+    def start_epoch(self, plan, files=None):
+        if self.cfg.io.interface != "mpiio_coll" or self.xfer <= 0:
+            return
+        from mpi4py import MPI
+        mine = np.array([len(self._pieces(batch)[0]) for batch in plan], np.int64)
+        self.calls = np.empty_like(mine)
+        self.comm.Allreduce(mine, self.calls, op=MPI.MAX)
+        self.step = 0
 
     def read_batch(self, samples):
         if self.cfg.io.interface == "mpiio":
             return super().read_batch(samples)
-        _, local = self.data.locate(samples)
-        offs, lens = self.sample_ranges(0, local)
-        want = int(lens.sum())
-        _, got = self.handles[0].read_all(offs, lens, out=self.buf[:want])
+        h = self.handles[0]
+        if self.xfer <= 0:
+            _, local = self.data.locate(samples)
+            offs, lens = self.sample_ranges(0, local)
+            want = int(lens.sum())
+            _, got = h.read_all(offs, lens, out=self.buf[:want])
+        else:
+            offs, lens = self._pieces(samples)
+            if self.calls is None or self.step >= len(self.calls):
+                raise RuntimeError("mpiio_coll read_batch past the planned epoch "
+                                   "(start_epoch first)")
+            calls = int(self.calls[self.step])
+            self.step += 1
+            want, got, at = int(lens.sum()), 0, 0
+            for o, n in zip(offs.tolist(), lens.tolist()):
+                got += h.read_all([o], [n], out=self.buf[at:at + n])[1]
+                at += n
+            empty = self.buf[:0]
+            for _ in range(calls - len(offs)):
+                h.read_all([], [], out=empty)
         if got < want:
-            # the collective call returned on every rank: this rank can stop on its own
+            # the collective calls returned on every rank: this rank can stop on its own
             raise engines.ShortReadError(
                 61, f"unexpected end of file in {self.path(0)}: a collective read of "
                 f"{want} bytes from offset {int(offs.min())} got {got}")

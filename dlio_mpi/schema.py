@@ -108,7 +108,8 @@ SCHEMA = {
         "sample_shuffle": Key("enum", "off", "sample order", SHUFFLE),
         "file_shuffle": Key("enum", "off", "file order", SHUFFLE),
         "transfer_size": Key("size", 262144, "largest single read in bytes (0: whole); the "
-                             "block size of reader.access=stream", minimum=0),
+                             "block size of reader.access=stream; under mpiio_coll each "
+                             "collective call's piece per rank", minimum=0),
         # this project's own reader keys
         "access": Key("enum", "sample", "how the input library reads: each sample's byte "
                       "range (sample), the rank's files front to back in transfer_size blocks "

@@ -83,18 +83,6 @@ def _open(cfg, comm, path, shared, fid, log):
     return engines.PosixFile(path, "c", direct=kind == "posix_direct", file_id=fid, oplog=log)
 
 
-def _pieces(offs, lens, xfer):
-    """The ranges cut into transfer-size pieces: (offsets, lengths)."""
-    if xfer <= 0:
-        return offs, lens
-    count = -(-lens // xfer)
-    which = np.repeat(np.arange(len(offs)), count)
-    first = np.cumsum(count) - count
-    k = np.arange(len(which), dtype=np.int64) - first[which]
-    po = offs[which] + k * xfer
-    return po, np.minimum(xfer, offs[which] + lens[which] - po)
-
-
 def _write_file(cfg, comm, h, data, f, local, collective):
     """Write samples `local` (sorted) of file f through h; returns the bytes written."""
     from dlio_mpi import engines
@@ -109,7 +97,7 @@ def _write_file(cfg, comm, h, data, f, local, collective):
         calls = []
         for lo, hi in runs:
             offs, lens = idx.ranges(local[lo:hi])
-            calls.append(len(_pieces(offs, lens, cfg.reader.transfer_size)[0]))
+            calls.append(len(access.pieces(offs, lens, cfg.reader.transfer_size)[0]))
         total_calls = comm.allreduce(sum(calls), op=MPI.MAX)
     done = 0
     for lo, hi in runs:
@@ -119,7 +107,7 @@ def _write_file(cfg, comm, h, data, f, local, collective):
         content.fill(data.spec.seed, f, local[lo:hi], sizes[lo:hi], buf)
         offs, lens = idx.ranges(local[lo:hi])
         if collective:
-            po, pl = _pieces(offs, lens, cfg.reader.transfer_size)
+            po, pl = access.pieces(offs, lens, cfg.reader.transfer_size)
             at = 0
             for o, n in zip(po.tolist(), pl.tolist()):
                 written += h.write_all([o], [n], buf[at:at + n])

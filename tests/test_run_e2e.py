@@ -253,3 +253,39 @@ def test_more_files_than_the_open_file_limit(tmp_path):
     assert (ops == 2).sum() > files
     s = json.loads((out / "summary.json").read_text())
     assert s["bytes_moved"] == epochs * files * 4096
+
+
+def test_mpiio_coll_reads_in_transfer_size_pieces(tmp_path):
+    """io.interface=mpiio_coll honours reader.transfer_size: each collective call moves one
+    piece of at most transfer_size bytes per rank, every rank makes the same number of calls
+    each step (ranks with fewer pieces join with none), and the pieces of all ranks cover the
+    samples read, each byte once, none crossing a sample's end."""
+    from dlio_mpi import config
+    from dlio_mpi.dataset import Dataset
+    data, out = tmp_path / "data", tmp_path / "out"
+    xfer, n = 40000, 3
+    args = [f"dataset.data_folder={data}", "dataset.format=raw", "dataset.num_files_train=1",
+            "dataset.num_samples_per_file=30", "dataset.record_length=100000",
+            "dataset.record_length_stdev=30000", "reader.batch_size=2", "train.epochs=1",
+            "train.computation_time=0", f"reader.transfer_size={xfer}",
+            "io.interface=mpiio_coll", "io.layout=shared", "io.keep_oplog=true"]
+    run_mpi(n, "run_cli.py", "run", *args, f"output.folder={out}", timeout=180)
+    s = json.loads((out / "summary.json").read_text())
+    logs = load_oplogs(out, n, 1)[0]
+    calls = [int((log["op"] == 0).sum()) for log in logs]
+    assert len(set(calls)) == 1, calls                # the same collective calls on every rank
+    pieces = np.concatenate([np.stack([log["offset"], log["bytes"]], 1)[
+        (log["op"] == 0) & (log["bytes"] > 0)] for log in logs])
+    assert (pieces[:, 1] <= xfer).all() and pieces[:, 1].sum() == s["bytes_moved"]
+    pieces = pieces[np.argsort(pieces[:, 0])]
+    assert (pieces[1:, 0] >= pieces[:-1, 0] + pieces[:-1, 1]).all()      # no byte twice
+    cfg = config.load(["workload=default"] + args)
+    idx = Dataset(cfg).index(0)
+    ends = idx.offsets + idx.lengths
+    which = np.searchsorted(ends, pieces[:, 0], side="right")   # the sample a piece starts in
+    assert (pieces[:, 0] + pieces[:, 1] <= ends[which]).all()
+    # each sample read is read whole: its pieces add up to its length
+    got = np.bincount(which, weights=pieces[:, 1], minlength=len(ends))
+    read = got > 0
+    assert (got[read] == idx.lengths[read]).all()
+    assert read.sum() == s["epochs"][0]["samples"]
