@@ -273,7 +273,12 @@ enum { DM_RA_POSIX = 0, DM_RA_H5 = 1 };
 
 typedef struct dm_readahead dm_readahead;
 
-dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
+/* keep: each request's data stays in its slot until released (depth buffers of slot_bytes);
+ * otherwise each thread reads into its own buffer, reused request after request, and a
+ * request hands over its byte count only (nthreads buffers: a loader that does not keep the
+ * samples, as the emulator, whose steps discard them). Buffers are touched at creation, so
+ * that no read pays for the first touch of its memory. */
+dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
                            dm_err *e);
 /* Stops the threads after the queued requests. */
 void dm_ra_free(dm_readahead *ra);
@@ -282,7 +287,7 @@ void dm_ra_free(dm_readahead *ra);
  * preprocessing) before the request is done. Returns the ticket (>= 0) or -1. */
 int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
                      const int64_t *len, int64_t xfer, int64_t busy_ns, dm_err *e);
-/* Wait for a ticket; *buf points into its slot until dm_ra_release, where the request's ranges
+/* Wait for a ticket; *buf points into its slot until dm_ra_release (NULL without keep), where the request's ranges
  * lie packed over *need bytes (a range cut short by EOF leaves the rest of its place unset);
  * *total is the bytes read. Returns -1 with the request's error if it failed. */
 int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,

@@ -1,6 +1,6 @@
-/* Read-ahead: C threads executing a FIFO queue of read requests into a ring of aligned buffers.
- * Request t goes to slot t % depth; submit blocks while that slot is held by an earlier request
- * that has not been released. */
+/* Read-ahead: C threads executing a FIFO queue of read requests into a ring of aligned buffers
+ * (keep), or each into its own reused buffer. Request t goes to slot t % depth; submit blocks
+ * while that slot is held by an earlier request that has not been released. */
 #define _GNU_SOURCE
 #include "dm.h"
 
@@ -8,7 +8,15 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+/* The workers' niceness above the rank's own thread: when the rank's thread wakes (its batch
+ * is in, or its compute step is over) it runs at once instead of waiting for a time slice
+ * behind workers that keep reading ahead. */
+#define DM_RA_NICE 10
 
 enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 
@@ -34,6 +42,9 @@ struct dm_readahead {
     pthread_cond_t cv_state;    /* submitters and waiters wait for a slot state change */
     pthread_t *threads;
     int nthreads;
+    int started;                /* threads that took their buffer */
+    char **tbuf;                /* without keep: one buffer per thread */
+    int keep;
     int depth;
     size_t slot_bytes;
     slot_t *slots;
@@ -44,7 +55,12 @@ struct dm_readahead {
 
 static void *worker(void *arg) {
     dm_readahead *ra = arg;
+    /* per thread on Linux (a thread id is a process id to setpriority); failure is harmless */
+    int base = getpriority(PRIO_PROCESS, 0);
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), base + DM_RA_NICE);
     pthread_mutex_lock(&ra->mu);
+    char *own = ra->keep ? NULL : ra->tbuf[ra->started];
+    ra->started++;
     for (;;) {
         while (!ra->stop && ra->next_pick >= ra->next_submit)
             pthread_cond_wait(&ra->cv_work, &ra->mu);
@@ -55,12 +71,13 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&ra->mu);
 
         dm_err_clear(&s->err);
+        char *dst = own ? own : s->buf;
         int rc;
         if (s->kind == DM_RA_POSIX)
-            rc = dm_posix_readv((dm_posix *)s->handle, s->n, s->off, s->len, s->xfer, s->buf,
+            rc = dm_posix_readv((dm_posix *)s->handle, s->n, s->off, s->len, s->xfer, dst,
                                 NULL, 0, &s->total, &s->err);
         else
-            rc = dm_h5_read_rows((dm_h5 *)s->handle, s->n, s->off, s->len, s->buf, &s->total,
+            rc = dm_h5_read_rows((dm_h5 *)s->handle, s->n, s->off, s->len, dst, &s->total,
                                  &s->err);
 
         if (rc == 0 && s->busy_ns > 0) {
@@ -77,7 +94,13 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
+static char *touched(size_t align, size_t bytes) {
+    char *b = dm_aligned_alloc(align, bytes);
+    if (b) memset(b, 0, bytes);
+    return b;
+}
+
+dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
                            dm_err *e) {
     if (nthreads < 1 || depth < 1 || slot_bytes == 0) {
         dm_err_set(e, DM_EARG, "read-ahead needs at least 1 thread, depth 1 and a slot size "
@@ -89,14 +112,18 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
     if (!ra) goto nomem;
     ra->slots = calloc((size_t)depth, sizeof(slot_t));
     ra->threads = calloc((size_t)nthreads, sizeof(pthread_t));
-    if (!ra->slots || !ra->threads) goto nomem_free;
+    ra->tbuf = calloc((size_t)nthreads, sizeof(char *));
+    if (!ra->slots || !ra->threads || !ra->tbuf) goto nomem_free;
     ra->depth = depth;
     ra->slot_bytes = slot_bytes;
+    ra->keep = keep;
+    size_t bytes = (slot_bytes + align - 1) / align * align;
     for (int i = 0; i < depth; i++) {
-        ra->slots[i].buf = dm_aligned_alloc(align, (slot_bytes + align - 1) / align * align);
-        if (!ra->slots[i].buf) goto nomem_free;
         ra->slots[i].ticket = -1;
+        if (keep && !(ra->slots[i].buf = touched(align, bytes))) goto nomem_free;
     }
+    for (int i = 0; i < nthreads && !keep; i++)
+        if (!(ra->tbuf[i] = touched(align, bytes))) goto nomem_free;
     pthread_mutex_init(&ra->mu, NULL);
     pthread_cond_init(&ra->cv_work, NULL);
     pthread_cond_init(&ra->cv_state, NULL);
@@ -113,12 +140,15 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
 nomem_free:
     if (ra->slots)
         for (int i = 0; i < depth; i++) dm_aligned_free(ra->slots[i].buf);
+    if (ra->tbuf)
+        for (int i = 0; i < nthreads; i++) dm_aligned_free(ra->tbuf[i]);
+    free(ra->tbuf);
     free(ra->slots);
     free(ra->threads);
     free(ra);
 nomem:
-    dm_err_set(e, DM_ENOMEM, "cannot allocate a read-ahead ring of %d x %zu bytes", depth,
-               slot_bytes);
+    dm_err_set(e, DM_ENOMEM, "cannot allocate read-ahead buffers of %d x %zu bytes",
+               keep ? depth : nthreads, slot_bytes);
     return NULL;
 }
 
@@ -134,6 +164,8 @@ void dm_ra_free(dm_readahead *ra) {
         free(ra->slots[i].off);
         free(ra->slots[i].len);
     }
+    for (int i = 0; i < ra->nthreads && !ra->keep; i++) dm_aligned_free(ra->tbuf[i]);
+    free(ra->tbuf);
     pthread_mutex_destroy(&ra->mu);
     pthread_cond_destroy(&ra->cv_work);
     pthread_cond_destroy(&ra->cv_state);

@@ -132,7 +132,7 @@ cdef extern from "dm.h" nogil:
 
     ctypedef struct dm_readahead
     dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
-                               dm_err *e)
+                               int keep, dm_err *e)
     void dm_ra_free(dm_readahead *ra)
     int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n,
                          const int64_t *off, const int64_t *len, int64_t xfer, int64_t busy_ns,

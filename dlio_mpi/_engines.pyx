@@ -812,19 +812,23 @@ cdef int _driver(driver) except -1:
 cdef class ReadAhead:
     """C threads executing a FIFO queue of read requests into a ring of `depth` aligned buffers
     of slot_bytes each. submit() returns a ticket; wait(ticket) gives a read-only view of the
-    request's slot, valid until release(ticket)."""
+    request's slot, valid until release(ticket). With keep=False each thread reads into its
+    own buffer, reused from request to request, and wait gives no data (None): `threads`
+    buffers instead of `depth`, for a reader whose steps discard what they read."""
     cdef dm_readahead *ra
     cdef dict handles
     cdef readonly int threads, depth
+    cdef readonly bint keep
 
     def __cinit__(self, int threads=1, int depth=2, size_t slot_bytes=1 << 20,
-                  size_t align=4096):
+                  size_t align=4096, bint keep=True):
         cdef dm_err e
         self.handles = {}
         self.threads = threads
         self.depth = depth
+        self.keep = keep
         with nogil:
-            self.ra = dm_ra_create(threads, depth, slot_bytes, align, &e)
+            self.ra = dm_ra_create(threads, depth, slot_bytes, align, keep, &e)
         if self.ra == NULL:
             raise_err(&e)
 
@@ -880,7 +884,8 @@ cdef class ReadAhead:
     def wait(self, int64_t ticket):
         """Block until the request is done. Returns (view, total): a read-only uint8 view of the
         request's ranges packed one after another (as readv packs them; a range cut short by
-        EOF leaves the rest of its place unset), valid until release(), and the bytes read."""
+        EOF leaves the rest of its place unset), valid until release() (None without keep), and
+        the bytes read."""
         cdef dm_err e
         cdef char *buf = NULL
         cdef int64_t need = 0, total = 0
@@ -891,6 +896,8 @@ cdef class ReadAhead:
         if rc != 0:
             self.release(ticket)
             raise_err(&e)
+        if buf == NULL:
+            return None, total
         cdef cnp.npy_intp dims[1]
         dims[0] = need
         arr = cnp.PyArray_SimpleNewFromData(1, dims, cnp.NPY_UINT8, buf)

@@ -340,7 +340,8 @@ class PrefetchReader(Reader):
         if cfg.io.interface == "posix_direct":
             align = max(align, engines.dio_alignment(self.data.root)[0])
         self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.depth,
-                                    slot_bytes=self.data.max_sample_bytes(), align=align)
+                                    slot_bytes=self.data.max_sample_bytes(), align=align,
+                                    keep=False)   # steps discard the samples
         self.queue = []
         self.pending = []
 

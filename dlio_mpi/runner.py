@@ -143,6 +143,17 @@ def run_facts(cfg, comm):
     warn = sysinfo.dataset_vs_memory(dataset, memory)
     if warn:
         facts["warnings"].append(warn)
+    threads = cfg.reader.read_threads if (cfg.io.interface in readers.PREFETCH_INTERFACES
+                                          and cfg.io.read_type == "on_demand") else 0
+    cpus = comm.allreduce(len(os.sched_getaffinity(0)), op=_mpi().MIN)
+    facts["cpus_per_rank_min"] = cpus
+    if threads > 1 and threads > cpus:
+        facts["warnings"].append(
+            f"reader.read_threads={threads} on {cpus} CPU{'s' if cpus > 1 else ''} per rank "
+            "(the launcher's binding): threads beyond the rank's CPUs take turns with each "
+            "other and with the rank's own, and a batch can wait behind later reads; bind each "
+            f"rank to {threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
+            "--cpus-per-task) or not at all (--bind-to none)")
     return facts
 
 

@@ -86,3 +86,36 @@ def test_hdf5_independent_rows(tmp_path):
             assert np.array_equal(np.array(view).reshape(10, 64), data[s:s + 10])
             ra.release(t)
     ra.close()
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_requests_without_keeping_the_data(datafile, threads):
+    """keep=False: each thread reads into its own buffer, a request hands over its byte count
+    only (no view), and the reads issued are the same, every range to its end or EOF."""
+    path, data = datafile(1 << 20, seed=7)
+    rng = np.random.default_rng(threads)
+    reqs = [(rng.integers(0, data.size - 1, 3), rng.integers(1, 9000, 3)) for _ in range(40)]
+    log = engines.OpLog(100_000)
+    ra = engines.ReadAhead(threads=threads, depth=6, slot_bytes=3 * 9000, keep=False)
+    assert not ra.keep
+    totals = []
+    with engines.PosixFile(path, oplog=log) as f:
+        pending = []
+        for offs, lens in reqs:
+            if len(pending) == 6:
+                t = pending.pop(0)
+                view, total = ra.wait(t)
+                assert view is None
+                totals.append(total)
+                ra.release(t)
+            pending.append(ra.submit(f, offs, lens))
+        for t in pending:
+            totals.append(ra.wait(t)[1])
+            ra.release(t)
+        ra.close()
+    want = [int(sum(min(n, data.size - o) for o, n in zip(offs, lens))) for offs, lens in reqs]
+    assert totals == want
+    a = log.arrays()
+    reads = a["op"] == engines.OP["read"]
+    assert sorted(zip(a["offset"][reads].tolist(), a["bytes"][reads].tolist())) == sorted(
+        (int(o), int(min(n, data.size - o))) for offs, lens in reqs for o, n in zip(offs, lens))

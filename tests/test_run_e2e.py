@@ -289,3 +289,20 @@ def test_mpiio_coll_reads_in_transfer_size_pieces(tmp_path):
     read = got > 0
     assert (got[read] == idx.lengths[read]).all()
     assert read.sum() == s["epochs"][0]["samples"]
+
+
+def test_read_threads_beyond_the_ranks_cpus_are_named(tmp_path):
+    """A rank bound to one core with 4 read threads: the run says so (and what to do), and the
+    summary records the CPUs per rank; 1 read thread on that core is not warned about."""
+    from mpirun import bind_to_core
+    common = [f"dataset.data_folder={tmp_path}/d", "dataset.num_files_train=4",
+              "dataset.num_samples_per_file=2", "reader.batch_size=2", "train.epochs=1"]
+    for threads, warned in ((4, True), (1, False)):
+        out = tmp_path / f"o{threads}"
+        p = run_mpi(1, "run_cli.py", "run", *common, f"output.folder={out}",
+                    f"reader.read_threads={threads}", launcher_args=bind_to_core(), timeout=120)
+        s = json.loads((out / "summary.json").read_text())
+        assert s["facts"]["cpus_per_rank_min"] == 1
+        lines = [w for w in s["facts"]["warnings"] if "reader.read_threads" in w]
+        assert bool(lines) == warned, s["facts"]["warnings"]
+        assert ("reader.read_threads=4 on 1 CPU per rank" in p.stdout) == warned
