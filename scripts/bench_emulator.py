@@ -1,6 +1,8 @@
 """Emulator benchmark, all in one run on one dataset (64 NPZ files of 4 MiB, batch 4, 2 ranks,
 compute time 0, warm page cache): samples/s of `dlio_mpi run` against a plain Python loop that
-opens and reads the same files with the same rank layout; time to first batch at 1 and 8 ranks
+opens and reads the same files with the same rank layout; the same with compute per step
+(2 ms a batch of 4, a sleep in both), where one read thread should overlap the reads with it
+(samples_per_s_vs_plain_loop_1_read_thread); time to first batch at 1 and 8 ranks
 (from the launch of mpiexec, oversubscribed on this machine); peak RSS per rank. Prints a table,
 then one JSON object on the last line.
 
@@ -26,6 +28,8 @@ from launch import mpiexec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
+COMPUTE_S = 0.002       # compute per step in the overlap measure (reads of a step: ~1-2 ms)
+ARGS = None
 
 
 def dlio(n, args, env=None):
@@ -36,12 +40,21 @@ def dlio(n, args, env=None):
     return p
 
 
+def plain_loop(files, compute=0.0):
+    p = subprocess.run(mpiexec(2) + [sys.executable, os.path.join(HERE, "plain_loop.py"),
+                                     str(ARGS.epochs)] + ([f"compute={compute}"] if compute
+                                                          else []) + files,
+                       capture_output=True, text=True, check=True)
+    return statistics.mean(float(x) for x in p.stdout.split()[1:])
+
+
 def main():
+    global ARGS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=8, help="passes over the files per run")
     ap.add_argument("--dir", default=None, help="directory for the dataset (default: TMPDIR)")
-    args = ap.parse_args()
+    args = ARGS = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dlio_mpi_bench_emu_", dir=args.dir)
     data, out = os.path.join(tmp, "data"), os.path.join(tmp, "out")
     common = ["workload=default", f"dataset.data_folder={data}", "dataset.format=npz",
@@ -58,12 +71,14 @@ def main():
                     pass
         rows = {"emulator samples/s": [], "emulator, 1 read thread": [],
                 "plain loop samples/s": [], "ratio": [], "ratio, 1 read thread": [],
+                "compute: ratio, 1 thread": [], "compute: ratio, 0 threads": [],
                 "first batch s, 1 rank": [], "first batch s, 8 ranks": [],
                 "peak RSS MiB per rank": []}
 
-        def emulate(threads):
+        def emulate(threads, compute=0.0):
             dlio(2, ["run"] + common + [f"output.folder={out}", f"train.epochs={args.epochs}",
-                                        f"reader.read_threads={threads}"])
+                                        f"reader.read_threads={threads}",
+                                        f"train.computation_time={compute}"])
             s = json.load(open(os.path.join(out, "summary.json")))
             # the first epoch opens the files and touches the buffers: the warm epochs count
             return statistics.mean(e["samples_per_s"] for e in s["epochs"][1:]), s
@@ -74,10 +89,12 @@ def main():
             # compute to overlap, and costs a hand-off per sample)
             emu, s = emulate(0)
             emu1, _ = emulate(1)
-            p = subprocess.run(mpiexec(2) + [sys.executable, os.path.join(HERE, "plain_loop.py"),
-                                             str(args.epochs)] + files,
-                               capture_output=True, text=True, check=True)
-            plain = statistics.mean(float(x) for x in p.stdout.split()[1:])
+            plain = plain_loop(files)
+            # with compute per step (COMPUTE_S per batch of 4): read-ahead overlaps the reads
+            # with it, the plain loop (and the emulator without read threads) cannot
+            plain_c = plain_loop(files, COMPUTE_S)
+            rows["compute: ratio, 1 thread"].append(emulate(1, COMPUTE_S)[0] / plain_c)
+            rows["compute: ratio, 0 threads"].append(emulate(0, COMPUTE_S)[0] / plain_c)
             rows["emulator samples/s"].append(emu)
             rows["emulator, 1 read thread"].append(emu1)
             rows["plain loop samples/s"].append(plain)
@@ -103,7 +120,12 @@ def main():
     print(json.dumps({
         "samples_per_s_vs_plain_loop": round(statistics.median(rows["ratio"]), 3),
         "samples_per_s_vs_plain_loop_1_read_thread":
+            round(statistics.median(rows["compute: ratio, 1 thread"]), 3),
+        "samples_per_s_vs_plain_loop_0_read_threads_with_compute":
+            round(statistics.median(rows["compute: ratio, 0 threads"]), 3),
+        "samples_per_s_vs_plain_loop_1_read_thread_no_compute":
             round(statistics.median(rows["ratio, 1 read thread"]), 3),
+        "compute_s_per_step": COMPUTE_S,
         "startup_s_np1": round(statistics.median(rows["first batch s, 1 rank"]), 3),
         "startup_s_np8": round(statistics.median(rows["first batch s, 8 ranks"]), 3),
         "rss_mib_per_rank": round(rss, 1),
