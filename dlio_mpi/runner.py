@@ -140,7 +140,7 @@ def run_facts(cfg, comm):
              "filesystem": sysinfo.filesystem_type(cfg.dataset.data_folder),
              "dataset_bytes": dataset, "host_memory_bytes": memory,
              "warnings": []}
-    warn = sysinfo.dataset_vs_memory(dataset, memory)
+    warn = sysinfo.dataset_vs_memory(dataset, memory) if cfg.workflow.train else None
     if warn:
         facts["warnings"].append(warn)
     threads = cfg.reader.read_threads if (cfg.io.interface in readers.PREFETCH_INTERFACES
@@ -259,12 +259,15 @@ def run(cfg, comm, echo=print):
         if cfg.io.interface in readers.PREFETCH_INTERFACES else 0,
         "files_generated": generated,
         "darshan_logs": sorted({x for x in comm.allgather(darshan.active_log()) if x}),
-        "train_au_mean_percentage": 100 * au,
-        "train_au_meet_expectation": "success" if au >= cfg.metric.au else "fail",
+        # a run without training epochs (checkpoints only) has no AU and no throughput
+        "train_au_mean_percentage": 100 * au if job else None,
+        "train_au_meet_expectation": ("success" if au >= cfg.metric.au else "fail")
+        if job else "not applicable",
         "au_threshold_percentage": 100 * cfg.metric.au,
         "train_throughput_mean_samples_per_second":
-            float(np.mean([e["samples_per_s"] for e in job])),
-        "train_io_mean_MB_per_second": float(np.mean([e["bytes_per_s"] for e in job])) / 1e6,
+            float(np.mean([e["samples_per_s"] for e in job])) if job else None,
+        "train_io_mean_MB_per_second":
+            float(np.mean([e["bytes_per_s"] for e in job])) / 1e6 if job else None,
         "bytes_moved": int(sum(e["bytes_moved"] for e in everything if e["phase"] != "write")),
         "epochs": job,
         "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
@@ -342,7 +345,8 @@ def mark_stopped(cfg, status, why, rank=None):
 
 def format_summary(s):
     lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
-             f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)"]
+             f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)" if s["epochs"]
+             else f"ranks {s['ranks']}, checkpoints only"]
     for c in s.get("checkpoints") or []:
         lines.append(f"checkpoint {c['index']} {c['op']}: {c['bytes']} bytes in "
                      f"{c['duration_s']:.3f} s ({c['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s, "
@@ -364,6 +368,11 @@ def format_summary(s):
                      f" moved, AU {100 * e['au']:.1f}%")
     for w in s["facts"]["warnings"]:
         lines.append(f"warning: {w}")
+    if s["train_au_mean_percentage"] is None:
+        moved = sum(c["bytes"] for c in s["checkpoints"] if c.get("op") == "write")
+        lines.append(f"no training epochs (checkpoints only): no AU or throughput; "
+                     f"checkpoint bytes written {moved}")
+        return "\n".join(lines)
     lines.append(f"train_au_mean_percentage {s['train_au_mean_percentage']:.2f} "
                  f"({s['train_au_meet_expectation']} against {s['au_threshold_percentage']:.0f}), "
                  f"train_throughput_mean_samples_per_second "

@@ -2,6 +2,7 @@
 epoch K), and the checkpoint-only mode of the llama3 workloads (shrunk): files of exactly the
 expected sizes, fsync really issued and counted, nothing left half-written."""
 import json
+import re
 
 import pytest
 
@@ -106,3 +107,19 @@ def test_end_of_epoch_checkpoints_are_in_the_op_log(tmp_path):
                 else:
                     assert not (op == 1).any()          # no writes while training
     assert total == 2 * (1 << 20) and fsyncs == 2 * n
+
+
+def test_checkpoint_only_run_reports_no_training_figures(tmp_path):
+    """A run of checkpoints only says so: no AU, no throughput (null in summary.json, not nan),
+    no numpy warning, no warning about a dataset it never reads; the checkpoint bytes."""
+    p, s = run(tmp_path, 2, "workflow.train=false", "workflow.checkpoint=true",
+               "model.model_size_bytes=1m")
+    assert s["epochs"] == [] and s["train_au_mean_percentage"] is None
+    assert s["train_throughput_mean_samples_per_second"] is None
+    assert s["train_au_meet_expectation"] == "not applicable"
+    out = p.stdout
+    assert not re.search(r"\bnan\b", out) and "RuntimeWarning" not in out, out
+    assert "train_au_mean_percentage" not in out and not re.search(r"AU \d", out), out
+    assert "page cache" not in out
+    wrote = sum(c["bytes"] for c in s["checkpoints"] if c["op"] == "write")
+    assert wrote == 1 << 20 and f"checkpoint bytes written {wrote}" in out
