@@ -83,12 +83,8 @@ class PatternReader(Reader):
             self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
                 or 4096
         spec = self.data.spec
-        if spec.npz_layout == "stacked":      # every sample's load reads all of x
-            _, o, n = self._stacked(f)
-            k = len(np.asarray(local))
-            return np.tile(o, k), np.tile(n, k)
-        if spec.npz_layout == "shot":         # the load of the file's one shot
-            _, o, n = self._shot(f)
+        if spec.npz_layout != "per_sample":   # each sample's load reads the same (all of x;
+            _, o, n = self._whole_load(f)     # the file's one shot)
             k = len(np.asarray(local))
             return np.tile(o, k), np.tile(n, k)
         members = self._members(f)
@@ -102,22 +98,19 @@ class PatternReader(Reader):
                 or 4096
         return numpy_reads.image_reads(self.data.index(f).file_size, self._blksize, self.xfer)
 
-    def _stacked(self, f):
+    def _whole_load(self, f):
+        """(file_size, offsets, lengths) of a sample's load from a stacked or shot file."""
         spec = self.data.spec
         row = int(formats.sample_sizes(spec, f)[0])
+        if spec.npz_layout == "shot":
+            return numpy_reads.shot_reads(row, self._blksize or 4096)
         return numpy_reads.stacked_reads(row // np.dtype(spec.dtype).itemsize,
                                          spec.samples_per_file, spec.dtype,
                                          self._blksize or 4096)
 
-    def _shot(self, f):
-        return numpy_reads.shot_reads(int(formats.sample_sizes(self.data.spec, f)[0]),
-                                      self._blksize or 4096)
-
     def _file_size(self, f):
-        if self.access == "numpy" and self.data.spec.npz_layout == "stacked":
-            return self._stacked(f)[0]
-        if self.access == "numpy" and self.data.spec.npz_layout == "shot":
-            return self._shot(f)[0]
+        if self.access == "numpy" and self.data.spec.npz_layout != "per_sample":
+            return self._whole_load(f)[0]
         if self.access == "numpy":
             return numpy_reads.npz_reads(self._members(f), self.data.spec.dtype,
                                          self._blksize or 4096)[0]
