@@ -25,7 +25,7 @@ _PATH = re.compile(r'"((?:[^"\\]|\\.)*)"')
 def strace_wrap(strace, out_dir):
     """A command prefix that runs one rank under strace, writing <out_dir>/rank.<rank>."""
     rank_var = "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${SLURM_PROCID:-0}}}"
-    return ["sh", "-c", f'exec {strace} -f -qq -ttt -e trace={",".join(META)} '
+    return ["sh", "-c", f'exec {strace} -f --seccomp-bpf -qq -ttt -e trace={",".join(META)} '
                         f'-o {out_dir}/rank.{rank_var} "$@"', "sh"]
 
 

@@ -33,6 +33,13 @@ def bind_to_core():
     return ["-bind-to", "core"]
 
 
+def session_processes(sid):
+    """Each process of session sid with its state and the kernel function it waits in."""
+    ps = subprocess.run(["ps", "-s", str(sid), "-L", "-o", "pid,lwp,stat,pcpu,wchan:24,args"],
+                        capture_output=True, text=True)
+    return "\n".join(line[:160] for line in ps.stdout.splitlines())
+
+
 def run_mpi(n, script, *args, timeout=120, env=None, check=True, wrap=(), rank_wrap=(),
             launcher_args=()):
     """Run tests/mpi/<script> on n ranks (the launcher under the command wrap, each rank under
@@ -47,9 +54,11 @@ def run_mpi(n, script, *args, timeout=120, env=None, check=True, wrap=(), rank_w
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        where = session_processes(p.pid)
         os.killpg(p.pid, signal.SIGKILL)
         out, _ = p.communicate()
-        pytest.fail(f"{script} on {n} ranks hung (killed after {timeout} s):\n{out[-4000:]}")
+        pytest.fail(f"{script} on {n} ranks hung (killed after {timeout} s); its processes:\n"
+                    f"{where}\noutput:\n{out[-4000:]}")
     if check and p.returncode != 0:
         pytest.fail(f"{script} on {n} ranks exited {p.returncode}:\n{out[-6000:]}")
     return subprocess.CompletedProcess(cmd, p.returncode, out, "")

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -69,13 +70,24 @@ def test_start_up_metadata_of_the_dataset_does_not_grow_with_ranks(tmp_path):
     for n in (1, 4):
         out, sdir = tmp_path / f"o{n}", tmp_path / f"s{n}"
         sdir.mkdir()
-        try:
-            run_mpi(n, "run_cli.py", "run", *common, f"output.folder={out}", timeout=180,
-                    rank_wrap=metaops.strace_wrap(STRACE, sdir),
-                    launcher_args=bind_to_core())
-        except pytest.fail.Exception as e:     # where each rank was: its last traced calls
-            tails = {p.name: p.read_text().splitlines()[-5:] for p in sorted(sdir.iterdir())}
-            pytest.fail(f"{e}\nlast traced calls: {tails}")
+        for attempt in (1, 2):
+            try:
+                run_mpi(n, "run_cli.py", "run", *common, f"output.folder={out}", timeout=180,
+                        rank_wrap=metaops.strace_wrap(STRACE, sdir),
+                        launcher_args=bind_to_core())
+                break
+            except pytest.fail.Exception as e:
+                # where each rank was: its last traced calls, then the launcher's report
+                tails = {p.name: p.read_text().splitlines()[-3:] for p in sorted(sdir.iterdir())}
+                report = f"last traced calls: {tails}\n{e}"
+                if attempt == 2 or "hung" not in str(e):
+                    pytest.fail(report)
+                # a traced run that hangs is reported, and traced once more (a hang of the
+                # run itself hangs again, and fails)
+                warnings.warn(f"the traced run on {n} ranks hung once: {report}")
+                shutil.rmtree(out, ignore_errors=True)
+                shutil.rmtree(sdir)
+                sdir.mkdir()
         rows = {int(r["rank"]): r for r in
                 csv.DictReader((out / "per_rank.csv").read_text().splitlines())}
         assert sorted(rows) == list(range(n))
