@@ -297,10 +297,12 @@ size_t dm_ra_slot_bytes(const dm_readahead *ra);
 
 /* ------------------------------------------------------------------ status guard */
 /* On SIGTERM or SIGINT, even inside a blocking call: write body to final (through tmp and a
- * rename) unless skip_if exists, then run the handler that was installed before (Python's).
- * Arm after Python installed its handlers; disarm before the run writes its own status. */
+ * rename) unless skip_if exists or, with watch_pid > 0, unless process watch_pid is still
+ * alive (a rank beside rank 0 marks the run only when rank 0 died); then run the handler that
+ * was installed before (Python's). Arm after Python installed its handlers; disarm before the
+ * run writes its own status. */
 int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
-                        const char *body, dm_err *e);
+                        const char *body, long watch_pid, dm_err *e);
 void dm_status_guard_disarm(void);
 
 /* ------------------------------------------------------------------ misc */

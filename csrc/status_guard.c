@@ -5,7 +5,9 @@
  * read or write, may never be before SIGKILL. Armed by the rank that owns the run's output
  * folder, this handler writes the status file itself (a prepared body through a temporary name
  * and rename: async-signal-safe calls only), unless a failing rank has left its note, then hands
- * the signal on to the handler installed before it (Python's).
+ * the signal on to the handler installed before it (Python's). A rank on rank 0's host arms it
+ * with rank 0's pid: it writes only when rank 0 is gone (killed, so the launcher ends the job
+ * and nothing else would say so).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 
 static char g_tmp[GUARD_PATH], g_final[GUARD_PATH], g_skip[GUARD_PATH], g_body[GUARD_BODY];
 static size_t g_len;
+static long g_watch;
 static volatile sig_atomic_t g_armed;
 static struct sigaction g_prev[2];
 static const int g_sigs[2] = {SIGTERM, SIGINT};
@@ -44,7 +47,8 @@ static void on_signal(int sig, siginfo_t *info, void *ctx)
     int saved = errno;
     if (g_armed) {
         g_armed = 0;
-        if (g_skip[0] == '\0' || access(g_skip, F_OK) != 0) {
+        int watched_alive = g_watch > 0 && (kill((pid_t)g_watch, 0) == 0 || errno != ESRCH);
+        if (!watched_alive && (g_skip[0] == '\0' || access(g_skip, F_OK) != 0)) {
             int fd = open(g_tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             if (fd >= 0) {
                 size_t done = 0;
@@ -67,7 +71,7 @@ static void on_signal(int sig, siginfo_t *info, void *ctx)
 }
 
 int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
-                        const char *body, dm_err *e)
+                        const char *body, long watch_pid, dm_err *e)
 {
     if (strlen(tmp) >= GUARD_PATH || strlen(final) >= GUARD_PATH ||
         strlen(skip_if) >= GUARD_PATH || strlen(body) >= GUARD_BODY) {
@@ -80,6 +84,7 @@ int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
     strcpy(g_skip, skip_if);
     strcpy(g_body, body);
     g_len = strlen(body);
+    g_watch = watch_pid;
     for (int i = 0; i < 2; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);

@@ -53,7 +53,7 @@ cdef extern from "dm.h" nogil:
     int dm_dio_alignment(const char *path, size_t *mem, size_t *off, const char **source,
                          dm_err *e)
     int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
-                            const char *body, dm_err *e)
+                            const char *body, long watch_pid, dm_err *e)
     void dm_status_guard_disarm()
     int dm_dio_probe(const char *dir, dm_err *e)
     int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int advice,

@@ -109,14 +109,15 @@ def aligned_empty(size_t nbytes, size_t align=4096):
     return raw[skip:skip + nbytes]
 
 
-def status_guard_arm(tmp, final, skip_if, body):
+def status_guard_arm(tmp, final, skip_if, body, watch_pid=0):
     """On SIGTERM or SIGINT, even while this process is inside a blocking call, write body to
-    final (through tmp, then a rename) unless skip_if exists, then run the handler installed
-    before (Python's). Call after Python's signal handlers are set."""
+    final (through tmp, then a rename) unless skip_if exists or (watch_pid > 0) process
+    watch_pid is alive, then run the handler installed before (Python's). Call after Python's
+    signal handlers are set."""
     cdef dm_err e
     cdef bytes t = _path(tmp), f = _path(final), k = _path(skip_if)
     cdef bytes b = body.encode() if isinstance(body, str) else bytes(body)
-    if dm_status_guard_arm(t, f, k, b, &e) != 0:
+    if dm_status_guard_arm(t, f, k, b, watch_pid, &e) != 0:
         raise_err(&e)
 
 

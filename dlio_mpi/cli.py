@@ -159,7 +159,7 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
         sys.exit(CONFIG_ERROR)
     except Interrupted as e:
         # one line for the job, from rank 0 (the launcher signals every rank)
-        marked = runner.mark_stopped(cfg, "interrupted", str(e))
+        marked = runner.mark_stopped(cfg, "interrupted", str(e), rank=comm.Get_rank())
         if marked == "failed":
             click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e} after another rank "
                        "failed; the run is marked failed", err=True)
@@ -269,6 +269,21 @@ def darshan_env(overrides, config_file, launcher, dxt, darshan_modmem):
         click.echo(f"dlio_mpi: {e}", err=True)
         sys.exit(CONFIG_ERROR)
     click.echo(dm.launcher_flags(env, launcher))
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+def status(directory):
+    """Say whether the run in output folder DIRECTORY completed, failed, was interrupted, is
+    running, or died while marked running (its rank 0 is gone). Exit status 0 when it
+    completed or is running, 1 otherwise."""
+    from dlio_mpi import outputs
+
+    line = outputs.describe(directory)
+    click.echo(line)
+    state = line[len(directory) + 2:]
+    sys.exit(0 if state.startswith("complete") or (state.startswith("running")
+                                                    and "the run died" not in state) else 1)
 
 
 @main.command()

@@ -12,6 +12,12 @@ FAILED = ".dlio_mpi.failed"     # left by the first rank that failed, for rank 0
 RESULTS = ("summary.json", "per_rank.csv", FAILED)
 
 
+# the lock of the run this process belongs to (set on every rank once the run holds its
+# output folder): what a stopping rank compares with the folder's lock before it touches
+# anything there, so that a run refused the folder leaves the run that holds it alone
+owned = None
+
+
 class OutputInUse(RuntimeError):
     """Another live run holds the output directory."""
 
@@ -26,9 +32,61 @@ def _alive(pid):
     return True
 
 
+def read_lock(directory):
+    """The lock's record ({"host", "pid", "since"}), or None when there is none."""
+    try:
+        with open(os.path.join(directory, LOCK)) as f:
+            rec = json.load(f)
+        return rec if isinstance(rec, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def holds(directory):
+    """Whether the folder's lock is still the one of the run this process belongs to."""
+    return owned is not None and read_lock(directory) == owned
+
+
+def lock_state(rec):
+    """Of a lock's record: "alive" (its pid runs on this host), "dead" (on this host, and gone)
+    or "elsewhere" (another host: this host cannot tell)."""
+    if rec.get("host") != socket.gethostname() or not isinstance(rec.get("pid"), int):
+        return "elsewhere"
+    return "alive" if _alive(rec["pid"]) else "dead"
+
+
+def describe(directory):
+    """One line on the state of the run in directory, from status.json and the lock: a run
+    marked running whose rank 0 is gone is said to be dead."""
+    try:
+        with open(os.path.join(directory, STATUS)) as f:
+            st = json.load(f)
+    except FileNotFoundError:
+        return f"{directory}: no run (no {STATUS})"
+    except (OSError, ValueError) as e:
+        return f"{directory}: {STATUS} cannot be read ({e})"
+    status = st.get("status", "?")
+    line = f"{directory}: {status}"
+    if st.get("reason"):
+        line += f" ({st['reason']})"
+    rec = read_lock(directory)
+    if status == "running":
+        if rec is None:
+            line += f"; but no run holds the folder (no {LOCK}): the run died"
+        else:
+            who = f"pid {rec.get('pid', '?')} on {rec.get('host', '?')}"
+            state = lock_state(rec)
+            line += {"alive": f", rank 0 is {who}",
+                     "dead": f"; but its rank 0 ({who}) is gone: the run died without marking "
+                             "it (the next run takes the folder over)",
+                     "elsewhere": f", rank 0 is {who} (alive or not: ask that host)"}[state]
+    return line
+
+
 def acquire(directory):
     """Take the directory for this run (rank 0 only). A lock left by a run that died on this
     host is taken over; a live run's, or another host's, is an error naming it."""
+    global owned
     path = os.path.join(directory, LOCK)
     me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
     for _ in range(2):
@@ -49,11 +107,14 @@ def acquire(directory):
                               f"if that run is gone, remove {path}")
         with os.fdopen(fd, "w") as f:
             json.dump(me, f)
+        owned = me
         return path
     raise OutputInUse(f"cannot take the lock {path}")
 
 
 def release(directory):
+    global owned
+    owned = None
     try:
         os.unlink(os.path.join(directory, LOCK))
     except FileNotFoundError:
@@ -123,6 +184,22 @@ def guard_status(directory):
                        "job cancelled, or ended by the launcher after a rank died) while rank 0 "
                        "was inside a blocking call", "pid": os.getpid()})
     engines.status_guard_arm(f"{path}.signal.part", path, os.path.join(directory, FAILED), body)
+
+
+def guard_status_beside(directory, rank):
+    """A rank other than rank 0, on rank 0's host: a SIGTERM or SIGINT that reaches it when
+    rank 0 is gone (killed: the launcher then ends the job) marks the run interrupted, which
+    rank 0 can no longer do; while rank 0 lives the guard writes nothing."""
+    from dlio_mpi import engines
+
+    rec = owned
+    if rec is None or lock_state(rec) != "alive":
+        return
+    path = os.path.join(directory, STATUS)
+    body = json.dumps({"status": "interrupted", "reason": f"rank 0 (pid {rec['pid']}) died; "
+                       "the launcher ended the job", "writer": rank})
+    engines.status_guard_arm(f"{path}.signal.{rank}.part", path,
+                             os.path.join(directory, FAILED), body, rec["pid"])
 
 
 def unguard_status():

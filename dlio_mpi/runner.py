@@ -61,6 +61,10 @@ def prepare(cfg, comm):
         except outputs.OutputInUse as e:
             error = f"rank 0: {e}"
     _agree(comm, error)
+    owner = comm.bcast(outputs.owned if rank == 0 else None, root=0)
+    if rank != 0:
+        outputs.owned = owner
+        outputs.guard_status_beside(out_dir, rank)
     if cfg.workflow.checkpoint:
         checkpointing.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:
@@ -302,6 +306,9 @@ def run(cfg, comm, echo=print):
         outputs.unguard_status()
         outputs.set_status(out_dir, "complete")
         outputs.release(out_dir)
+    else:
+        outputs.unguard_status()
+        outputs.owned = None
     comm.Barrier()
     return summary
 
@@ -313,13 +320,21 @@ def mark_stopped(cfg, status, why, rank=None):
     launcher when this rank ends the job) from marking it interrupted. Nothing collective:
     other ranks may be gone. Returns the status written, or None on the other ranks."""
     out_dir = cfg.output.folder
-    lock = os.path.join(out_dir, outputs.LOCK)
-    try:
-        with open(lock) as f:
-            mine = json.load(f).get("pid") == os.getpid()
-    except (OSError, ValueError):
-        return None
+    if not outputs.holds(out_dir):
+        return None             # this run never held the folder (or no longer does): not ours
+    mine = outputs.owned.get("pid") == os.getpid()
     if not mine:
+        outputs.unguard_status()
+        if status == "interrupted" and outputs.lock_state(outputs.owned) == "dead" \
+                and not outputs.noted_failure(out_dir):
+            # rank 0 was killed: the launcher ends the job, and this rank says so
+            try:
+                outputs.set_status(out_dir, "interrupted", writer=rank,
+                                   reason=f"rank 0 (pid {outputs.owned['pid']}) died; the "
+                                          f"launcher ended the job ({why})")
+            except OSError:
+                return None
+            return "interrupted"
         if status == "failed" and rank is not None:
             # rank 0 may be inside an MPI call when the job ends, where no Python signal
             # handler runs: the failing rank marks the run itself (rank 0's lock stays, to be

@@ -91,16 +91,70 @@ def test_a_rank_killed_ends_the_job(tmp_path):
 
 
 def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
+    """The refused run touches nothing of the live one: its status stays running, no failure
+    note, and a later SIGTERM of the live run marks it interrupted, not failed."""
     p = start(tmp_path, 2, *LONG)
     wait_running(tmp_path, p)
+    lock = (tmp_path / "o" / ".dlio_mpi.lock").read_text()
     try:
         q = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d2",
                     f"output.folder={tmp_path}/o", check=False, timeout=60)
         assert q.returncode != 0
         assert f"output folder {tmp_path}/o is in use by another run (pid" in q.stdout
+        assert json.loads((tmp_path / "o" / "status.json").read_text())["status"] == "running"
+        assert not (tmp_path / "o" / ".dlio_mpi.failed").exists()
+        assert (tmp_path / "o" / ".dlio_mpi.lock").read_text() == lock
+        assert sorted(f.name for f in (tmp_path / "o").iterdir()) == [
+            ".dlio_mpi.lock", "status.json"]
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         finish(p)
+    assert json.loads((tmp_path / "o" / "status.json").read_text())["status"] == "interrupted"
+
+
+def status_cmd(folder):
+    return subprocess.run([sys.executable, "-m", "dlio_mpi", "status", str(folder)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_rank_0_killed_marks_the_run_interrupted(tmp_path):
+    """kill -9 of rank 0: the launcher ends the job; a rank beside it (blocked in the step's
+    collective call) marks the run interrupted, naming rank 0's death."""
+    p = start(tmp_path, 3, *LONG)
+    wait_running(tmp_path, p)
+    assert status_cmd(tmp_path / "o").stdout.startswith(f"{tmp_path}/o: running, rank 0 is pid")
+    rank0 = json.loads((tmp_path / "o" / ".dlio_mpi.lock").read_text())["pid"]
+    os.kill(rank0, signal.SIGKILL)
+    finish(p)
+    assert p.returncode != 0
+    status = json.loads((tmp_path / "o" / "status.json").read_text())
+    assert status["status"] == "interrupted", status
+    assert status["reason"].startswith(f"rank 0 (pid {rank0}) died; the launcher ended the job")
+    assert not (tmp_path / "o" / "summary.json").exists()
+    s = status_cmd(tmp_path / "o")
+    assert s.returncode == 1 and s.stdout.startswith(f"{tmp_path}/o: interrupted (rank 0 (pid")
+
+
+def test_status_names_a_run_that_died_marked_running(tmp_path):
+    """A folder marked running whose lock names a dead pid on this host is said to be dead."""
+    out = tmp_path / "o"
+    out.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (out / ".dlio_mpi.lock").write_text(json.dumps({"host": os.uname().nodename,
+                                                     "pid": dead.pid}))
+    (out / "status.json").write_text(json.dumps({"status": "running"}))
+    s = status_cmd(out)
+    assert s.returncode == 1
+    assert s.stdout.strip() == (f"{out}: running; but its rank 0 (pid {dead.pid} on "
+                                f"{os.uname().nodename}) is gone: the run died without marking "
+                                "it (the next run takes the folder over)")
+    (out / ".dlio_mpi.lock").write_text(json.dumps({"host": os.uname().nodename,
+                                                     "pid": os.getpid()}))
+    s = status_cmd(out)
+    assert s.returncode == 0 and s.stdout.strip() == (
+        f"{out}: running, rank 0 is pid {os.getpid()} on {os.uname().nodename}")
+    assert status_cmd(tmp_path / "none").stdout.strip() == f"{tmp_path}/none: no run (no status.json)"
 
 
 def test_a_stale_lock_is_taken_over(tmp_path):

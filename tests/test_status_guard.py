@@ -2,6 +2,7 @@
 skip file exists), then the handler installed before it still runs; disarmed, it writes
 nothing and the previous handler is back. Each case in a process of its own."""
 import json
+import os
 import subprocess
 import sys
 
@@ -10,13 +11,13 @@ import pytest
 SCRIPT = r"""
 import json, os, signal, sys
 from dlio_mpi import engines
-d, skip, disarm = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+d, skip, disarm, watch = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", int(sys.argv[4])
 seen = []
 signal.signal(signal.SIGTERM, lambda s, f: seen.append(s))
 if skip:
     open(os.path.join(d, "note"), "w").close()
 engines.status_guard_arm(os.path.join(d, "status.json.tmp"), os.path.join(d, "status.json"),
-                         os.path.join(d, "note"), json.dumps({"status": "interrupted"}))
+                         os.path.join(d, "note"), json.dumps({"status": "interrupted"}), watch)
 if disarm:
     engines.status_guard_disarm()
 os.kill(os.getpid(), signal.SIGTERM)
@@ -25,12 +26,24 @@ print(json.dumps({"python_handler_ran": seen == [signal.SIGTERM],
 """
 
 
-@pytest.mark.parametrize("skip, disarm, written", [(False, False, True), (True, False, False),
-                                                   (False, True, False)],
-                         ids=["armed", "note-left", "disarmed"])
-def test_guard_writes_the_status_and_passes_the_signal_on(tmp_path, skip, disarm, written):
+def dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize("skip, disarm, watch, written",
+                         [(False, False, 0, True), (True, False, 0, False),
+                          (False, True, 0, False), (False, False, "alive", False),
+                          (False, False, "dead", True)],
+                         ids=["armed", "note-left", "disarmed", "watched-alive", "watched-dead"])
+def test_guard_writes_the_status_and_passes_the_signal_on(tmp_path, skip, disarm, watch,
+                                                          written):
+    """A guard armed with a pid to watch (rank 0's, on a rank beside it) writes only when that
+    process is gone."""
+    pid = {0: 0, "alive": os.getpid(), "dead": dead_pid()}[watch]
     p = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), str(int(skip)),
-                        str(int(disarm))], capture_output=True, text=True, timeout=60)
+                        str(int(disarm)), str(pid)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out == {"python_handler_ran": True, "handler_back": True}
