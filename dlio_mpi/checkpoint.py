@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import engines, sysinfo
+from dlio_mpi import collective, engines, sysinfo
 from dlio_mpi.checkpoint_size import (  # noqa: F401
     FLAT, GIB, LLAMA3, MLPERF_STORAGE_GIB, PAGE, PRESETS, WRITER_POLICIES, Content, Filler,
     FlatCheckpoint, Layout, Transformer, TransformerCheckpoint, is_writer, preset, split,
@@ -62,13 +62,12 @@ SYNCS = ("fsync", "fdatasync", "none")
 FILE_ID_BASE = 1 << 30      # op-log file ids: FILE_ID_BASE + (index % 2**24) * 8 + file number
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(collective.RankError):
     """A checkpoint failed on some rank; raised on every rank with the same one-line message.
     errors: [(rank, message)] of every failing rank."""
 
-    def __init__(self, message, errors=()):
-        super().__init__(message)
-        self.errors = list(errors)
+    def __init__(self, message, errors):
+        super().__init__(message, int(errors[0][0]), errors)
 
 
 @dataclass(frozen=True)

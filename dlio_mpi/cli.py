@@ -84,22 +84,33 @@ def _error_line(rank, exc):
     """(line, rank that says it) for an exception: the line names the failing rank ("rank N:
     what"). An error agreed on by every rank (it names the rank, or, a checkpoint's, carries
     the failing ranks in .errors) is said by the rank it names only: one line for the job."""
+    from dlio_mpi import collective
+
     text = " ".join(str(exc).split()) or type(exc).__name__
-    errors = getattr(exc, "errors", None)
-    if errors:
-        return text, int(errors[0][0])
+    if isinstance(exc, collective.RankError):
+        return text, exc.rank
     m = re.match(r"rank (\d+): ", text)
     if m:
         return text, int(m.group(1))
     return f"rank {rank}: {text}", rank
 
 
+# how long the ranks of an agreed error wait for each other to have said and marked it
+AGREED_WAIT_S = 60
+
+
 def _fail(comm, exc):
-    """One line naming the failing rank, then the whole job ends (no rank left waiting)."""
+    """One line naming the failing rank, then the whole job ends (no rank left waiting). An
+    error every rank raised together (a RankError) ends without MPI_Abort: every rank exits
+    once all have marked the run, so the rank that says it is never stopped halfway."""
+    from dlio_mpi import collective
+
     line, by = _error_line(comm.Get_rank(), exc)
     if by == comm.Get_rank():
         click.echo(f"dlio_mpi: {line}", err=True)
         sys.stderr.flush()
+    if isinstance(exc, collective.RankError) and collective.wait_all(comm, AGREED_WAIT_S):
+        sys.exit(1)
     comm.Abort(1)
 
 
@@ -146,7 +157,7 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
-    from dlio_mpi import config, runner
+    from dlio_mpi import collective, config, runner
 
     comm = MPI.COMM_WORLD
     _stop_on_signals()
@@ -170,8 +181,10 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     except Exception as e:
         rank = comm.Get_rank()
         line, by = _error_line(rank, e)
-        # the rank an error happened on marks the run (not every rank of an agreed error)
-        runner.mark_stopped(cfg, "failed", line, rank=rank if by == rank else None)
+        # an error of one rank: that rank marks the run, as rank 0 may be ended before it
+        # can; an error every rank raised: rank 0 marks it (and the job ends without Abort)
+        agreed = isinstance(e, collective.RankError)
+        runner.mark_stopped(cfg, "failed", line, rank=rank if by == rank and not agreed else None)
         _fail(comm, e)
     if comm.Get_rank() == 0:
         click.echo(runner.format_summary(summary))

@@ -10,7 +10,7 @@ import json
 import os
 import re
 
-from dlio_mpi import formats, sysinfo
+from dlio_mpi import collective, formats, sysinfo
 from dlio_mpi.dataset import Dataset
 
 MANIFEST = "manifest.json"
@@ -97,9 +97,7 @@ def check(cfg, comm):
 
 
 def _agree(comm, error):
-    errors = [e for e in comm.allgather(error) if e]
-    if errors:
-        raise RuntimeError(errors[0])
+    collective.agree(comm, error)
 
 
 def generate(cfg, comm):

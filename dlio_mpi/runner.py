@@ -9,16 +9,14 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (checkpointing, config, darshan, datagen, engines, outputs, pipeline,
+from dlio_mpi import (checkpointing, collective, config, darshan, datagen, engines, outputs, pipeline,
                       readers, sampler, sysinfo)
 
 
 def _agree(comm, error):
     """Every rank learns the first rank's error, so all stop together (no one waits in a
     collective for a rank that failed)."""
-    errors = [e for e in comm.allgather(error) if e]
-    if errors:
-        raise RuntimeError(errors[0])
+    collective.agree(comm, error)
 
 
 def write_atomic(path, text):

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, sampler
+from dlio_mpi import access, collective, sampler
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.formats import content
 
@@ -199,6 +199,4 @@ def _sync(h):
 
 
 def _agree(comm, error):
-    errors = [e for e in comm.allgather(error) if e]
-    if errors:
-        raise RuntimeError(errors[0])
+    collective.agree(comm, error)

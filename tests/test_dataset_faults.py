@@ -1,6 +1,8 @@
 """A dataset that is not what it claims: a TFRecord with a bad CRC, an HDF5 file that is not
 HDF5, a file of the wrong size. One line naming rank and file, a non-zero exit, no hang."""
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -124,3 +126,38 @@ def test_a_missing_dataset_without_generation(tmp_path):
     assert f"{tmp_path}/nothing holds no dataset manifest and workflow.generate_data is " \
         "false" in p.stdout
     assert not (tmp_path / "nothing").exists()
+
+
+def busy_loops(n):
+    """n processes spinning on the CPU, as on a busy machine (ended by the caller)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+@pytest.mark.parametrize("victim", [0, 3], ids=["rank0-file", "rank1-file"])
+def test_an_agreed_error_under_cpu_load_is_one_line_and_a_whole_status(tmp_path, victim):
+    """A dataset check that fails on one rank, on a machine kept busy: every time, one line
+    from the rank it names, no traceback, status.json failed with that line, no temporary
+    status file and no lock left (the ranks end together, none stopped halfway through its
+    status write)."""
+    args, files = make(tmp_path, "raw")
+    with open(files[victim], "ab") as f:
+        f.write(b"\0" * 100)
+    load = busy_loops(3)
+    try:
+        for attempt in range(5):
+            p = run_mpi(2, "run_cli.py", "run", *args, "io.check_dataset=true", check=False,
+                        timeout=120)
+            assert p.returncode != 0
+            e = [ln for ln in p.stdout.splitlines() if ln.startswith("dlio_mpi")]
+            assert len(e) == 1, (attempt, p.stdout)
+            assert e[0].startswith(f"dlio_mpi: rank {victim // 2}: dataset check: "), e
+            assert "Traceback" not in p.stdout, p.stdout
+            out = tmp_path / "o"
+            status = json.loads((out / "status.json").read_text())
+            assert status["status"] == "failed" and status["reason"] == e[0][len("dlio_mpi: "):]
+            left = sorted(f.name for f in out.iterdir())
+            assert left == ["status.json"], (attempt, left)
+    finally:
+        for q in load:
+            q.kill()
+            q.wait()
