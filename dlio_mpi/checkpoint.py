@@ -27,9 +27,12 @@ of it, the aligned part goes through O_DIRECT and the remaining tail through a s
 descriptor (reads alike): no padding, the file has exactly its size, and one fsync covers both
 (fsync flushes the inode).
 
-Completion: a file is written as ``<name>.part``, fsynced and closed, then renamed to its final
-name (a shared file by rank 0 once every rank is done), and the directory is fsynced
-(``sync_dir``); a final name always holds a whole file. A failed checkpoint leaves no file.
+Completion: a file is written as ``<name>.part``, fsynced and closed; once every rank is done
+(agreed collectively) it is renamed to its final name (a shared file by rank 0, a file per rank
+by its rank), and the directory is fsynced (``sync_dir``). A final name always holds a whole
+file, and no file of a checkpoint has its final name before all its files are whole: a rank
+that fails or dies during the writes leaves only ``.part`` files. A failed checkpoint leaves no
+file.
 
 Errors: every rank checks its inputs and directory and the outcome is agreed collectively before
 any collective I/O; an error during the I/O is caught, the rank keeps joining the remaining
@@ -260,7 +263,8 @@ class Checkpointer:
 
     # -- POSIX -------------------------------------------------------------------------------
     def _posix_write(self, path, content, start, n, fid, single):
-        """Share positions [start, start + n) into path via path.part; returns fsyncs."""
+        """Share positions [start, start + n) into path.part (published by write() once every
+        rank's files are whole); returns fsyncs."""
         tmp, step = path + ".part", (n if single else self.chunk)
         fill = Filler(content, self._buffers(min(step, n), False)[0])
         xfer = 0 if single else self.xfer
@@ -285,7 +289,6 @@ class Checkpointer:
                     last.close()
             if written != n:
                 raise OSError(f"wrote {written} of {n} bytes to {tmp}")
-            os.replace(tmp, path)
         except BaseException:
             _unlink(tmp)
             raise
@@ -449,15 +452,24 @@ class Checkpointer:
         if not self.shared:
             try:
                 for path, start, size, fid, single in self._posix_files(index, self.rank, n):
+                    files.append(path)
                     syncs += self._posix_write(path, content, start, size, fid, single)
                     nb += size
-                    files.append(path)
+            except Exception as e:   # noqa: BLE001
+                err = self._err(e)
+            # no file gets its final name before every rank's files are whole: a rank that
+            # fails, or dies, here leaves only .part files
+            self._agree(what, err, cleanup=lambda: _unlink(*[p + ".part" for p in files]))
+            try:
+                for path in files:
+                    os.replace(path + ".part", path)
                 if files:
                     dsyncs += self._dir_sync()
             except Exception as e:   # noqa: BLE001
-                err = self._err(e)
+                err = self._err(e, "cannot publish the checkpoint:")
             return self._finish(index, "write", err, nb, syncs, dsyncs,
-                                self._elapsed(t0), files, owned=files)
+                                self._elapsed(t0), files,
+                                owned=files + [p + ".part" for p in files])
         path = self.paths(index)[0]
         if total:
             err, nb, syncs = self._collective(index, path + ".part", off, n, total, rounds,

@@ -178,3 +178,41 @@ def test_unwritable_output_folder(tmp_path):
                 f"output.folder={blocker}/o", check=False, timeout=60)
     assert p.returncode != 0
     assert f"output directory {blocker}/o cannot be written: Not a directory" in p.stdout
+
+
+def test_a_rank_killed_during_a_file_per_rank_checkpoint_leaves_no_whole_looking_shard(
+        tmp_path):
+    """Rank 1 stopped while its shard is written, rank 0's shard finished meanwhile, then rank
+    1 killed: no file of that checkpoint has its final name (only .part files may be left)."""
+    ck = tmp_path / "c"
+    p = start(tmp_path, 2, "workflow.train=false", "workflow.checkpoint=true",
+              "checkpoint.num_checkpoints_write=3", "checkpoint.num_checkpoints_read=0",
+              "model.model_size_bytes=256m", "checkpoint.writers=all",
+              "checkpoint.format=file_per_rank", f"checkpoint.checkpoint_folder={ck}")
+    t0 = time.time()
+    rank0 = rank1 = None
+    while time.time() - t0 < 60 and rank1 is None:
+        shard1 = ck / "ckpt-000001-r000001.bin.part"
+        if shard1.exists() and (tmp_path / "o" / ".dlio_mpi.lock").exists():
+            rank0 = json.loads((tmp_path / "o" / ".dlio_mpi.lock").read_text())["pid"]
+            pids = subprocess.run(["pgrep", "-f", f"run_cli.py run dataset.data_folder="
+                                   f"{tmp_path}/d"], capture_output=True, text=True).stdout
+            rank1 = [int(x) for x in pids.split() if int(x) not in (p.pid, rank0)][0]
+            os.kill(rank1, signal.SIGSTOP)
+        time.sleep(0.002)
+    assert rank1, "checkpoint 1 was never written"
+    shard0 = ck / "ckpt-000001-r000000.bin"
+    t1 = time.time()        # rank 0 finishes its shard meanwhile (whole, as .part)
+    while time.time() - t1 < 20 and (ck / "ckpt-000001-r000000.bin.part").exists() and \
+            os.path.getsize(ck / "ckpt-000001-r000000.bin.part") < 128 << 20:
+        time.sleep(0.01)
+    time.sleep(1.0)
+    os.kill(rank1, signal.SIGKILL)
+    finish(p)
+    assert p.returncode != 0
+    assert not shard0.exists() and not (ck / "ckpt-000001-r000001.bin").exists(), \
+        sorted(f.name for f in ck.iterdir())
+    # the checkpoint before it is whole, under its final names
+    assert sorted(f.name for f in ck.iterdir() if f.name.startswith("ckpt-000000")) == [
+        "ckpt-000000-r000000.bin", "ckpt-000000-r000001.bin"]
+    assert json.loads((tmp_path / "o" / "status.json").read_text())["status"] != "complete"
