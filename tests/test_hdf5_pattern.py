@@ -95,3 +95,44 @@ def test_engine_box_reads_are_h5pys(tmp_path, compression):
     assert list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist())) == want
     assert ((a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["hdf5_sec2"])).sum() \
         == len(boxes)
+
+
+def data_file_bytes_by_strace(tmp_path, interface, epochs):
+    """(bytes the file system returned for reads of the dataset's files, opens of them, the
+    run's bytes_moved) of a 1-rank run of io.interface under strace."""
+    import json
+    data, out, trace = tmp_path / f"d{interface}", tmp_path / f"o{interface}", tmp_path / "t"
+    common = [f"dataset.data_folder={data}", "dataset.format=hdf5", "dataset.num_files_train=4",
+              "dataset.num_samples_per_file=4", "dataset.record_length=16k",
+              f"train.epochs={epochs}", "train.computation_time=0", f"io.interface={interface}"]
+    run = [sys.executable, "-m", "dlio_mpi", "run", *common]
+    subprocess.run(run + [f"output.folder={tmp_path}/gen"], check=True, capture_output=True)
+    subprocess.run([STRACE, "-f", "--seccomp-bpf", "-qq", "-y", "-o", str(trace),
+                    "-e", "trace=openat,read,pread64,readv,preadv,preadv2",
+                    *run, f"output.folder={out}"], check=True, capture_output=True)
+    got = opens = 0
+    mine = re.compile(rf"^\d+\s+(\w+)\((\d+)<{re.escape(str(data))}/train/[^>]*>.*=\s+(\d+)$")
+    opened = re.compile(rf'^\d+\s+openat\(AT_FDCWD<[^>]*>, "{re.escape(str(data))}/train/')
+    for line in trace.read_text().splitlines():
+        m = mine.match(line)
+        if m and m.group(1) != "openat":
+            got += int(m.group(3))
+        elif opened.match(line) and "= -1" not in line:
+            opens += 1
+    return got, opens, json.loads((out / "summary.json").read_text())["bytes_moved"]
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+def test_bytes_moved_against_the_file_system_for_each_hdf5_driver(tmp_path):
+    """As the README says: through sec2 bytes_moved is every byte the file system returned for
+    the data files; through the MPI-IO driver it is the dataset's bytes, and the file system
+    also returned libhdf5's metadata reads, the same number of bytes for each open of a file."""
+    got, opens, moved = data_file_bytes_by_strace(tmp_path, "hdf5_sec2", 2)
+    assert got == moved and opens >= 4
+    per_open = set()
+    for epochs in (1, 2):
+        got, opens, moved = data_file_bytes_by_strace(tmp_path, "hdf5", epochs)
+        assert moved == epochs * 4 * 4 * 16384
+        assert got > moved and (got - moved) % opens == 0, (got, moved, opens)
+        per_open.add((got - moved) // opens)
+    assert len(per_open) == 1, per_open
