@@ -1,6 +1,7 @@
 """HDF5 through sec2: the reads the emulator's engine makes (its logging driver records every
 pread libhdf5 issues) are the reads h5py makes for the same rows, call for call (strace of a
 Python process reading with h5py), for both file formats, contiguous and chunked."""
+import os
 import re
 import shutil
 import subprocess
@@ -10,6 +11,11 @@ import numpy as np
 import pytest
 
 from dlio_mpi import engines
+from mpirun import run_mpi
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "scripts"))
+import metaops  # noqa: E402
 
 STRACE = shutil.which("strace")
 PREAD = re.compile(r"pread64\((\d+), .*, (\d+), (\d+)\)\s+=\s+(\d+)")
@@ -136,3 +142,25 @@ def test_bytes_moved_against_the_file_system_for_each_hdf5_driver(tmp_path):
         assert got > moved and (got - moved) % opens == 0, (got, moved, opens)
         per_open.add((got - moved) // opens)
     assert len(per_open) == 1, per_open
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+def test_a_shared_hdf5_file_read_collectively_is_opened_only_through_mpi_io(tmp_path):
+    """hdf5_coll on one shared file, 2 ranks, 2 epochs: each rank opens the data file once,
+    the MPI-IO driver's open (right after MPI-IO's lock test file), and nothing else opens it
+    (no index open through another driver), so Darshan records the file as MPI-IO's."""
+    common = [f"dataset.data_folder={tmp_path}/d", "dataset.format=hdf5",
+              "io.interface=hdf5_coll", "io.layout=shared", "dataset.num_files_train=1",
+              "dataset.num_samples_per_file=16", "dataset.record_length=16k", "train.epochs=2",
+              "train.computation_time=0", "reader.batch_size=4"]
+    run_mpi(2, "run_cli.py", "run", *common, f"output.folder={tmp_path}/gen", timeout=120)
+    sdir = tmp_path / "s"
+    sdir.mkdir()
+    run_mpi(2, "run_cli.py", "run", *common, f"output.folder={tmp_path}/o", timeout=120,
+            rank_wrap=metaops.strace_wrap(STRACE, sdir))
+    data = f"{tmp_path}/d/train/img_0000000_of_1.h5"
+    for r in (0, 1):
+        opens = [p for call, p in metaops.read(sdir / f"rank.{r}")
+                 if call.startswith("open") and p and p.startswith(data)]
+        assert len([p for p in opens if p == data]) == 1, (r, opens)
+        assert opens[-1] == data and opens[-2].startswith(data + ".locktest"), (r, opens)
