@@ -24,6 +24,10 @@ table says so with similarity None). Identical inputs give 1.0 exactly. Weights 
 shapes the I/O (bytes, transfer sizes, interfaces) over what depends on the machine and its
 noise (I/O time share, rank imbalance).
 
+Reads through mmap are invisible to Darshan; an emulator run's op log leaves them out of its
+counters as Darshan does (so an mmap run compares with its Darshan log like for like), and the
+comparison's ``notes`` say how many bytes each job left out that way.
+
 Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
 similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
 by several ranks, the interfaces). A job of the right volume but the wrong shape cannot score
@@ -40,6 +44,7 @@ import pandas as pd
 
 from .characterize import Characterization, characterize
 from .counters import SIZE_BUCKETS
+from .oplog import MMAP_MARK
 
 # (metric, kind, weight, description)
 METRICS = (
@@ -75,6 +80,7 @@ class Comparison:
     labels: list
     table: pd.DataFrame
     scores: dict
+    notes: list = None      # "label: note" for what a job's counters leave out (mmap reads)
 
     @property
     def score(self):
@@ -91,6 +97,7 @@ class Comparison:
     def to_dict(self):
         rows = self.table.astype(object).where(self.table.notna(), None)
         return {"labels": list(self.labels), "scores": dict(self.scores),
+                "notes": list(self.notes or []),
                 "metrics": [{"metric": m, "kind": k, "weight": w, "description": d}
                             for m, k, w, d in METRICS],
                 "table": rows.to_dict(orient="records")}
@@ -191,7 +198,9 @@ def compare(sources, labels=None, *, dxt=True):
         rows.append({"metric": "structure_gate", "job": label, "value": gate,
                      "relative_difference": None, "similarity": gate, "weight": None})
         scores[label] = gate * weighted / total if total else None
-    return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores)
+    notes = [f"{label}: {w}" for label, c in zip(labels, chars) for w in c.warnings
+             if MMAP_MARK in w]
+    return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores, notes=notes)
 
 
 def default_labels(sources, chars):
@@ -234,6 +243,8 @@ def render_comparison(comparison):
     out.append("")
     for label in labels[1:]:
         out.append(f"similarity of {label} to {labels[0]}: {comparison.scores[label]:.3f}")
+    for note in comparison.notes or []:
+        out.append(f"note: {note}")
     return "\n".join(out) + "\n"
 
 
