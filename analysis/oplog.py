@@ -89,6 +89,9 @@ COLLECTIVE_IFACES = (5, 7)
 HDF5_DATASET = "/records"
 OPLOG_VERSION = "dlio_mpi op log"
 MMAP_IFACE = 3
+GENERATED_NOTE = ("the run generated {files} dataset files before training: its op log does not "
+                  "hold that I/O, a Darshan log of it does (generate the dataset first, "
+                  "python -m dlio_mpi generate, to compare the training alone)")
 MMAP_MARK = "through mmap (copies out of the mapping) are left out of the POSIX counters"
 MMAP_NOTE = ("{bytes} bytes in {reads} reads " + MMAP_MARK + ", as Darshan leaves them out: it "
              "cannot see memory accesses (and keeps no mmap counter: POSIX_MMAPS -1)")
@@ -128,16 +131,18 @@ def file_name(config, file_id):
 def load_run(directory):
     """The DarshanJob of a dlio_mpi run directory (summary.json + oplog_rank*.npz).
 
-    Times are seconds since the start of the run's training part (the window each rank records
-    from just before its first phase, the write, load or first epoch, to the end of its last;
-    the op log starts after the dataset is generated). With the run on one host all ranks
-    share that clock and time 0 is the earliest rank's start; on several hosts each rank's
-    times are taken from its own start (set right after a collective, so they agree to a few
-    milliseconds). ``run_time`` is the latest of the windows' ends, the last logged call's end
-    and the sum of the phase durations in summary.json (load, epochs, evaluations): the
-    training part of the run, without start-up and dataset generation (which Darshan's run
-    time includes). Logs without windows start at the earliest op-log origin. Warns (PartialLogWarning) when the op logs hold fewer bytes
-    than summary.json says the run moved. DXT-like traces are always built.
+    Times cover what Darshan's do: seconds since the job's start, which each rank records right
+    after MPI_Init (``job_mono_ns``), to its end (when the rank writes its op log, just before
+    MPI_Finalize), so that the run time and the I/O share of a run's op log and of its Darshan
+    log have the same basis. With the run on one host all ranks share that clock and time 0 is
+    the earliest rank's start; on several hosts each rank's times are taken from its own start
+    (right after MPI_Init, so they agree to the launch's spread). ``run_time`` is the latest of
+    the job ends, the last logged call's end and the sum of the phase durations in
+    summary.json. Older logs without the job's times start at the training part's start
+    (``window_mono_ns``), else at the earliest op-log origin. Warns (PartialLogWarning) when
+    the op logs hold fewer bytes than summary.json says the run moved. A run that generated its
+    dataset is noted in the job's warnings (the op log does not hold the generation's I/O,
+    Darshan's log does). DXT-like traces are always built.
     """
     directory = os.fspath(directory)
     summary_path = os.path.join(directory, SUMMARY)
@@ -153,8 +158,8 @@ def load_run(directory):
     ranks = int(summary.get("ranks", len(paths)))
     table, origins, windows = _read_oplogs(paths)
     one_clock = int(summary.get("hosts", 1)) <= 1
-    # time 0: the start of the training part (the earliest window start on one clock, each
-    # rank's own on several); logs without windows start at the earliest origin
+    # time 0: the job's start (the earliest on one clock, each rank's own on several); older
+    # logs: the training part's start, else the earliest origin
     zero = {rank: windows.get(rank, (origin, origin))[0] for rank, origin in origins.items()}
     if one_clock:
         first = min(zero.values(), default=0)
@@ -183,6 +188,8 @@ def load_run(directory):
     for message in messages:
         warnings.warn(message, PartialLogWarning, stacklevel=2)
     notes = []
+    if int(summary.get("files_generated") or 0):
+        notes.append(GENERATED_NOTE.format(files=int(summary["files_generated"])))
     hidden = (table["iface"] == MMAP_IFACE) & (ops.op == READ)
     if hidden.any():
         notes.append(MMAP_NOTE.format(bytes=int(ops.length[hidden].sum()),
@@ -218,8 +225,11 @@ def _read_oplogs(paths):
             rank = int(os.path.basename(path)[len("oplog_rank"):-len(".npz")])
             with np.load(path) as z:
                 origins[rank] = int(z["origin_mono_ns"])
-                if "window_mono_ns" in z.files:
-                    windows[rank] = tuple(int(t) for t in z["window_mono_ns"])
+                # the job's start and end (older logs: the training part's)
+                for key in ("job_mono_ns", "window_mono_ns"):
+                    if key in z.files:
+                        windows[rank] = tuple(int(t) for t in z[key])
+                        break
                 for i in range(len(z["phases"])):
                     n = len(z[f"e{i}_op"])
                     columns["rank"].append(np.full(n, rank, np.int64))

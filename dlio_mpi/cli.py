@@ -2,6 +2,7 @@
 import os
 import re
 import sys
+import time
 
 import click
 
@@ -157,12 +158,13 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
+    started_ns = time.monotonic_ns()        # MPI_Init is done: where Darshan's job starts
     from dlio_mpi import collective, config, runner
 
     comm = MPI.COMM_WORLD
     _stop_on_signals()
     try:
-        summary = runner.run(cfg, comm)
+        summary = runner.run(cfg, comm, job_start_ns=started_ns)
     except config.ConfigError as e:
         runner.mark_stopped(cfg, "failed", str(e))
         if comm.Get_rank() == 0:

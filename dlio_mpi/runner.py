@@ -191,10 +191,12 @@ def _mpi():
     return MPI
 
 
-def run(cfg, comm, echo=print):
+def run(cfg, comm, echo=print, job_start_ns=None):
     """The main job. Returns the summary (on every rank)."""
     rank, size = comm.Get_rank(), comm.Get_size()
     t0 = time.time()
+    # the job as Darshan covers it, from MPI_Init on: on the op log's clock
+    job = [engines.mono_ns() if job_start_ns is None else int(job_start_ns), 0]
     generated = prepare(cfg, comm)
     log = engines.OpLog(cfg.io.oplog_capacity)
 
@@ -229,16 +231,16 @@ def run(cfg, comm, echo=print):
     everything = reduce_epochs(epochs, comm)
     load = [e for e in everything if e["phase"] == "load"]
     wrote = [e for e in everything if e["phase"] == "write"]
-    job = [e for e in everything if e["phase"] == "train"]
+    trained = [e for e in everything if e["phase"] == "train"]
     evals = [e for e in everything if e["phase"] == "eval"]
-    au = float(np.mean([e["au"] for e in job])) if job else 0.0
+    au = float(np.mean([e["au"] for e in trained])) if trained else 0.0
     summary = {
         "config": cfg.to_dict(),
         "ranks": size,
         "hosts": facts["hosts"],
-        "steps_per_epoch": job[0]["steps"] if job else 0,
+        "steps_per_epoch": trained[0]["steps"] if trained else 0,
         "samples_dropped_per_epoch": (
-            cfg.num_samples - (job[0]["steps"] if job else 0) * cfg.reader.batch_size * size
+            cfg.num_samples - (trained[0]["steps"] if trained else 0) * cfg.reader.batch_size * size
             if cfg.reader.access == "stream" else sampler.dropped_per_epoch(
                 cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder,
                 cfg.io.layout, cfg.io.read_type)),
@@ -262,16 +264,16 @@ def run(cfg, comm, echo=print):
         "files_generated": generated,
         "darshan_logs": sorted({x for x in comm.allgather(darshan.active_log()) if x}),
         # a run without training epochs (checkpoints only) has no AU and no throughput
-        "train_au_mean_percentage": 100 * au if job else None,
+        "train_au_mean_percentage": 100 * au if trained else None,
         "train_au_meet_expectation": ("success" if au >= cfg.metric.au else "fail")
-        if job else "not applicable",
+        if trained else "not applicable",
         "au_threshold_percentage": 100 * cfg.metric.au,
         "train_throughput_mean_samples_per_second":
-            float(np.mean([e["samples_per_s"] for e in job])) if job else None,
+            float(np.mean([e["samples_per_s"] for e in trained])) if trained else None,
         "train_io_mean_MB_per_second":
-            float(np.mean([e["bytes_per_s"] for e in job])) / 1e6 if job else None,
+            float(np.mean([e["bytes_per_s"] for e in trained])) / 1e6 if trained else None,
         "bytes_moved": int(sum(e["bytes_moved"] for e in everything if e["phase"] != "write")),
-        "epochs": job,
+        "epochs": trained,
         "histogram_bucket_lower_ns": engines.hist_bucket_bounds().tolist(),
         "facts": facts,
         "startup": startup,
@@ -289,6 +291,7 @@ def run(cfg, comm, echo=print):
                  phases=np.array([name for name, _ in oplogs]),
                  origin_mono_ns=np.int64(log.origin_mono_ns),
                  window_mono_ns=np.array(window, np.int64),
+                 job_mono_ns=np.array([job[0], engines.mono_ns()], np.int64),
                  **{f"e{i}_{k}": v for i, (_, ep) in enumerate(oplogs)
                     for k, v in ep.items()})
     if rank == 0:
