@@ -230,16 +230,17 @@ def run(cfg, comm, echo=print):
     job = [e for e in everything if e["phase"] == "train"]
     evals = [e for e in everything if e["phase"] == "eval"]
     au = float(np.mean([e["au"] for e in job])) if job else 0.0
+    unread = (cfg.num_samples - (job[0]["steps"] if job else 0) * cfg.reader.batch_size * size
+              if cfg.reader.access == "stream" else
+              sampler.unread_per_epoch(cfg.num_samples, size, cfg.reader.batch_size,
+                                       cfg.io.remainder, cfg.io.layout, cfg.io.read_type))
     summary = {
         "config": cfg.to_dict(),
         "ranks": size,
         "hosts": facts["hosts"],
         "steps_per_epoch": job[0]["steps"] if job else 0,
-        "samples_dropped_per_epoch": (
-            cfg.num_samples - (job[0]["steps"] if job else 0) * cfg.reader.batch_size * size
-            if cfg.reader.access == "stream" else sampler.dropped_per_epoch(
-                cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder,
-                cfg.io.layout, cfg.io.read_type)),
+        "samples_dropped_per_epoch": max(0, unread),
+        "samples_padded_per_epoch": max(0, -unread),
         "load": load[0] if load else None,
         "write": {"duration_s": wrote[0]["duration_s"], "bytes_written": wrote[0]["bytes_moved"],
                   "bandwidth_bytes_per_s": wrote[0]["bytes_per_s"]} if wrote else None,
@@ -343,9 +344,16 @@ def mark_stopped(cfg, status, why, rank=None):
     return status
 
 
+def _remainder_words(s):
+    padded = s.get("samples_padded_per_epoch") or 0
+    if padded:
+        return f"{padded} samples padded per epoch"
+    return f"{s['samples_dropped_per_epoch']} samples dropped per epoch"
+
+
 def format_summary(s):
     lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
-             f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)" if s["epochs"]
+             f" ({_remainder_words(s)})" if s["epochs"]
              else f"ranks {s['ranks']}, checkpoints only"]
     for c in s.get("checkpoints") or []:
         lines.append(f"checkpoint {c['index']} {c['op']}: {c['bytes']} bytes in "
