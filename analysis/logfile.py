@@ -5,8 +5,10 @@ report's own copies are dropped as soon as they are converted.
 
 Four behaviours of PyDarshan and darshan-util shape this code:
 
-- A truncated region can crash darshan-util (see ``log_header``), so the header's region map
-  is checked before PyDarshan opens the file.
+- A truncated or corrupt region can crash darshan-util or make PyDarshan allocate terabytes
+  (see ``log_header``), so the header's region map is checked against the file and every
+  region is inflated before PyDarshan opens the file; any exception PyDarshan still raises
+  becomes a :class:`LogError`.
 - A failed record read looks like the end of the records (darshan-util only prints an
   ``Error:`` line on stderr), so every C call runs under :func:`captured_c_stderr` and any
   error line turns the whole file into a :class:`LogError`.
@@ -76,6 +78,11 @@ def read_log(path, modules, dxt_modules=()):
             contents = _read_open_report(report, path, modules, dxt_modules)
     except RuntimeError as error:  # raised by report.open when darshan-util gives no handle
         failure = error
+    except (Exception, MemoryError) as error:  # PyDarshan on records it cannot make sense of
+        report.log = None
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise LogError(f"{path}: not a readable Darshan log (PyDarshan: "
+                       f"{type(error).__name__}: {detail})") from None
     if failure is not None or stderr.errors:
         report.log = None  # never close a handle darshan-util failed on (see module docstring)
         detail = stderr.errors[0].rstrip(".") if stderr.errors else str(failure)

@@ -66,6 +66,8 @@ import hashlib
 import json
 import os
 import warnings
+import zipfile
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -150,7 +152,10 @@ def load_run(directory):
         with open(summary_path) as f:
             summary = json.load(f)
     except (OSError, ValueError) as error:
-        raise LogError(f"{summary_path}: not a readable run summary ({error})") from None
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise LogError(f"{summary_path}: not a readable run summary ({detail})") from None
+    if not isinstance(summary, dict):
+        raise LogError(f"{summary_path}: not a readable run summary (a JSON object is expected)")
     paths = sorted(glob.glob(os.path.join(directory, OPLOG_GLOB)))
     if not paths:
         raise LogError(f"{directory}: no {OPLOG_GLOB}: run with io.keep_oplog=true")
@@ -234,9 +239,15 @@ def _read_oplogs(paths):
                     n = len(z[f"e{i}_op"])
                     columns["rank"].append(np.full(n, rank, np.int64))
                     for key in ("start", "dur", "offset", "bytes", "file", "op", "iface"):
-                        columns[key].append(z[f"e{i}_{key}"])
-        except (OSError, ValueError, KeyError) as error:
-            raise LogError(f"{path}: not a readable dlio_mpi op log ({error})") from None
+                        column = z[f"e{i}_{key}"]
+                        if column.shape != (n,):
+                            raise ValueError(f"phase {i}: {key} holds {column.size} entries "
+                                             f"for {n} operations")
+                        columns[key].append(column)
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile,
+                zlib.error) as error:
+            detail = " ".join(str(error).split()) or type(error).__name__
+            raise LogError(f"{path}: not a readable dlio_mpi op log ({detail})") from None
     types = {"rank": np.int64, "start": np.int64, "dur": np.int64, "offset": np.int64,
              "bytes": np.int64, "file": np.int64, "op": np.uint8, "iface": np.uint8}
     return ({key: np.concatenate(parts).astype(types[key]) if parts

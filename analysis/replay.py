@@ -60,12 +60,12 @@ def structure(c):
 
 def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=None):
     """Fit, generate, run and compare (see the module docstring)."""
-    os.makedirs(out_dir, exist_ok=True)
     out_dir = os.path.abspath(out_dir)
     data, run_dir = os.path.join(out_dir, "data"), os.path.join(out_dir, "run")
     if progress:
         progress("fitting the workload")
-    fitted = fit(source, data_folder=data, output_folder=run_dir)
+    fitted = fit(source, data_folder=data, output_folder=run_dir)  # a bad log: nothing made
+    os.makedirs(out_dir, exist_ok=True)
     yaml_path = os.path.join(out_dir, "fitted.yaml")
     fitted.write(yaml_path)
     n = ranks or fitted.ranks

@@ -202,7 +202,8 @@ def _normalize(doc, source):
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise ConfigError(f"{source}: a workload file is a mapping of sections")
+        kind = {list: "a list", str: "a string"}.get(type(doc), f"a {type(doc).__name__} value")
+        raise ConfigError(f"{source}: holds {kind}; a workload file is a mapping of sections")
     if set(doc) == {"workload"} and isinstance(doc["workload"], dict):
         doc = doc["workload"]
     out = {}
@@ -245,15 +246,32 @@ def list_workloads():
 
 
 def read_yaml(path):
+    """The document of a YAML file; a file that is unreadable, not UTF-8 text or not YAML is
+    a ConfigError naming the file and, where known, the line."""
     try:
-        with open(path) as f:
-            return yaml.safe_load(f)
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path} line {line}: not UTF-8 text (byte 0x{data[e.start]:02x}); "
+                          f"a workload file is YAML") from None
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}{where}: not valid YAML") from None
+        if mark is not None:
+            where = f" line {mark.line + 1}"
+        elif isinstance(getattr(e, "position", None), int):
+            where = f" line {text[:e.position].count(chr(10)) + 1}"
+        else:
+            where = ""
+        problem = getattr(e, "problem", None) or getattr(e, "reason", None)
+        why = f" ({' '.join(str(problem).split())})" if problem else ""
+        raise ConfigError(f"{path}{where}: not valid YAML{why}") from None
 
 
 def parse_overrides(items):

@@ -83,17 +83,21 @@ def prepare(cfg, comm):
     if cfg.io.check_dataset and not cfg.io.write_first:
         datagen.check(cfg, comm)
     if cfg.io.interface == "posix_direct":
-        error = None
+        error = bad_value = None
         try:
             data = cfg.dataset.data_folder
             mem, off, _ = engines.dio_alignment(data)
             if cfg.reader.transfer_size % off:
-                error = (f"rank {rank}: io.interface=posix_direct needs reader.transfer_size "
-                         f"in multiples of {off} bytes on {data}")
+                bad_value = (f"io.interface=posix_direct needs reader.transfer_size in "
+                             f"multiples of {off} bytes on {data} (reader.transfer_size="
+                             f"{cfg.reader.transfer_size})")
             else:
                 engines.dio_probe(data)
         except engines.EngineError as e:
             error = str(e)
+        bad_values = [b for b in comm.allgather(bad_value) if b]
+        if bad_values:          # a configuration value: a config error on every rank
+            raise config.ConfigError(bad_values[0])
         _agree(comm, error)
     return generated
 
@@ -147,6 +151,17 @@ def run_facts(cfg, comm):
         facts["warnings"].append(warn)
     threads = cfg.reader.read_threads if (cfg.io.interface in readers.PREFETCH_INTERFACES
                                           and cfg.io.read_type == "on_demand") else 0
+    widening = odirect_widening(cfg) if comm.Get_rank() == 0 else None
+    widening = comm.bcast(widening, root=0)
+    if widening:
+        facts["odirect_widening"] = widening
+        facts["warnings"].append(
+            f"io.interface=posix_direct: O_DIRECT alignment ({widening['alignment']} bytes on "
+            f"{cfg.dataset.data_folder}) widens each sample read to up to "
+            f"{widening['read_bytes_max']} bytes (samples of {widening['sample_bytes_max']} "
+            f"bytes at most); bytes moved include the widening (file 0: "
+            f"{widening['file0_read_bytes']} bytes read for {widening['file0_sample_bytes']} "
+            "bytes of samples)")
     cpus = comm.allreduce(len(os.sched_getaffinity(0)), op=_mpi().MIN)
     facts["cpus_per_rank_min"] = cpus
     if threads > 1 and threads > cpus:
@@ -157,6 +172,30 @@ def run_facts(cfg, comm):
             f"rank to {threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
             "--cpus-per-task) or not at all (--bind-to none)")
     return facts
+
+
+def odirect_widening(cfg):
+    """With io.interface=posix_direct and per-sample reads, how O_DIRECT alignment widens the
+    reads of the samples of the first training file (the aligned ranges covering them, cut at
+    the file's end, as the reader reads them), or None when no read is widened."""
+    if (cfg.io.interface != "posix_direct" or not cfg.workflow.train
+            or cfg.reader.access != "sample" or cfg.io.read_type != "on_demand"):
+        return None
+    from dlio_mpi.dataset import Dataset
+    data = Dataset(cfg)
+    if not data.byte_ranges or data.num_files == 0:
+        return None
+    align = engines.dio_alignment(data.root)[1]
+    idx = data.index(0)
+    offs, lens = idx.ranges(np.arange(data.spf))
+    start = offs - offs % align
+    end = np.minimum(-(-(offs + lens) // align) * align, max(int(idx.file_size), 0))
+    read = np.maximum(end - start, lens)
+    if int(read.sum()) == int(lens.sum()):
+        return None
+    return {"alignment": int(align), "sample_bytes_max": int(lens.max()),
+            "read_bytes_max": int(read.max()), "file0_sample_bytes": int(lens.sum()),
+            "file0_read_bytes": int(read.sum())}
 
 
 # per_rank.csv's columns after the rank: when (seconds since the epoch) and after how long
@@ -234,16 +273,17 @@ def run(cfg, comm, echo=print, job_start_ns=None):
     trained = [e for e in everything if e["phase"] == "train"]
     evals = [e for e in everything if e["phase"] == "eval"]
     au = float(np.mean([e["au"] for e in trained])) if trained else 0.0
+    unread = (cfg.num_samples - (trained[0]["steps"] if trained else 0) * cfg.reader.batch_size
+              * size if cfg.reader.access == "stream" else
+              sampler.unread_per_epoch(cfg.num_samples, size, cfg.reader.batch_size,
+                                       cfg.io.remainder, cfg.io.layout, cfg.io.read_type))
     summary = {
         "config": cfg.to_dict(),
         "ranks": size,
         "hosts": facts["hosts"],
         "steps_per_epoch": trained[0]["steps"] if trained else 0,
-        "samples_dropped_per_epoch": (
-            cfg.num_samples - (trained[0]["steps"] if trained else 0) * cfg.reader.batch_size * size
-            if cfg.reader.access == "stream" else sampler.dropped_per_epoch(
-                cfg.num_samples, size, cfg.reader.batch_size, cfg.io.remainder,
-                cfg.io.layout, cfg.io.read_type)),
+        "samples_dropped_per_epoch": max(0, unread),
+        "samples_padded_per_epoch": max(0, -unread),
         "load": load[0] if load else None,
         "write": {"duration_s": wrote[0]["duration_s"], "bytes_written": wrote[0]["bytes_moved"],
                   "bandwidth_bytes_per_s": wrote[0]["bytes_per_s"]} if wrote else None,
@@ -359,9 +399,16 @@ def mark_stopped(cfg, status, why, rank=None):
     return status
 
 
+def _remainder_words(s):
+    padded = s.get("samples_padded_per_epoch") or 0
+    if padded:
+        return f"{padded} samples padded per epoch"
+    return f"{s['samples_dropped_per_epoch']} samples dropped per epoch"
+
+
 def format_summary(s):
     lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
-             f" ({s['samples_dropped_per_epoch']} samples dropped per epoch)" if s["epochs"]
+             f" ({_remainder_words(s)})" if s["epochs"]
              else f"ranks {s['ranks']}, checkpoints only"]
     for c in s.get("checkpoints") or []:
         lines.append(f"checkpoint {c['index']} {c['op']}: {c['bytes']} bytes in "

@@ -28,14 +28,25 @@ def steps_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
     return num_samples // (ranks * batch)
 
 
-def dropped_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
-                      read_type="on_demand"):
+def unread_per_epoch(num_samples, ranks, batch, remainder, layout, read_type):
     """Samples not read in an epoch (negative: samples read twice, when padded)."""
     steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
     readers = 1 if layout == "replicated" and read_type != "memory" else ranks
     if read_type == "memory" and layout == "replicated":
         return num_samples - steps * batch
     return num_samples - steps * readers * batch
+
+
+def dropped_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
+                      read_type="on_demand"):
+    """Samples not read in an epoch (0 when the remainder is padded)."""
+    return max(0, unread_per_epoch(num_samples, ranks, batch, remainder, layout, read_type))
+
+
+def padded_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
+                     read_type="on_demand"):
+    """Samples read a second time in an epoch to fill the last step (io.remainder=pad)."""
+    return max(0, -unread_per_epoch(num_samples, ranks, batch, remainder, layout, read_type))
 
 
 def epoch_order(num_samples, epoch, seed, shuffle, samples_per_file=0, file_shuffle=False):

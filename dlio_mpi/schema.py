@@ -28,8 +28,8 @@ SCHEMA = {
     "model": {
         "name": Key("str", "default", "the model's name (an identifier only)"),
         "type": Key("str", "default", "kind of model (an identifier only)", emulated=False),
-        "model_size_bytes": Key("size", 0, "checkpoint size of the model per writer (bytes)",
-                                minimum=0),
+        "model_size_bytes": Key("size", 0, "checkpoint size of the whole model (bytes), "
+                                "split evenly among the checkpoint.writers ranks", minimum=0),
         "model_datatype": Key("enum", "fp16", "datatype of the parameters",
                               ("fp16", "bf16", "fp32", "int8", "uint8")),
         "optimizer_datatype": Key("enum", "fp32", "datatype of the optimizer state",
@@ -167,7 +167,8 @@ SCHEMA = {
                       "writing rank, one shared file by collective MPI-IO, one shared HDF5 "
                       "file, or the DLIO paper's four files per rank",
                       ("file_per_rank", "mpiio", "hdf5", "four_files")),
-        "writers": Key("enum", "rank0", "who writes a model_size_bytes checkpoint",
+        "writers": Key("enum", "rank0", "who writes a model_size_bytes checkpoint (each "
+                       "writer its share of the model's bytes)",
                        ("rank0", "all", "model_parallel")),
         "preset": Key("enum", "none", "a named checkpoint size (MLPerf Storage llama3 layouts)",
                       ("none", "llama3_8b", "llama3_70b", "llama3_405b", "llama3_1t")),

@@ -123,3 +123,20 @@ def test_checkpoint_only_run_reports_no_training_figures(tmp_path):
     assert "page cache" not in out
     wrote = sum(c["bytes"] for c in s["checkpoints"] if c["op"] == "write")
     assert wrote == 1 << 20 and f"checkpoint bytes written {wrote}" in out
+
+
+@pytest.mark.parametrize("writers,files", [("all", 3), ("rank0", 1)])
+def test_model_size_is_the_whole_model_split_among_writers(tmp_path, writers, files):
+    """model.model_size_bytes is the whole model: its writers' files hold it once between them
+    (an odd size split as evenly as integers allow), as the schema says."""
+    from dlio_mpi.schema import SCHEMA
+    size = 1000003
+    _, s = run(tmp_path, 3, "workflow.train=false", "workflow.checkpoint=true",
+               f"model.model_size_bytes={size}", f"checkpoint.writers={writers}")
+    written = sorted((tmp_path / "c").iterdir())
+    assert len(written) == files
+    sizes = sorted(f.stat().st_size for f in written)
+    assert sum(sizes) == size and sizes[-1] - sizes[0] <= 1
+    assert [c["bytes"] for c in s["checkpoints"] if c["op"] == "write"] == [size]
+    doc = SCHEMA["model"]["model_size_bytes"].doc
+    assert "whole model" in doc and "split evenly among" in doc and "per writer" not in doc

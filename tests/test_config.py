@@ -1,6 +1,8 @@
 """Configuration: shipped workloads, DLIO benchmark workload files, overrides, and every kind of
 bad input rejected with one line naming the key."""
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -131,3 +133,26 @@ def test_off_stays_off(tmp_path):
     f = tmp_path / "w.yaml"
     f.write_text("reader:\n  sample_shuffle: off\n  batch_size: 2\n")
     assert config.load(config_file=str(f)).reader.sample_shuffle == "off"
+
+
+@pytest.mark.parametrize("content,line", [
+    (b"dataset:\n  num_files_train: 2\n\x7fELF\x02\x01\x01\x00\xd0\xfe\xff\n",
+     " line 3: not UTF-8 text (byte 0xd0); a workload file is YAML"),
+    (b"dataset:\n  record_length: [1\n  num_files_train: 2\n",
+     " line 3: not valid YAML (expected ',' or ']', but got ':')"),
+    (b"dataset:\n  record_length: \"\x01\"\n",
+     " line 2: not valid YAML (special characters are not allowed)"),
+    (b"- dataset\n- reader\n", ": holds a list; a workload file is a mapping of sections"),
+    (b"just words\n", ": holds a string; a workload file is a mapping of sections"),
+])
+def test_bad_config_file_is_one_line_naming_it_and_exit_2(tmp_path, content, line):
+    """A --config file of binary bytes, bad YAML or a document that is not a mapping: one line
+    naming the file (and the line, where known), exit 2, no traceback."""
+    f = tmp_path / "w.yaml"
+    f.write_bytes(content)
+    p = subprocess.run([sys.executable, "-m", "dlio_mpi", "run", "--config", str(f),
+                        f"output.folder={tmp_path}/o"], capture_output=True, text=True,
+                       timeout=60, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == f"dlio_mpi: config error: {f}{line}\n"
+    assert p.stdout == "" and not (tmp_path / "o").exists()

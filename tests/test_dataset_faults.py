@@ -161,3 +161,19 @@ def test_an_agreed_error_under_cpu_load_is_one_line_and_a_whole_status(tmp_path,
         for q in load:
             q.kill()
             q.wait()
+
+
+def test_tfrecord_crcs_are_not_checked_without_the_dataset_check(tmp_path):
+    """As the README says: without io.check_dataset a bad CRC goes unnoticed (the readers read
+    the layout's byte ranges), while a truncated file is still one line naming it."""
+    args, files = make(tmp_path, "tfrecord")
+    raw = bytearray(files[3].read_bytes())
+    raw[20000] ^= 0xFF
+    files[3].write_bytes(bytes(raw))
+    p = run_mpi(2, "run_cli.py", "run", *args, check=False, timeout=60)
+    assert p.returncode == 0 and not errors(p), p.stdout
+    files[1].write_bytes(files[1].read_bytes()[:30000])
+    p = run_mpi(2, "run_cli.py", "run", *args, check=False, timeout=60)
+    assert p.returncode != 0
+    e = errors(p)
+    assert len(e) == 1 and files[1].name in e[0], p.stdout

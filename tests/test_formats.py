@@ -417,3 +417,52 @@ def test_shared_hdf5_file_written_by_two_ranks(tmp_path):
     p = run_mpi(2, "check_formats_generate.py", tmp_path, timeout=120)
     for r in range(2):
         assert f"rank {r}: ok" in p.stdout, p.stdout[-3000:]
+
+
+def test_hdf5_file_refused_by_the_system_is_not_called_truncated(tmp_path):
+    """An HDF5 path the system will not open is named by its errno; only a file that opened
+    and is not HDF5 may be truncated."""
+    import errno
+
+    from dlio_mpi.formats.hdf5 import open_error, open_file
+    folder = tmp_path / "is_a_directory.h5"
+    folder.mkdir()
+    with pytest.raises(FormatError) as e:
+        open_file(folder)
+    assert str(e.value) == f"{folder}: cannot open: Is a directory"
+    refused = OSError(errno.EACCES, "Unable to open file (unable to open file: errno = 13, "
+                                    "error message = 'Permission denied')")
+    assert str(open_error("/d/f.h5", refused)) == "/d/f.h5: cannot open: Permission denied"
+    junk = tmp_path / "junk.h5"
+    junk.write_bytes(b"not HDF5 " * 1000)
+    with pytest.raises(FormatError) as e:
+        open_file(junk)
+    assert str(e.value) == (f"{junk}: not a readable HDF5 file (Unable to open file (file "
+                            "signature not found); truncated?)")
+
+
+def test_hdf5_file_without_read_permission_says_permission_denied():
+    """chmod 000, opened by an unprivileged user (root reads it regardless)."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to open the file as another user")
+    folder = tempfile.mkdtemp(prefix="dlio_mpi_perm_")
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "f.h5")
+        with h5py.File(path, "w") as f:
+            f["x"] = np.arange(4)
+        os.chmod(path, 0)
+        code = ("import sys\nfrom dlio_mpi.formats.hdf5 import open_file\n"
+                "try:\n    open_file(sys.argv[1])\nexcept Exception as e:\n    print(e)\n")
+        p = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                            sys.executable, "-c", code, path], capture_output=True, text=True,
+                           timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))
+        assert p.stdout == f"{path}: cannot open: Permission denied\n", p.stderr
+    finally:
+        shutil.rmtree(folder)

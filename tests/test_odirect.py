@@ -109,3 +109,56 @@ def test_zero_length_requests(dfile):
         assert total == 0 and out.size == 0
         out, total = f.readv([], [])
         assert total == 0
+
+
+def _direct_run(tmp_path, *extra, check=True):
+    import json
+
+    from mpirun import run_mpi
+    data, out = tmp_path / "data", tmp_path / "out"
+    p = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={data}", f"output.folder={out}",
+                "dataset.num_files_train=4", "dataset.num_samples_per_file=4",
+                "dataset.record_length=1000", "dataset.record_length_stdev=0",
+                "reader.batch_size=2", "train.epochs=1", "train.computation_time=0",
+                "io.interface=posix_direct", *extra, check=check, timeout=120)
+    s = out / "summary.json"
+    return p, (json.loads(s.read_text()) if s.exists() else None), data, out
+
+
+def test_misaligned_transfer_size_is_a_config_error(dfile, tmp_path):
+    """reader.transfer_size not a multiple of the O_DIRECT alignment: a configuration value,
+    so one config-error line and exit 2, the run marked failed, no summary."""
+    p, s, data, out = _direct_run(tmp_path, "reader.transfer_size=1000", check=False)
+    align = engines.dio_alignment(data)[1]
+    line = (f"dlio_mpi: config error: io.interface=posix_direct needs reader.transfer_size in "
+            f"multiples of {align} bytes on {data} (reader.transfer_size=1000)")
+    assert p.returncode == 2, p.stdout
+    assert [l for l in p.stdout.splitlines() if l.startswith("dlio_mpi")] == [line], p.stdout
+    assert s is None
+    assert '"status": "failed"' in (out / "status.json").read_text()
+
+
+def test_widened_reads_are_warned_and_counted(dfile, tmp_path):
+    """1000-byte records read through O_DIRECT: each read widened to the aligned range around
+    it; the run says so in one warning line and the summary gives the widening of file 0."""
+    p, s, data, _ = _direct_run(tmp_path)
+    align = engines.dio_alignment(data)[1]
+    offs = np.arange(4) * 1000
+    start = offs - offs % align
+    end = np.minimum(-(-(offs + 1000) // align) * align, 4000)
+    read = end - start
+    w = s["facts"]["odirect_widening"]
+    assert w == {"alignment": align, "sample_bytes_max": 1000, "read_bytes_max": int(read.max()),
+                 "file0_sample_bytes": 4000, "file0_read_bytes": int(read.sum())}
+    assert s["bytes_moved"] == 4 * int(read.sum())        # every file is laid out as file 0
+    warning = (f"warning: io.interface=posix_direct: O_DIRECT alignment ({align} bytes on "
+               f"{data}) widens each sample read to up to {int(read.max())} bytes (samples of "
+               f"1000 bytes at most); bytes moved include the widening (file 0: "
+               f"{int(read.sum())} bytes read for 4000 bytes of samples)")
+    assert p.stdout.count(warning) == 1, p.stdout
+
+
+def test_aligned_records_are_not_warned(dfile, tmp_path):
+    p, s, data, _ = _direct_run(tmp_path, "dataset.record_length=4096")
+    assert "odirect_widening" not in s["facts"] and "widens" not in p.stdout
+    assert s["bytes_moved"] == 16 * 4096

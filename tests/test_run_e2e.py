@@ -47,6 +47,8 @@ def test_every_sample_once_per_epoch(tmp_path, n, interface, threads):
     steps = total // (n * batch)
     assert s["steps_per_epoch"] == steps
     assert s["samples_dropped_per_epoch"] == total - steps * n * batch
+    assert s["samples_padded_per_epoch"] == 0
+    assert f"({total - steps * n * batch} samples dropped per epoch)" in p.stdout
     assert "train_au_mean_percentage" in p.stdout
     assert s["bytes_moved"] == epochs * steps * n * batch * REC
     for e, logs in enumerate(load_oplogs(out, n, epochs)):
@@ -135,11 +137,17 @@ def test_shared_file_padded_remainder(tmp_path):
     """One shared file read in parts; 3 ranks x batch 2 over 20 samples: 4 steps, 4 samples
     read twice to fill the last step."""
     n, spf = 3, 20
-    s, out = run_small(tmp_path, n, "dataset.num_files_train=1",
-                       f"dataset.num_samples_per_file={spf}", "reader.batch_size=2",
-                       "io.layout=shared", "io.remainder=pad", "train.epochs=1",
-                       "reader.sample_shuffle=seed")
-    assert s["steps_per_epoch"] == 4 and s["samples_dropped_per_epoch"] == 20 - 24
+    data, out = tmp_path / "data", tmp_path / "out"
+    p = run_mpi(n, "run_cli.py", "run", f"dataset.data_folder={data}", f"output.folder={out}",
+                f"dataset.record_length={REC}", "train.computation_time=0", "io.keep_oplog=true",
+                "dataset.num_files_train=1", f"dataset.num_samples_per_file={spf}",
+                "reader.batch_size=2", "io.layout=shared", "io.remainder=pad", "train.epochs=1",
+                "reader.sample_shuffle=seed", timeout=180)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["steps_per_epoch"] == 4
+    assert s["samples_dropped_per_epoch"] == 0 and s["samples_padded_per_epoch"] == 4
+    assert "ranks 3, 1 epochs of 4 steps (4 samples padded per epoch)" in p.stdout
+    assert "dropped" not in p.stdout
     seen = []
     for r in range(n):
         z = load_npz(out / f"oplog_rank{r:05d}.npz")

@@ -32,6 +32,8 @@ def test_pad_covers_every_sample(n, ranks, batch):
     seen = np.concatenate([p.reshape(-1) for p in plans])
     assert set(seen.tolist()) == set(range(n))
     assert len({p.shape for p in plans}) == 1
+    assert sampler.dropped_per_epoch(n, ranks, batch, "pad") == 0
+    assert seen.size - sampler.padded_per_epoch(n, ranks, batch, "pad") == n
 
 
 def test_order_changes_per_epoch_and_is_reproducible():

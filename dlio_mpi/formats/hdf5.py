@@ -155,8 +155,24 @@ def open_file(path):
     try:
         return h5py.File(path, "r")
     except OSError as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise FormatError(path, f"not a readable HDF5 file ({msg}; truncated?)") from None
+        raise open_error(path, e) from None
+
+
+def open_error(path, error):
+    """The FormatError of an HDF5 file that h5py could not open: a file the system refused
+    (permission, missing, a directory) is named by its errno; only a file that opened but is
+    not HDF5 as far as libhdf5 can tell may be truncated."""
+    import errno as errnos
+    import os
+
+    code = getattr(error, "errno", None)
+    if code in (errnos.EISDIR, errnos.ENOENT, errnos.EACCES, errnos.EPERM, errnos.ENOTDIR,
+                errnos.ELOOP, errnos.ENAMETOOLONG):
+        return FormatError(path, f"cannot open: {os.strerror(code)}")
+    msg = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if code:
+        return FormatError(path, f"not a readable HDF5 file ({msg})")
+    return FormatError(path, f"not a readable HDF5 file ({msg}; truncated?)")
 
 
 def index_file(path, spec, file_index=None):
