@@ -131,3 +131,19 @@ def test_off_stays_off(tmp_path):
     f = tmp_path / "w.yaml"
     f.write_text("reader:\n  sample_shuffle: off\n  batch_size: 2\n")
     assert config.load(config_file=str(f)).reader.sample_shuffle == "off"
+
+
+@pytest.mark.parametrize("prefix", ["../../x/esc", "a/b", "..", "", "/abs", "a\0b"])
+def test_a_file_prefix_that_leaves_its_folder_is_a_config_error(prefix):
+    with pytest.raises(config.ConfigError) as ei:
+        config.load(["workload=default", f"dataset.file_prefix={prefix}"])
+    assert str(ei.value) == (
+        f"dataset.file_prefix={prefix!r}: a file name prefix must not be empty or contain "
+        "'/', '..' or a NUL byte (it names files inside their folder)")
+
+
+@pytest.mark.parametrize("key", ["dataset.data_folder", "checkpoint.checkpoint_folder",
+                                 "output.folder"])
+def test_an_empty_folder_is_a_config_error(key):
+    with pytest.raises(config.ConfigError, match=rf"^{key}='': a directory must not be empty"):
+        config.load(["workload=default", f"{key}="])
