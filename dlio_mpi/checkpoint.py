@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import collective, engines, sysinfo
+from dlio_mpi import checkpoint_record, collective, engines, sysinfo
 from dlio_mpi.checkpoint_size import (  # noqa: F401
     FLAT, GIB, LLAMA3, MLPERF_STORAGE_GIB, PAGE, PRESETS, WRITER_POLICIES, Content, Filler,
     FlatCheckpoint, Layout, Transformer, TransformerCheckpoint, is_writer, preset, split,
@@ -124,7 +124,7 @@ class Checkpointer:
 
     def __init__(self, comm, directory, fmt="file_per_rank", *, direct=False, xfer=1 << 20,
                  chunk=64 << 20, sync="fsync", sync_dir=True, hints=None, oplog=None,
-                 prefix="ckpt"):
+                 prefix="ckpt", record=False):
         if fmt not in FORMATS:
             raise ValueError(f"unknown checkpoint format {fmt!r}: use one of {', '.join(FORMATS)}")
         if direct and fmt not in ("file_per_rank", "four_files"):
@@ -142,6 +142,12 @@ class Checkpointer:
             else int(chunk)
         self.sync, self.sync_dir, self.hints, self.oplog = sync, sync_dir, hints, oplog
         self.prefix = prefix
+        # record: rank 0 names each complete checkpoint's files in the folder's record
+        # (checkpoint_record), which says whether the folder was made by a run
+        self.record = bool(record)
+        if self.record:
+            self._made = comm.bcast(not os.path.isdir(self.directory) if self.rank == 0
+                                    else None, root=0)
         # HDF5 through ROMIO: a failed collective write cannot be finished (module doc)
         self._abort_on_io_error = fmt == "hdf5" and sysinfo.romio_in_use()
         self.before_abort = None    # called with the message before such an abort
@@ -434,7 +440,29 @@ class Checkpointer:
     def write(self, index, nbytes):
         """Collective: write checkpoint index. nbytes: this rank's share in bytes, or a size
         object of checkpoint_size (its layout must have comm's size); ignored by four_files.
-        Returns a CheckpointResult; raises CheckpointError on every rank if any rank failed."""
+        Returns a CheckpointResult; raises CheckpointError on every rank if any rank failed.
+        With record, the complete checkpoint's files are then added to the folder's record
+        (not timed); a failure to record removes the checkpoint and raises on every rank."""
+        res = self._write(index, nbytes)
+        if self.record:
+            self._record(index, res)
+        return res
+
+    def _record(self, index, res):
+        names = self.comm.gather([os.path.basename(p) for p in res.files], root=0)
+        err = None
+        if self.rank == 0:
+            try:
+                checkpoint_record.append(self.directory, sorted(set(sum(names, []))),
+                                         self._made)
+            except OSError as e:
+                err = self._err(e, "cannot record the checkpoint:")
+        err = self.comm.bcast(err, root=0)
+        if err:
+            self.remove(index)
+            raise CheckpointError(f"checkpoint {index} write failed: {err}", [(0, err)])
+
+    def _write(self, index, nbytes):
         n = self._my_bytes(nbytes)
         what = f"checkpoint {index} write"
         err = self._check_dir(True)

@@ -52,7 +52,8 @@ def make(cfg, comm, log):
     ck = cfg.checkpoint
     c = checkpoint.Checkpointer(
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
-        sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log)
+        sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log,
+        record=True)
 
     def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)
         from dlio_mpi import runner

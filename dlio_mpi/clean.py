@@ -1,17 +1,16 @@
-"""Removing what a workload created, and nothing else: the dataset files its manifest names
-(and their leftovers from interrupted generation), the manifest, checkpoint files named as the
-checkpointer names them, and the directories those leave empty. A path that is the root, a
-home directory or a system directory is refused."""
-import glob
+"""Removing what a workload created, and nothing else: the dataset files named as its manifest
+describes them (and their leftovers from interrupted generation; found by listing the
+dataset's directories, so a partial dataset, whose manifest says in progress, goes too), the
+manifest, the checkpoint files its runs recorded in the checkpoint folder's record and the
+record, and the directories the emulator made that this leaves empty. Every path is checked
+to resolve inside the data or checkpoint folder before anything is removed. A path that is
+the root, a home directory or a system directory is refused."""
 import os
-import re
 
-from dlio_mpi import datagen
-from dlio_mpi.dataset import Dataset
+from dlio_mpi import checkpoint_record, datagen
 
 PROTECTED = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc",
              "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/work")
-CKPT = re.compile(r"^ckpt-\d{6}(-r\d{6})?\.(bin|h5|data|meta|index|state)(\.part.*)?$")
 
 
 class RefusedPath(RuntimeError):
@@ -28,60 +27,83 @@ def check_path(path):
     return real
 
 
+def _inside(paths, folder, what):
+    for p in paths:
+        if not datagen.inside(p, folder):
+            raise RefusedPath(f"refusing to remove {p}: it resolves to {os.path.realpath(p)}, "
+                              f"outside the {what} {folder}")
+    return paths
+
+
 def dataset_files(cfg):
-    """The dataset's files as its manifest describes them (nothing if there is no manifest of
-    this dataset): final names, then the temporary names generation uses."""
+    """(files, directories the emulator made for the dataset, deepest first) as the manifest
+    describes them; nothing if there is no manifest of this dataset."""
     root = cfg.dataset.data_folder
-    have = datagen.read_manifest(root)
+    try:
+        have = datagen.load_manifest(root)
+    except datagen.ManifestError as e:
+        raise RefusedPath(str(e)) from None
     if have is None:
-        return []
-    if have != datagen.manifest_for(cfg):
+        return [], []
+    if datagen.description(have) != datagen.manifest_for(cfg):
         raise RefusedPath(f"the manifest in {root} describes another dataset than this "
                           "workload's: give the workload's overrides that made it")
-    out = []
-    splits = [Dataset(cfg)] + ([Dataset(cfg, "valid")] if cfg.dataset.num_files_eval else [])
-    for d in splits:
-        for i in range(d.num_files):
-            p = d.path(i)
-            out.append(p)
-            out.extend(glob.glob(glob.escape(p) + ".part*"))
+    out, dirs = [], []
+    for d in datagen.splits(cfg):
+        out.extend(sorted(p for p, _, _ in datagen.dataset_entries(d)))
+        dirs.extend(d.directories() + ([os.path.join(root, d.split)] if d.subfolders else []))
     out.append(os.path.join(root, datagen.MANIFEST))
-    return out
+    if "made_dirs" in have:
+        dirs = [os.path.normpath(os.path.join(root, m)) for m in have["made_dirs"]]
+    # (a manifest of earlier versions records none: its split directories, not the folder)
+    return _inside(out, root, "data folder"), sorted(set(dirs), key=len, reverse=True)
 
 
 def checkpoint_files(cfg):
+    """(files, directories made, a note or None): the files the folder's record names (those
+    still there) and the record; nothing, and a note, for a folder without a record."""
     folder = cfg.checkpoint.checkpoint_folder
     if not os.path.isdir(folder):
-        return []
-    return [os.path.join(folder, f) for f in sorted(os.listdir(folder)) if CKPT.match(f)]
+        return [], [], None
+    try:
+        rec = checkpoint_record.read(folder)
+    except checkpoint_record.RecordError as e:
+        raise RefusedPath(str(e)) from None
+    if rec is None:
+        return [], [], (f"{folder} holds no record of checkpoints written by dlio_mpi "
+                        f"({checkpoint_record.RECORD}): nothing removed there")
+    made, names = rec
+    files = [os.path.join(folder, n) for n in names]
+    files = [f for p in files for f in (p, p + ".part")] + \
+        [os.path.join(folder, checkpoint_record.RECORD)]
+    return _inside(files, folder, "checkpoint folder"), [folder] if made else [], None
 
 
 def clean(cfg, dry_run=False):
-    """Remove the workload's dataset and checkpoints; returns (files removed, bytes)."""
+    """Remove the workload's dataset and checkpoints; returns (files removed, bytes, notes:
+    one line each about what was left alone)."""
     check_path(cfg.dataset.data_folder)
     check_path(cfg.checkpoint.checkpoint_folder)
-    files = [f for f in dataset_files(cfg) + checkpoint_files(cfg) if os.path.isfile(f)]
+    data, data_dirs = dataset_files(cfg)
+    ckpt, ckpt_dirs, note = checkpoint_files(cfg)
+    files = [f for f in dict.fromkeys(data + ckpt) if os.path.isfile(f)]
     nbytes = 0
-    dirs = set()
+    emptied = set()
     for f in files:
         nbytes += os.path.getsize(f)
-        dirs.add(os.path.dirname(f))
+        emptied.add(os.path.realpath(os.path.dirname(f)))
         if not dry_run:
             os.unlink(f)
     if not dry_run:
-        # directories left empty, deepest first, never above the data or checkpoint folder
-        tops = {os.path.realpath(cfg.dataset.data_folder),
-                os.path.realpath(cfg.checkpoint.checkpoint_folder)}
-        for d in sorted(dirs, key=len, reverse=True):
-            while d and os.path.realpath(d) not in tops:
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    break
-                d = os.path.dirname(d)
-            for top in tops:
-                try:
-                    os.rmdir(top)
-                except OSError:
-                    pass
-    return len(files), nbytes
+        # directories the emulator made, deepest first, that are empty now: those clean
+        # removed files from, and their parents it made that this empties in turn
+        for d in data_dirs + ckpt_dirs:
+            real = os.path.realpath(d)
+            if real not in emptied or not os.path.isdir(d):
+                continue
+            try:
+                os.rmdir(d)
+            except OSError:
+                continue
+            emptied.add(os.path.dirname(real))
+    return len(files), nbytes, [note] if note else []

@@ -222,13 +222,15 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="list what would be removed")
 def clean(overrides, config_file, dry_run):
-    """Remove a workload's dataset (the files its manifest names) and its checkpoints, and
-    nothing else; refuses /, home and system directories. Run it without mpiexec."""
+    """Remove a workload's dataset (the files its manifest describes, also a partial one) and
+    the checkpoints its runs recorded, and nothing else; refuses /, home and system
+    directories and any path that resolves outside the data or checkpoint folder. Run it
+    without mpiexec."""
     from dlio_mpi import clean as cl
 
     cfg = _load(overrides, config_file)
     try:
-        n, nbytes = cl.clean(cfg, dry_run=dry_run)
+        n, nbytes, notes = cl.clean(cfg, dry_run=dry_run)
     except cl.RefusedPath as e:
         click.echo(f"dlio_mpi: clean: {e}", err=True)
         sys.exit(CONFIG_ERROR)
@@ -237,6 +239,8 @@ def clean(overrides, config_file, dry_run):
         sys.exit(1)
     verb = "would remove" if dry_run else "removed"
     click.echo(f"{verb} {n} files ({nbytes} bytes)")
+    for note in notes:
+        click.echo(f"dlio_mpi: clean: {note}", err=True)
 
 
 @main.group()

@@ -330,8 +330,32 @@ def load(overrides=(), config_file=None, workload=None):
     return cfg
 
 
+# configuration values that become a path component (a file name, or a part of one)
+NAME_KEYS = (("dataset", "file_prefix"),)
+# configuration values that are directories
+FOLDER_KEYS = (("dataset", "data_folder"), ("checkpoint", "checkpoint_folder"),
+               ("output", "folder"))
+
+
+def check_names(cfg):
+    """A name built into a file name stays inside its folder: no '/', no '..', not empty, no
+    NUL byte; a folder is not empty and has no NUL byte."""
+    for section, key in NAME_KEYS:
+        value = getattr(getattr(cfg, section), key)
+        if not value or "/" in value or ".." in value or "\0" in value:
+            raise ConfigError(f"{section}.{key}={value!r}: a file name prefix must not be empty "
+                              "or contain '/', '..' or a NUL byte (it names files inside their "
+                              "folder)")
+    for section, key in FOLDER_KEYS:
+        value = getattr(getattr(cfg, section), key)
+        if not value or "\0" in value:
+            raise ConfigError(f"{section}.{key}={value!r}: a directory must not be empty or "
+                              "contain a NUL byte")
+
+
 def validate(cfg):
     """Impossible combinations, each one line."""
+    check_names(cfg)
     io, ds, rd = cfg.io, cfg.dataset, cfg.reader
     if rd.odirect and io.interface not in ("posix", "posix_direct"):
         raise ConfigError(f"reader.odirect=true with io.interface={io.interface}: O_DIRECT "

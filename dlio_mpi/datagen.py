@@ -3,9 +3,13 @@ dealt round-robin), or one shared HDF5 file written collectively by all.
 
 A file appears under its final name only when complete (written to a temporary name, then
 renamed); a rerun checks the files that are there (size from the format's layout, or the file's
-own headers) and rewrites only the missing or damaged ones. Rank 0 writes the manifest last, so a
-dataset with a manifest is whole; readers take the file names from the manifest's pattern and
-never list the directory."""
+own headers) and rewrites only the missing or damaged ones. Before any file is written, rank 0
+checks that the file system has room for the dataset and every rank that its host has the memory
+a file's writing holds, then writes the manifest marked in progress (with the directories it
+made), so that clean can remove a partial dataset and a run refuses it; the manifest is marked
+complete when every file is. A manifest without a state (written by earlier versions, last) is
+complete. Readers compute the file names and never list the directory; a manifest naming a path
+outside the data folder is refused."""
 import json
 import os
 import re
@@ -14,6 +18,22 @@ from dlio_mpi import collective, formats, sysinfo
 from dlio_mpi.dataset import Dataset
 
 MANIFEST = "manifest.json"
+IN_PROGRESS, COMPLETE = "in_progress", "complete"
+BOOKKEEPING = ("state", "made_dirs")     # manifest keys that do not describe the dataset
+
+
+class ManifestError(RuntimeError):
+    """A manifest that cannot be read or names a path outside its data folder (one line)."""
+
+
+def inside(path, folder):
+    """Whether path resolves (symbolic links followed) to folder or below it."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def splits(cfg):
+    return [Dataset(cfg)] + ([Dataset(cfg, "valid")] if cfg.dataset.num_files_eval else [])
 
 
 def manifest_for(cfg):
@@ -42,15 +62,53 @@ def manifest_for(cfg):
     }
 
 
-def read_manifest(data_dir):
+def load_manifest(data_dir):
+    """The manifest in data_dir as written (None if there is none); ManifestError when it
+    cannot be read, or when a path it names (its files, the directories it made) does not
+    resolve inside data_dir."""
     path = os.path.join(data_dir, MANIFEST)
     try:
         with open(path) as f:
-            return json.load(f)
+            m = json.load(f)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
-        raise RuntimeError(f"cannot read the dataset manifest {path}: {e}") from None
+        raise ManifestError(f"cannot read the dataset manifest {path}: {e}") from None
+    if not isinstance(m, dict):
+        raise ManifestError(f"cannot read the dataset manifest {path}: not a JSON object")
+    names = []
+    if "files" in m:
+        try:
+            names.append(m["files"].format(index=0))
+        except (AttributeError, KeyError, IndexError, ValueError):
+            raise ManifestError(f"the dataset manifest {path} has a bad file pattern "
+                                f"{m['files']!r}") from None
+    made = m.get("made_dirs", [])
+    if not isinstance(made, list) or not all(isinstance(d, str) for d in made):
+        raise ManifestError(f"the dataset manifest {path} has a bad made_dirs {made!r}")
+    for name in names + made:
+        if "\0" in name or os.path.isabs(name) or not inside(os.path.join(data_dir, name),
+                                                              data_dir):
+            raise ManifestError(f"the dataset manifest {path} names {name!r}, outside "
+                                f"{data_dir}: refused")
+    if m.get("state", COMPLETE) not in (IN_PROGRESS, COMPLETE):
+        raise ManifestError(f"the dataset manifest {path} has an unknown state "
+                            f"{m['state']!r}")
+    return m
+
+
+def description(m):
+    """The dataset a manifest describes (what manifest_for gives), without its bookkeeping."""
+    return None if m is None else {k: v for k, v in m.items() if k not in BOOKKEEPING}
+
+
+def in_progress(m):
+    return m is not None and m.get("state", COMPLETE) == IN_PROGRESS
+
+
+def read_manifest(data_dir):
+    """The dataset the manifest in data_dir describes, or None."""
+    return description(load_manifest(data_dir))
 
 
 def _complete(d, i):
@@ -76,9 +134,8 @@ def check(cfg, comm):
     problem, on every rank."""
     rank, size = comm.Get_rank(), comm.Get_size()
     error = None
-    splits = [Dataset(cfg)] + ([Dataset(cfg, "valid")] if cfg.dataset.num_files_eval else [])
     try:
-        for d in splits:
+        for d in splits(cfg):
             for i in range(rank, d.num_files, size):
                 kw = {"check_data": True} if d.spec.format == "tfrecord" else {}
                 idx = formats.index_file(d.path(i), d.spec, i, **kw)
@@ -104,34 +161,150 @@ def generate(cfg, comm):
     """Write the dataset of cfg on every rank of comm (collective). Returns the number of files
     this rank wrote."""
     rank = comm.Get_rank()
-    splits = [Dataset(cfg)] + ([Dataset(cfg, "valid")] if cfg.dataset.num_files_eval else [])
+    parts = splits(cfg)
     root = cfg.dataset.data_folder
-    want = manifest_for(cfg)
+    _agree(comm, memory_error(cfg, comm, max(formats.write_memory(d.spec) for d in parts)))
     error = None
     if rank == 0:
         try:
-            for d in splits:
-                for sub in d.directories():
-                    os.makedirs(sub, exist_ok=True)
-            have = read_manifest(root)
-            if have is not None and have != want:
-                os.unlink(os.path.join(root, MANIFEST))     # a different dataset
-        except (OSError, RuntimeError) as e:
-            error = f"rank 0: cannot prepare {root}: {e}"
+            error = room_error(cfg) or begin(cfg)
+        except (OSError, ManifestError) as e:
+            error = f"rank 0: cannot prepare {root}: {error_text(e)}"
     _agree(comm, error)
-    written = sum(_generate_split(d, cfg, comm) for d in splits)
+    written = sum(_generate_split(d, cfg, comm) for d in parts)
     if rank == 0:
         write_manifest(cfg)
     comm.Barrier()
     return written
 
 
-def write_manifest(cfg):
-    """The dataset's manifest, written whole or not at all (on one rank, once its files are
-    complete)."""
-    path = os.path.join(cfg.dataset.data_folder, MANIFEST)
+def error_text(e):
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return str(e)
+
+
+def _nearest_existing(path):
+    path = os.path.abspath(path)
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def dataset_entries(d):
+    """(path, file number, final) of every file in d's directories named as one of d's files
+    or as its temporary name during generation (final False): what is on disk, found by
+    listing, so as many as there are, whatever the configured count."""
+    ext = re.escape(d.ext)
+    pat = re.compile(rf"^{re.escape(d.prefix)}_(\d{{7,}})_of_{d.num_files}{ext}"
+                     rf"(\.part(?:\.\d+)?)?$")
+    for k, sub in enumerate(d.directories()):
+        try:
+            entries = list(os.scandir(sub))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for e in entries:
+            m = pat.match(e.name)
+            if not m:
+                continue
+            i = int(m.group(1))
+            if f"{i:07d}" != m.group(1) or i >= d.num_files or \
+                    (d.subfolders > 0 and i % d.subfolders != k):
+                continue
+            yield e.path, i, m.group(2) is None
+
+
+def room_error(cfg):
+    """Rank 0, before generation: one line when the data folder's file system has less room
+    (bytes, or inodes where it counts them) than the dataset's files not there yet need, at
+    their mean sizes rounded up to whole blocks; else None."""
+    root = cfg.dataset.data_folder
+    where = _nearest_existing(root)
+    try:
+        st = os.statvfs(where)
+    except OSError:
+        return None
+    block = st.f_frsize or st.f_bsize or 4096
+    need_bytes = need_files = 0
+    for d in splits(cfg):
+        per_file = -(-(d.spf * d.cfg.dataset.record_length) // block) * block
+        present = [p for p, _, final in dataset_entries(d) if final]
+        there = 0
+        for p in present:
+            try:
+                there += os.stat(p).st_blocks * 512
+            except OSError:
+                pass
+        need_bytes += max(0, d.num_files * per_file - there)
+        need_files += max(0, d.num_files - len(present))
+    error = sysinfo.space_error(where, need_bytes, f"rank 0: generating {root}")
+    if error is None and st.f_files and need_files > st.f_favail:
+        error = (f"rank 0: generating {root}: No space left on device: {where} has "
+                 f"{st.f_favail} free inodes, {need_files} files needed")
+    return error
+
+
+def memory_error(cfg, comm, need):
+    """Collective: this rank's line when the ranks of its host together would hold more
+    memory than the host has available (MemAvailable) while each holds need bytes (a file
+    being written, at least one whole sample); else None."""
+    from mpi4py import MPI
+
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    ranks = local.Get_size()
+    local.Free()
+    avail = sysinfo.available_memory_bytes()
+    if not avail or need * ranks <= avail:
+        return None
+    ds = cfg.dataset
+    return (f"rank {comm.Get_rank()}: generating {ds.data_folder}: not enough memory: writing "
+            f"a file of dataset.format={ds.format} (dataset.record_length={ds.record_length}, "
+            f"{ds.num_samples_per_file} samples per file) holds {need} bytes at once per rank "
+            f"({ranks} rank{'s' if ranks > 1 else ''} on this host: {need * ranks} bytes), and "
+            f"{avail} bytes are available")
+
+
+def begin(cfg):
+    """Rank 0, before any file of the dataset is written: its directories made (each must
+    resolve inside the data folder) and the manifest written marked in progress, with the
+    directories made for it (by this and earlier generations). Returns an error line or
+    None."""
+    root = cfg.dataset.data_folder
+    have = load_manifest(root)
+    made = set(have.get("made_dirs", [])) if have else set()
+    dirs = [root]
+    for d in splits(cfg):
+        if d.subfolders > 0:
+            dirs.append(os.path.join(root, d.split))
+        dirs.extend(d.directories())
+    for path in dirs:
+        if not os.path.isdir(path):
+            os.makedirs(path, exist_ok=True)
+            made.add(os.path.relpath(path, root))
+        if not inside(path, root):
+            return (f"rank 0: cannot prepare {root}: {path} resolves to "
+                    f"{os.path.realpath(path)}, outside the data folder")
+    write_manifest(cfg, IN_PROGRESS, made)
+    return None
+
+
+def write_manifest(cfg, state=COMPLETE, made=None):
+    """The dataset's manifest, written whole or not at all (on one rank), marked in progress
+    or complete (once its files are), with the directories made for it (default: those the
+    manifest there records)."""
+    root = cfg.dataset.data_folder
+    path = os.path.join(root, MANIFEST)
+    if made is None:
+        try:
+            have = load_manifest(root)
+        except ManifestError:
+            have = None
+        made = have.get("made_dirs", []) if have else []
+    body = dict(manifest_for(cfg), state=state, made_dirs=sorted(made))
     with open(path + ".part", "w") as f:
-        json.dump(manifest_for(cfg), f, indent=1)
+        json.dump(body, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(path + ".part", path)
 
 

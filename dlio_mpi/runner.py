@@ -67,16 +67,30 @@ def prepare(cfg, comm):
         checkpointing.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:
         return 0
-    have = datagen.read_manifest(cfg.dataset.data_folder) if rank == 0 else None
-    have = comm.bcast(have, root=0)
+    have, error = None, None
+    if rank == 0:
+        try:
+            have = datagen.load_manifest(cfg.dataset.data_folder)
+        except datagen.ManifestError as e:
+            error = f"rank 0: {e}"
+    have, error = comm.bcast((have, error), root=0)
+    if error:
+        raise RuntimeError(error)
     generated = 0
     if cfg.io.write_first:
         pass                # the run writes its dataset (dlio_mpi.write_phase)
-    elif have != datagen.manifest_for(cfg):
+    elif datagen.description(have) != datagen.manifest_for(cfg) or datagen.in_progress(have):
         if not cfg.workflow.generate_data:
+            data = cfg.dataset.data_folder
+            if datagen.description(have) == datagen.manifest_for(cfg):
+                raise config.ConfigError(
+                    f"{data} holds a dataset whose generation did not finish (its manifest is "
+                    "marked in progress) and workflow.generate_data is false: generate it "
+                    "again (python -m dlio_mpi generate ...), or remove it (python -m "
+                    "dlio_mpi clean ...)")
             what = "no dataset manifest" if have is None else "the manifest of another dataset"
             raise config.ConfigError(
-                f"{cfg.dataset.data_folder} holds {what} and workflow.generate_data is false: "
+                f"{data} holds {what} and workflow.generate_data is false: "
                 "generate it first (python -m dlio_mpi generate ...) or set "
                 "workflow.generate_data=true")
         generated = comm.allreduce(datagen.generate(cfg, comm))

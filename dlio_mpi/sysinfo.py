@@ -49,12 +49,12 @@ def filesystem_type(path):
 
 def free_bytes(directory):
     """Bytes an unprivileged writer may still write on directory's file system (statvfs), or
-    None when the file system does not say."""
+    None when the file system does not say (no size: ramfs)."""
     try:
         st = os.statvfs(directory)
     except OSError:
         return None
-    return st.f_bavail * st.f_frsize if st.f_frsize else None
+    return st.f_bavail * st.f_frsize if st.f_frsize and st.f_blocks else None
 
 
 def space_error(directory, need, what):
@@ -97,6 +97,19 @@ def memory_bytes():
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def available_memory_bytes():
+    """MemAvailable of this host (what can be allocated without swapping), from /proc/meminfo
+    (0 when unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass

@@ -7,8 +7,9 @@ ranks is written by the lowest of them, and samples nobody reads in the first ep
 to the ranks in turn, so that every byte of the dataset is written exactly once. Under
 io.interface=mpiio_coll a shared file is written with one collective call per transfer-size
 piece (ranks with fewer pieces join with none). The writes are in the op log (phase "write")
-and in the summary; rank 0 writes the manifest after every rank has written, so that a
-dataset whose writing failed is never taken for a whole one.
+and in the summary; rank 0 writes the manifest marked in progress before the writes (after the
+room and memory checks generation makes) and marks it complete after every rank has written, so
+that a dataset whose writing failed is never taken for a whole one.
 
 The engines (and with them MPI) are imported by the functions that write, never at import:
 config validation imports this module before a rank re-executes itself under Darshan, and
@@ -129,17 +130,16 @@ def write_dataset(cfg, comm, log):
 
     rank, size = comm.Get_rank(), comm.Get_size()
     data = Dataset(cfg)
+    # in memory at once: a piece of content (at least one sample) and the samples' owners
+    big = data.max_sample_bytes()
+    hold = max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
+    _agree(comm, datagen.memory_error(cfg, comm, hold))
     error = None
     if rank == 0:
         try:
-            for sub in data.directories():
-                os.makedirs(sub, exist_ok=True)
-            try:
-                os.unlink(os.path.join(data.root, datagen.MANIFEST))
-            except FileNotFoundError:
-                pass
-        except OSError as e:
-            error = f"rank 0: cannot prepare {data.root}: {e.strerror}"
+            error = datagen.room_error(cfg) or datagen.begin(cfg)
+        except (OSError, datagen.ManifestError) as e:
+            error = f"rank 0: cannot prepare {data.root}: {datagen.error_text(e)}"
     _agree(comm, error)
     mine = _my_samples(cfg, comm, data)
     files, local = data.locate(mine)

@@ -6,11 +6,19 @@ import re
 
 import pytest
 
-from dlio_mpi import checkpointing, config
+from dlio_mpi import checkpoint_record, checkpointing, config
 from mpirun import run_mpi
 
 SHRINK = ["model.num_layers=1", "model.transformer.hidden_size=256",
           "model.transformer.ffn_hidden_size=512", "model.transformer.vocab_size=1024"]
+
+
+def checkpoint_files(folder):
+    """The checkpoint files in folder, which its record names, each once, in order."""
+    files = sorted(p for p in folder.iterdir() if p.name != checkpoint_record.RECORD)
+    made, names = checkpoint_record.read(folder)
+    assert made and sorted(names) == [p.name for p in files]
+    return files
 
 
 def run(tmp_path, n, *args, check=True):
@@ -32,7 +40,7 @@ def test_every_n_steps_during_training(tmp_path):
     assert [c["step"] for c in writes] == list(range(5, steps + 1, 5))
     for c in writes:
         assert c["bytes"] == 1 << 20 and c["fsyncs"] == n and c["writers"] == n
-    files = sorted((tmp_path / "c").iterdir())
+    files = checkpoint_files(tmp_path / "c")
     assert len(files) == len(writes) * n
     assert all(f.stat().st_size == (1 << 20) // n for f in files)
     assert not [f for f in files if f.name.endswith(".part")]
@@ -43,7 +51,7 @@ def test_after_epoch_k_every_m_epochs(tmp_path):
                "checkpoint.checkpoint_after_epoch=2", "checkpoint.epochs_between_checkpoints=2",
                "train.epochs=5", "train.computation_time=0", "checkpoint.format=mpiio")
     assert [c["epoch"] + 1 for c in s["checkpoints"]] == [2, 4]
-    files = sorted((tmp_path / "c").iterdir())
+    files = checkpoint_files(tmp_path / "c")
     assert len(files) == 2 and all(f.stat().st_size == 100 * 1024 for f in files)
 
 
@@ -62,7 +70,7 @@ def test_llama3_8b_checkpoint_only_shrunk(tmp_path, fmt):
         assert c["bytes"] == size.total_bytes
         if c["op"] == "write":
             assert c["fsyncs"] >= 1
-    files = sorted((tmp_path / "c").iterdir())
+    files = checkpoint_files(tmp_path / "c")
     if fmt == "file_per_rank":
         assert len(files) == 2 * n
         assert sorted(f.stat().st_size for f in files) == \

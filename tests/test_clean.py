@@ -19,11 +19,12 @@ def test_clean_removes_only_the_workloads_files(tmp_path):
     mine.write_text("keep me")
     (ck / "other.bin").write_text("keep me too")
     r = CliRunner().invoke(main, ["clean", "--dry-run"] + args)
-    assert r.exit_code == 0 and r.output.startswith("would remove 8 files")
+    assert r.exit_code == 0 and r.output.startswith("would remove 9 files")
     assert (data / "manifest.json").exists()
     r = CliRunner().invoke(main, ["clean"] + args)
     assert r.exit_code == 0, r.output
-    assert r.output.startswith("removed 8 files")       # 4 + 2 data, 1 checkpoint, manifest
+    # 4 + 2 data, 1 checkpoint, the checkpoint record, the manifest
+    assert r.output.startswith("removed 9 files")
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert "data/train/notes.txt" in left and "ck/other.bin" in left
     assert not (data / "valid").exists() and not (data / "manifest.json").exists()
@@ -35,3 +36,63 @@ def test_clean_refuses_dangerous_paths(path):
     r = CliRunner().invoke(main, ["clean", f"dataset.data_folder={path}"])
     assert r.exit_code == 2
     assert "refusing to clean" in r.output
+
+
+def _ckpt_args(tmp_path, *extra):
+    return [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/o",
+            f"checkpoint.checkpoint_folder={tmp_path}/ck", "dataset.num_files_train=4",
+            "workflow.checkpoint=true", "model.model_size_bytes=64k", "train.epochs=2",
+            *extra]
+
+
+def test_clean_removes_only_the_checkpoints_the_runs_recorded(tmp_path):
+    ck = tmp_path / "ck"
+    (ck / "mine").mkdir(parents=True)                   # the user's folder, with their files
+    (ck / "ckpt-000001.bin").write_bytes(b"the user's checkpoint")
+    args = _ckpt_args(tmp_path)
+    run_mpi(2, "run_cli.py", "run", *args, timeout=120)
+    written = ["ckpt-000000-r000000.bin", "ckpt-000001-r000000.bin"]
+    assert (ck / "dlio_mpi_checkpoints.txt").read_text() == (
+        "# checkpoint files written whole by dlio_mpi runs, one per line\n"
+        "folder made by dlio_mpi: no\n" + "".join(f"{n}\n" for n in written))
+    data = tmp_path / "data"
+    gone = [ck / n for n in written + ["dlio_mpi_checkpoints.txt"]] + \
+        [p for p in data.rglob("*") if p.is_file()]
+    nbytes = sum(p.stat().st_size for p in gone)
+    r = CliRunner().invoke(main, ["clean"] + args)
+    assert r.exit_code == 0, r.output
+    # 4 data files, the manifest, 2 checkpoint files, the record
+    assert r.stdout == f"removed 8 files ({nbytes} bytes)\n" and len(gone) == 8
+    assert sorted(p.name for p in ck.iterdir()) == ["ckpt-000001.bin", "mine"]
+    assert (ck / "ckpt-000001.bin").read_bytes() == b"the user's checkpoint"
+    assert not data.exists()                            # made by the run's generation
+
+
+def test_clean_leaves_a_checkpoint_folder_without_a_record_alone(tmp_path):
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "ckpt-000000-r000000.bin").write_bytes(b"named as a run names it, not a run's")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for folder in (ck, empty):
+        r = CliRunner().invoke(main, ["clean", f"dataset.data_folder={tmp_path}/data",
+                                      f"checkpoint.checkpoint_folder={folder}"])
+        assert r.exit_code == 0, r.output
+        assert r.stdout == "removed 0 files (0 bytes)\n"
+        assert r.stderr == (f"dlio_mpi: clean: {folder} holds no record of checkpoints written "
+                            "by dlio_mpi (dlio_mpi_checkpoints.txt): nothing removed there\n")
+    assert [p.name for p in ck.iterdir()] == ["ckpt-000000-r000000.bin"]
+    assert empty.is_dir() and not list(empty.iterdir())
+
+
+def test_clean_removes_the_folders_the_emulator_made_and_keeps_the_users(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()                                        # a data folder the user made
+    args = _ckpt_args(tmp_path, f"dataset.data_folder={mine}")
+    run_mpi(2, "run_cli.py", "run", *args, timeout=120)
+    assert "folder made by dlio_mpi: yes\n" in (tmp_path / "ck" /
+                                               "dlio_mpi_checkpoints.txt").read_text()
+    r = CliRunner().invoke(main, ["clean"] + args)
+    assert r.exit_code == 0 and r.stdout.startswith("removed 8 files"), r.output
+    assert not (tmp_path / "ck").exists()               # made by the run, emptied by clean
+    assert mine.is_dir() and not list(mine.iterdir())   # the user's: emptied, kept

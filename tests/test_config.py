@@ -156,3 +156,19 @@ def test_bad_config_file_is_one_line_naming_it_and_exit_2(tmp_path, content, lin
     assert p.returncode == 2, p.stderr
     assert p.stderr == f"dlio_mpi: config error: {f}{line}\n"
     assert p.stdout == "" and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("prefix", ["../../x/esc", "a/b", "..", "", "/abs", "a\0b"])
+def test_a_file_prefix_that_leaves_its_folder_is_a_config_error(prefix):
+    with pytest.raises(config.ConfigError) as ei:
+        config.load(["workload=default", f"dataset.file_prefix={prefix}"])
+    assert str(ei.value) == (
+        f"dataset.file_prefix={prefix!r}: a file name prefix must not be empty or contain "
+        "'/', '..' or a NUL byte (it names files inside their folder)")
+
+
+@pytest.mark.parametrize("key", ["dataset.data_folder", "checkpoint.checkpoint_folder",
+                                 "output.folder"])
+def test_an_empty_folder_is_a_config_error(key):
+    with pytest.raises(config.ConfigError, match=rf"^{key}='': a directory must not be empty"):
+        config.load(["workload=default", f"{key}="])

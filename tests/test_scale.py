@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from datautil import load_npz
+from dlio_mpi import checkpoint_record
 from mpirun import bind_to_core, run_mpi
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -46,8 +47,9 @@ def test_many_ranks(tmp_path, n):
         assert sum(s["epochs"][e]["step_io_wait_hist"]) == steps * n
     writes = [c for c in s["checkpoints"] if c["op"] == "write"]
     assert len(writes) == 2 and all(c["writers"] == n and c["fsyncs"] == n for c in writes)
-    ck_files = sorted(ck.iterdir())
+    ck_files = sorted(f for f in ck.iterdir() if f.name != checkpoint_record.RECORD)
     assert len(ck_files) == 2 * n
+    assert checkpoint_record.read(ck) == (True, [f.name for f in ck_files])
     assert sum(f.stat().st_size for f in ck_files) == 2 * 64 * 1024
     rows = (out / "per_rank.csv").read_text().strip().splitlines()
     assert len(rows) == n + 1

@@ -1,6 +1,6 @@
 """Storage faults: a full file system (a 1 MiB tmpfs the test mounts) during generation and
 during a checkpoint. One line naming rank and file, a non-zero exit, no
-hang, and nothing half-written under a final name."""
+hang, and nothing half-written under a final name (a dataset's manifest says in progress)."""
 import json
 import os
 import signal
@@ -122,14 +122,15 @@ MPIIO = [({}, "ompio"), ({"OMPI_MCA_io": "romio321"}, "romio")]
 
 @pytest.mark.parametrize("env", [e for e, _ in MPIIO], ids=[i for _, i in MPIIO])
 def test_shared_hdf5_generation_on_a_full_file_system(small_fs, tmp_path, env):
-    """The room is checked before the collective writes: one line, nothing left."""
+    """The room is checked before the writes (the dataset's, before any file): one line,
+    nothing left."""
     p = run(2, SHARED_H5 + [f"dataset.data_folder={small_fs}/d", f"output.folder={tmp_path}/o"],
             env=env)
     out = p.stdout + p.stderr
     assert p.returncode != 0
     lines = [ln for ln in out.splitlines() if ln.startswith("dlio_mpi: ")]
     assert len(lines) == 1, out
-    assert lines[0].startswith(f"dlio_mpi: rank 0: generating {small_fs}/d/train/") and \
+    assert lines[0].startswith(f"dlio_mpi: rank 0: generating {small_fs}/d: ") and \
         "No space left on device" in lines[0] and "4194304 needed" in lines[0], out
     assert final_files(small_fs / "d") == []
 
@@ -151,4 +152,7 @@ def test_shared_hdf5_generation_failing_midway_on_one_rank(tmp_path, env):
     assert len(lines) == 1, p.stdout[-3000:]
     assert lines[0].startswith(f"dlio_mpi: rank 1: writing {tmp_path}/d/train/"), lines
     assert "Traceback" not in p.stdout
-    assert final_files(tmp_path / "d") == []
+    # only the manifest, which says the dataset is not complete (clean removes it)
+    assert final_files(tmp_path / "d") == [tmp_path / "d" / "manifest.json"]
+    manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert manifest["state"] == "in_progress"

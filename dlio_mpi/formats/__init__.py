@@ -19,7 +19,7 @@ assert set(MODULES) == set(FORMATS)
 
 __all__ = ["FORMATS", "FileIndex", "FormatError", "FormatSpec", "cut_ranges", "encoded_sample",
            "extension", "get", "index_file", "layout", "sample_bytes", "sample_sizes",
-           "sample_value", "write_file"]
+           "sample_value", "write_file", "write_memory"]
 
 
 def get(name):
@@ -44,6 +44,29 @@ def write_file(path, file_index, spec, **kw):
     """Write file file_index of spec at path (the caller names it and renames it into place);
     returns its index. hdf5 takes comm= to write one file from all ranks of a communicator."""
     return get(spec.format).write_file(path, file_index, spec, **kw)
+
+
+def write_memory(spec, stream=64 << 20):
+    """Bytes a rank holds in memory at once while writing one file of spec (an upper
+    estimate): the largest sample (mean + 8 stdev), the buffer its format writes from (the
+    whole file for npy and npz, pieces of about `stream` bytes, at least one sample, for the
+    others; a chunk of HDF5 volumes) and the per-sample tables."""
+    n = spec.samples_per_file
+    big = int(spec.record_length + 8 * spec.record_length_stdev) + 4096
+    whole = n * big
+    piece = max(big, min(whole, stream))
+    if spec.volumes:
+        import numpy as np
+        hold = 2 * max(int(np.prod(v[2])) * np.dtype(v[1]).itemsize for v in spec.volumes)
+    elif spec.format == "npy":
+        hold = whole
+    elif spec.format == "npz":
+        hold = {"stacked": 2 * whole, "shot": 3 * big}.get(spec.npz_layout, whole + big)
+    elif spec.format in ("csv", "hdf5"):
+        hold = 2 * piece
+    else:
+        hold = piece
+    return hold + 32 * n
 
 
 def index_file(path, spec, file_index=None, **kw):

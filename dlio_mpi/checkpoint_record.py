@@ -1,0 +1,61 @@
+"""The record of the checkpoints a workload's runs wrote: a small text file in the checkpoint
+folder, appended by rank 0 after each checkpoint is complete (every rank's files whole under
+their final names), that `clean` reads to remove those files and nothing else. Its first lines
+say whether a run made the folder (clean removes the folder only then, once it has emptied
+it); the others name one file each, relative to the folder. No MPI here: clean reads it
+without mpiexec."""
+import os
+import re
+
+RECORD = "dlio_mpi_checkpoints.txt"
+HEADER = "# checkpoint files written whole by dlio_mpi runs, one per line\n"
+MADE = "folder made by dlio_mpi: "
+# the names the checkpointer gives its files (checkpoint.Checkpointer.paths)
+NAME = re.compile(r"^ckpt-\d{6}(-r\d{6})?\.(bin|h5|data|meta|index|state)$")
+
+
+class RecordError(ValueError):
+    """A record that cannot be read or names a file that is not a checkpoint's (one line)."""
+
+
+def append(directory, names, made):
+    """Add names (files of one complete checkpoint) to directory's record, creating it (with
+    whether a run made the folder) if it is not there; flushed to storage before it returns."""
+    path = os.path.join(directory, RECORD)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        text = "".join(f"{n}\n" for n in names)
+        if os.fstat(fd).st_size == 0:
+            text = HEADER + MADE + ("yes" if made else "no") + "\n" + text
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read(directory):
+    """(whether a run made the folder, the recorded file names in order, each once), or None
+    when directory has no record. RecordError for a line that is not a checkpoint file's
+    name."""
+    path = os.path.join(directory, RECORD)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise RecordError(f"cannot read the checkpoint record {path}: {e.strerror}") from None
+    made, names = False, {}
+    for k, line in enumerate(lines, 1):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(MADE):
+            made = line[len(MADE):].strip() == "yes"
+            continue
+        if not NAME.match(line):
+            raise RecordError(f"the checkpoint record {path} line {k} names {line!r}, not a "
+                              "checkpoint file of this folder: refused")
+        names[line] = None
+    return made, list(names)
