@@ -9,6 +9,7 @@ records and traces by :mod:`analysis.oplog`.
 """
 
 import dataclasses
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ import pandas as pd
 from .counters import SPECS
 from .dxt_metrics import dxt_metrics
 from .errors import InvalidCounterWarning
-from .files import file_format, is_data_file
+from .files import file_format, is_data_file, is_tool_file
 from .loader import DarshanJob, load
 from .module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
                              negative_time_messages)
@@ -130,6 +131,7 @@ def characterize(source, *, dxt=False):
     :func:`load` accepts (then ``dxt=True`` also reads and characterizes the DXT traces). Warns
     (InvalidCounterWarning) for time counters holding negative values, which count as 0."""
     job = load_job(source, dxt=dxt)
+    job, tool_note = _without_tool_files(job)
     records = {name: frame for name, frame in job.records.items() if name in SPECS}
     messages = [f"{', '.join(job.paths)}: {message}"
                 for name, frame in records.items()
@@ -161,11 +163,41 @@ def characterize(source, *, dxt=False):
         modules=modules,
         dxt=traces,
         partial_modules=list(job.partial_modules),
-        warnings=list(job.warnings) + messages,
+        warnings=list(job.warnings) + messages + tool_note,
         dxt_segments=dict(job.dxt_segments or {}),
         source=job.source,
         data_formats=_data_formats(job, records),
     )
+
+
+def _without_tool_files(job):
+    """A job of dlio_mpi (its op log, or a Darshan log of a dlio_mpi run) without the records
+    and trace rows of the tools' own files (files.TOOL_FILES: the emulator's manifest, probe
+    and output files, MPI-IO lock tests), and a note saying how many records were left out.
+    Any other program's log is characterized whole: its files are its own."""
+    command = (job.exe or "").split()[:4]      # "python -m dlio_mpi run ...", or its script
+    if job.source != "oplog" and "dlio_mpi" not in command \
+            and not any(os.path.basename(word) == "dlio_mpi" for word in command):
+        return job, []
+    tool = {i for i, n in job.names.items() if is_tool_file(n)}
+    if not tool:
+        return job, []
+    dropped = 0
+    records = {}
+    for name, frame in job.records.items():
+        keep = ~frame["id"].isin(tool) if "id" in frame else None
+        if keep is None or keep.all():
+            records[name] = frame
+            continue
+        dropped += int((~keep).sum())
+        records[name] = frame[keep].reset_index(drop=True)
+    if not dropped:
+        return job, []
+    segments = {name: frame[~frame["id"].isin(tool)].reset_index(drop=True)
+                for name, frame in (job.dxt_segments or {}).items()}
+    note = (f"{dropped} records of the tools' own files (dlio_mpi's manifest, probe and output "
+            "files, MPI-IO lock tests) are left out")
+    return dataclasses.replace(job, records=records, dxt_segments=segments), [note]
 
 
 def _data_formats(job, records):

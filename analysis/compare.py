@@ -63,7 +63,8 @@ METRICS = (
     ("early_read_fraction", "fraction", 1.0,
      "read bytes in the first 10% of run time (DXT: POSIX, else STDIO, else MPI-IO)"),
     ("io_time_share", "ratio", 0.5, "slowest rank's I/O time / run time"),
-    ("rank_imbalance", "ratio", 0.5, "max / mean bytes per rank (POSIX, else STDIO)"),
+    ("rank_imbalance", "ratio", 0.5, "max / mean bytes per rank (POSIX, else STDIO; unknown "
+     "when most bytes are in records Darshan reduced over the ranks, files every rank opened)"),
     ("interfaces", "set", 2.0, "interfaces used"),
 )
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
@@ -133,7 +134,8 @@ def profile(c):
         "early_read_fraction": early,
         "io_time_share": c.totals.io_time.slowest_rank_share,
         "rank_imbalance": balanced.max_bytes / balanced.mean_bytes
-        if balanced is not None and balanced.mean_bytes > 0 else None,
+        if balanced is not None and balanced.mean_bytes > 0
+        and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
         "interfaces": sorted(c.interfaces),
     }
 

@@ -48,6 +48,22 @@ def file_format(name, hdf5=False):
 NOT_DATA_NAMES = re.compile(r"(\.locktest\.\d+|/\.dlio_mpi_odirect_probe\.\d+|\.part(\.\d+)?)$")
 
 
+# the files dlio_mpi itself (and Open MPI's MPI-IO beneath it) reads or writes beside a
+# workload's data and checkpoints: its dataset manifest, O_DIRECT probe, output-folder files,
+# checkpoint record and MPI-IO lock tests. A characterization leaves their records out
+# (characterize says how many), so that a run is characterized by its workload's I/O alone, as
+# its op log is, under Darshan or not.
+TOOL_FILES = re.compile(r"(/manifest\.json|\.locktest\.\d+|/\.dlio_mpi_odirect_probe\.\d+"
+                        r"|/\.write_probe|/\.dlio_mpi\.(lock|failed)|/status\.json(\.[\w.]*)?"
+                        r"|/summary\.json|/per_rank\.csv|/oplog_rank\d+\.npz"
+                        r"|/dlio_mpi_checkpoints\.txt)$")
+
+
+def is_tool_file(name):
+    """True for a file dlio_mpi or its MPI-IO makes beside the data (TOOL_FILES)."""
+    return bool(name) and TOOL_FILES.search(name) is not None
+
+
 def is_data_file(name):
     """False for names that are code, libraries, configuration or system files, or files the
     tools make beside the data (NOT_DATA_NAMES)."""

@@ -31,7 +31,8 @@ runtime). Where this differs from what Darshan would record for the same run:
   call above that moved bytes, at its first offset, of its byte count. Darshan sees what the
   libraries really issue: for collective MPI-IO, reads by the aggregator ranks of whole file
   domains (cb_buffer_size pieces), not by every rank; for HDF5, metadata reads and one read per
-  chunk or contiguous piece of a selection. The op log records one MPI-IO collective call as one
+  chunk or contiguous piece of a selection. The opens and closes beneath are given no duration
+  (an MPI_File_open's time is mostly MPI-IO's own). The op log records one MPI-IO collective call as one
   entry with the bytes this rank received, at the first offset of its ranges; one H5Dread as one
   entry with the bytes of the whole selection at the first selected row's dataset offset (an
   offset inside the dataset, not in the file).
@@ -267,10 +268,18 @@ def _layers(ops, iface, config, names, ids):
     beneath = (~data_call | (ops.length > 0)) & ~(sync & np.isin(iface, HDF5_IFACES))
     # what Darshan cannot see: the mmap call and the copies out of the mapping
     unseen = (iface == MMAP_IFACE) & np.isin(ops.op, (READ, MMAP))
+    posix_mask = (np.isin(iface, POSIX_IFACES) & ~unseen) \
+        | (np.isin(iface, MPIIO_IFACES + HDF5_MPIIO_IFACES) & beneath)
+    posix = ops.select(posix_mask)
+    # the open and close beneath an MPI-IO one take a system call's time, not the MPI-IO
+    # call's (an MPI_File_open also makes lock tests, reads hints, agrees among ranks): they are
+    # given no duration
+    modelled = np.isin(iface[posix_mask], MPIIO_IFACES + HDF5_MPIIO_IFACES) \
+        & ~np.isin(posix.op, (READ, WRITE)) & ~np.isin(posix.op, SYNC_OPS)
+    posix.end = np.where(modelled, posix.start, posix.end)
     layers = {
         # HDF5 through sec2: the logging driver records libhdf5's own POSIX calls
-        "POSIX": ops.select((np.isin(iface, POSIX_IFACES) & ~unseen)
-                            | (np.isin(iface, MPIIO_IFACES + HDF5_MPIIO_IFACES) & beneath)),
+        "POSIX": posix,
         "STDIO": ops.select(np.isin(iface, STDIO_IFACES)),
     }
     mpiio = np.isin(iface, MPIIO_IFACES) | (np.isin(iface, HDF5_MPIIO_IFACES) & ~sync)
