@@ -140,7 +140,8 @@ def test_every_rank_runs_preloaded(tmp_path, standin, nonmpi):
 
 
 def test_missing_runtime_stops_before_the_run(tmp_path):
-    env = {"PATH": os.path.dirname(os.path.realpath(os.sys.executable)) + ":/usr/bin:/bin"}
+    env = {"PATH": os.path.dirname(os.path.realpath(os.sys.executable)) + ":/usr/bin:/bin",
+           "DLIO_MPI_DARSHAN_LIB": ""}      # also where a runtime is set for other tests
     p = run_mpi(1, "run_cli.py", "run", "--darshan", f"output.folder={tmp_path}/o",
                 f"dataset.data_folder={tmp_path}/d", env=env, check=False, timeout=60)
     assert p.returncode == 2

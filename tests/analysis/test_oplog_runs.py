@@ -184,3 +184,39 @@ def test_a_shared_hdf5_file_is_opened_through_mpiio_only(tmp_path):
     assert int(h5f["H5F_USE_MPIIO"].max()) == 1 and int(h5f["H5F_OPENS"].sum()) == 2
     h5d = job.records["H5D"]
     assert int(h5d["H5D_USE_MPIIO_COLLECTIVE"].max()) == 1
+
+
+SELF_CASES = {
+    "posix": ["io.interface=posix"],
+    "posix_direct": ["io.interface=posix_direct"],
+    "stdio": ["io.interface=stdio"],
+    "mmap": ["io.interface=mmap"],
+    "mpiio": ["io.interface=mpiio"],
+    "hdf5_sec2": ["io.interface=hdf5_sec2", "dataset.format=hdf5"],
+}
+
+
+@pytest.mark.skipif("DLIO_MPI_DARSHAN_LIB" not in os.environ,
+                    reason="needs a Darshan runtime: set DLIO_MPI_DARSHAN_LIB")
+@pytest.mark.parametrize("case", sorted(SELF_CASES))
+def test_a_run_compared_with_its_own_darshan_log(tmp_path, case):
+    """One run under Darshan with its op logs kept: compare of its Darshan log with its op log
+    scores at least 0.98. Both cover the same job (MPI_Init to the end), the same files (the
+    tools' own left out on both sides: manifest, probe, lock tests) and the same reads (mmap
+    copies on neither)."""
+    from mpirun import run_mpi
+
+    out = tmp_path / "out"
+    common = [f"dataset.data_folder={tmp_path / 'data'}", "dataset.num_files_train=16",
+              "dataset.num_samples_per_file=8", "dataset.record_length=256k",
+              "reader.batch_size=4", "train.epochs=2", "train.computation_time=0.03",
+              *SELF_CASES[case]]
+    run_mpi(2, "run_cli.py", "generate", *common, timeout=300)
+    run_mpi(2, "run_cli.py", "run", "--darshan", f"output.folder={out}", "io.keep_oplog=true",
+            *common, timeout=300)
+    result = analysis.compare([out / "dlio_mpi.darshan", out])
+    assert result.score >= 0.98, analysis.render_comparison(result)
+    assert result.row("files") == (16, 16)
+    darshan, ours = result.row("bytes_read")
+    assert darshan == ours == (0 if case == "mmap" else 16 * 8 * 256 * KIB * 2) or \
+        case == "hdf5_sec2", result.row("bytes_read")
