@@ -441,25 +441,31 @@ class Checkpointer:
         """Collective: write checkpoint index. nbytes: this rank's share in bytes, or a size
         object of checkpoint_size (its layout must have comm's size); ignored by four_files.
         Returns a CheckpointResult; raises CheckpointError on every rank if any rank failed.
-        With record, the complete checkpoint's files are then added to the folder's record
-        (not timed); a failure to record removes the checkpoint and raises on every rank."""
-        res = self._write(index, nbytes)
+        With record, the names the checkpoint's files will have are first added to the
+        folder's record (not timed), so that clean finds them, or the .part files a checkpoint
+        stopped halfway leaves; a failure to record raises on every rank before any write."""
         if self.record:
-            self._record(index, res)
-        return res
+            self._record(index, nbytes)
+        return self._write(index, nbytes)
 
-    def _record(self, index, res):
-        names = self.comm.gather([os.path.basename(p) for p in res.files], root=0)
+    def _record(self, index, nbytes):
+        try:
+            writes = self.fmt == "four_files" or self._my_bytes(nbytes) > 0
+        except ValueError:
+            writes = False      # _write says what is wrong with the size
+        writers = self.comm.gather(writes, root=0)
         err = None
         if self.rank == 0:
+            shared = self.fmt in ("mpiio", "hdf5")
+            names = sorted({os.path.basename(p) for r in range(self.size)
+                            if writers[r] or shared for p in self.paths(index, r)})
             try:
-                checkpoint_record.append(self.directory, sorted(set(sum(names, []))),
-                                         self._made)
+                os.makedirs(self.directory, exist_ok=True)
+                checkpoint_record.append(self.directory, names, self._made)
             except OSError as e:
                 err = self._err(e, "cannot record the checkpoint:")
         err = self.comm.bcast(err, root=0)
         if err:
-            self.remove(index)
             raise CheckpointError(f"checkpoint {index} write failed: {err}", [(0, err)])
 
     def _write(self, index, nbytes):

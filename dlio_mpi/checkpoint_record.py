@@ -1,6 +1,7 @@
 """The record of the checkpoints a workload's runs wrote: a small text file in the checkpoint
-folder, appended by rank 0 after each checkpoint is complete (every rank's files whole under
-their final names), that `clean` reads to remove those files and nothing else. Its first lines
+folder, appended by rank 0 before each checkpoint is written (the names its files will have),
+that `clean` reads to remove those files (and the .part files of a checkpoint stopped halfway)
+and nothing else. Its first lines
 say whether a run made the folder (clean removes the folder only then, once it has emptied
 it); the others name one file each, relative to the folder. No MPI here: clean reads it
 without mpiexec."""
@@ -8,7 +9,7 @@ import os
 import re
 
 RECORD = "dlio_mpi_checkpoints.txt"
-HEADER = "# checkpoint files written whole by dlio_mpi runs, one per line\n"
+HEADER = "# checkpoint files written by dlio_mpi runs, one per line\n"
 MADE = "folder made by dlio_mpi: "
 # the names the checkpointer gives its files (checkpoint.Checkpointer.paths)
 NAME = re.compile(r"^ckpt-\d{6}(-r\d{6})?\.(bin|h5|data|meta|index|state)$")
@@ -19,7 +20,7 @@ class RecordError(ValueError):
 
 
 def append(directory, names, made):
-    """Add names (files of one complete checkpoint) to directory's record, creating it (with
+    """Add names (the files of one checkpoint) to directory's record, creating it (with
     whether a run made the folder) if it is not there; flushed to storage before it returns."""
     path = os.path.join(directory, RECORD)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

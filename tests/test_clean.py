@@ -53,7 +53,7 @@ def test_clean_removes_only_the_checkpoints_the_runs_recorded(tmp_path):
     run_mpi(2, "run_cli.py", "run", *args, timeout=120)
     written = ["ckpt-000000-r000000.bin", "ckpt-000001-r000000.bin"]
     assert (ck / "dlio_mpi_checkpoints.txt").read_text() == (
-        "# checkpoint files written whole by dlio_mpi runs, one per line\n"
+        "# checkpoint files written by dlio_mpi runs, one per line\n"
         "folder made by dlio_mpi: no\n" + "".join(f"{n}\n" for n in written))
     data = tmp_path / "data"
     gone = [ck / n for n in written + ["dlio_mpi_checkpoints.txt"]] + \

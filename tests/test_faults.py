@@ -216,3 +216,26 @@ def test_a_rank_killed_during_a_file_per_rank_checkpoint_leaves_no_whole_looking
     assert sorted(f.name for f in ck.iterdir() if f.name.startswith("ckpt-000000")) == [
         "ckpt-000000-r000000.bin", "ckpt-000000-r000001.bin"]
     assert json.loads((tmp_path / "o" / "status.json").read_text())["status"] != "complete"
+
+
+def test_clean_removes_the_part_files_of_a_checkpoint_a_killed_rank_left(tmp_path):
+    """The checkpoint folder's record names a checkpoint's files before they are written: after
+    a rank is killed during the writes, clean removes the .part files left, and the folder."""
+    ck = tmp_path / "c"
+    args = ["workflow.train=false", "workflow.checkpoint=true",
+            "checkpoint.num_checkpoints_write=50", "checkpoint.num_checkpoints_read=0",
+            "model.model_size_bytes=64m", "checkpoint.writers=all",
+            "checkpoint.format=file_per_rank", f"checkpoint.checkpoint_folder={ck}"]
+    p = start(tmp_path, 2, *args)
+    t0 = time.time()
+    while time.time() - t0 < 60 and not list(ck.glob("*.part")):
+        time.sleep(0.002)
+    pids = subprocess.run(["pgrep", "-f", f"run_cli.py run dataset.data_folder={tmp_path}/d"],
+                          capture_output=True, text=True).stdout.split()
+    os.kill([int(x) for x in pids if int(x) != p.pid][-1], signal.SIGKILL)
+    finish(p)
+    assert list(ck.glob("*.part")), sorted(f.name for f in ck.iterdir())
+    q = subprocess.run([sys.executable, "-m", "dlio_mpi", "clean", f"dataset.data_folder="
+                        f"{tmp_path}/d", *args], capture_output=True, text=True, timeout=60)
+    assert q.returncode == 0, q.stderr
+    assert not ck.exists(), sorted(f.name for f in ck.iterdir())
