@@ -21,11 +21,11 @@ out), fio's JSON (the jobs' bytes over the longest job runtime, which includes t
 IOR's summary lines (aggregate bytes over open + writes + fsync + close). Transfer and chunk
 sizes are read from dlio_mpi (checkpoint.transfer_size's default, Checkpointer's chunk).
 
-Every write starts with the side's old files removed, the page cache synced and dropped (echo 3
-> /proc/sys/vm/drop_caches as root, else each file evicted with posix_fadvise DONTNEED); it is
-dropped again between the write and the read, so reads come from the disk. The emulator's read
-is a second run with checkpoint.num_checkpoints_write=0 (it reads the checkpoint the first run
-wrote). When the cache cannot be dropped the output says that reads come from the page cache.
+Every write starts with the side's old files removed and the page cache synced; between the
+write and the read the files are evicted from the page cache (posix_fadvise DONTNEED, checked
+with fincore, drop_caches as root when pages stay; see Cache), so reads come from the disk. The
+emulator's read is a second run with checkpoint.num_checkpoints_write=0 (it reads the checkpoint
+the first run wrote). When pages stay cached the output says that reads come from the cache.
 
 A round runs every format once, the emulator and the tool back to back, the order alternating
 between rounds; a ratio is the emulator's over the tool's in the same round, and the figures are
@@ -83,24 +83,27 @@ def run(cmd, what):
 
 
 class Cache:
-    """Empties the page cache of the benchmark's files: drop_caches when it can be written,
-    else posix_fadvise(DONTNEED) on each file (enough for clean, fsynced pages)."""
+    """Evicts the benchmark's files from the page cache between a write and its read:
+    posix_fadvise(DONTNEED) on each (fsynced, so clean) file, checked with fincore; when pages
+    stay, the whole cache is dropped (drop_caches, as root). Not dropped before the writes:
+    drop_caches also evicts the file system's block bitmaps, and the next write then waits for
+    them to be read back (seconds here, on either side)."""
 
     def __init__(self):
-        self.method = "drop_caches"
-        try:
-            os.sync()
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("3\n")
-        except OSError:
-            self.method = "fadvise"
+        self.method = "fadvise"
+        self.fincore = shutil.which("fincore")
+
+    def cached(self, paths):
+        """Bytes of paths in the page cache (None without fincore)."""
+        if not self.fincore or not paths:
+            return None
+        out = subprocess.run([self.fincore, "--bytes", "--noheadings", "--output", "RES"]
+                             + paths, capture_output=True, text=True)
+        return sum(int(x) for x in out.stdout.split()) if out.returncode == 0 else None
 
     def drop(self, paths):
+        """Evicts paths; returns the bytes of them still cached (None if unknown)."""
         os.sync()
-        if self.method == "drop_caches":
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("3\n")
-            return
         for p in paths:
             fd = os.open(p, os.O_RDONLY)
             try:
@@ -108,16 +111,16 @@ class Cache:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             finally:
                 os.close(fd)
-
-    def cached_pages(self, paths):
-        """Pages of paths still in the page cache (None when fincore is missing)."""
-        if not shutil.which("fincore") or not paths:
-            return None
-        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES"] + paths,
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            return None
-        return sum(int(x) for x in out.stdout.split())
+        left = self.cached(paths)
+        if left:
+            try:
+                with open("/proc/sys/vm/drop_caches", "w") as f:
+                    f.write("3\n")
+                self.method = "fadvise, then drop_caches"
+                left = self.cached(paths)
+            except OSError:
+                pass
+        return left
 
 
 def files_in(d):
@@ -251,7 +254,7 @@ def main():
            for op in ("write", "read")}
     residue = []    # bytes of the read files still cached after a drop (fincore)
     print(f"# {n} ranks, checkpoint {size} bytes ({share} per rank), {args.rounds} rounds, "
-          f"transfer {XFER}, chunk {CHUNK}, page cache: {cache.method}, dir {tmp}",
+          f"transfer {XFER}, chunk {CHUNK}, dir {tmp}",
           file=sys.stderr)
     if not ior_bin:
         print("IOR not found (not on PATH, no --ior): mpiio and hdf5 ratios are null")
@@ -268,12 +271,10 @@ def main():
                     d = IOR_DIR if side == "tool" and fmt != "file_per_rank" else \
                         os.path.join(tmp, f"{side}_{fmt}")
                     clear(d)
-                    cache.drop(files_in(d))
+                    os.sync()       # no dirty pages of earlier writes left to flush
                     for op in ("write", "read"):
                         if op == "read":
-                            paths = files_in(d)
-                            cache.drop(paths)
-                            left = cache.cached_pages(paths)
+                            left = cache.drop(files_in(d))
                             if left is not None:
                                 residue.append(left)
                         writing = op == "write"
@@ -311,11 +312,14 @@ def main():
             print(f"{fmt:<15}{op:<7}{tool[fmt] or 'none':<12}{cell(e / 1e9, 15)}"
                   f"{cell(b and b / 1e9, 11)}{cell(med, 8)}{cell(lo, 8)}{cell(hi, 8)}")
     if from_cache:
-        print("reads come from the page cache (it could not be dropped here)")
+        print(f"reads come from the page cache (up to {max(residue)} of {size} bytes stayed "
+              "cached after eviction)")
     print(json.dumps({
         **ratios, **figures,
         "hdf5_baseline": None if not ior_bin else f"ior_{hdf5_api.lower()}",
-        "ior": ior_bin, "page_cache": "from cache" if from_cache else f"dropped ({cache.method})",
+        "ior": ior_bin, "page_cache": "reads from the cache" if from_cache else
+        f"evicted before reads ({cache.method})" if residue else
+        f"evicted before reads ({cache.method}, not checked: no fincore)",
         "ranks": n, "size_bytes": size, "transfer_bytes": XFER, "chunk_bytes": CHUNK,
         "ior_transfer_bytes": ior_transfer(share), "rounds": args.rounds}))
 
