@@ -87,12 +87,15 @@ def record(result, index, op):
 def checkpoint_only(cfg, comm, log, ranks_per_host):
     """Write checkpoint.num_checkpoints_write checkpoints, then read
     checkpoint.num_checkpoints_read back; with recovery_rank_shift a rank reads the shard of
-    the rank one host further on (one rank further on a single host)."""
+    the rank one host further on (one rank further on a single host). num_checkpoints_write=0
+    writes none and reads checkpoints 0 .. num_checkpoints_read-1 that an earlier run of the
+    same size wrote to checkpoint_folder (a restart: their pages need not be cached)."""
     size = size_of(cfg, comm.Get_size())
     ck = cfg.checkpoint
-    writes = ck.num_checkpoints_write if ck.num_checkpoints_write > 0 else 1
+    writes = ck.num_checkpoints_write if ck.num_checkpoints_write >= 0 else 1
     reads = ck.num_checkpoints_read if ck.num_checkpoints_read >= 0 else writes
-    reads = min(reads, writes)
+    if writes:
+        reads = min(reads, writes)
     shift = 0
     if ck.recovery_rank_shift and comm.Get_size() > 1:
         shift = ranks_per_host if ranks_per_host < comm.Get_size() else 1

@@ -154,7 +154,8 @@ SCHEMA = {
         "steps_between_checkpoints": Key("int", -1, "checkpoint every N steps (-1: off)"),
         "fsync": Key("bool", False, "fsync every checkpoint file"),
         "time_between_checkpoints": Key("float", -1.0, "checkpoint-only mode: seconds apart"),
-        "num_checkpoints_write": Key("int", -1, "checkpoint-only mode: checkpoints written"),
+        "num_checkpoints_write": Key("int", -1, "checkpoint-only mode: checkpoints written "
+                                      "(0: none, read those in checkpoint_folder)"),
         "num_checkpoints_read": Key("int", -1, "checkpoint-only mode: checkpoints read"),
         "recovery_rank_shift": Key("bool", False, "read another rank's shard"),
         "rank_sync": Key("bool", False, "barrier after a checkpoint write or read"),

@@ -148,3 +148,22 @@ def test_model_size_is_the_whole_model_split_among_writers(tmp_path, writers, fi
     assert [c["bytes"] for c in s["checkpoints"] if c["op"] == "write"] == [size]
     doc = SCHEMA["model"]["model_size_bytes"].doc
     assert "whole model" in doc and "split evenly among" in doc and "per writer" not in doc
+
+
+@pytest.mark.parametrize("fmt", ["file_per_rank", "mpiio"])
+def test_read_only_run_reads_an_earlier_runs_checkpoint(tmp_path, fmt):
+    """num_checkpoints_write=0: no write, the checkpoint an earlier run wrote is read (and
+    verified); with none there, the run fails naming the missing file."""
+    common = ["workflow.train=false", "workflow.checkpoint=true", f"checkpoint.format={fmt}",
+              "model.model_size_bytes=2m", "checkpoint.writers=all", "checkpoint.fsync=true"]
+    _, s = run(tmp_path, 2, *common, "checkpoint.num_checkpoints_write=1",
+               "checkpoint.num_checkpoints_read=0")
+    assert [c["op"] for c in s["checkpoints"]] == ["write"]
+    _, s = run(tmp_path, 2, *common, "checkpoint.num_checkpoints_write=0",
+               "checkpoint.num_checkpoints_read=1", "checkpoint.verify=true")
+    assert [(c["op"], c["bytes"]) for c in s["checkpoints"]] == [("read", 2 << 20)]
+    for f in (tmp_path / "c").iterdir():
+        f.unlink()
+    p, _ = run(tmp_path, 2, *common, "checkpoint.num_checkpoints_write=0",
+               "checkpoint.num_checkpoints_read=1", check=False)
+    assert p.returncode != 0 and "does not exist" in p.stdout + p.stderr

@@ -1,0 +1,35 @@
+"""The benchmark scripts run end to end on tiny sizes and end with their JSON line."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (scripts/setup.sh "
+                    "installs it)")
+def test_bench_checkpoint_tiny(tmp_path):
+    """One round of 8 MiB checkpoints: a table, then JSON with every ratio key; without IOR
+    (none on PATH) its ratios are null and one line says so."""
+    env = dict(os.environ, PATH=os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep)
+        if not os.path.exists(os.path.join(d, "ior"))))
+    p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_checkpoint.py"),
+                        "--rounds", "1", "--size", "8m", "--dir", str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.strip().splitlines()
+    out = json.loads(lines[-1])
+    for fmt, tool in (("file_per_rank", "fio"), ("mpiio", "ior"), ("hdf5", "ior")):
+        for pre in ("", "read_"):
+            assert f"{pre}ratio_{fmt}_vs_{tool}" in out
+            assert out[f"emulator_{'write' if not pre else 'read'}_gb_per_s_{fmt}"] > 0
+    assert out["ratio_file_per_rank_vs_fio"] > 0 and out["read_ratio_file_per_rank_vs_fio"] > 0
+    assert out["ratio_mpiio_vs_ior"] is None and out["ior"] is None
+    assert sum("IOR not found" in x for x in lines) == 1
+    assert out["rounds"] == 1 and out["size_bytes"] == 8 << 20
+    assert not os.listdir(tmp_path)         # its files are gone
