@@ -180,8 +180,9 @@ def load_run(directory):
                                                                                     []))
     window = max(((w[1] - zero[rank]) / 1e9 for rank, w in windows.items()), default=0.0)
     run_time = max(float(end.max()) if len(end) else 0.0, float(phases), window)
+    table["file"], checkpoint_names = _checkpoint_files(table, summary, ranks)
     files, file_index = np.unique(table["file"], return_inverse=True)
-    names = {int(f): file_name(config, int(f)) for f in files}
+    names = {int(f): checkpoint_names.get(int(f)) or file_name(config, int(f)) for f in files}
     ids = {f: record_id(name) for f, name in names.items()}
     file_ids = np.array([ids[int(f)] for f in files], dtype=np.uint64)[file_index.reshape(-1)]
     ops = Ops(rank=table["rank"], id=file_ids, op=table["op"], start=start, end=end,
@@ -217,6 +218,59 @@ def load_run(directory):
         names=names,
         source="oplog",
     )
+
+
+CHECKPOINT_ID_BASE = 1 << 30       # dlio_mpi/checkpoint.py FILE_ID_BASE
+CHECKPOINT_FOUR_FILES = ("data", "meta", "index", "state")
+
+
+def _checkpoint_files(table, summary, ranks):
+    """Checkpoint entries' file ids made one per file as the checkpointer names it (the op log
+    gives the checkpoint and the file's number in it, not whose file it is): a write session
+    (an open up to its close, holding a write or fsync) is to the writing rank's
+    ``<name>.part`` (the checkpointer renames it when every rank is done, and Darshan keeps
+    the name it was opened by); a read session is of the final name of the rank whose share it
+    reads (``checkpoint.recovery_rank_shift``). Returns (file ids, {new id: path})."""
+    fid = table["file"].astype(np.int64)
+    where = np.flatnonzero(fid >= CHECKPOINT_ID_BASE)
+    if not len(where):
+        return fid, {}
+    config = summary.get("config", {})
+    ck = config.get("checkpoint", {})
+    fmt, folder = ck.get("format", "file_per_rank"), ck.get("checkpoint_folder", ".")
+    shift = 0
+    if ck.get("recovery_rank_shift") and ranks > 1:
+        per_host = int((summary.get("facts") or {}).get("ranks_per_host_max") or ranks)
+        shift = per_host if per_host < ranks else 1
+    out, names = fid.copy(), {}
+    order = where[np.lexsort((table["start"][where], fid[where], table["rank"][where]))]
+    # sessions: a rank's calls on one file from an open up to the next open
+    sessions, current, last = [], None, None
+    for k in order.tolist():
+        key = (int(table["rank"][k]), int(fid[k]))
+        if current is None or key != last or int(table["op"][k]) == OPEN:
+            current = []
+            sessions.append(current)
+        current.append(k)
+        last = key
+    for session in sessions:
+        w = any(int(table["op"][j]) == WRITE or int(table["op"][j]) in SYNC_OPS
+                for j in session)
+        rank, f = int(table["rank"][session[0]]), int(fid[session[0]])
+        index, number = divmod(f - CHECKPOINT_ID_BASE, 8)
+        base = os.path.join(folder, f"ckpt-{index:06d}")
+        if fmt in ("mpiio", "hdf5"):
+            owner, path = 0, base + (".h5" if fmt == "hdf5" else ".bin")
+        else:
+            owner = rank if w else (rank + shift) % max(ranks, 1)
+            ext = f".{CHECKPOINT_FOUR_FILES[number]}" if fmt == "four_files" else ".bin"
+            path = f"{base}-r{owner:06d}{ext}"
+        if w:
+            path += ".part"
+        new = -(1 + ((f - CHECKPOINT_ID_BASE) << 22 | owner << 1 | int(w)))
+        out[session] = new
+        names[new] = path
+    return out, names
 
 
 def _read_oplogs(paths):

@@ -277,6 +277,9 @@ def run(cfg, comm, echo=print, job_start_ns=None):
     else:
         epochs, oplogs, first_batch = [], [], None
         checkpoints = checkpointing.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"])
+        if cfg.io.keep_oplog:       # the checkpoints' writes and reads, as one phase
+            log.finalize()
+            oplogs.append(("checkpoint", {k: np.array(v) for k, v in log.arrays().items()}))
     window[1] = engines.mono_ns()
     startup, my_startup = startup_figures(comm, first_batch)
     if rank == 0 and sys.stderr.isatty():
