@@ -13,7 +13,8 @@ unscaled (one record of 2.8 MB every 3.5 ms: smaller steps would be overhead, no
 number of files is set so that a rank has at least STEPS steps per epoch at --max-ranks. Each
 run has EPOCHS epochs; the first (page cache and buffers warming) is left out: a run's AU is
 the mean AU of its later epochs. Reads go through the workload's interface and read threads
-(--read-threads overrides them), ranks as mpiexec places them by default.
+(--read-threads overrides them), ranks bound as mpiexec binds them by default (Open MPI: each
+rank to one core at 1 and 2 ranks, to a socket beyond), or --bind core / none.
 
 Search: N = 1, 2, 4, ... (doubling, up to --max-ranks) until N fails, then bisection between the
 last N that passed and the first that failed. N passes when at least 2 of 3 runs (--rounds; a
@@ -28,7 +29,8 @@ limit. The CPU time of all ranks (user + system, from the launcher's children) o
 cores is given for the runs at N and at N + 1, to tell a CPU limit from a waiting one.
 
     scripts/bench-accelerators [--workloads unet3d,resnet50,cosmoflow] [--max-ranks 8]
-        [--rounds 3] [--scale 16] [--direct] [--dir DIR] [--quick]
+        [--rounds 3] [--scale 16] [--read-threads T] [--bind core|none] [--direct]
+        [--dir DIR] [--quick]
 """
 import argparse
 import glob
@@ -91,7 +93,7 @@ def launch(n, cmd):
     """Run cmd under mpiexec -n n; returns (stdout, wall s, CPU s of the launcher's children)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run(mpiexec(n) + cmd, capture_output=True, text=True)
+    p = subprocess.run(mpiexec(n, ARGS.bind) + cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -172,6 +174,8 @@ def main():
     ap.add_argument("--scale", type=int, default=16, help="divide bytes and time of a step by")
     ap.add_argument("--read-threads", type=int, default=None,
                     help="reader.read_threads (default: the workload's)")
+    ap.add_argument("--bind", choices=("core", "none"), default=None,
+                    help="bind every process to a core, or none (default: mpiexec's)")
     ap.add_argument("--direct", action="store_true", help="O_DIRECT on both sides")
     ap.add_argument("--dir", default=None, help="directory for the datasets (default: TMPDIR)")
     ap.add_argument("--quick", action="store_true",
@@ -235,7 +239,8 @@ def main():
               f"{limit:>8.2f}{n / limit if limit else 0:>7.3f}")
     result.update({"scale": {w: r[1] for w, r in zip(names, rows)}, "max_ranks": args.max_ranks,
                    "rounds": args.rounds, "direct": args.direct, "epochs": 2 if args.quick
-                   else EPOCHS, "read_threads": args.read_threads, "cpus": ncpu})
+                   else EPOCHS, "read_threads": args.read_threads, "bind": args.bind,
+                   "cpus": ncpu})
     print(json.dumps(result))
 
 
