@@ -91,29 +91,27 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def memory_bytes():
-    """MemTotal of this host, from /proc/meminfo (0 when unknown)."""
+def _meminfo(key):
+    """Field key of /proc/meminfo in bytes (0 when unknown)."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemTotal:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def memory_bytes():
+    """MemTotal of this host, from /proc/meminfo (0 when unknown)."""
+    return _meminfo("MemTotal")
 
 
 def available_memory_bytes():
     """MemAvailable of this host (what can be allocated without swapping), from /proc/meminfo
     (0 when unknown)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _meminfo("MemAvailable")
 
 
 def dataset_vs_memory(dataset_bytes, host_memory_bytes):

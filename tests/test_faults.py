@@ -40,6 +40,13 @@ def wait_running(tmp_path, p, timeout=60):
     pytest.fail("the run did not start")
 
 
+def rank_pids(tmp_path, p):
+    """The pids of the ranks of the job started by start() (not the launcher's)."""
+    out = subprocess.run(["pgrep", "-f", f"run_cli.py run dataset.data_folder={tmp_path}/d"],
+                         capture_output=True, text=True).stdout.split()
+    return [int(x) for x in out if int(x) != p.pid]
+
+
 def finish(p, timeout=60):
     try:
         out, _ = p.communicate(timeout=timeout)
@@ -76,9 +83,7 @@ def test_a_rank_killed_ends_the_job(tmp_path):
     run interrupted."""
     p = start(tmp_path, 3, *LONG)
     wait_running(tmp_path, p)
-    ranks = subprocess.run(["pgrep", "-f", f"run_cli.py run dataset.data_folder={tmp_path}/d"],
-                           capture_output=True, text=True).stdout.split()
-    ranks = [int(x) for x in ranks if int(x) != p.pid]
+    ranks = rank_pids(tmp_path, p)
     assert len(ranks) == 3, ranks
     t0 = time.time()
     os.kill(ranks[1], signal.SIGKILL)
@@ -195,9 +200,7 @@ def test_a_rank_killed_during_a_file_per_rank_checkpoint_leaves_no_whole_looking
         shard1 = ck / "ckpt-000001-r000001.bin.part"
         if shard1.exists() and (tmp_path / "o" / ".dlio_mpi.lock").exists():
             rank0 = json.loads((tmp_path / "o" / ".dlio_mpi.lock").read_text())["pid"]
-            pids = subprocess.run(["pgrep", "-f", f"run_cli.py run dataset.data_folder="
-                                   f"{tmp_path}/d"], capture_output=True, text=True).stdout
-            rank1 = [int(x) for x in pids.split() if int(x) not in (p.pid, rank0)][0]
+            rank1 = [x for x in rank_pids(tmp_path, p) if x != rank0][0]
             os.kill(rank1, signal.SIGSTOP)
         time.sleep(0.002)
     assert rank1, "checkpoint 1 was never written"
@@ -230,9 +233,7 @@ def test_clean_removes_the_part_files_of_a_checkpoint_a_killed_rank_left(tmp_pat
     t0 = time.time()
     while time.time() - t0 < 60 and not list(ck.glob("*.part")):
         time.sleep(0.002)
-    pids = subprocess.run(["pgrep", "-f", f"run_cli.py run dataset.data_folder={tmp_path}/d"],
-                          capture_output=True, text=True).stdout.split()
-    os.kill([int(x) for x in pids if int(x) != p.pid][-1], signal.SIGKILL)
+    os.kill(rank_pids(tmp_path, p)[-1], signal.SIGKILL)
     finish(p)
     assert list(ck.glob("*.part")), sorted(f.name for f in ck.iterdir())
     q = subprocess.run([sys.executable, "-m", "dlio_mpi", "clean", f"dataset.data_folder="
