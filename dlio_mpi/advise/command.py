@@ -30,8 +30,11 @@ def _split(args):
 @click.option("--paper", is_flag=True,
               help="the DLIO paper's optimization study on its six applications, scaled down")
 @click.option("--apps", default=None, metavar="A,B",
-              help="with --paper: the applications (default: all six)")
-def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps):
+              help="with --paper: the applications (default: the four the paper optimized)")
+@click.option("--io-share", type=click.FloatRange(0.001, 0.999), default=None,
+              help="with --paper: I/O's share of the run time the compute is calibrated to "
+                   "(default: the real application's)")
+def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps, io_share):
     """Find what slows a workload's I/O and measure the changes that remove it.
 
     ARGS: a Darshan log, a dlio_mpi run directory, or workload=NAME, then section.key=value
@@ -53,7 +56,7 @@ def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps)
         if paper:
             from dlio_mpi.advise.paper import advise_paper, render_paper
             study = advise_paper(comm, out_dir, budget, apps=apps.split(",") if apps else None,
-                                 cold=cold, echo=echo_progress)
+                                 cold=cold, echo=echo_progress, io_share=io_share)
             if rank == 0:
                 import json
                 click.echo(render_paper(study))

@@ -7,6 +7,12 @@ The paper varied, on the HDF5 shared-file applications (CosmicTagger, FFN), the 
 large in bytes) and compression (none, gzip, lzf); on ImageNet and CosmoFlow the read threads
 (0 to 8). FRNN and CANDLE were not part of its optimization study. The budget is shared evenly
 among the applications; each runs its sweeps' settings in rounds with its baseline.
+
+Compute per step is calibrated on the storage under test, as ``analyze paper`` does: a probe
+run without compute measures the I/O per step, and the study computes enough for I/O to be
+the real application's share of the run time (``--io-share`` sets another share, to study the
+same application on storage that is slower relative to its compute). A change can save at most
+that share of the time: on fast storage the speedups are small, and that is what they are.
 """
 
 import os
@@ -64,8 +70,8 @@ def sweep(name, doc):
                 for kind in ("none", "gzip", "lzf") if now != [kind]]
     if name == "read threads":
         have = int(rd.get("read_threads", 1))
-        return [(f"{t} read threads", {"reader": {"read_threads": t}}) for t in THREADS
-                if t != have]
+        return [(f"{t} read thread{'' if t == 1 else 's'}", {"reader": {"read_threads": t}})
+                for t in THREADS if t != have]
     raise ValueError(name)
 
 
@@ -78,8 +84,27 @@ def app_doc(app, ranks, out_dir):
     return doc
 
 
-def advise_paper(comm, out_dir, budget_s, apps=None, cold=False, echo=None):
-    """Run the study; returns {app: {"baseline": ..., "rows": [...]}} on rank 0."""
+def calibrate(adv, app, doc, io_share):
+    """Compute per step that makes I/O ``io_share`` of the shipped setting's run time on this
+    storage (the real application's share unless given), from a probe run without compute,
+    as ``analyze paper`` calibrates it (analysis.paper.calibrated_compute); rank 0's figure
+    on every rank."""
+    from analysis.paper import calibrated_compute, probe_step
+    from analysis.paper_reference import REAL
+    share = io_share if io_share is not None else REAL.get(app, {}).get("io_share")
+    probe = merged(doc, {"train": {"computation_time": 0}})
+    out = os.path.join(adv.out, "runs", "probe")
+    adv.run(probe, out, keep_oplog=True)
+    compute = None
+    if adv.rank == 0:
+        io_step, step = probe_step(out)
+        compute = calibrated_compute(io_step, share, step)
+    return adv.comm.bcast(compute, root=0), share
+
+
+def advise_paper(comm, out_dir, budget_s, apps=None, cold=False, echo=None, io_share=None):
+    """Run the study; returns {app: {"baseline": ..., "rows": [...]}} on rank 0. Each
+    application's compute per step is calibrated first (:func:`calibrate`)."""
     apps = list(apps or STUDY)
     unknown = [a for a in apps if a not in STUDY]
     if unknown:
@@ -93,6 +118,8 @@ def advise_paper(comm, out_dir, budget_s, apps=None, cold=False, echo=None):
         adv = Advisor(comm, os.path.join(out_dir, app), until, cold=cold, keep_data=False,
                       echo=echo)
         doc = app_doc(app, comm.Get_size(), out_dir)
+        compute, share = calibrate(adv, app, doc, io_share)
+        doc.setdefault("train", {})["computation_time"] = round(compute, 6)
         base = Candidate(name="baseline", label="as shipped", finding="baseline",
                          evidence="", change={}, doc=doc)
         cands = []
@@ -121,7 +148,8 @@ def advise_paper(comm, out_dir, budget_s, apps=None, cold=False, echo=None):
             base_times = [t for r, t in base.times.items() if r >= 0 and t]
             study["apps"][app] = {
                 "baseline_time_per_epoch_s": sorted(base_times)[len(base_times) // 2]
-                if base_times else None, "rows": rows,
+                if base_times else None, "rows": rows, "io_share": share,
+                "computation_time": compute,
                 "elapsed_s": round(adv.budget - adv.left(), 1)}
         study["apps"] = comm.bcast(study["apps"], root=0)
     return study if comm.Get_rank() == 0 else None
@@ -133,7 +161,9 @@ def render_paper(study):
              "(scaled down; speedup of the time per epoch over the shipped setting)"]
     for app, res in study["apps"].items():
         base = res["baseline_time_per_epoch_s"]
-        lines += ["", f"{app}: as shipped {base:.3f} s per epoch" if base else f"{app}:"]
+        lines += ["", f"{app}: as shipped {base:.3f} s per epoch, compute "
+                      f"{res['computation_time']:.4f} s per step (I/O "
+                      f"{100 * res['io_share']:.1f} % of the run time)" if base else f"{app}:"]
         lines.append(f"  {'study':14}{'setting':34}{'s/epoch':>9}{'speedup':>9}{'spread':>8}"
                      f"{'rounds':>8}")
         for r in res["rows"]:
