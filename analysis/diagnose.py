@@ -16,6 +16,8 @@ measure first when the budget is short:
 - small_reads: the I/O share of training time, scaled by how far the median read is below
   SMALL_READ_BYTES (log scale, capped at 1);
 - misaligned_direct: the I/O share, times the bytes widened over the bytes asked;
+- misaligned (a Darshan log's POSIX_FILE_NOT_ALIGNED): the I/O share, times the share of
+  accesses off the file alignment, halved;
 - random_access: the I/O share, times the share of reads that are not sequential, halved;
 - many_small_files, metadata_heavy: the I/O share, times opens per read (at most 1), reads
   being the application's (H5Dread calls where libhdf5 is used, else POSIX and STDIO reads);
@@ -36,6 +38,7 @@ RANDOM_SEQ_PCT = 60.0            # a job with fewer sequential reads than this r
 SMALL_FILE_BYTES = 4 << 20       # files smaller than this, many of them: many small files
 MANY_FILES = 64
 OPENS_PER_READ = 0.5             # an open for every other read or more: metadata heavy
+MISALIGNED_PCT = 10.0            # accesses off the file alignment, share of all
 IMBALANCE = 1.25                 # max over mean bytes per rank
 IO_WAIT_SHARE = 0.05             # steps waiting for their batch this share of an epoch or more
 CHECKPOINT_SHARE = 0.10          # checkpoints taking this share of the run or more
@@ -204,6 +207,37 @@ def _misaligned_direct(job):
         f"{asked:,} B of samples (threshold: no widening)",
         "read_over_asked", read / max(asked, 1), 1.0,
         job.io_share * min(1.0, (read - asked) / max(asked, 1)), changes)
+
+
+def _misaligned(job):
+    """Accesses off the file system's alignment, as a Darshan log counts them."""
+    posix = job.char.modules.get("POSIX")
+    al = getattr(posix, "alignment", None) if posix is not None else None
+    if not al or al["file_not_aligned_pct"] is None or job.reads < MIN_READS:
+        return None
+    pct, align = al["file_not_aligned_pct"], al["file_alignment"]
+    mem = al["mem_not_aligned_pct"] or 0.0
+    if pct < MISALIGNED_PCT and mem < MISALIGNED_PCT:
+        return None
+    changes = {}
+    xfer = int(job.get("reader", "transfer_size", 0) or 0)
+    record = int(job.get("dataset", "record_length", 0) or 0)
+    if xfer and xfer % align:
+        up = -(-xfer // align) * align
+        changes[f"transfer size {_size(up)} (a multiple of {_size(align)})"] = {
+            "reader": {"transfer_size": up}}
+    if record and record % align:
+        padded = -(-record // align) * align
+        changes[f"samples padded to the file alignment ({_size(padded)})"] = {
+            "dataset": {"record_length": padded}}
+    memory = (f"; {mem:.0f} % of their buffers off the {al['mem_alignment']} B memory "
+              "alignment (POSIX_MEM_NOT_ALIGNED)" if mem >= MISALIGNED_PCT else "")
+    return Finding(
+        "misaligned", "misaligned accesses",
+        f"{pct:.0f} % of the POSIX reads and writes start off the {_size(align)} file "
+        f"alignment (POSIX_FILE_NOT_ALIGNED; threshold {MISALIGNED_PCT:.0f} %){memory}",
+        "file_not_aligned_pct", pct, MISALIGNED_PCT,
+        job.io_share * max(pct, mem) / 100 / 2, changes)
 
 
 def _random_access(job):
@@ -400,5 +434,5 @@ def _compression(job):
         "io_share", job.io_share, IO_WAIT_SHARE, job.io_share / 2, changes)
 
 
-RULES = (_small_reads, _misaligned_direct, _random_access, _many_small_files, _metadata_heavy,
+RULES = (_small_reads, _misaligned_direct, _misaligned, _random_access, _many_small_files, _metadata_heavy,
          _shared_independent, _rank_imbalance, _no_overlap, _checkpoint_stalls, _compression)

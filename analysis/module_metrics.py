@@ -96,6 +96,7 @@ class ModuleMetrics:
     previous one on the file ended (Darshan's SEQ counters), ``consecutive_*_pct``: the share
     starting exactly where the previous one ended (CONSEC counters), both in % of the reads or
     writes, POSIX only. ``rank_balance`` is None when no record belongs to a single rank.
+    ``alignment``: see :func:`_alignment`.
     """
 
     module: str
@@ -112,6 +113,7 @@ class ModuleMetrics:
     consecutive_write_pct: float | None
     io_time: IOTime
     rank_balance: RankBalance | None
+    alignment: dict | None = None
 
 
 def module_metrics(spec, frame, nprocs, run_time):
@@ -134,7 +136,29 @@ def module_metrics(spec, frame, nprocs, run_time):
         consecutive_write_pct=_pct(frame, spec.consec_writes, ops.get("writes")),
         io_time=io_time([(spec, frame)], nprocs, run_time),
         rank_balance=_rank_balance(spec, frame, nprocs),
+        alignment=_alignment(spec, frame, ops),
     )
+
+
+def _alignment(spec, frame, ops):
+    """POSIX only, where the log knows the alignments (Darshan's POSIX_FILE_ALIGNMENT, the
+    file system's block or stripe size, and POSIX_MEM_ALIGNMENT): the share of reads and
+    writes starting off the file alignment, and of those whose buffer is off the memory
+    alignment (POSIX_FILE_NOT_ALIGNED, POSIX_MEM_NOT_ALIGNED), with the largest alignments
+    seen. None elsewhere, and for the op log, which records no alignment."""
+    names = ("POSIX_FILE_ALIGNMENT", "POSIX_MEM_ALIGNMENT", "POSIX_FILE_NOT_ALIGNED",
+             "POSIX_MEM_NOT_ALIGNED")
+    if spec.name != "POSIX" or not set(names) <= set(frame.columns) or frame.empty:
+        return None
+    file_align = int(frame["POSIX_FILE_ALIGNMENT"].max())
+    if file_align <= 0:
+        return None
+    accesses = (ops.get("reads") or 0) + (ops.get("writes") or 0)
+    off_file, off_mem = counter_sum(frame, [names[2]]), counter_sum(frame, [names[3]])
+    return {"file_alignment": file_align,
+            "mem_alignment": int(frame["POSIX_MEM_ALIGNMENT"].max()),
+            "file_not_aligned_pct": 100.0 * off_file / accesses if accesses else None,
+            "mem_not_aligned_pct": 100.0 * off_mem / accesses if accesses else None}
 
 
 def file_counts(parts):

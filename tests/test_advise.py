@@ -177,3 +177,50 @@ def test_bad_options_are_usage_errors(tmp_path):
         p = subprocess.run([sys.executable, "-m", "dlio_mpi", "advise", *args, "--out",
                             str(tmp_path)], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_the_paper_study_at_small_scale(tmp_path):
+    """advise --paper on CosmicTagger within a budget: its chunk-size and compression
+    settings each measured against the shipped one, as the paper's case-study table."""
+    p = dlio(2, "advise", "--paper", "--apps", "cosmic_tagger", "--out", tmp_path, "--budget",
+             60, timeout=300)
+    study = last_json(p)
+    app = study["apps"]["cosmic_tagger"]
+    assert 0 < app["io_share"] < 1 and app["computation_time"] > 0
+    studies = {r["study"] for r in app["rows"]}
+    assert studies == {"chunk size", "compression"}
+    measured = [r for r in app["rows"] if r["speedup"] is not None]
+    assert len(measured) >= 3, app["rows"]
+    # gzip as shipped: no compression reads more bytes and skips inflating them
+    none = next(r for r in app["rows"] if r["setting"] == "compression none")
+    assert none["speedup"] is None or none["speedup"] > 1.0
+    assert "cosmic_tagger: as shipped" in p.stdout and "chunk size" in p.stdout
+    assert not (tmp_path / "data").exists() or not any(
+        d.name.endswith(tuple("0123456789abcdef")) and "_advise_" in d.name
+        for d in (tmp_path / "data").iterdir())          # the changes' datasets removed
+
+
+def test_cold_evicts_the_dataset_from_the_page_cache(tmp_path):
+    """--cold: after eviction no page of the dataset's files is cached (fincore)."""
+    import shutil
+    if shutil.which("fincore") is None:
+        pytest.skip("fincore (util-linux) not installed")
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"f{i}").write_bytes(os.urandom(1 << 20))
+    for i in range(3):
+        (folder / f"f{i}").read_bytes()
+
+    def cached():
+        out = subprocess.run(["fincore", "-nb", "-o", "RES", *sorted(map(str, folder.iterdir()))],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return sum(int(x) for x in out)
+
+    assert cached() > 0
+    script = ("from mpi4py import MPI; from dlio_mpi.advise.measure import Advisor; "
+              f"Advisor(MPI.COMM_WORLD, {str(tmp_path / 'o')!r}, 10).evict({str(folder)!r})")
+    p = subprocess.run(mpiexec_cmd(2) + [sys.executable, "-c", script], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert cached() == 0

@@ -41,7 +41,7 @@ def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps,
     overrides. Every change is measured on the storage (rounds against the baseline, within
     --budget); the winner is written as a ready-to-run workload. The last line is one JSON
     object: baseline, recommendations (change, evidence, speedup, spread), winner."""
-    from dlio_mpi.cli import CONFIG_ERROR, Interrupted, _fail, _stop_on_signals
+    from dlio_mpi.exits import CONFIG_ERROR, Interrupted, _fail, _stop_on_signals
 
     source, overrides = _split(args)
     from mpi4py import MPI

@@ -137,6 +137,7 @@ class Advisor:
         """One run of ``doc`` into ``out``; returns its summary, or raises ConfigError or
         RankError (every rank raises it alike)."""
         from dlio_mpi import runner
+        from dlio_mpi.exits import Interrupted
 
         extra = [f"output.folder={out}", "workflow.generate_data=true"]
         if keep_oplog:
@@ -147,7 +148,10 @@ class Advisor:
         t = time.monotonic()
         try:
             summary = runner.run(cfg, self.comm)
-        except (config.ConfigError, RuntimeError) as e:
+        except Interrupted as e:
+            runner.mark_stopped(cfg, "interrupted", str(e), rank=self.rank)
+            raise
+        except Exception as e:
             runner.mark_stopped(cfg, "failed", str(e))
             raise
         self.longest = max(self.longest, time.monotonic() - t)

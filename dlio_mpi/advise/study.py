@@ -59,7 +59,7 @@ def plan(findings, base_doc, adv, ranks, est_s):
     return cands, skipped
 
 
-def combination(base_doc, cands, base):
+def combination(base_doc, cands, base, folder=None):
     """The best change of each finding that won beyond its spread, merged (a later change
     never overrides a key an earlier, faster one set); None when fewer than two won."""
     best = {}
@@ -84,9 +84,8 @@ def combination(base_doc, cands, base):
     if len(labels) < 2:
         return None
     doc = merged(base_doc, change)
-    if changes_dataset(change):
-        doc["dataset"]["data_folder"] = f"{base_doc['dataset']['data_folder'].rstrip('/')}" \
-            f"_advise_combined"
+    if changes_dataset(change) and folder is not None:
+        doc["dataset"]["data_folder"] = folder(base_doc, doc)
     return Candidate(name="combination", label=" + ".join(labels), finding="combination",
                      evidence="the winning change of each finding, together",
                      change=change, doc=doc)
@@ -129,7 +128,8 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
     base = Candidate(name="baseline", label="baseline", finding="baseline", evidence="",
                      change={}, doc=base_doc)
     nxt = adv.rounds(base, cands) if cands else 0
-    combo = _agreed(comm, lambda: combination(base_doc, cands, base)) if cands else None
+    combo = _agreed(comm, lambda: combination(base_doc, cands, base, adv.data_folder)) \
+        if cands else None
     if combo is not None and adv.left() > adv.longest * 2 * MIN_ROUNDS:
         adv.say(f"advise: the winning changes together: {combo.label}")
         adv.rounds(base, [combo], first=nxt)
