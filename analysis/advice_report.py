@@ -18,17 +18,17 @@ def _num(value, fmt):
 
 def _rows(result):
     base = result["baseline"]
-    rows = [["baseline", "", _num(base["time_per_epoch_s"], ".3f"), _num(base["au_pct"], ".1f"),
-             _num(base["bytes_moved"], ",.0f"), "1.00", "-", str(base["rounds"])]]
+    rows = [["baseline", "", _num(base["time_per_epoch_s"], ".4g"), _num(base["au_pct"], ".1f"),
+             _num(base["bytes_moved_per_epoch"], ",.0f"), "1.00", "-", str(base["rounds"])]]
     for r in result["recommendations"]:
         speed = "failed" if r["error"] else _num(r["speedup"], ".2f")
-        rows.append([r["label"], r["finding"], _num(r["time_per_epoch_s"], ".3f"),
-                     _num(r["au_pct"], ".1f"), _num(r["bytes_moved"], ",.0f"), speed,
+        rows.append([r["label"], r["finding"], _num(r["time_per_epoch_s"], ".4g"),
+                     _num(r["au_pct"], ".1f"), _num(r["bytes_moved_per_epoch"], ",.0f"), speed,
                      _num(r["spread"], ".2f"), str(r["rounds"])])
     return rows
 
 
-HEADER = ["change", "finding", "s/epoch", "AU %", "bytes moved", "speedup", "spread", "rounds"]
+HEADER = ["change", "finding", "s/epoch", "AU %", "bytes/epoch", "speedup", "spread", "rounds"]
 
 
 def render_text(result):
@@ -147,12 +147,13 @@ def write_advice(result, out_dir):
 def summary_line(result):
     """One JSON object: the baseline's figures and each measured change (fastest first) with
     its evidence, speedup and spread."""
-    base = {k: result["baseline"][k] for k in ("time_per_epoch_s", "au_pct", "bytes_moved",
-                                               "rounds")}
+    base = {k: result["baseline"][k] for k in ("time_per_epoch_s", "au_pct",
+                                               "bytes_moved_per_epoch", "rounds")}
     recs = [{"change": r["change"], "label": r["label"], "finding": r["finding"],
              "evidence": r["evidence"], "speedup": r["speedup"], "spread": r["spread"],
              "time_per_epoch_s": r["time_per_epoch_s"], "au_pct": r["au_pct"],
-             "bytes_moved": r["bytes_moved"], "rounds": r["rounds"], "error": r["error"]}
+             "bytes_moved_per_epoch": r["bytes_moved_per_epoch"], "rounds": r["rounds"],
+             "error": r["error"]}
             for r in result["recommendations"]]
     return json.dumps({"baseline": base, "recommendations": recs,
                        "winner": result["winner"]}, separators=(",", ":"), default=str)

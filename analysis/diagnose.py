@@ -13,8 +13,9 @@ Severity is the share of the training time a finding puts at stake, a rough uppe
 what removing its cause could save, used only to order the findings and to choose what to
 measure first when the budget is short:
 
-- small_reads: the I/O share of training time, scaled by how far the median read is below
-  SMALL_READ_BYTES (log scale, capped at 1);
+- small_reads: the I/O share of training time, scaled by how far the median read (or, where
+  the op log sees only H5Dread calls above the MPI-IO driver, the HDF5 chunk) is below
+  SMALL_READ_BYTES (log scale, at least a quarter, at most 1);
 - misaligned_direct: the I/O share, times the bytes widened over the bytes asked;
 - misaligned (a Darshan log's POSIX_FILE_NOT_ALIGNED): the I/O share, times the share of
   accesses off the file alignment, halved;
@@ -22,7 +23,8 @@ measure first when the budget is short:
 - many_small_files, metadata_heavy: the I/O share, times opens per read (at most 1), reads
   being the application's (H5Dread calls where libhdf5 is used, else POSIX and STDIO reads);
 - shared_independent: the I/O share, halved;
-- rank_imbalance: the I/O share, times 1 - mean/max bytes per rank;
+- rank_imbalance: the I/O share, times 1 - mean/max bytes per rank (only for jobs writing
+  less than a tenth of what they read: the balance counts writes too);
 - no_overlap: the smaller of the I/O-wait share and the compute share of an epoch (what
   overlapping the two could hide at most);
 - checkpoint_stalls: checkpoints' share of the run time;
@@ -121,17 +123,39 @@ class _Job:
         return (self.w.get(section) or {}).get(key, default)
 
 
-def diagnose(char, workload, summary=None):
-    """The findings of a job, most severe first (see the module docstring)."""
+def diagnose(char, workload, summary=None, read_ahead=None):
+    """The findings of a job, most severe first (see the module docstring). ``workload``
+    should hold every key (a key it lacks counts as unset); ``read_ahead``: the interfaces
+    whose reads read threads can run ahead (None: all)."""
     job = _Job(char, workload, summary)
+    job.read_ahead = read_ahead
     found = [f for f in (rule(job) for rule in RULES) if f is not None]
     return sorted(found, key=lambda f: -f.severity)
+
+
+def _small_chunks(job):
+    """HDF5 rows cut into chunks smaller than SMALL_READ_BYTES: libhdf5 reads a sample a
+    chunk at a time, whatever the read sizes the op log shows above the MPI-IO driver."""
+    record = int(job.get("dataset", "record_length", 0) or 0)
+    chunk = int(job.get("dataset", "chunk_size", 0) or 0)
+    if job.get("dataset", "format") != "hdf5" or not job.get("dataset", "enable_chunking") \
+            or not chunk or chunk >= min(record, SMALL_READ_BYTES):
+        return None
+    changes = _larger_reads(job, record)
+    scale = min(1.0, math.log2(SMALL_READ_BYTES / chunk) / 4)
+    return Finding(
+        "small_reads", "small reads",
+        f"HDF5 chunks of {_size(chunk)} (dataset.chunk_size; threshold "
+        f"{_size(SMALL_READ_BYTES)}) for samples of {_size(record)}: libhdf5 reads a sample "
+        f"{-(-record // chunk)} chunks at a time; I/O {100 * job.io_share:.0f} % of the "
+        "training time", "chunk_bytes", float(chunk), float(SMALL_READ_BYTES),
+        job.io_share * max(scale, 0.25), changes)
 
 
 def _small_reads(job):
     med = job.median_read if job.median_read is not None else job.mean_read
     if med is None or job.reads < MIN_READS or med >= SMALL_READ_BYTES:
-        return None
+        return _small_chunks(job)
     record = int(job.get("dataset", "record_length", 0) or 0)
     changes = _larger_reads(job, record)
     if not changes:
@@ -338,6 +362,9 @@ def _shared_independent(job):
 
 
 def _rank_imbalance(job):
+    written = job.char.totals.bytes_written or 0
+    if written > 0.1 * (job.char.totals.bytes_read or 0):
+        return None             # the balance counts writes too: checkpoints of one writer
     balance = [m.rank_balance for m in job.char.modules.values()
                if m.rank_balance is not None and m.rank_balance.mean_bytes]
     if not balance:
@@ -356,13 +383,17 @@ def _rank_imbalance(job):
 def _no_overlap(job):
     if job.compute_share is None or job.compute_share <= 0 or not job.epoch_wall:
         return None
+    if job.get("train", "computation_time", 0) in (0, 0.0, None):
+        return None             # the loop's own time, not compute to overlap with
     if job.get("io", "read_type") == "memory" or job.io_share < IO_WAIT_SHARE:
         return None
-    threads = int(job.get("reader", "read_threads", 1) or 0)
+    threads = int(job.summary.get("read_threads", job.get("reader", "read_threads", 1)) or 0)
     depth = int(job.get("reader", "prefetch_size", 2) or 0)
     iface = job.get("io", "interface", "posix")
     if iface in ("mpiio_coll", "hdf5_coll"):
         return None
+    if job.read_ahead is not None and iface not in job.read_ahead:
+        return None             # no read-ahead on this interface: the threads do nothing
     changes = {}
     for t, d in ((1, 2), (2, 2), (4, 4)):
         if t > threads or (t == threads and d > depth):

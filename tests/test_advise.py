@@ -80,7 +80,8 @@ def test_the_known_reason_is_found_first_and_its_change_wins(slow_advice):
     assert best_single["speedup"] - best_single["spread"] > 1.5
     assert best_single["evidence"] == first["evidence"]
     # every change moved the same bytes (no change reads less to look faster)
-    assert {r["bytes_moved"] for r in recs} == {line["baseline"]["bytes_moved"]}
+    assert {r["bytes_moved_per_epoch"] for r in recs} == {
+        line["baseline"]["bytes_moved_per_epoch"]}
     # the report files
     for name in ("advise.md", "advise.html", "speedup.png", "winner.yaml"):
         assert (out / "study" / name).stat().st_size > 0

@@ -75,8 +75,8 @@ class Candidate:
 
 
 def run_figures(summary):
-    """The figures advise keeps of a run: time per epoch (see the module docstring), AU,
-    bytes moved, samples/s."""
+    """The figures advise keeps of a run: time per epoch (see the package docstring), AU,
+    bytes moved per epoch (reads of the load, epochs and evaluations), samples/s."""
     epochs = summary.get("epochs") or []
     n = max(1, len(epochs))
     waited = sum(e["duration_s"] for e in epochs)
@@ -85,7 +85,7 @@ def run_figures(summary):
     waited += sum(c["duration_s"] for c in summary.get("checkpoints") or [] if c["op"] == "write")
     return {"time_per_epoch_s": waited / n,
             "au_pct": summary.get("train_au_mean_percentage"),
-            "bytes_moved": summary.get("bytes_moved"),
+            "bytes_moved_per_epoch": (summary.get("bytes_moved") or 0) / n,
             "samples_per_s": summary.get("train_throughput_mean_samples_per_second")}
 
 

@@ -19,7 +19,7 @@ def _figures(cand):
     runs = [r for r in cand.runs.values() if r]
     return {"time_per_epoch_s": _median([r["time_per_epoch_s"] for r in runs]),
             "au_pct": _median([r["au_pct"] for r in runs]),
-            "bytes_moved": _median([r["bytes_moved"] for r in runs]),
+            "bytes_moved_per_epoch": _median([r["bytes_moved_per_epoch"] for r in runs]),
             "samples_per_s": _median([r["samples_per_s"] for r in runs]),
             "rounds": len(runs)}
 

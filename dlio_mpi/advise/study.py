@@ -26,6 +26,26 @@ def _agreed(comm, fn):
     return result
 
 
+MEASURABLE_S = 0.5       # a run's epochs last this long at least, or it does more epochs
+MAX_EPOCHS = 100
+
+
+def _epochs_s(summary):
+    return sum(e["duration_s"] for e in summary.get("epochs") or [])
+
+
+def epochs_to_measure(summary):
+    """The epochs a run needs for its epochs to last MEASURABLE_S (at most MAX_EPOCHS), or
+    None when the workload's own epochs are long enough (or it trains no epochs)."""
+    epochs = summary.get("epochs") or []
+    total = _epochs_s(summary)
+    if not epochs or total >= MEASURABLE_S or len(epochs) >= MAX_EPOCHS:
+        return None
+    if total <= 0:
+        return MAX_EPOCHS
+    return min(MAX_EPOCHS, int(len(epochs) * MEASURABLE_S / total) + 1)
+
+
 def plan(findings, base_doc, adv, ranks, est_s):
     """Candidates of the findings, most severe first, those whose workload is invalid left out
     with the reason, and as many as the budget holds for MIN_ROUNDS rounds with the baseline
@@ -108,6 +128,12 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
     adv.say("advise: baseline run with its op log, for the diagnosis")
     diag_dir = os.path.join(adv.out, "runs", "baseline", "diagnosis")
     summary = adv.run(base_doc, diag_dir, keep_oplog=True)
+    more = epochs_to_measure(summary)
+    if more:
+        notes.append(f"the baseline's epochs took {_epochs_s(summary) * 1000:.1f} ms in all, "
+                     f"too short to time against the noise: every run does {more} epochs "
+                     f"(train.epochs) instead of {base_doc.get('train', {}).get('epochs', 1)}")
+        base_doc = merged(base_doc, {"train": {"epochs": more}})
 
     def diagnosis():
         from analysis.characterize import characterize
@@ -118,7 +144,9 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", AnalysisWarning)
                 char = characterize(diag_dir)
-        findings = diagnose(char, base_doc, summary)
+        from dlio_mpi.readers import PREFETCH_INTERFACES
+        every_key = config.load([], doc=base_doc, doc_source="advise").to_dict()
+        findings = diagnose(char, every_key, summary, read_ahead=PREFETCH_INTERFACES)
         cands, skipped = plan(findings, base_doc, adv, comm.Get_size(), adv.longest)
         return [f.to_dict() for f in findings], cands, skipped
 
@@ -127,7 +155,7 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
         adv.say(f"advise: finding: {f['title']}: {f['evidence']}")
     base = Candidate(name="baseline", label="baseline", finding="baseline", evidence="",
                      change={}, doc=base_doc)
-    nxt = adv.rounds(base, cands) if cands else 0
+    nxt = adv.rounds(base, cands)       # the baseline alone when nothing was found
     combo = _agreed(comm, lambda: combination(base_doc, cands, base, adv.data_folder)) \
         if cands else None
     if combo is not None and adv.left() > adv.longest * 2 * MIN_ROUNDS:

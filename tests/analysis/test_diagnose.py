@@ -18,7 +18,8 @@ def job(reads=10_000, opens=20, median=4096, seq=95.0, files=16, bytes_read=16 <
     modules = {"POSIX": posix}
     if h5d_reads is not None:
         modules["H5D"] = NS(ops={"reads": h5d_reads}, rank_balance=None)
-    return NS(totals=NS(basis=["POSIX"], bytes_read=bytes_read, files=NS(total=files),
+    return NS(totals=NS(basis=["POSIX"], bytes_read=bytes_read, bytes_written=0,
+                        files=NS(total=files),
                         io_time=NS(slowest_rank_share=io_share)),
               modules=modules, nprocs=2, data_formats={},
               dxt={"DXT_POSIX": NS(read_sizes=NS(median=median))})
@@ -26,7 +27,8 @@ def job(reads=10_000, opens=20, median=4096, seq=95.0, files=16, bytes_read=16 <
 
 BASE = {"dataset": {"format": "raw", "num_files_train": 16, "num_samples_per_file": 4,
                     "record_length": 1 << 20},
-        "reader": {"transfer_size": 4096, "read_threads": 0}}
+        "reader": {"transfer_size": 4096, "read_threads": 0},
+        "train": {"computation_time": 0.01}}
 
 
 def keys(findings):
@@ -166,3 +168,26 @@ def test_a_real_logs_misaligned_accesses():
     assert "21 % of their buffers off the 8 B memory alignment" in f.evidence
     ior = os.path.join(os.path.dirname(__file__), "..", "fixtures", "darshan", "ior_fpp.darshan")
     assert "misaligned" not in keys(dg.diagnose(characterize(ior), {}))
+
+
+def test_hdf5_chunks_smaller_than_a_sample_are_small_reads():
+    """Through HDF5's MPI-IO driver the op log sees H5Dread calls, not libhdf5's chunk reads:
+    chunks of 4 KiB for samples of 64 KiB are found from the workload."""
+    doc = {"dataset": {"format": "hdf5", "enable_chunking": True, "chunk_size": 4096,
+                       "record_length": 65536, "num_files_train": 1,
+                       "num_samples_per_file": 256}, "io": {"layout": "shared"}}
+    found = dg.diagnose(job(median=65536 * 8), doc)
+    f = found[0]
+    assert f.key == "small_reads" and f.value == 4096
+    assert "16 chunks at a time" in f.evidence
+    assert f.changes["HDF5 chunk of a whole sample (64 KiB)"] == {
+        "dataset": {"chunk_size": "64k"}}
+
+
+def test_read_threads_are_not_proposed_where_they_do_nothing():
+    summary = {"epochs": [{"duration_s": 1.0, "io_wait_s_mean": 0.6, "compute_s_mean": 0.3}],
+               "read_threads": 0}
+    doc = merged(BASE, {"reader": {"transfer_size": 0}, "io": {"interface": "mpiio"}})
+    assert "no_overlap" in keys(dg.diagnose(job(median=1 << 20), doc, summary))
+    assert "no_overlap" not in keys(dg.diagnose(job(median=1 << 20), doc, summary,
+                                                read_ahead=("posix", "posix_direct")))
