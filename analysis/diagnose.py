@@ -19,6 +19,7 @@ measure first when the budget is short:
 - misaligned_direct: the I/O share, times the bytes widened over the bytes asked;
 - misaligned (a Darshan log's POSIX_FILE_NOT_ALIGNED): the I/O share, times the share of
   accesses off the file alignment, halved;
+- beyond_page_cache: the I/O share, a quarter of it;
 - random_access: the I/O share, times the share of reads that are not sequential, halved;
 - many_small_files, metadata_heavy: the I/O share, times opens per read (at most 1), reads
   being the application's (H5Dread calls where libhdf5 is used, else POSIX and STDIO reads);
@@ -32,6 +33,7 @@ measure first when the budget is short:
 """
 
 import math
+import re
 from dataclasses import dataclass, field
 
 SMALL_READ_BYTES = 64 * 1024     # a median read below this is small for a parallel file system
@@ -122,6 +124,16 @@ class _Job:
     def get(self, section, key, default=None):
         return (self.w.get(section) or {}).get(key, default)
 
+    def size(self, section, key, default=0):
+        """A size key in bytes, also when written as 4k, 1m, ..."""
+        value = self.get(section, key, default)
+        if isinstance(value, str):
+            m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", value.lower())
+            if not m:
+                return default
+            return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+        return int(value or 0)
+
 
 def diagnose(char, workload, summary=None, read_ahead=None):
     """The findings of a job, most severe first (see the module docstring). ``workload``
@@ -136,8 +148,8 @@ def diagnose(char, workload, summary=None, read_ahead=None):
 def _small_chunks(job):
     """HDF5 rows cut into chunks smaller than SMALL_READ_BYTES: libhdf5 reads a sample a
     chunk at a time, whatever the read sizes the op log shows above the MPI-IO driver."""
-    record = int(job.get("dataset", "record_length", 0) or 0)
-    chunk = int(job.get("dataset", "chunk_size", 0) or 0)
+    record = job.size("dataset", "record_length", 0)
+    chunk = job.size("dataset", "chunk_size", 0)
     if job.get("dataset", "format") != "hdf5" or not job.get("dataset", "enable_chunking") \
             or not chunk or chunk >= min(record, SMALL_READ_BYTES):
         return None
@@ -156,7 +168,7 @@ def _small_reads(job):
     med = job.median_read if job.median_read is not None else job.mean_read
     if med is None or job.reads < MIN_READS or med >= SMALL_READ_BYTES:
         return _small_chunks(job)
-    record = int(job.get("dataset", "record_length", 0) or 0)
+    record = job.size("dataset", "record_length", 0)
     changes = _larger_reads(job, record)
     if not changes:
         return None
@@ -173,7 +185,7 @@ def _larger_reads(job, record):
     """Changes that make each read larger, by what sets the read size."""
     iface = job.get("io", "interface", "posix")
     access = job.get("reader", "access", "sample")
-    xfer = int(job.get("reader", "transfer_size", 262144) or 0)
+    xfer = job.size("reader", "transfer_size", 262144)
     changes = {}
     if job.get("dataset", "format") == "hdf5":
         volumes = job.get("dataset", "volumes") or []
@@ -186,7 +198,7 @@ def _larger_reads(job, record):
                 changes["HDF5 chunks twice as large in every dimension"] = {
                     "dataset": {"volumes": grown}}
         elif job.get("dataset", "enable_chunking") and record:
-            chunk = int(job.get("dataset", "chunk_size", 0) or 0)
+            chunk = job.size("dataset", "chunk_size", 0)
             if chunk and chunk < record:
                 changes[f"HDF5 chunk of a whole sample ({_size(record)})"] = {
                     "dataset": {"chunk_size": _size_key(record)}}
@@ -195,11 +207,11 @@ def _larger_reads(job, record):
         return changes
     if access == "numpy":
         for size in (1 * MiB, 4 * MiB):
-            if size > int(job.get("reader", "buffer_size", 0) or 0):
+            if size > job.size("reader", "buffer_size", 0):
                 changes[f"read buffer {_size(size)}"] = {"reader": {"buffer_size":
                                                                     _size_key(size)}}
         return changes
-    if iface == "stdio" and int(job.get("io", "stdio_buffer", 0) or 0) < MiB:
+    if iface == "stdio" and job.size("io", "stdio_buffer", 0) < MiB:
         changes["STDIO buffer 1 MiB"] = {"io": {"stdio_buffer": "1m"}}
     if xfer:
         limit = record if access == "sample" and record else None
@@ -218,7 +230,7 @@ def _misaligned_direct(job):
         return None
     asked, read = widening["file0_sample_bytes"], widening["file0_read_bytes"]
     align = widening["alignment"]
-    record = int(job.get("dataset", "record_length", 0) or 0)
+    record = job.size("dataset", "record_length", 0)
     changes = {"buffered reads (no O_DIRECT)": {"io": {"interface": "posix"},
                                                 "reader": {"odirect": False}}}
     if record and record % align:
@@ -244,8 +256,8 @@ def _misaligned(job):
     if pct < MISALIGNED_PCT and mem < MISALIGNED_PCT:
         return None
     changes = {}
-    xfer = int(job.get("reader", "transfer_size", 0) or 0)
-    record = int(job.get("dataset", "record_length", 0) or 0)
+    xfer = job.size("reader", "transfer_size", 0)
+    record = job.size("dataset", "record_length", 0)
     if xfer and xfer % align:
         up = -(-xfer // align) * align
         changes[f"transfer size {_size(up)} (a multiple of {_size(align)})"] = {
@@ -282,6 +294,27 @@ def _random_access(job):
         job.io_share * (1 - job.seq_pct / 100) / 2, changes)
 
 
+def _beyond_page_cache(job):
+    """A dataset larger than a host's memory read through the page cache: every epoch reads
+    it from the storage again, and the cache's copy is overhead (and evicts everything else)."""
+    facts = job.summary.get("facts") or {}
+    data, memory = facts.get("dataset_bytes"), facts.get("host_memory_bytes")
+    iface = job.get("io", "interface", "posix")
+    if not data or not memory or iface != "posix" or data <= memory:
+        return None
+    if job.median_read is not None and job.median_read < SMALL_READ_BYTES:
+        return None             # small reads: O_DIRECT would make them slower still
+    changes = {"O_DIRECT reads": {"io": {"interface": "posix_direct"}}}
+    xfer = job.size("reader", "transfer_size", 0)
+    if xfer % 4096:
+        changes["O_DIRECT reads"]["reader"] = {"transfer_size": -(-xfer // 4096) * 4096}
+    return Finding(
+        "beyond_page_cache", "dataset larger than the page cache",
+        f"dataset {_size(data)} against {_size(memory)} of memory per host (threshold: the "
+        "memory): each epoch reads it from the storage through the page cache",
+        "dataset_over_memory", data / memory, 1.0, job.io_share / 4, changes)
+
+
 def _fits_in_memory(job, changes):
     """Reading the whole input at start, where a rank's share fits easily in memory."""
     facts = job.summary.get("facts") or {}
@@ -297,7 +330,7 @@ def _consolidate(job):
     count that keeps at least as many files as ranks and files under 1 GiB."""
     files = int(job.get("dataset", "num_files_train", 0) or 0)
     spf = int(job.get("dataset", "num_samples_per_file", 1) or 1)
-    record = int(job.get("dataset", "record_length", 0) or 0)
+    record = job.size("dataset", "record_length", 0)
     if job.get("io", "layout", "multi") != "multi" or files < 2 or not record:
         return {}
     best = 1
@@ -428,7 +461,7 @@ def _checkpoint_stalls(job):
     if job.get("checkpoint", "writers", "rank0") == "rank0" and job.ranks > 1 and \
             fmt == "file_per_rank":
         changes["every rank writes its share"] = {"checkpoint": {"writers": "all"}}
-    if int(job.get("checkpoint", "transfer_size", MiB) or MiB) < 16 * MiB:
+    if job.size("checkpoint", "transfer_size", MiB) < 16 * MiB:
         changes["checkpoint writes of 16 MiB"] = {"checkpoint": {"transfer_size": "16m"}}
     return Finding(
         "checkpoint_stalls", "checkpoint stalls",
@@ -465,5 +498,5 @@ def _compression(job):
         "io_share", job.io_share, IO_WAIT_SHARE, job.io_share / 2, changes)
 
 
-RULES = (_small_reads, _misaligned_direct, _misaligned, _random_access, _many_small_files, _metadata_heavy,
+RULES = (_small_reads, _misaligned_direct, _misaligned, _beyond_page_cache, _random_access, _many_small_files, _metadata_heavy,
          _shared_independent, _rank_imbalance, _no_overlap, _checkpoint_stalls, _compression)

@@ -190,21 +190,22 @@ class Advisor:
                              root=0)
         if not go:
             return False
-        out = os.path.join(self.out, "runs", cand.name, f"round{rnd}")
-        self.say(f"advise: round {rnd + 1}: {cand.label} ...")
+        out = os.path.join(self.out, "runs", cand.name, f"round{rnd}" if rnd >= 0 else "warm")
+        what = f"round {rnd + 1}" if rnd >= 0 else "warm-up"
+        self.say(f"advise: {what}: {cand.label} ...")
         try:
             summary = self.run(cand.doc, out)
         except (config.ConfigError, collective.RankError) as e:
             cand.error = " ".join(str(e).split())
             cand.times[rnd] = None
-            self.say(f"advise: {cand.label}: failed: {cand.error}")
+            self.say(f"advise: {what}: {cand.label}: failed: {cand.error}")
             return True
         if self.rank == 0 and changes_dataset(cand.change):
             self.made_data.add(cand.doc["dataset"]["data_folder"])
         fig = run_figures(summary)
         cand.times[rnd] = fig["time_per_epoch_s"]
         cand.runs[rnd] = fig
-        self.say(f"advise: round {rnd + 1}: {cand.label}: {fig['time_per_epoch_s']:.3f} s "
+        self.say(f"advise: {what}: {cand.label}: {fig['time_per_epoch_s']:.4g} s "
                  f"per epoch, AU {fig['au_pct'] or 0:.1f} %  ({self.left():.0f} s left)")
         return True
 

@@ -26,7 +26,7 @@ def _agreed(comm, fn):
     return result
 
 
-MEASURABLE_S = 0.5       # a run's epochs last this long at least, or it does more epochs
+MEASURABLE_S = 1.0       # a run's epochs last this long at least, or it does more epochs
 MAX_EPOCHS = 100
 
 

@@ -191,3 +191,16 @@ def test_read_threads_are_not_proposed_where_they_do_nothing():
     assert "no_overlap" in keys(dg.diagnose(job(median=1 << 20), doc, summary))
     assert "no_overlap" not in keys(dg.diagnose(job(median=1 << 20), doc, summary,
                                                 read_ahead=("posix", "posix_direct")))
+
+
+def test_a_dataset_beyond_the_page_cache_is_read_with_o_direct():
+    summary = {"facts": {"dataset_bytes": 64 << 30, "host_memory_bytes": 16 << 30},
+               "epochs": [{"duration_s": 1.0, "io_wait_s_mean": 0.8, "compute_s_mean": 0.0}]}
+    doc = merged(BASE, {"reader": {"transfer_size": "1m"}})
+    found = dg.diagnose(job(median=1 << 20), doc, summary)
+    f = next(f for f in found if f.key == "beyond_page_cache")
+    assert f.value == 4.0
+    assert f.changes == {"O_DIRECT reads": {"io": {"interface": "posix_direct"}}}
+    valid(merged(doc, f.changes["O_DIRECT reads"]))
+    small = dict(summary, facts={"dataset_bytes": 1 << 30, "host_memory_bytes": 16 << 30})
+    assert "beyond_page_cache" not in keys(dg.diagnose(job(median=1 << 20), doc, small))
