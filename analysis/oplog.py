@@ -220,7 +220,7 @@ def load_run(directory):
     )
 
 
-CHECKPOINT_ID_BASE = 1 << 30       # dlio_mpi/checkpoint.py FILE_ID_BASE
+CHECKPOINT_ID_BASE = 1 << 30       # dlio_mpi/checkpoint/common.py FILE_ID_BASE
 CHECKPOINT_FOUR_FILES = ("data", "meta", "index", "state")
 
 

@@ -7,7 +7,8 @@ to resolve inside the data or checkpoint folder before anything is removed. A pa
 the root, a home directory or a system directory is refused."""
 import os
 
-from dlio_mpi import checkpoint_record, datagen
+from dlio_mpi import datagen
+from dlio_mpi.checkpoint import record as checkpoint_record
 
 PROTECTED = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc",
              "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/work")

@@ -207,3 +207,48 @@ def unguard_status():
     from dlio_mpi import engines
 
     engines.status_guard_disarm()
+
+
+def mark_stopped(cfg, status, why, rank=None):
+    """After a failure or a signal: on rank 0 (the lock's owner), the run is marked as not
+    complete and the output folder released; a failing rank that does not own the lock leaves
+    the run marked failed with its reason, and a note that keeps rank 0 (stopped by the
+    launcher when this rank ends the job) from marking it interrupted. Nothing collective:
+    other ranks may be gone. Returns the status written, or None on the other ranks."""
+    out_dir = cfg.output.folder
+    if not holds(out_dir):
+        return None             # this run never held the folder (or no longer does): not ours
+    mine = owned.get("pid") == os.getpid()
+    if not mine:
+        unguard_status()
+        if status == "interrupted" and lock_state(owned) == "dead" \
+                and not noted_failure(out_dir):
+            # rank 0 was killed: the launcher ends the job, and this rank says so
+            try:
+                set_status(out_dir, "interrupted", writer=rank,
+                                   reason=f"rank 0 (pid {owned['pid']}) died; the "
+                                          f"launcher ended the job ({why})")
+            except OSError:
+                return None
+            return "interrupted"
+        if status == "failed" and rank is not None:
+            # rank 0 may be inside an MPI call when the job ends, where no Python signal
+            # handler runs: the failing rank marks the run itself (rank 0's lock stays, to be
+            # taken over by the next run)
+            note_failure(out_dir, rank, why)
+            try:
+                set_status(out_dir, "failed", writer=rank, reason=why)
+            except OSError:
+                pass
+        return None
+    unguard_status()
+    if status == "interrupted":
+        note = noted_failure(out_dir)
+        if note:
+            status, why = "failed", note["reason"]
+    try:
+        set_status(out_dir, status, reason=why)
+    except OSError:
+        pass
+    release(out_dir)
+    return status

@@ -4,7 +4,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, checkpointing, engines, readers, sampler, sysinfo, timing
+from dlio_mpi import access, engines, readers, sampler, sysinfo, timing
+from dlio_mpi.checkpoint import schedule
 
 
 class Exchange:
@@ -160,12 +161,12 @@ def run_epochs(cfg, comm, log, progress=None):
     done_steps = 0
     in_memory = cfg.io.read_type == "memory"
     first_batch = None
-    ckpt = checkpointing.make(cfg, comm, log) if cfg.workflow.checkpoint else None
-    ckpt_size = checkpointing.size_of(cfg, size) if ckpt else None
+    ckpt = schedule.make(cfg, comm, log) if cfg.workflow.checkpoint else None
+    ckpt_size = schedule.size_of(cfg, size) if ckpt else None
 
     def write_checkpoint(step, epoch):
         res = ckpt.write(len(checkpoints), ckpt_size)
-        entry = checkpointing.record(res, len(checkpoints), "write")
+        entry = schedule.record(res, len(checkpoints), "write")
         entry.update(step=step, epoch=epoch)
         checkpoints.append(entry)
         return res.duration
@@ -208,7 +209,7 @@ def run_epochs(cfg, comm, log, progress=None):
                 time.sleep(sleeps[step])
             compute += time.perf_counter() - t1
             exchange()
-            if ckpt and checkpointing.due_after_step(cfg, done_steps + step + 1):
+            if ckpt and schedule.due_after_step(cfg, done_steps + step + 1):
                 ckpt_s += write_checkpoint(done_steps + step + 1, epoch)
             if progress and rank == 0:
                 progress(epoch, step + 1, len(plan))
@@ -217,7 +218,7 @@ def run_epochs(cfg, comm, log, progress=None):
         done_steps += len(plan)
         close_phase(_phase("train", epoch, plan, wall, io_wait, compute, first_io, waits,
                            log))
-        if ckpt and checkpointing.due_after_epoch(cfg, epoch + 1):
+        if ckpt and schedule.due_after_epoch(cfg, epoch + 1):
             write_checkpoint(done_steps, epoch)
             keep_log(f"checkpoint{epoch}")      # its writes, in the op log as Darshan has them
         if (cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0

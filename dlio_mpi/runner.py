@@ -9,8 +9,9 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (checkpointing, collective, config, darshan, datagen, engines, outputs, pipeline,
+from dlio_mpi import (collective, config, darshan, datagen, engines, outputs, pipeline,
                       readers, sampler, sysinfo)
+from dlio_mpi.checkpoint import schedule
 
 
 def _agree(comm, error):
@@ -64,7 +65,7 @@ def prepare(cfg, comm):
         outputs.owned = owner
         outputs.guard_status_beside(out_dir, rank)
     if cfg.workflow.checkpoint:
-        checkpointing.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
+        schedule.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:
         return 0
     have, error = None, None
@@ -276,7 +277,7 @@ def run(cfg, comm, echo=print, job_start_ns=None):
         epochs, oplogs, first_batch, checkpoints = pipeline.run_epochs(cfg, comm, log, progress)
     else:
         epochs, oplogs, first_batch = [], [], None
-        checkpoints = checkpointing.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"])
+        checkpoints = schedule.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"])
         if cfg.io.keep_oplog:       # the checkpoints' writes and reads, as one phase
             log.finalize()
             oplogs.append(("checkpoint", {k: np.array(v) for k, v in log.arrays().items()}))
@@ -369,51 +370,6 @@ def run(cfg, comm, echo=print, job_start_ns=None):
         outputs.owned = None
     comm.Barrier()
     return summary
-
-
-def mark_stopped(cfg, status, why, rank=None):
-    """After a failure or a signal: on rank 0 (the lock's owner), the run is marked as not
-    complete and the output folder released; a failing rank that does not own the lock leaves
-    the run marked failed with its reason, and a note that keeps rank 0 (stopped by the
-    launcher when this rank ends the job) from marking it interrupted. Nothing collective:
-    other ranks may be gone. Returns the status written, or None on the other ranks."""
-    out_dir = cfg.output.folder
-    if not outputs.holds(out_dir):
-        return None             # this run never held the folder (or no longer does): not ours
-    mine = outputs.owned.get("pid") == os.getpid()
-    if not mine:
-        outputs.unguard_status()
-        if status == "interrupted" and outputs.lock_state(outputs.owned) == "dead" \
-                and not outputs.noted_failure(out_dir):
-            # rank 0 was killed: the launcher ends the job, and this rank says so
-            try:
-                outputs.set_status(out_dir, "interrupted", writer=rank,
-                                   reason=f"rank 0 (pid {outputs.owned['pid']}) died; the "
-                                          f"launcher ended the job ({why})")
-            except OSError:
-                return None
-            return "interrupted"
-        if status == "failed" and rank is not None:
-            # rank 0 may be inside an MPI call when the job ends, where no Python signal
-            # handler runs: the failing rank marks the run itself (rank 0's lock stays, to be
-            # taken over by the next run)
-            outputs.note_failure(out_dir, rank, why)
-            try:
-                outputs.set_status(out_dir, "failed", writer=rank, reason=why)
-            except OSError:
-                pass
-        return None
-    outputs.unguard_status()
-    if status == "interrupted":
-        note = outputs.noted_failure(out_dir)
-        if note:
-            status, why = "failed", note["reason"]
-    try:
-        outputs.set_status(out_dir, status, reason=why)
-    except OSError:
-        pass
-    outputs.release(out_dir)
-    return status
 
 
 def _remainder_words(s):

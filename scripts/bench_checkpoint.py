@@ -53,9 +53,10 @@ from dlio_mpi.schema import SCHEMA
 
 
 def _chunk_default():
-    """Checkpointer's default chunk, read from dlio_mpi/checkpoint.py's source: importing that
-    module initializes MPI, and an initialized parent confuses the mpiexec it starts."""
-    path = os.path.join(os.path.dirname(dlio_mpi.__file__), "checkpoint.py")
+    """Checkpointer's default chunk, read from dlio_mpi/checkpoint/writer.py's source:
+    importing that module initializes MPI, and an initialized parent confuses the mpiexec it
+    starts."""
+    path = os.path.join(os.path.dirname(dlio_mpi.__file__), "checkpoint", "writer.py")
     for node in ast.walk(ast.parse(open(path).read())):
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
             a = node.args

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlio_mpi.checkpoint_size import (
+from dlio_mpi.checkpoint.size import (
     FLAT, GIB, LLAMA3, MLPERF_STORAGE_GIB, FlatCheckpoint, Layout, Transformer,
     TransformerCheckpoint, is_writer, preset, split, stage_layers, writer_ranks)
 from mpirun import run_mpi
@@ -185,7 +185,7 @@ def test_flat_presets():
 @given(st.integers(0, 3 << 20), st.lists(st.integers(1, 70_000), min_size=1, max_size=5),
        st.integers(0, 9), st.integers(0, 9))
 def test_content_is_position_determined(start, pieces, index, writer):
-    from dlio_mpi.checkpoint_size import Content, Filler
+    from dlio_mpi.checkpoint.content import Content, Filler
     c = Content(index, writer)
     whole = c.bytes_at(start, sum(pieces))
     buf = np.empty(max(pieces), dtype=np.uint8)
@@ -197,7 +197,7 @@ def test_content_is_position_determined(start, pieces, index, writer):
 
 
 def test_content_stamps_and_identity():
-    from dlio_mpi.checkpoint_size import PAGE, Content
+    from dlio_mpi.checkpoint import PAGE, Content
     a = Content(3, 1).bytes_at(0, 3 * PAGE)
     stamps = a.reshape(3, PAGE)[:, :16].copy().view("<u8")
     assert stamps[:, 0].tolist() == [0, 1, 2]

@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from dlio_mpi import checkpoint_record, checkpointing, config
+from dlio_mpi import config
+from dlio_mpi.checkpoint import record as checkpoint_record
+from dlio_mpi.checkpoint import schedule
 from mpirun import run_mpi
 
 SHRINK = ["model.num_layers=1", "model.transformer.hidden_size=256",
@@ -62,7 +64,7 @@ def test_llama3_8b_checkpoint_only_shrunk(tmp_path, fmt):
                "checkpoint.num_checkpoints_read=2", f"checkpoint.format={fmt}",
                "checkpoint.verify=true")
     cfg = config.load(["workload=llama3_8b"] + SHRINK)
-    size = checkpointing.size_of(cfg, n)
+    size = schedule.size_of(cfg, n)
     assert s["epochs"] == [] and s["bytes_moved"] == 0
     ops = [(c["op"], c["index"]) for c in s["checkpoints"]]
     assert ops == [("write", 0), ("write", 1), ("read", 0), ("read", 1)]

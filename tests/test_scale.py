@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from datautil import load_npz
-from dlio_mpi import checkpoint_record
+from dlio_mpi.checkpoint import record as checkpoint_record
 from mpirun import bind_to_core, run_mpi
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

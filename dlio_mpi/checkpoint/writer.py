@@ -1,119 +1,22 @@
-"""Checkpoint writing and reading through the native engines; every call is collective.
-
-    from dlio_mpi.checkpoint import Checkpointer, preset
-    size = preset("llama3_8b")                       # 8 ranks: TP 1 x PP 1 x DP 8, ZeRO 3
-    ck = Checkpointer(comm, "/scratch/ckpt", "file_per_rank", direct=True, oplog=log)
-    res = ck.write(step, size)                       # one checkpoint: res.duration, .bandwidth
-    ck.read(step, size, shift=1, verify=True)        # read another rank's shard back
-
-Formats (``fmt``):
-  file_per_rank  each writing rank one file ``<prefix>-<index>-r<rank>.bin`` through POSIX,
-                 buffered or O_DIRECT: ``chunk`` bytes per engine call, split into
-                 ``xfer``-byte pwrites.
-  mpiio          one shared file ``<prefix>-<index>.bin``, rank shares in rank order (offsets
-                 by exscan): ``chunk`` bytes per rank per MPI_File_write_at_all, every rank
-                 joining every round (with nothing when it has nothing left), MPI_File_sync.
-  hdf5           one shared file ``<prefix>-<index>.h5`` with a 1-D uint8 dataset "checkpoint"
-                 of the total bytes, each rank's rows collectively through the MPI-IO driver,
-                 ``chunk`` rows per H5Dwrite; HDF5 does not fsync, so after closing the file is
-                 reopened with MPI-IO and MPI_File_sync'ed.
-  four_files     the DLIO paper's pattern: every rank writes four files of 4 MiB, 64 KiB,
-                 4 KiB and 1 KiB (``.data``, ``.meta``, ``.index``, ``.state``), each in one
-                 write and fsynced.
-
-O_DIRECT (``direct=True``, POSIX formats): aligned buffer; ``xfer`` must be a multiple of the
-file system's O_DIRECT alignment (checked before any I/O). When a file's size is not a multiple
-of it, the aligned part goes through O_DIRECT and the remaining tail through a second, buffered
-descriptor (reads alike): no padding, the file has exactly its size, and one fsync covers both
-(fsync flushes the inode).
-
-Completion: a file is written as ``<name>.part``, fsynced and closed; once every rank is done
-(agreed collectively) it is renamed to its final name (a shared file by rank 0, a file per rank
-by its rank), and the directory is fsynced (``sync_dir``). A final name always holds a whole
-file, and no file of a checkpoint has its final name before all its files are whole: a rank
-that fails or dies during the writes leaves only ``.part`` files. A failed checkpoint leaves no
-file.
-
-Errors: every rank checks its inputs and directory and the outcome is agreed collectively before
-any collective I/O; an error during the I/O is caught, the rank keeps joining the remaining
-collective calls with nothing, and the outcome is agreed again after them. Every rank then
-raises the same one-line CheckpointError naming the lowest failing rank and its path.
-One exception: HDF5 (1.10) through ROMIO cannot finish a collective H5Dwrite or H5Dread that
-failed on one rank, so there the rank whose call failed ends the job (engines.end_hdf5_job,
-after ``before_abort(message)`` if set) instead of hanging. With ompio, and for plain MPI-IO
-with either, every rank raises the same error. ompio reports a failed pwrite as a short write
-without an error code: the bytes moved are checked against the bytes asked for.
-
-The bytes are checkpoint_size.Content(index, writer): position-determined, so any reader verifies.
-"""
+"""Checkpointer: checkpoints of one format written and read through the native engines,
+every call collective (the formats, completion and errors: dlio_mpi.checkpoint)."""
 import os
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import checkpoint_record, collective, engines, sysinfo
-from dlio_mpi.checkpoint_size import (  # noqa: F401
-    FLAT, GIB, LLAMA3, MLPERF_STORAGE_GIB, PAGE, PRESETS, WRITER_POLICIES, Content, Filler,
-    FlatCheckpoint, Layout, Transformer, TransformerCheckpoint, is_writer, preset, split,
-    stage_layers, writer_ranks)
-
-FORMATS = ("file_per_rank", "mpiio", "hdf5", "four_files")
-FOUR_FILES = (("data", 4 << 20), ("meta", 64 << 10), ("index", 4 << 10), ("state", 1 << 10))
-SYNCS = ("fsync", "fdatasync", "none")
-FILE_ID_BASE = 1 << 30      # op-log file ids: FILE_ID_BASE + (index % 2**24) * 8 + file number
+from dlio_mpi import engines, sysinfo
+from dlio_mpi.checkpoint import record as checkpoint_record
+from dlio_mpi.checkpoint.common import (FILE_ID_BASE, FORMATS, FOUR_FILES, SYNCS,
+                                        CheckpointError, CheckpointResult, _line, _unlink)
+from dlio_mpi.checkpoint.content import Content
+from dlio_mpi.checkpoint.posix_io import PosixFiles
+from dlio_mpi.checkpoint.shared_io import SharedFile
+from dlio_mpi.checkpoint.size import PAGE
 
 
-class CheckpointError(collective.RankError):
-    """A checkpoint failed on some rank; raised on every rank with the same one-line message.
-    errors: [(rank, message)] of every failing rank."""
-
-    def __init__(self, message, errors):
-        super().__init__(message, int(errors[0][0]), errors)
-
-
-@dataclass(frozen=True)
-class CheckpointResult:
-    """One checkpoint write or read. This rank: bytes, fsyncs (of files, counted when issued
-    and successful), dir_fsyncs, seconds (from the agreed start to this rank's end, less the
-    time spent making and verifying content), files. Whole job (reduced with MPI): total_bytes,
-    total_fsyncs, movers (ranks that moved bytes), duration (the slowest rank's seconds) and
-    bandwidth (total_bytes / duration, bytes/s)."""
-    index: int
-    op: str
-    fmt: str
-    bytes: int
-    fsyncs: int
-    dir_fsyncs: int
-    seconds: float
-    files: tuple
-    total_bytes: int
-    total_fsyncs: int
-    movers: int
-    duration: float
-
-    @property
-    def bandwidth(self):
-        return self.total_bytes / self.duration if self.duration > 0 else 0.0
-
-
-def _line(e):
-    """One line for an exception, with the file name where Python's OSError has one."""
-    if isinstance(e, OSError) and not isinstance(e, engines.EngineError) and e.filename:
-        return f"{e.filename}: {e.strerror}"
-    return " ".join(str(e).split()) or type(e).__name__
-
-
-def _unlink(*paths):
-    for p in paths:
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
-
-
-class Checkpointer:
+class Checkpointer(PosixFiles, SharedFile):
     """Writes and reads checkpoints of one format in directory; see the module doc.
 
     comm: every method is collective on it. xfer: bytes per POSIX read/write call. chunk: bytes
@@ -143,7 +46,7 @@ class Checkpointer:
         self.sync, self.sync_dir, self.hints, self.oplog = sync, sync_dir, hints, oplog
         self.prefix = prefix
         # record: rank 0 names each complete checkpoint's files in the folder's record
-        # (checkpoint_record), which says whether the folder was made by a run
+        # (checkpoint.record), which says whether the folder was made by a run
         self.record = bool(record)
         if self.record:
             self._made = comm.bcast(not os.path.isdir(self.directory) if self.rank == 0
@@ -267,59 +170,6 @@ class Checkpointer:
             self._exp = engines.aligned_empty(need, align)
         return self._buf, self._exp
 
-    # -- POSIX -------------------------------------------------------------------------------
-    def _posix_write(self, path, content, start, n, fid, single):
-        """Share positions [start, start + n) into path.part (published by write() once every
-        rank's files are whole); returns fsyncs."""
-        tmp, step = path + ".part", (n if single else self.chunk)
-        fill = Filler(content, self._buffers(min(step, n), False)[0])
-        xfer = 0 if single else self.xfer
-        head = n - n % self._align[1] if self.direct else n
-        written = syncs = 0
-        try:
-            with engines.PosixFile(tmp, "w", direct=self.direct, file_id=fid,
-                                   oplog=self.oplog) as f:
-                for pos in range(0, head, step):
-                    k = min(step, head - pos)
-                    written += f.writev([pos], [k], self._content(fill, start + pos, k),
-                                        xfer=xfer)
-                last = f
-                if head < n:   # O_DIRECT: the unaligned tail through a buffered descriptor
-                    last = engines.PosixFile(tmp, "r+", file_id=fid, oplog=self.oplog)
-                    written += last.writev([head], [n - head],
-                                           self._content(fill, start + head, n - head))
-                if self.sync != "none":
-                    last.sync(data_only=self.sync == "fdatasync")
-                    syncs += 1
-                if last is not f:
-                    last.close()
-            if written != n:
-                raise OSError(f"wrote {written} of {n} bytes to {tmp}")
-        except BaseException:
-            _unlink(tmp)
-            raise
-        return syncs
-
-    def _posix_read(self, path, content, start, n, fid, single, verify):
-        if os.stat(path).st_size != n:
-            raise OSError(f"{path} holds {os.stat(path).st_size} bytes, expected {n}")
-        step = n if single else self.chunk
-        buf, exp = self._buffers(min(step, n), verify)
-        want = Filler(content, exp) if verify else None
-        head = n - n % self._align[1] if self.direct else n
-        got = 0
-        for lo, hi, direct in ((0, head, self.direct), (head, n, False)):
-            if hi <= lo:
-                continue
-            with engines.PosixFile(path, "r", direct=direct, file_id=fid, oplog=self.oplog) as f:
-                for pos in range(lo, hi, step):
-                    k = min(step, hi - pos)
-                    got += f.readv([pos], [k], xfer=0 if single else self.xfer, out=buf[:k],
-                                   exact=True)[1]
-                    if want is not None:
-                        self._compare(buf[:k], self._content(want, start + pos, k), path, pos)
-        return got
-
     # The emulator's own work (making the content, verifying it) is timed apart and left out
     # of the seconds reported: they are the storage's.
     def _content(self, fill, start, n):
@@ -349,97 +199,10 @@ class Checkpointer:
             os.close(fd)
         return 1
 
-    # -- MPI-IO and HDF5 ---------------------------------------------------------------------
-    def _open_shared(self, path, writing, total, fid):
-        if self.fmt == "mpiio":
-            return engines.MPIFile(self.comm, path, "w" if writing else "r", hints=self.hints,
-                                   file_id=fid, oplog=self.oplog)
-        return engines.H5Dataset(path, "checkpoint", driver="mpio", comm=self.comm,
-                                 collective=True, hints=self.hints, file_id=fid,
-                                 oplog=self.oplog, create=(total,) if writing else None)
-
-    def _collective(self, index, path, off, n, total, rounds, content, writing, verify):
-        """This rank's share [off, off + n) of the shared file in rounds collective calls;
-        returns (error, bytes, fsyncs). A rank with an error keeps joining every call."""
-        what = f"checkpoint {index} {'write' if writing else 'read'}"
-        fid, err, nb, syncs = FILE_ID_BASE + (index % (1 << 24)) * 8, None, 0, 0
-        buf, exp = self._buffers(min(self.chunk, n), verify and not writing)
-        fill = Filler(content, buf if writing else exp)
-        none = np.zeros(0, dtype=np.int64)
-        try:
-            h = self._open_shared(path, writing, total, fid)
-        except Exception as e:   # noqa: BLE001
-            err = self._err(e)
-        self._agree(what, err)   # a rank whose open failed has no handle to close
-        if not writing:
-            try:
-                have = h.size() if self.fmt == "mpiio" else \
-                    (h.shape[0] if len(h.shape) == 1 and h.row_bytes == 1 else -1)
-                if have != total:
-                    err = self._err(f"{path} holds {have} checkpoint bytes, expected {total}")
-            except Exception as e:   # noqa: BLE001
-                err = self._err(e)
-            self._agree(what, err, cleanup=h.close)
-        for i in range(rounds):
-            pos = i * self.chunk
-            k = max(0, min(self.chunk, n - pos))
-            check = False
-            try:
-                if k and not err and writing:
-                    put = h.write_all if self.fmt == "mpiio" else h.write_rows
-                    nb += put([off + pos], [k], self._content(fill, pos, k))
-                elif k and not err:
-                    get = h.read_all if self.fmt == "mpiio" else h.read_rows
-                    nb += get([off + pos], [k], out=buf[:k])[1]
-                    check = verify
-                elif writing:
-                    (h.write_all if self.fmt == "mpiio" else h.write_rows)(none, none, buf[:0])
-                else:
-                    (h.read_all if self.fmt == "mpiio" else h.read_rows)(none, none,
-                                                                         out=buf[:0])
-            except Exception as e:   # noqa: BLE001
-                err = err or self._err(e)
-                if self._abort_on_io_error:
-                    engines.end_hdf5_job(self.comm, f"{what} failed: {err}",
-                                         path if writing else None, self.before_abort)
-            if check:      # after the collective call: a mismatch is this rank's alone
-                try:
-                    self._compare(buf[:k], self._content(fill, pos, k), path, off + pos)
-                except Exception as e:   # noqa: BLE001
-                    err = err or self._err(e)
-        if writing and self.fmt == "hdf5":   # close, then reopen with MPI-IO to sync
-            try:
-                h.close()
-            except Exception as e:   # noqa: BLE001
-                err = err or self._err(e)
-            try:   # every rank enters this collective open, whatever happened before
-                h = engines.MPIFile(self.comm, path, "r+", hints=self.hints, file_id=fid,
-                                    oplog=self.oplog)
-            except Exception as e:   # noqa: BLE001
-                err, h = err or self._err(e), None
-            if self.comm.allreduce(1 if h is None else 0, op=MPI.MAX):
-                return err or self._err("the MPI-IO reopen failed on another rank"), nb, 0
-        if writing and self.sync != "none":
-            try:
-                h.sync()
-                syncs += 1
-            except Exception as e:   # noqa: BLE001
-                err = err or self._err(e)
-        try:
-            h.close()
-        except Exception as e:   # noqa: BLE001
-            err = err or self._err(e)
-        if nb != n and not err:   # ompio: a failed pwrite, yet no MPI error code
-            call = {("mpiio", True): "MPI_File_write_at_all", ("hdf5", True): "H5Dwrite",
-                    ("mpiio", False): "MPI_File_read_at_all", ("hdf5", False): "H5Dread"}
-            call = call[self.fmt, writing]
-            err = self._err(f"{call} moved {nb} of {n} bytes of {path} without an error")
-        return err, nb, syncs
-
     # -- the operations ----------------------------------------------------------------------
     def write(self, index, nbytes):
         """Collective: write checkpoint index. nbytes: this rank's share in bytes, or a size
-        object of checkpoint_size (its layout must have comm's size); ignored by four_files.
+        object of checkpoint.size (its layout must have comm's size); ignored by four_files.
         Returns a CheckpointResult; raises CheckpointError on every rank if any rank failed.
         With record, the names the checkpoint's files will have are first added to the
         folder's record (not timed), so that clean finds them, or the .part files a checkpoint

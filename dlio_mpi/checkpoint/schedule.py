@@ -1,7 +1,7 @@
 """Checkpoints in a run: their size from the configuration, when they are written during
 training, and the checkpoint-only mode (write N, then read N). The writing and reading itself is
-dlio_mpi.checkpoint's."""
-from dlio_mpi import checkpoint_size
+dlio_mpi.checkpoint.writer's."""
+from dlio_mpi.checkpoint import size as checkpoint_size
 from dlio_mpi.config import ConfigError
 from dlio_mpi.schema import SCHEMA
 
@@ -47,17 +47,17 @@ def size_of(cfg, world):
 
 
 def make(cfg, comm, log):
-    from dlio_mpi import checkpoint     # imported when a run checkpoints
+    from dlio_mpi.checkpoint.writer import Checkpointer     # imported when a run checkpoints
+    from dlio_mpi.outputs import mark_stopped
 
     ck = cfg.checkpoint
-    c = checkpoint.Checkpointer(
+    c = Checkpointer(
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
         sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log,
         record=True)
 
     def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)
-        from dlio_mpi import runner
-        runner.mark_stopped(cfg, "failed", message, rank=comm.Get_rank())
+        mark_stopped(cfg, "failed", message, rank=comm.Get_rank())
     c.before_abort = mark_failed
     return c
 

@@ -1,0 +1,59 @@
+"""What the checkpoint writer's parts share: formats, op-log file ids, the error every rank
+raises, a checkpoint's result, and small helpers."""
+import os
+from dataclasses import dataclass
+
+from dlio_mpi import collective, engines
+
+FORMATS = ("file_per_rank", "mpiio", "hdf5", "four_files")
+FOUR_FILES = (("data", 4 << 20), ("meta", 64 << 10), ("index", 4 << 10), ("state", 1 << 10))
+SYNCS = ("fsync", "fdatasync", "none")
+FILE_ID_BASE = 1 << 30      # op-log file ids: FILE_ID_BASE + (index % 2**24) * 8 + file number
+
+
+class CheckpointError(collective.RankError):
+    """A checkpoint failed on some rank; raised on every rank with the same one-line message.
+    errors: [(rank, message)] of every failing rank."""
+
+    def __init__(self, message, errors):
+        super().__init__(message, int(errors[0][0]), errors)
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    """One checkpoint write or read. This rank: bytes, fsyncs (of files, counted when issued
+    and successful), dir_fsyncs, seconds (from the agreed start to this rank's end, less the
+    time spent making and verifying content), files. Whole job (reduced with MPI): total_bytes,
+    total_fsyncs, movers (ranks that moved bytes), duration (the slowest rank's seconds) and
+    bandwidth (total_bytes / duration, bytes/s)."""
+    index: int
+    op: str
+    fmt: str
+    bytes: int
+    fsyncs: int
+    dir_fsyncs: int
+    seconds: float
+    files: tuple
+    total_bytes: int
+    total_fsyncs: int
+    movers: int
+    duration: float
+
+    @property
+    def bandwidth(self):
+        return self.total_bytes / self.duration if self.duration > 0 else 0.0
+
+
+def _line(e):
+    """One line for an exception, with the file name where Python's OSError has one."""
+    if isinstance(e, OSError) and not isinstance(e, engines.EngineError) and e.filename:
+        return f"{e.filename}: {e.strerror}"
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _unlink(*paths):
+    for p in paths:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass

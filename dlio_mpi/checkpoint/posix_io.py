@@ -1,0 +1,63 @@
+"""The POSIX formats' files (file_per_rank, four_files): a rank's share written to
+``<name>.part`` and read back through the native engine, buffered or O_DIRECT (the unaligned
+tail through a second, buffered descriptor). A mixin of checkpoint.writer.Checkpointer."""
+import os
+
+from dlio_mpi import engines
+from dlio_mpi.checkpoint.common import _unlink
+from dlio_mpi.checkpoint.content import Filler
+
+
+class PosixFiles:
+    def _posix_write(self, path, content, start, n, fid, single):
+        """Share positions [start, start + n) into path.part (published by write() once every
+        rank's files are whole); returns fsyncs."""
+        tmp, step = path + ".part", (n if single else self.chunk)
+        fill = Filler(content, self._buffers(min(step, n), False)[0])
+        xfer = 0 if single else self.xfer
+        head = n - n % self._align[1] if self.direct else n
+        written = syncs = 0
+        try:
+            with engines.PosixFile(tmp, "w", direct=self.direct, file_id=fid,
+                                   oplog=self.oplog) as f:
+                for pos in range(0, head, step):
+                    k = min(step, head - pos)
+                    written += f.writev([pos], [k], self._content(fill, start + pos, k),
+                                        xfer=xfer)
+                last = f
+                if head < n:   # O_DIRECT: the unaligned tail through a buffered descriptor
+                    last = engines.PosixFile(tmp, "r+", file_id=fid, oplog=self.oplog)
+                    written += last.writev([head], [n - head],
+                                           self._content(fill, start + head, n - head))
+                if self.sync != "none":
+                    last.sync(data_only=self.sync == "fdatasync")
+                    syncs += 1
+                if last is not f:
+                    last.close()
+            if written != n:
+                raise OSError(f"wrote {written} of {n} bytes to {tmp}")
+        except BaseException:
+            _unlink(tmp)
+            raise
+        return syncs
+
+    def _posix_read(self, path, content, start, n, fid, single, verify):
+        if os.stat(path).st_size != n:
+            raise OSError(f"{path} holds {os.stat(path).st_size} bytes, expected {n}")
+        step = n if single else self.chunk
+        buf, exp = self._buffers(min(step, n), verify)
+        want = Filler(content, exp) if verify else None
+        head = n - n % self._align[1] if self.direct else n
+        got = 0
+        for lo, hi, direct in ((0, head, self.direct), (head, n, False)):
+            if hi <= lo:
+                continue
+            with engines.PosixFile(path, "r", direct=direct, file_id=fid, oplog=self.oplog) as f:
+                for pos in range(lo, hi, step):
+                    k = min(step, hi - pos)
+                    got += f.readv([pos], [k], xfer=0 if single else self.xfer, out=buf[:k],
+                                   exact=True)[1]
+                    if want is not None:
+                        self._compare(buf[:k], self._content(want, start + pos, k), path, pos)
+        return got
+

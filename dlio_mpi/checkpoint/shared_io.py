@@ -1,0 +1,98 @@
+"""The shared formats' file (mpiio, hdf5): every rank's share in collective calls of
+``chunk`` bytes per rank, a rank with an error joining every remaining call with nothing;
+HDF5 reopened with MPI-IO to be synced. A mixin of checkpoint.writer.Checkpointer."""
+import numpy as np
+from mpi4py import MPI
+
+from dlio_mpi import engines
+from dlio_mpi.checkpoint.common import FILE_ID_BASE
+from dlio_mpi.checkpoint.content import Filler
+
+
+class SharedFile:
+    def _open_shared(self, path, writing, total, fid):
+        if self.fmt == "mpiio":
+            return engines.MPIFile(self.comm, path, "w" if writing else "r", hints=self.hints,
+                                   file_id=fid, oplog=self.oplog)
+        return engines.H5Dataset(path, "checkpoint", driver="mpio", comm=self.comm,
+                                 collective=True, hints=self.hints, file_id=fid,
+                                 oplog=self.oplog, create=(total,) if writing else None)
+
+    def _collective(self, index, path, off, n, total, rounds, content, writing, verify):
+        """This rank's share [off, off + n) of the shared file in rounds collective calls;
+        returns (error, bytes, fsyncs). A rank with an error keeps joining every call."""
+        what = f"checkpoint {index} {'write' if writing else 'read'}"
+        fid, err, nb, syncs = FILE_ID_BASE + (index % (1 << 24)) * 8, None, 0, 0
+        buf, exp = self._buffers(min(self.chunk, n), verify and not writing)
+        fill = Filler(content, buf if writing else exp)
+        none = np.zeros(0, dtype=np.int64)
+        try:
+            h = self._open_shared(path, writing, total, fid)
+        except Exception as e:   # noqa: BLE001
+            err = self._err(e)
+        self._agree(what, err)   # a rank whose open failed has no handle to close
+        if not writing:
+            try:
+                have = h.size() if self.fmt == "mpiio" else \
+                    (h.shape[0] if len(h.shape) == 1 and h.row_bytes == 1 else -1)
+                if have != total:
+                    err = self._err(f"{path} holds {have} checkpoint bytes, expected {total}")
+            except Exception as e:   # noqa: BLE001
+                err = self._err(e)
+            self._agree(what, err, cleanup=h.close)
+        for i in range(rounds):
+            pos = i * self.chunk
+            k = max(0, min(self.chunk, n - pos))
+            check = False
+            try:
+                if k and not err and writing:
+                    put = h.write_all if self.fmt == "mpiio" else h.write_rows
+                    nb += put([off + pos], [k], self._content(fill, pos, k))
+                elif k and not err:
+                    get = h.read_all if self.fmt == "mpiio" else h.read_rows
+                    nb += get([off + pos], [k], out=buf[:k])[1]
+                    check = verify
+                elif writing:
+                    (h.write_all if self.fmt == "mpiio" else h.write_rows)(none, none, buf[:0])
+                else:
+                    (h.read_all if self.fmt == "mpiio" else h.read_rows)(none, none,
+                                                                         out=buf[:0])
+            except Exception as e:   # noqa: BLE001
+                err = err or self._err(e)
+                if self._abort_on_io_error:
+                    engines.end_hdf5_job(self.comm, f"{what} failed: {err}",
+                                         path if writing else None, self.before_abort)
+            if check:      # after the collective call: a mismatch is this rank's alone
+                try:
+                    self._compare(buf[:k], self._content(fill, pos, k), path, off + pos)
+                except Exception as e:   # noqa: BLE001
+                    err = err or self._err(e)
+        if writing and self.fmt == "hdf5":   # close, then reopen with MPI-IO to sync
+            try:
+                h.close()
+            except Exception as e:   # noqa: BLE001
+                err = err or self._err(e)
+            try:   # every rank enters this collective open, whatever happened before
+                h = engines.MPIFile(self.comm, path, "r+", hints=self.hints, file_id=fid,
+                                    oplog=self.oplog)
+            except Exception as e:   # noqa: BLE001
+                err, h = err or self._err(e), None
+            if self.comm.allreduce(1 if h is None else 0, op=MPI.MAX):
+                return err or self._err("the MPI-IO reopen failed on another rank"), nb, 0
+        if writing and self.sync != "none":
+            try:
+                h.sync()
+                syncs += 1
+            except Exception as e:   # noqa: BLE001
+                err = err or self._err(e)
+        try:
+            h.close()
+        except Exception as e:   # noqa: BLE001
+            err = err or self._err(e)
+        if nb != n and not err:   # ompio: a failed pwrite, yet no MPI error code
+            call = {("mpiio", True): "MPI_File_write_at_all", ("hdf5", True): "H5Dwrite",
+                    ("mpiio", False): "MPI_File_read_at_all", ("hdf5", False): "H5Dread"}
+            call = call[self.fmt, writing]
+            err = self._err(f"{call} moved {nb} of {n} bytes of {path} without an error")
+        return err, nb, syncs
+
