@@ -165,9 +165,14 @@ def render_paper(study):
              "(scaled down; speedup of the time per epoch over the shipped setting)"]
     for app, res in study["apps"].items():
         base = res["baseline_time_per_epoch_s"]
-        lines += ["", f"{app}: as shipped {base:.3f} s per epoch, compute "
-                      f"{res['computation_time']:.4f} s per step (I/O "
-                      f"{100 * res['io_share']:.1f} % of the run time)" if base else f"{app}:"]
+        from analysis.paper import MIN_COMPUTE_S
+        floor = res["computation_time"] <= MIN_COMPUTE_S
+        aim = (f"compute at its floor, {MIN_COMPUTE_S} s per step: without compute I/O is "
+               f"already under the real {100 * res['io_share']:.1f} % of the run time"
+               if floor else f"compute {res['computation_time']:.4f} s per step, for I/O to "
+               f"be {100 * res['io_share']:.1f} % of the run time")
+        lines += ["", f"{app}: as shipped {base:.3f} s per epoch; {aim}" if base
+                  else f"{app}: nothing measured within the budget"]
         lines.append(f"  {'study':14}{'setting':34}{'s/epoch':>9}{'speedup':>9}{'spread':>8}"
                      f"{'rounds':>8}")
         for r in res["rows"]:
