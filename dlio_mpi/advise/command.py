@@ -27,6 +27,7 @@ def _split(args):
               help="evict the dataset from the page cache before every run")
 @click.option("--keep-data", is_flag=True,
               help="keep the datasets generated for changes of the dataset")
+@click.option("--quiet", is_flag=True, help="no progress lines on stderr")
 @click.option("--paper", is_flag=True,
               help="the DLIO paper's optimization study on its six applications, scaled down")
 @click.option("--apps", default=None, metavar="A,B",
@@ -34,7 +35,8 @@ def _split(args):
 @click.option("--io-share", type=click.FloatRange(0.001, 0.999), default=None,
               help="with --paper: I/O's share of the run time the compute is calibrated to "
                    "(default: the real application's)")
-def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps, io_share):
+def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, quiet, paper, apps,
+               io_share):
     """Find what slows a workload's I/O and measure the changes that remove it.
 
     ARGS: a Darshan log, a dlio_mpi run directory, or workload=NAME, then section.key=value
@@ -49,6 +51,7 @@ def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps,
     from dlio_mpi import collective, config
     from dlio_mpi.advise.measure import AdviseError, echo_progress
 
+    echo = None if quiet else echo_progress
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     _stop_on_signals()
@@ -56,7 +59,7 @@ def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps,
         if paper:
             from dlio_mpi.advise.paper import advise_paper, render_paper
             study = advise_paper(comm, out_dir, budget, apps=apps.split(",") if apps else None,
-                                 cold=cold, echo=echo_progress, io_share=io_share)
+                                 cold=cold, echo=echo, io_share=io_share)
             if rank == 0:
                 import json
                 click.echo(render_paper(study))
@@ -64,7 +67,7 @@ def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, paper, apps,
             return
         from dlio_mpi.advise.study import advise
         result = advise(comm, source, overrides, config_file, out_dir, budget, cold=cold,
-                        keep_data=keep_data, echo=echo_progress)
+                        keep_data=keep_data, echo=echo)
     except config.ConfigError as e:
         if rank == 0:
             click.echo(f"dlio_mpi: advise: config error: {e}", err=True)

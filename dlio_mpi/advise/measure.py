@@ -237,6 +237,7 @@ class Advisor:
 
 
 def echo_progress(line):
-    """Progress lines on a terminal (stderr), nothing otherwise."""
-    if sys.stderr.isatty():
-        print(line, file=sys.stderr, flush=True)
+    """A progress line on stderr (rank 0's): under mpiexec a rank cannot tell whether a person
+    watches (Open MPI gives ranks a pseudo-terminal as stdout whatever mpiexec writes to, and a
+    pipe as stderr), so advise, a study of minutes, always says what it is running."""
+    print(line, file=sys.stderr, flush=True)
