@@ -62,9 +62,11 @@ class Characterization:
     and/or "MPI-IO collective" by the MPI-IO operations counted ("MPI-IO" alone when it only
     opened files; for files a source observed from HDF5 down only, the MPI-IO of libhdf5's
     driver, collective by H5D_USE_MPIIO_COLLECTIVE); "HDF5" when H5F or H5D hold records;
-    "PnetCDF", "DAOS DFS", "DAOS" when the log has those modules. ``warnings`` repeats the messages of the warnings emitted while
-    loading and characterizing. ``dxt_segments`` (DXT module -> DataFrame of operations) is
-    only in :meth:`tables`, not in :meth:`to_dict`. ``source``: "darshan" for Darshan logs,
+    "PnetCDF", "DAOS DFS", "DAOS" when the log has those modules. ``warnings`` repeats the
+    messages of the warnings emitted while loading and characterizing. ``dxt_segments`` (DXT
+    module -> DataFrame of operations) is only in :meth:`tables`, not in :meth:`to_dict`, nor
+    are ``records`` (module -> the records characterized, the tools' own files left out),
+    ``names`` and ``layers`` (the source's, see :mod:`analysis.layers`), which compare uses. ``source``: "darshan" for Darshan logs,
     "oplog" for a dlio_mpi run's op logs. ``data_formats``: format (by file name, "hdf5" also
     for files with H5F records; see :mod:`analysis.files`) -> files, bytes_read,
     bytes_written, over the files of the totals' basis that moved bytes and are not code,
