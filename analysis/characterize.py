@@ -66,8 +66,9 @@ class Characterization:
     messages of the warnings emitted while loading and characterizing. ``dxt_segments`` (DXT
     module -> DataFrame of operations) is only in :meth:`tables`, not in :meth:`to_dict`, nor
     are ``records`` (module -> the records characterized, the tools' own files left out),
-    ``names`` and ``layers`` (the source's, see :mod:`analysis.layers`), which compare uses. ``source``: "darshan" for Darshan logs,
-    "oplog" for a dlio_mpi run's op logs. ``data_formats``: format (by file name, "hdf5" also
+    ``names`` and ``layers`` (the source's, see :mod:`analysis.layers`), which compare uses.
+    ``source``: "darshan" for Darshan logs, "oplog" for a dlio_mpi run's op logs.
+    ``data_formats``: format (by file name, "hdf5" also
     for files with H5F records; see :mod:`analysis.files`) -> files, bytes_read,
     bytes_written, over the files of the totals' basis that moved bytes and are not code,
     libraries or system files.
