@@ -13,16 +13,19 @@ AU_FAIL = 3             # exit status of a run under its AU threshold with io.fa
 
 
 class _Commands(click.Group):
-    """Commands, with `analyze` (analysis/, pandas and PyDarshan) imported only when used, so
-    that a run's start-up does not pay for it."""
+    """Commands, with `analyze` (analysis/, pandas and PyDarshan) and `advise` imported only
+    when used, so that a run's start-up does not pay for them."""
 
     def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | {"analyze"})
+        return sorted(set(super().list_commands(ctx)) | {"analyze", "advise"})
 
     def get_command(self, ctx, name):
         if name == "analyze":
             from analysis.cli import analyze
             return analyze
+        if name == "advise":
+            from dlio_mpi.advise.command import advise_cmd
+            return advise_cmd
         return super().get_command(ctx, name)
 
 

@@ -301,9 +301,11 @@ def parse_overrides(items):
     return doc, workload
 
 
-def load(overrides=(), config_file=None, workload=None):
-    """The validated Config of a run."""
-    doc, wl = parse_overrides(overrides)
+def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="workload"):
+    """The validated Config of a run: the workload, then ``config_file``, then ``doc`` (a
+    workload document: section -> key -> value, named ``doc_source`` in errors), then the
+    overrides."""
+    overrides_doc, wl = parse_overrides(overrides)
     workload = wl or workload
     values = {s: {k: copy.deepcopy(key.default) for k, key in keys.items()}
               for s, keys in SCHEMA.items()}
@@ -313,13 +315,15 @@ def load(overrides=(), config_file=None, workload=None):
                f"workload {workload}", given)
     if config_file:
         _apply(values, _normalize(read_yaml(config_file), config_file), config_file, given)
-    for section, body in doc.items():
+    if doc is not None:
+        _apply(values, _normalize(copy.deepcopy(doc), doc_source), doc_source, given)
+    for section, body in overrides_doc.items():
         # a mapping override merges into the mapping it names
         for key, value in list(body.items()):
             if (section in SCHEMA and key in SCHEMA[section]
                     and SCHEMA[section][key].type == "dict" and isinstance(value, dict)):
                 body[key] = {**values[section][key], **value}
-    _apply(values, doc, "override", given)
+    _apply(values, overrides_doc, "override", given)
     if values["checkpoint"]["model_size"] and not values["model"]["model_size_bytes"]:
         values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
     if values["reader"]["odirect"] and values["io"]["interface"] == "posix":

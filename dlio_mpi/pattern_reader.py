@@ -7,8 +7,9 @@ numpy.load does (read-ahead keeps a file open while its requests are queued).
 
 With reader.read_threads >= 1 (POSIX family), C read-ahead threads run the epoch's reads ahead
 of the training step, as a data pipeline's prefetch does: requests of up to a slot's bytes (a
-batch's worth; whole reads, in issue order) are queued up to (reader.prefetch_size + 1) batches'
-worth ahead, and a step waits only for its own. A file has at most one request in flight, so
+step's reads of one file, at most 8 MiB or one read; whole reads, in issue order) are queued up
+to (reader.prefetch_size + 1) steps' worth ahead, each thread reading into its own reused
+buffer, and a step waits only for its own. A file has at most one request in flight, so
 that its reads reach the file system in order, as a reader of one file issues them (threads
 overlap reads of different files, and reads with compute)."""
 from __future__ import annotations
@@ -22,6 +23,9 @@ from dlio_mpi import access, engines, formats, numpy_reads
 from dlio_mpi.readers import Reader
 
 
+RING_SLOT_MAX = 8 << 20      # a read-ahead request holds at most this much (or one read)
+
+
 class PatternReader(Reader):
     def __init__(self, cfg, comm, log, split="train"):
         super().__init__(cfg, comm, log, split)
@@ -32,18 +36,30 @@ class PatternReader(Reader):
         self.ra = None
         self.pending = deque()
         self.requests = deque()
-        threads = cfg.reader.read_threads
-        if threads >= 1 and cfg.io.interface in ("posix", "posix_direct", "mmap"):
-            per_sample = self.data.max_sample_bytes()
-            self.slot = max(self.xfer, self.batch * per_sample, 1 << 16)
-            depth = max(2, (cfg.reader.prefetch_size + 1) * self.batch
-                        * -(-per_sample // self.slot))
-            align = 4096
-            if cfg.io.interface == "posix_direct":
-                align = max(align, engines.dio_alignment(self.data.root)[0])
-            self.ra = engines.ReadAhead(threads=threads, depth=depth, slot_bytes=self.slot,
-                                        align=align)
-            self.max_open = max(self.max_open, depth + 1)
+        self.slot = 0
+        self.threads = cfg.reader.read_threads \
+            if cfg.io.interface in ("posix", "posix_direct", "mmap") else 0
+
+    def _ring(self):
+        """Read-ahead sized for this epoch's plan: each thread reads into its own buffer (the
+        steps discard the samples), a request holding at most a slot's bytes of one step's
+        reads of one file and at least the largest single read; as many requests queued as
+        prefetch_size + 1 steps need."""
+        step = self.reads.max_step_bytes()
+        largest = int(self.reads.length.max()) if len(self.reads.length) else 0
+        slot = max(self.xfer, largest, min(step, RING_SLOT_MAX), 1 << 16)
+        if self.ra is not None and self.ra.slot_bytes >= slot:
+            return
+        if self.ra is not None:
+            self.ra.close()
+        depth = max(2, (self.cfg.reader.prefetch_size + 1) * -(-step // slot))
+        align = 4096
+        if self.cfg.io.interface == "posix_direct":
+            align = max(align, engines.dio_alignment(self.data.root)[0])
+        self.slot = slot
+        self.ra = engines.ReadAhead(threads=self.threads, depth=depth, slot_bytes=slot,
+                                    align=align, keep=False)
+        self.max_open = max(self.max_open, depth + 1)
 
     # planning -----------------------------------------------------------------------------
     def start_epoch(self, plan, files=None):
@@ -66,6 +82,8 @@ class PatternReader(Reader):
             ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
             self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
         self.k = 0
+        if self.threads >= 1:
+            self._ring()
         need = self.reads.max_step_bytes() if self.ra is None else self.slot
         if need > len(self.buf):
             self.buf = engines.aligned_empty(need, 65536)
