@@ -16,17 +16,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .counters import SPECS
+from .counters import SPECS, counter_sum
 from .dxt_metrics import dxt_metrics
 from .errors import InvalidCounterWarning
 from .files import file_format, is_data_file, is_tool_file
+from .layers import parts_at
 from .loader import DarshanJob, load
 from .module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
                              negative_time_messages)
 
 # Modules whose bytes and time reach the file system directly: the job totals add these only,
-# since MPI-IO and HDF5 go through POSIX and adding them would count the same bytes twice.
+# since MPI-IO and HDF5 go through POSIX and adding them would count the same bytes twice; a
+# file of a source that did not observe its POSIX layer counts at the layer it observed
+# (analysis.layers).
 TOTALS_BASIS = ("POSIX", "STDIO")
+# Characterization fields that are not part of its dict: the records and traces it was made of
+INTERNAL_FIELDS = ("dxt_segments", "records", "names", "layers")
 # Interfaces that are recognized by their module's presence in the log, without reading it.
 PRESENCE_INTERFACES = {"PNETCDF_FILE": "PnetCDF", "PNETCDF_VAR": "PnetCDF",
                        "DFS": "DAOS DFS", "DAOS": "DAOS"}
@@ -34,7 +39,8 @@ PRESENCE_INTERFACES = {"PNETCDF_FILE": "PnetCDF", "PNETCDF_VAR": "PnetCDF",
 
 @dataclass
 class JobTotals:
-    """Job-level totals over the modules of ``basis`` (POSIX and STDIO, those present).
+    """Job-level totals over the modules of ``basis`` (POSIX and STDIO, those present; MPI-IO
+    or H5D for the files of a source that observed them no lower, see :mod:`analysis.layers`).
 
     ``io_time`` combines the modules' records as :class:`~analysis.module_metrics.IOTime`
     defines it, so a rank's POSIX and STDIO time add up before the slowest rank is taken.
@@ -54,11 +60,15 @@ class Characterization:
     ``no_io``: no characterized module read or wrote anything (no operation, no byte).
     ``interfaces``: "POSIX" and "STDIO" when their modules hold records; "MPI-IO independent"
     and/or "MPI-IO collective" by the MPI-IO operations counted ("MPI-IO" alone when it only
-    opened files); "HDF5" when H5F or H5D hold records; "PnetCDF", "DAOS DFS", "DAOS" when the
-    log has those modules. ``warnings`` repeats the messages of the warnings emitted while
-    loading and characterizing. ``dxt_segments`` (DXT module -> DataFrame of operations) is
-    only in :meth:`tables`, not in :meth:`to_dict`. ``source``: "darshan" for Darshan logs,
-    "oplog" for a dlio_mpi run's op logs. ``data_formats``: format (by file name, "hdf5" also
+    opened files; for files a source observed from HDF5 down only, the MPI-IO of libhdf5's
+    driver, collective by H5D_USE_MPIIO_COLLECTIVE); "HDF5" when H5F or H5D hold records;
+    "PnetCDF", "DAOS DFS", "DAOS" when the log has those modules. ``warnings`` repeats the
+    messages of the warnings emitted while loading and characterizing. ``dxt_segments`` (DXT
+    module -> DataFrame of operations) is only in :meth:`tables`, not in :meth:`to_dict`, nor
+    are ``records`` (module -> the records characterized, the tools' own files left out),
+    ``names`` and ``layers`` (the source's, see :mod:`analysis.layers`), which compare uses.
+    ``source``: "darshan" for Darshan logs, "oplog" for a dlio_mpi run's op logs.
+    ``data_formats``: format (by file name, "hdf5" also
     for files with H5F records; see :mod:`analysis.files`) -> files, bytes_read,
     bytes_written, over the files of the totals' basis that moved bytes and are not code,
     libraries or system files.
@@ -80,11 +90,15 @@ class Characterization:
     dxt_segments: dict = field(default_factory=dict, repr=False)
     source: str = "darshan"
     data_formats: dict = field(default_factory=dict)
+    records: dict = field(default_factory=dict, repr=False)
+    names: dict = field(default_factory=dict, repr=False)
+    layers: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self):
-        """Everything but the DXT segments, as plain JSON-serializable Python types."""
+        """Everything but the DXT segments and the records, as plain JSON-serializable Python
+        types."""
         return {f.name: _plain(getattr(self, f.name))
-                for f in dataclasses.fields(self) if f.name != "dxt_segments"}
+                for f in dataclasses.fields(self) if f.name not in INTERNAL_FIELDS}
 
     def tables(self):
         """Tidy DataFrames: "summary" (metric, value), "modules" (module, metric, value),
@@ -142,7 +156,7 @@ def characterize(source, *, dxt=False):
                for name, frame in records.items()}
     traces = {name: dxt_metrics(name, frame, job.run_time, name in job.partial_modules)
               for name, frame in (job.dxt_segments or {}).items()}
-    basis = [(SPECS[name], records[name]) for name in TOTALS_BASIS if name in records]
+    basis, time_basis = parts_at(records, job.names, job.layers)
     return Characterization(
         logs=list(job.paths),
         exe=job.exe,
@@ -155,10 +169,11 @@ def characterize(source, *, dxt=False):
                       or m.bytes_written for m in modules.values()),
         totals=JobTotals(
             basis=[spec.name for spec, _ in basis],
-            bytes_read=sum(modules[spec.name].bytes_read for spec, _ in basis),
-            bytes_written=sum(modules[spec.name].bytes_written for spec, _ in basis),
+            bytes_read=sum(counter_sum(frame, [spec.bytes_read]) for spec, frame in basis),
+            bytes_written=sum(counter_sum(frame, [spec.bytes_written])
+                              for spec, frame in basis),
             files=file_counts(basis),
-            io_time=io_time(basis, job.nprocs, job.run_time),
+            io_time=io_time(time_basis, job.nprocs, job.run_time),
         ),
         modules=modules,
         dxt=traces,
@@ -166,7 +181,10 @@ def characterize(source, *, dxt=False):
         warnings=list(job.warnings) + messages + tool_note,
         dxt_segments=dict(job.dxt_segments or {}),
         source=job.source,
-        data_formats=_data_formats(job, records),
+        data_formats=data_formats(job.names, records, basis),
+        records=records,
+        names=dict(job.names),
+        layers=dict(job.layers),
     )
 
 
@@ -200,14 +218,15 @@ def _without_tool_files(job):
     return dataclasses.replace(job, records=records, dxt_segments=segments), [note]
 
 
-def _data_formats(job, records):
+def data_formats(names, records, basis):
+    """Format -> files, bytes_read, bytes_written, shared_files over the files of the
+    (spec, frame) parts ``basis`` that moved bytes and are data (see Characterization)."""
     hdf5_ids = set(records["H5F"]["id"].tolist()) if "H5F" in records else set()
     parts = [pd.DataFrame({"id": frame["id"].to_numpy(),
                            "rank": frame["rank"].to_numpy(),
-                           "read": frame[SPECS[name].bytes_read].clip(lower=0).to_numpy(),
-                           "written": frame[SPECS[name].bytes_written].clip(lower=0).to_numpy()})
-             for name in TOTALS_BASIS
-             if (frame := records.get(name)) is not None and not frame.empty]
+                           "read": frame[spec.bytes_read].clip(lower=0).to_numpy(),
+                           "written": frame[spec.bytes_written].clip(lower=0).to_numpy()})
+             for spec, frame in basis if not frame.empty]
     if not parts:
         return {}
     joined = pd.concat(parts)
@@ -216,7 +235,7 @@ def _data_formats(job, records):
     # opened by several ranks, or a record Darshan reduced over all ranks (rank -1)
     moved["shared"] = by_id["rank"].agg(lambda r: int(r.nunique() > 1 or (r < 0).any()))
     moved = moved[(moved["read"] > 0) | (moved["written"] > 0)]
-    names = [job.names.get(int(i), "") for i in moved.index]
+    names = [names.get(int(i), "") for i in moved.index]
     data = np.array([is_data_file(n) for n in names], dtype=bool)
     moved = moved.assign(format=[file_format(n, int(i) in hdf5_ids)
                                  for n, i in zip(names, moved.index)])[data]
@@ -235,10 +254,22 @@ def _interfaces(job, modules):
         kinds = [kind for kind in ("independent", "collective")
                  if mpiio.ops[f"{kind}_reads"] + mpiio.ops[f"{kind}_writes"]]
         used += [f"MPI-IO {kind}" for kind in kinds] or ["MPI-IO"]
+    used += _mpiio_beneath_hdf5(job)
     if any(name in modules and modules[name].records for name in ("H5F", "H5D")):
         used.append("HDF5")
     used += [label for name, label in PRESENCE_INTERFACES.items() if name in job.modules]
     return list(dict.fromkeys(used))
+
+
+def _mpiio_beneath_hdf5(job):
+    """The MPI-IO interface of the files a source observed from HDF5 down only (it holds no
+    MPI-IO records of them): libhdf5's MPI-IO driver, collective where H5D says so."""
+    hdf5 = [f for f, layer in job.layers.items() if layer == "HDF5"]
+    h5d = job.records.get("H5D")
+    if not hdf5 or h5d is None or h5d.empty:
+        return []
+    collective = int(h5d["H5D_USE_MPIIO_COLLECTIVE"].max()) > 0
+    return ["MPI-IO collective" if collective else "MPI-IO independent"]
 
 
 def _plain(value):

@@ -11,9 +11,15 @@ The score is a weighted mean over a fixed metric set (``METRICS``) of per-metric
 
 with, for the first job's value a and job j's value b:
 
-- "ratio" metrics (counts, bytes, sizes, shares of time): s = 1 - min(1, |log10(b / a)|), so
-  equal values give 1, a factor of 2 gives 0.70, a factor of 10 or more gives 0; s = 1 when both
-  are 0 and 0 when only one is.
+- "ratio" metrics (counts, bytes, sizes): s = 1 - min(1, |log10(b / a)|), so equal values
+  give 1, a factor of 2 gives 0.70, a factor of 10 or more gives 0; s = 1 when both are 0 and
+  0 when only one is.
+- "share" (the I/O time's share of run time): the ratio similarity of a + 0.01 and b + 0.01,
+  so that I/O below about 1 % of the run time counts as none: with opens and closes alone
+  (an mmap run, whose reads no tool sees), the times are a few microseconds per call, and a
+  call timed around Darshan's wrapper (the op log of a run under Darshan) takes its record
+  keeping too, several times the system call's own time. Shares of 0.05 and 0.10 give 0.74,
+  of 0.2 and 0.4 0.71.
 - "fraction" metrics (values in [0, 1]): s = 1 - |a - b|.
 - "distribution" (the read-size histogram, normalized to shares of the operations):
   s = 1 - (1/2) sum_bucket |p_a - p_b| (one minus the total-variation distance).
@@ -23,6 +29,24 @@ A metric whose value is unknown (None) for either job is left out of that job's 
 table says so with similarity None). Identical inputs give 1.0 exactly. Weights favour what
 shapes the I/O (bytes, transfer sizes, interfaces) over what depends on the machine and its
 noise (I/O time share, rank imbalance).
+
+Layers: Darshan records a call at every layer it went through (H5D, MPI-IO, POSIX); a dlio_mpi
+op log observes some files from a higher layer down only (the calls of a collective MPI-IO
+read, not the aggregators' POSIX reads beneath; the H5Dread calls through libhdf5's MPI-IO
+driver, not libhdf5's metadata reads nor how it splits a selection into MPI-IO calls; see
+:mod:`analysis.oplog`). Jobs are compared at the highest of the layers their sources observed
+(``Comparison.layer``; :mod:`analysis.layers`): each file counts at that layer where the job has
+records of it there (else at its highest layer below, such as a checkpoint written through
+POSIX), for bytes, calls, files, the size histogram (MPI-IO's and H5D's aggregate size
+counters above POSIX), the I/O time (with H5F's at HDF5) and the rank balance. Sequential and
+consecutive reads are Darshan counters of POSIX only: above POSIX they cover the files counted
+at POSIX (none for a job whose reads are all above it: unknown, left out). The read start comes
+from DXT_MPIIO at MPI-IO and is unknown at HDF5 (Darshan traces no HDF5 calls). Interfaces are
+those seen from the layer up: at MPI-IO, the MPI-IO kinds and HDF5; at HDF5, "HDF5" and its
+driver by the H5F and H5D counters ("HDF5 through MPI-IO" from H5F_USE_MPIIO, "HDF5 collective"
+from H5D_USE_MPIIO_COLLECTIVE), so that a job through another driver or another interface
+still falls to the structure gate. A Darshan log against a Darshan log, or any job whose files
+were all observed at POSIX, is compared at POSIX.
 
 Reads through mmap are invisible to Darshan; an emulator run's op log leaves them out of its
 counters as Darshan does (so an mmap run compares with its Darshan log like for like), and the
@@ -42,33 +66,43 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .characterize import Characterization, characterize
-from .counters import SIZE_BUCKETS
+from .characterize import Characterization, characterize, data_formats
+from .counters import SIZE_BUCKETS, counter_sum, counter_totals
+from .layers import job_layer, parts_at
+from .layers import rank as layer_rank
+from .module_metrics import file_counts, io_time, rank_balance
 from .oplog import MMAP_MARK
 
 # (metric, kind, weight, description)
 METRICS = (
     ("ranks", "ratio", 0.5, "processes"),
-    ("bytes_read", "ratio", 2.0, "bytes read (POSIX + STDIO)"),
-    ("bytes_written", "ratio", 1.0, "bytes written (POSIX + STDIO)"),
-    ("read_ops", "ratio", 1.0, "read calls (POSIX + STDIO)"),
-    ("write_ops", "ratio", 0.5, "write calls (POSIX + STDIO)"),
-    ("files", "ratio", 1.0, "data files that moved bytes (POSIX + STDIO; not code, "
+    ("bytes_read", "ratio", 2.0, "bytes read (POSIX + STDIO, at the layer compared)"),
+    ("bytes_written", "ratio", 1.0, "bytes written (POSIX + STDIO, at the layer compared)"),
+    ("read_ops", "ratio", 1.0, "read calls (POSIX + STDIO, at the layer compared)"),
+    ("write_ops", "ratio", 0.5, "write calls (POSIX + STDIO, at the layer compared)"),
+    ("files", "ratio", 1.0, "data files that moved bytes (at the layer compared; not code, "
      "libraries, configuration or the tools' own files)"),
     ("shared_file_fraction", "fraction", 1.0, "share of the data files opened by several ranks"),
     ("mean_read_size", "ratio", 2.0, "bytes read / read calls"),
-    ("read_size_histogram", "distribution", 2.0, "POSIX read sizes, Darshan buckets"),
-    ("sequential_read_fraction", "fraction", 1.0, "POSIX sequential reads / reads"),
-    ("consecutive_read_fraction", "fraction", 1.0, "POSIX consecutive reads / reads"),
+    ("read_size_histogram", "distribution", 2.0, "read sizes at the layer compared, Darshan "
+     "buckets"),
+    ("sequential_read_fraction", "fraction", 1.0, "POSIX sequential reads / reads (of the "
+     "files counted at POSIX)"),
+    ("consecutive_read_fraction", "fraction", 1.0, "POSIX consecutive reads / reads (of "
+     "the files counted at POSIX)"),
     ("early_read_fraction", "fraction", 1.0,
      "read bytes in the first 10% of run time (DXT: POSIX, else STDIO, else MPI-IO)"),
-    ("io_time_share", "ratio", 0.5, "slowest rank's I/O time / run time"),
+    ("io_time_share", "share", 0.5, "slowest rank's I/O time / run time"),
     ("rank_imbalance", "ratio", 0.5, "max / mean bytes per rank (POSIX, else STDIO; unknown "
      "when most bytes are in records Darshan reduced over the ranks, files every rank opened)"),
     ("interfaces", "set", 2.0, "interfaces used"),
 )
-DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
+# the traces early_read_fraction is taken from, by the layer compared (none of HDF5)
+DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
+                  "HDF5": ()}
 STRUCTURE = ("files", "shared_file_fraction", "interfaces")
+# added to both shares of run time before their ratio (module docstring)
+SHARE_FLOOR = 0.01
 
 
 @dataclass
@@ -82,6 +116,7 @@ class Comparison:
     table: pd.DataFrame
     scores: dict
     notes: list = None      # "label: note" for what a job's counters leave out (mmap reads)
+    layer: str = "POSIX"    # the layer the jobs' files are counted at (module docstring)
 
     @property
     def score(self):
@@ -97,57 +132,91 @@ class Comparison:
 
     def to_dict(self):
         rows = self.table.astype(object).where(self.table.notna(), None)
-        return {"labels": list(self.labels), "scores": dict(self.scores),
+        return {"labels": list(self.labels), "scores": dict(self.scores), "layer": self.layer,
                 "notes": list(self.notes or []),
                 "metrics": [{"metric": m, "kind": k, "weight": w, "description": d}
                             for m, k, w, d in METRICS],
                 "table": rows.to_dict(orient="records")}
 
 
-def profile(c):
-    """The values of METRICS for one Characterization (None where unknown)."""
-    basis = [c.modules[name] for name in c.totals.basis]
-    reads = sum(m.ops.get("reads") or 0 for m in basis)
-    writes = sum(m.ops.get("writes") or 0 for m in basis)
-    posix = c.modules.get("POSIX")
-    files = c.totals.files
+def comparison_layer(chars):
+    """The layer jobs are compared at: the highest of the layers their sources observed their
+    files from (module docstring, :mod:`analysis.layers`)."""
+    return max((job_layer(c.layers) for c in chars), key=layer_rank, default="POSIX")
+
+
+def profile(c, layer="POSIX"):
+    """The values of METRICS for one Characterization (None where unknown), its files counted
+    at ``layer`` (see :func:`analysis.layers.parts_at`)."""
+    parts, time_parts = parts_at(c.records, c.names, c.layers, layer)
+    reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in parts if "reads" in spec.ops)
+    writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in parts if "writes" in spec.ops)
+    bytes_read = sum(counter_sum(f, [spec.bytes_read]) for spec, f in parts)
+    formats = data_formats(c.names, c.records, parts)
+    files = file_counts(parts)
+    sized = [counter_totals(f, spec.size_counters("read")) for spec, f in parts
+             if spec.size_counters("read")]
     histogram = None
-    if posix is not None and posix.read_sizes is not None and posix.read_sizes.operations:
-        total = posix.read_sizes.operations
-        histogram = {b: posix.read_sizes.histogram[b] / total for b in SIZE_BUCKETS}
-    balanced = next((m.rank_balance for m in basis if m.rank_balance is not None), None)
-    early = next((c.dxt[name].early_read_fraction for name in DXT_PREFERENCE
+    if sized and sum(map(sum, sized)):
+        counts = [sum(column) for column in zip(*sized)]
+        histogram = {b: n / sum(counts) for b, n in zip(SIZE_BUCKETS, counts)}
+    posix = [(spec, f) for spec, f in parts if spec.name == "POSIX"]
+    posix_reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in posix)
+    balanced = next((b for spec, f in parts
+                     if (b := rank_balance(spec, f, c.nprocs)) is not None), None)
+    early = next((c.dxt[name].early_read_fraction for name in DXT_PREFERENCE[layer]
                   if name in c.dxt and c.dxt[name].early_read_fraction is not None), None)
     return {
         "ranks": c.nprocs,
-        "bytes_read": c.totals.bytes_read,
-        "bytes_written": c.totals.bytes_written,
+        "bytes_read": bytes_read,
+        "bytes_written": sum(counter_sum(f, [spec.bytes_written]) for spec, f in parts),
         "read_ops": reads,
         "write_ops": writes,
-        "files": sum(v["files"] for v in c.data_formats.values()) if c.data_formats
-        else files.total,
-        "shared_file_fraction": _shared_fraction(c),
-        "mean_read_size": c.totals.bytes_read / reads if reads else None,
+        "files": sum(v["files"] for v in formats.values()) if formats else files.total,
+        "shared_file_fraction": _shared_fraction(formats, files),
+        "mean_read_size": bytes_read / reads if reads else None,
         "read_size_histogram": histogram,
-        "sequential_read_fraction": _share(posix.sequential_read_pct) if posix else None,
-        "consecutive_read_fraction": _share(posix.consecutive_read_pct) if posix else None,
+        "sequential_read_fraction": _fraction(posix, "seq_reads", posix_reads),
+        "consecutive_read_fraction": _fraction(posix, "consec_reads", posix_reads),
         "early_read_fraction": early,
-        "io_time_share": c.totals.io_time.slowest_rank_share,
+        "io_time_share": io_time(time_parts, c.nprocs, c.run_time).slowest_rank_share,
         "rank_imbalance": balanced.max_bytes / balanced.mean_bytes
         if balanced is not None and balanced.mean_bytes > 0
         and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
-        "interfaces": sorted(c.interfaces),
+        "interfaces": sorted(interfaces_at(c, layer)),
     }
 
 
-def _shared_fraction(c):
+def interfaces_at(c, layer):
+    """The interfaces of a job seen from ``layer`` up: all at POSIX; MPI-IO's and HDF5 at
+    MPI-IO; at HDF5, "HDF5" with its driver as the H5F and H5D records say it ("HDF5 through
+    MPI-IO" by H5F_USE_MPIIO, "HDF5 collective" by H5D_USE_MPIIO_COLLECTIVE)."""
+    if layer == "POSIX":
+        return list(c.interfaces)
+    if layer == "MPI-IO":
+        return [i for i in c.interfaces if i.startswith("MPI-IO") or i == "HDF5"]
+    used = ["HDF5"] if "HDF5" in c.interfaces else []
+    for module, counter, label in (("H5F", "H5F_USE_MPIIO", "HDF5 through MPI-IO"),
+                                   ("H5D", "H5D_USE_MPIIO_COLLECTIVE", "HDF5 collective")):
+        frame = c.records.get(module)
+        if frame is not None and not frame.empty and int(frame[counter].max()) > 0:
+            used.append(label)
+    return used
+
+
+def _fraction(parts, counter, total):
+    """A POSIX counter summed over parts, over ``total`` (None without operations)."""
+    if not total:
+        return None
+    return sum(counter_sum(f, [getattr(spec, counter)]) for spec, f in parts) / total
+
+
+def _shared_fraction(formats, files):
     """Shared data files over data files (files that moved bytes, not the tools' own), else
     over all files."""
-    data = c.data_formats
-    n = sum(v["files"] for v in data.values()) if data else 0
+    n = sum(v["files"] for v in formats.values()) if formats else 0
     if n:
-        return sum(v.get("shared_files", 0) for v in data.values()) / n
-    files = c.totals.files
+        return sum(v.get("shared_files", 0) for v in formats.values()) / n
     return files.shared / files.total if files.total else None
 
 
@@ -162,6 +231,8 @@ def similarity(kind, a, b):
         if a <= 0 or b <= 0:
             return 0.0
         return 1.0 - min(1.0, abs(math.log10(b / a)))
+    if kind == "share":
+        return similarity("ratio", a + SHARE_FLOOR, b + SHARE_FLOOR)
     if kind == "fraction":
         return 1.0 - min(1.0, abs(a - b))
     if kind == "distribution":
@@ -181,7 +252,8 @@ def compare(sources, labels=None, *, dxt=True):
     chars = [s if isinstance(s, Characterization) else characterize(s, dxt=dxt)
              for s in sources]
     labels = list(labels) if labels is not None else default_labels(sources, chars)
-    profiles = [profile(c) for c in chars]
+    layer = comparison_layer(chars)
+    profiles = [profile(c, layer) for c in chars]
     rows, scores = [], {}
     for j, (label, values) in enumerate(zip(labels, profiles)):
         weighted = total = 0.0
@@ -202,7 +274,8 @@ def compare(sources, labels=None, *, dxt=True):
         scores[label] = gate * weighted / total if total else None
     notes = [f"{label}: {w}" for label, c in zip(labels, chars) for w in c.warnings
              if MMAP_MARK in w]
-    return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores, notes=notes)
+    return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores, notes=notes,
+                      layer=layer)
 
 
 def default_labels(sources, chars):
@@ -245,6 +318,8 @@ def render_comparison(comparison):
     out.append("")
     for label in labels[1:]:
         out.append(f"similarity of {label} to {labels[0]}: {comparison.scores[label]:.3f}")
+    if comparison.layer != "POSIX":
+        out.append(f"counted at: {comparison.layer} (the layer every job observed)")
     for note in comparison.notes or []:
         out.append(f"note: {note}")
     return "\n".join(out) + "\n"
@@ -255,7 +330,7 @@ def _share(pct):
 
 
 def _relative(kind, a, b):
-    if kind not in ("ratio", "fraction") or a is None or b is None or a == 0:
+    if kind not in ("ratio", "share", "fraction") or a is None or b is None or a == 0:
         return None
     return (b - a) / a
 

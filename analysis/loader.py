@@ -54,6 +54,9 @@ class DarshanJob:
     # module -> {"edges": bin edges (s since start_time), "read": bytes per bin, "write": ...}
     heatmap_bins: dict = field(default_factory=dict)
     source: str = "darshan"  # "darshan", or "oplog" for a dlio_mpi run's own op logs
+    # file record id -> the lowest layer the source observed of it, "MPI-IO" or "HDF5" (none:
+    # "POSIX", as in every Darshan log; analysis.layers)
+    layers: dict = field(default_factory=dict)
 
 
 def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):

@@ -135,7 +135,7 @@ def module_metrics(spec, frame, nprocs, run_time):
         sequential_write_pct=_pct(frame, spec.seq_writes, ops.get("writes")),
         consecutive_write_pct=_pct(frame, spec.consec_writes, ops.get("writes")),
         io_time=io_time([(spec, frame)], nprocs, run_time),
-        rank_balance=_rank_balance(spec, frame, nprocs),
+        rank_balance=rank_balance(spec, frame, nprocs),
         alignment=_alignment(spec, frame, ops),
     )
 
@@ -264,7 +264,9 @@ def _pct(frame, counter, nops):
     return 100.0 * counter_sum(frame, [counter]) / nops
 
 
-def _rank_balance(spec, frame, nprocs):
+def rank_balance(spec, frame, nprocs):
+    """Bytes per rank of one module's records (:class:`RankBalance`; None without bytes or
+    without a record of one rank)."""
     if not spec.bytes_read:
         return None
     moved = _counter(frame, spec.bytes_read) + _counter(frame, spec.bytes_written)

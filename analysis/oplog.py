@@ -5,37 +5,61 @@ Darshan is characterized, compared, fitted and reported exactly as a Darshan log
 ``io.keep_oplog=true``) and builds the records Darshan would hold, per (rank, file), with the
 definitions of :mod:`analysis.oplog_records`, plus DXT-like traces of every read and write.
 
-Which module a call lands in, by the interface the op log names:
+Which module a call lands in, by the interface the op log names, and the lowest layer the op
+log observes of the file (``DarshanJob.layers``; :mod:`analysis.layers`):
 
-====================  =========================================================================
-posix, posix_direct,  POSIX records, DXT_POSIX trace
+====================  ========  ===============================================================
+interface             observed  records
+====================  ========  ===============================================================
+posix, posix_direct,  POSIX     POSIX records, DXT_POSIX trace
 mmap
-stdio                 STDIO records; a DXT_STDIO trace (not a Darshan module: Darshan traces
-                      POSIX and MPI-IO only; it is given so that STDIO runs get a timeline)
-mpiio_ind,            MPI-IO records (independent / collective), DXT_MPIIO; and the POSIX calls
-mpiio_coll            beneath: one per MPI-IO call that moved bytes, its opens, closes and syncs
-hdf5_ind, hdf5_coll   H5F and H5D records (H5Fflush: H5F_FLUSHES only); MPI-IO beneath
-                      (independent / collective) and POSIX beneath that, as for MPI-IO
-hdf5_sec2             H5F and H5D records; POSIX beneath as libhdf5 issued it (the emulator's
-                      logging sec2 driver records every pread/pwrite libhdf5 makes, metadata
-                      and chunk reads included, as POSIX calls of the file)
-====================  =========================================================================
+stdio                 POSIX     STDIO records; a DXT_STDIO trace (not a Darshan module: Darshan
+                                traces POSIX and MPI-IO only; it is given so that STDIO runs
+                                get a timeline)
+mpiio_ind             POSIX     MPI-IO records (independent), DXT_MPIIO; and the POSIX calls
+                                beneath: one per MPI-IO call that moved bytes, its opens, closes
+                                and syncs (what Open MPI issues for a contiguous independent
+                                call: under Darshan the POSIX counters are the same numbers)
+mpiio_coll            MPI-IO    MPI-IO records (collective), DXT_MPIIO; no POSIX records
+hdf5_ind, hdf5_coll   HDF5      H5F and H5D records (H5Fflush: H5F_FLUSHES only); no MPI-IO or
+                                POSIX records
+hdf5_sec2             POSIX     H5F and H5D records; POSIX beneath as libhdf5 issued it (the
+                                emulator's logging sec2 driver records every pread/pwrite
+                                libhdf5 makes, metadata and chunk reads included, as POSIX
+                                calls of the file)
+====================  ========  ===============================================================
+
+A file read or written by collective MPI-IO calls (checkpoints of the mpiio format too) is
+observed from MPI-IO down, one through libhdf5's MPI-IO driver from HDF5 down, whatever else
+touched it. Why not lower: beneath a collective call the POSIX reads are made by the
+aggregator ranks, of whole file domains in cb_buffer_size pieces (with Open MPI's ompio, about
+four times the calls, 268 KB on average, for 1 MiB collective calls of 2 ranks), which the rank
+that made the call does not see and the emulator cannot intercept; beneath the MPI-IO driver,
+libhdf5 reads its metadata (superblock, object headers, B-trees: small independent MPI-IO
+reads at every open) and splits a selection into MPI-IO calls as its own code decides, through
+a path the emulator does not control (the sec2 driver it replaces with its logging one; the
+MPI-IO driver's internals are not a public interface of HDF5 1.10). Modelling those layers
+(one POSIX call per MPI-IO call at each rank's own range) scored a run against its own Darshan
+log at 0.61-0.86; the op log claims what it observed instead, and ``analysis.compare`` compares
+jobs at the layer both observed, where a run and its Darshan log hold the same calls (0.99).
 
 For POSIX I/O the counters are Darshan's own: on a run made under Darshan with its op logs
 kept, the POSIX counters of the data files (calls, bytes, SEQ, CONSEC, size histograms) are the
 same numbers (tests/analysis/test_oplog_runs.py, run when DLIO_MPI_DARSHAN_LIB names a Darshan
 runtime). Where this differs from what Darshan would record for the same run:
 
-- The layers beneath MPI-IO and HDF5 through MPI-IO are not observed (HDF5 through sec2 is,
-  see the table): they are modelled as one POSIX call per
-  call above that moved bytes, at its first offset, of its byte count. Darshan sees what the
-  libraries really issue: for collective MPI-IO, reads by the aggregator ranks of whole file
-  domains (cb_buffer_size pieces), not by every rank; for HDF5, metadata reads and one read per
-  chunk or contiguous piece of a selection. The opens and closes beneath are given no duration
-  (an MPI_File_open's time is mostly MPI-IO's own). The op log records one MPI-IO collective call as one
-  entry with the bytes this rank received, at the first offset of its ranges; one H5Dread as one
+- A collective MPI-IO call is logged as Darshan times it: the call alone as the read or
+  write, the file view set before it and the one set back after it apart. The views count in
+  MPIIO_VIEWS and, as in Darshan (which times a view only when it passes hints), add no time,
+  although a view is collective and can wait for the other ranks.
+- The opens and closes beneath independent MPI-IO are given no duration (an MPI_File_open's
+  time is mostly MPI-IO's own). The op log records one MPI-IO collective call as one entry
+  with the bytes this rank received, at the first offset of its ranges; one H5Dread as one
   entry with the bytes of the whole selection at the first selected row's dataset offset (an
-  offset inside the dataset, not in the file).
+  offset inside the dataset, not in the file). The op log's open of an HDF5 file is H5Fopen
+  and H5Dopen in one entry: its time is given to H5F, the H5D open takes none.
+- Times of calls made under Darshan include Darshan's wrapper (its record keeping at a file's
+  first open is tens of microseconds), which Darshan's own timers leave out.
 - Index reads: the reads that find where an NPZ file's members lie (its zip end record,
   central directory and members' headers, read through the native engine the first time a
   rank needs the file's index, and again when its index cache has dropped it) are in the op
@@ -76,7 +100,8 @@ import pandas as pd
 from .errors import LogError, PartialLogWarning
 from .files import EMULATOR_EXTENSIONS
 from .loader import CHARACTERIZED_MODULES, DarshanJob
-from .oplog_records import MMAP, OPEN, READ, SYNC_OPS, WRITE, Ops, module_records
+from .oplog_records import (CLOSE, MMAP, OPEN, READ, SYNC_OPS, VIEW, WRITE, Ops,
+                            module_records)
 
 SUMMARY = "summary.json"
 OPLOG_GLOB = "oplog_rank*.npz"
@@ -89,6 +114,7 @@ MPIIO_IFACES = (4, 5)
 HDF5_MPIIO_IFACES = (6, 7)
 HDF5_IFACES = (6, 7, 8)
 COLLECTIVE_IFACES = (5, 7)
+MPIIO_COLL_IFACE = 5
 HDF5_DATASET = "/records"
 OPLOG_VERSION = "dlio_mpi op log"
 MMAP_IFACE = 3
@@ -188,7 +214,8 @@ def load_run(directory):
     ops = Ops(rank=table["rank"], id=file_ids, op=table["op"], start=start, end=end,
               offset=table["offset"], length=table["bytes"],
               collective=np.zeros(len(start), bool))
-    records, segments, dataset_names = _layers(ops, table["iface"], config, names, ids)
+    records, segments, dataset_names, layers = _layers(ops, table["iface"], config, names,
+                                                       ids)
     names = {ids[f]: name for f, name in names.items()}
     names.update(dataset_names)
     messages = _overflow_messages(directory, summary, ops)
@@ -217,6 +244,7 @@ def load_run(directory):
         warnings=tuple(messages) + tuple(notes),
         names=names,
         source="oplog",
+        layers=layers,
     )
 
 
@@ -309,26 +337,42 @@ def _read_oplogs(paths):
              else np.zeros(0, types[key]) for key, parts in columns.items()}, origins, windows)
 
 
+def observed_layers(ops, iface):
+    """File record id -> the lowest layer the op log observed of it, for the files it did not
+    observe at POSIX: "HDF5" for a file read or written through libhdf5's MPI-IO driver,
+    "MPI-IO" for one read or written by collective MPI-IO calls (module docstring)."""
+    moved = np.isin(ops.op, (READ, WRITE))
+    hdf5 = np.unique(ops.id[np.isin(iface, HDF5_MPIIO_IFACES)]).tolist()
+    coll = np.unique(ops.id[(iface == MPIIO_COLL_IFACE) & moved]).tolist()
+    layers = dict.fromkeys(coll, "MPI-IO")
+    layers.update(dict.fromkeys(hdf5, "HDF5"))
+    return layers
+
+
 def _layers(ops, iface, config, names, ids):
-    """Records per module and DXT segments per trace, with the layers beneath MPI-IO and HDF5
-    modelled (see the module docstring)."""
+    """Records per module and DXT segments per trace, each file from the lowest layer the op
+    log observed of it up (see the module docstring), and those layers."""
     shared = config.get("io", {}).get("layout", "multi") != "multi"
     coll_call = np.isin(iface, COLLECTIVE_IFACES)
     is_open = ops.op == OPEN
     data_call = np.isin(ops.op, (READ, WRITE))
     sync = np.isin(ops.op, SYNC_OPS)
-    # beneath: calls that moved bytes, opens and closes; an MPI_File_sync is an fsync beneath,
-    # an H5Fflush is a file-level HDF5 call only
-    beneath = (~data_call | (ops.length > 0)) & ~(sync & np.isin(iface, HDF5_IFACES))
+    observed = observed_layers(ops, iface)
+    above_posix = np.isin(ops.id, np.array(list(observed), dtype=np.uint64))
+    through_hdf5 = np.isin(ops.id, np.array([f for f, layer in observed.items()
+                                             if layer == "HDF5"], dtype=np.uint64))
+    # beneath independent MPI-IO: calls that moved bytes, opens and closes; an MPI_File_sync
+    # is an fsync beneath
+    beneath = (~data_call | (ops.length > 0)) & ~above_posix & (ops.op != VIEW)
     # what Darshan cannot see: the mmap call and the copies out of the mapping
     unseen = (iface == MMAP_IFACE) & np.isin(ops.op, (READ, MMAP))
     posix_mask = (np.isin(iface, POSIX_IFACES) & ~unseen) \
-        | (np.isin(iface, MPIIO_IFACES + HDF5_MPIIO_IFACES) & beneath)
+        | (np.isin(iface, MPIIO_IFACES) & beneath)
     posix = ops.select(posix_mask)
     # the open and close beneath an MPI-IO one take a system call's time, not the MPI-IO
     # call's (an MPI_File_open also makes lock tests, reads hints, agrees among ranks): they are
     # given no duration
-    modelled = np.isin(iface[posix_mask], MPIIO_IFACES + HDF5_MPIIO_IFACES) \
+    modelled = np.isin(iface[posix_mask], MPIIO_IFACES) \
         & ~np.isin(posix.op, (READ, WRITE)) & ~np.isin(posix.op, SYNC_OPS)
     posix.end = np.where(modelled, posix.start, posix.end)
     layers = {
@@ -336,13 +380,16 @@ def _layers(ops, iface, config, names, ids):
         "POSIX": posix,
         "STDIO": ops.select(np.isin(iface, STDIO_IFACES)),
     }
-    mpiio = np.isin(iface, MPIIO_IFACES) | (np.isin(iface, HDF5_MPIIO_IFACES) & ~sync)
+    mpiio = np.isin(iface, MPIIO_IFACES) & ~through_hdf5
     mpi_ops = ops.select(mpiio)
     mpi_ops.collective = (coll_call[mpiio] & ~is_open[mpiio]) | (is_open[mpiio] & shared)
     layers["MPI-IO"] = mpi_ops
     hdf5 = np.isin(iface, HDF5_IFACES)
     layers["H5F"] = ops.select(hdf5 & ~np.isin(ops.op, (READ, WRITE)))
     h5d = ops.select(hdf5 & ~sync)  # H5Fflush is a file-level call
+    # the op log's open of an HDF5 file is H5Fopen and H5Dopen in one entry: its time is the
+    # file's (H5F), the dataset's open is given none
+    h5d.end = np.where(np.isin(h5d.op, (OPEN, CLOSE)), h5d.start, h5d.end)
     dataset_names = {}
     if len(h5d):
         by_file = {ids[f]: record_id(names[f] + ":" + HDF5_DATASET) for f in ids}
@@ -370,7 +417,7 @@ def _layers(ops, iface, config, names, ids):
         moved = np.isin(part.op, (READ, WRITE))
         if moved.any():
             segments[trace] = _segments(part.select(moved))
-    return records, segments, dataset_names
+    return records, segments, dataset_names, observed
 
 
 def _segments(ops):

@@ -20,7 +20,9 @@ the Darshan runtime (3.x):
   end of the record's earlier reads (Darshan's "no overlap" timer: calls of concurrent threads
   are not counted twice; a call ending inside an earlier one subtracts, as in Darshan).
   ``F_WRITE_TIME`` does the same over writes and fsync/fdatasync (Darshan counts syncs as write
-  time), ``F_META_TIME`` over open, close, seek, stat and mmap calls. ``*_START_TIMESTAMP`` is
+  time), ``F_META_TIME`` over open, close, seek, stat and mmap calls. An MPI_File_set_view
+  counts in ``MPIIO_VIEWS`` and adds no time: Darshan times a view only when it passes hints
+  (MPIIO_HINTS), and the engines' views pass none. ``*_START_TIMESTAMP`` is
   the first start and ``*_END_TIMESTAMP`` the last end of the kind (0 if none);
   ``F_MAX_READ_TIME`` the longest read, with its size in ``MAX_READ_TIME_SIZE``.
 - Records are never reduced over ranks (Darshan reduces a file every rank opened into one
@@ -38,7 +40,7 @@ from darshan.backend import cffi_backend
 from .counters import SIZE_BUCKETS
 
 # op codes of dlio_mpi's op log (dlio_mpi/_engines.pyx OPS)
-READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP = range(9)
+READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP, VIEW = range(10)
 META_OPS = (OPEN, CLOSE, SEEK, STAT, MMAP)
 SYNC_OPS = (FSYNC, FDATASYNC)
 # upper bounds (inclusive) of Darshan's size buckets but the last
@@ -125,6 +127,7 @@ def module_records(module, ops, extra=None):
         put("MPIIO_INDEP_WRITES", count(writes & ~coll))
         put("MPIIO_COLL_WRITES", count(writes & coll))
         put("MPIIO_SYNCS", count(np.isin(ops.op, SYNC_OPS)))
+        put("MPIIO_VIEWS", count(ops.op == VIEW))
     else:
         put(f"{p}_OPENS", count(ops.op == OPEN))
         put(f"{p}_READS", count(reads))

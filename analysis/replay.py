@@ -4,7 +4,8 @@ and compare the run with the log.
 
 ``replay(source, out_dir)`` returns a :class:`Replay`: the fit, the run directory, the
 comparison (analysis.compare; the log is the first job) and the side-by-side structure of the
-two jobs (files, shared files, interfaces, bytes and calls, transfer sizes). Files written to
+two jobs (files, shared files, interfaces, bytes and calls, transfer sizes), both counted at the
+comparison's layer. Files written to
 ``out_dir``: ``fitted.yaml``, ``data/`` (the dataset), ``run/`` (the emulator's outputs) and
 ``replay.json``.
 """
@@ -14,11 +15,13 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from .characterize import characterize
-from .compare import compare
+from .characterize import characterize, data_formats
+from .compare import compare, profile
 from .errors import AnalysisWarning
 from .fit import fit
 from .launch import run_emulator
+from .layers import parts_at
+from .module_metrics import file_counts
 
 RUN_TIMEOUT_S = 1800
 STRUCTURE = ("files", "shared_files", "interfaces", "bytes_read", "read_ops",
@@ -43,19 +46,19 @@ class Replay:
                 "real": self.real, "emulated": self.emulated}
 
 
-def structure(c):
-    """The shape of a characterized job: data files (analysis.files: not code, libraries or the
-    tools' own files such as Open MPI's lock-test files) and those shared by several ranks,
-    interfaces, bytes and calls read, mean read size."""
-    reads = sum(c.modules[m].ops.get("reads") or 0 for m in c.totals.basis)
-    data = c.data_formats or {}
-    files = sum(v["files"] for v in data.values()) if data else c.totals.files.total
+def structure(c, layer="POSIX"):
+    """The shape of a characterized job, its files counted at ``layer`` (analysis.layers): data
+    files (analysis.files: not code, libraries or the tools' own files such as Open MPI's
+    lock-test files) and those shared by several ranks, interfaces, bytes and calls read, mean
+    read size."""
+    values = profile(c, layer)
+    parts, _ = parts_at(c.records, c.names, c.layers, layer)
+    data = data_formats(c.names, c.records, parts)
     shared = sum(v.get("shared_files", 0) for v in data.values()) if data \
-        else c.totals.files.shared
-    return {"files": files, "shared_files": shared,
-            "interfaces": sorted(c.interfaces), "bytes_read": c.totals.bytes_read,
-            "read_ops": reads,
-            "mean_read_size": c.totals.bytes_read / reads if reads else None}
+        else file_counts(parts).shared
+    return {"files": values["files"], "shared_files": shared,
+            "interfaces": values["interfaces"], "bytes_read": values["bytes_read"],
+            "read_ops": values["read_ops"], "mean_read_size": values["mean_read_size"]}
 
 
 def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=None):
@@ -79,9 +82,10 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnalysisWarning)
         real, emulated = characterize(source), characterize(run_dir)
-    result = Replay(fit=fitted, run_dir=run_dir,
-                    comparison=compare([real, emulated], labels=["real", "emulated"]),
-                    real=structure(real), emulated=structure(emulated))
+    comparison = compare([real, emulated], labels=["real", "emulated"])
+    result = Replay(fit=fitted, run_dir=run_dir, comparison=comparison,
+                    real=structure(real, comparison.layer),
+                    emulated=structure(emulated, comparison.layer))
     with open(os.path.join(out_dir, "replay.json"), "w") as f:
         json.dump(result.to_dict(), f, indent=1, default=str)
     return result

@@ -43,7 +43,7 @@ void dm_err_clear(dm_err *e);
 enum dm_op {
     DM_OP_READ = 0, DM_OP_WRITE = 1, DM_OP_OPEN = 2, DM_OP_CLOSE = 3,
     DM_OP_FSYNC = 4, DM_OP_FDATASYNC = 5, DM_OP_SEEK = 6, DM_OP_STAT = 7,
-    DM_OP_MMAP = 8, DM_OP_N = 9
+    DM_OP_MMAP = 8, DM_OP_VIEW = 9, DM_OP_N = 10
 };
 enum dm_iface {
     DM_IF_POSIX = 0, DM_IF_POSIX_DIRECT = 1, DM_IF_STDIO = 2, DM_IF_MMAP = 3,

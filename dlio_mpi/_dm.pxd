@@ -28,8 +28,8 @@ cdef extern from "dm.h" nogil:
         int enabled
         int64_t mono0_ns
         double ns_per_tick
-        uint64_t over_count[9]
-        int64_t over_bytes[9]
+        uint64_t over_count[10]
+        int64_t over_bytes[10]
 
     dm_oplog *dm_oplog_create(size_t cap, dm_err *e)
     void dm_oplog_free(dm_oplog *L)

@@ -22,7 +22,7 @@ from dlio_mpi._dm cimport *
 
 cnp.import_array()
 
-OPS = ("read", "write", "open", "close", "fsync", "fdatasync", "seek", "stat", "mmap")
+OPS = ("read", "write", "open", "close", "fsync", "fdatasync", "seek", "stat", "mmap", "view")
 IFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio_ind", "mpiio_coll", "hdf5_ind",
           "hdf5_coll", "hdf5_sec2")
 HIST_BUCKETS = DM_HIST_BUCKETS

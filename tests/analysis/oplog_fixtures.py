@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 OPS = {"read": 0, "write": 1, "open": 2, "close": 3, "fsync": 4, "fdatasync": 5, "seek": 6,
-       "stat": 7, "mmap": 8}
+       "stat": 7, "mmap": 8, "view": 9}
 IFACES = {"posix": 0, "posix_direct": 1, "stdio": 2, "mmap": 3, "mpiio_ind": 4,
           "mpiio_coll": 5, "hdf5_ind": 6, "hdf5_coll": 7, "hdf5_sec2": 8}
 ORIGIN = 5_000_000_000  # ns on CLOCK_MONOTONIC

@@ -19,7 +19,7 @@ def test_metric_set_and_weights_are_the_documented_ones():
         ("read_size_histogram", "distribution", 2.0),
         ("sequential_read_fraction", "fraction", 1.0),
         ("consecutive_read_fraction", "fraction", 1.0),
-        ("early_read_fraction", "fraction", 1.0), ("io_time_share", "ratio", 0.5),
+        ("early_read_fraction", "fraction", 1.0), ("io_time_share", "share", 0.5),
         ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0)]
     assert TOTAL_WEIGHT == 17.0
 
@@ -36,6 +36,10 @@ def test_per_metric_similarities():
     assert similarity("set", ["POSIX", "STDIO"], ["POSIX"]) == 0.5
     assert similarity("set", [], []) == 1.0
     assert similarity("ratio", None, 3) is None
+    # shares of run time: 1 % added to both, so that shares of a few microseconds count as none
+    assert similarity("share", 0.0001, 0.0004) == pytest.approx(1 - math.log10(0.0104 / 0.0101))
+    assert similarity("share", 0.05, 0.10) == pytest.approx(1 - math.log10(0.11 / 0.06))
+    assert similarity("share", 0, 0) == 1.0 and similarity("share", None, 0.1) is None
 
 
 @pytest.mark.parametrize("prefix", ["mpi_io_test_with_dxt__", "e3sm_io_heatmaps_and_dxt__",

@@ -101,7 +101,7 @@ def test_ior_segments_are_round_robin():
 @pytest.mark.parametrize("name,least", [("dlio_npz_multi", 0.95), ("dlio_hdf5", 0.95),
                                         ("dlio_jpeg", 0.95),
                                         ("ior_fpp", 0.95), ("ior_strided", 0.95),
-                                        ("ior_mpiio_coll", 0.9)])
+                                        ("ior_mpiio_coll", 0.95)])
 def test_replay_looks_like_the_real_job(tmp_path, name, least):
     """Fit, generate, run under mpiexec at the log's rank count, compare: the emulated job has
     the real one's files, sharing, interfaces, bytes and calls."""

@@ -88,24 +88,90 @@ def test_overlapping_reads_are_timed_without_overlap(tmp_path):
     assert _record(job, "POSIX", 0, FILE0).POSIX_F_READ_TIME == pytest.approx(0.5e-6)
 
 
-def test_collective_mpiio_and_the_posix_calls_beneath(tmp_path):
+def test_collective_mpiio_claims_no_posix_calls_beneath(tmp_path):
+    """The op log sees a collective call, not the aggregators' POSIX reads beneath it: the file
+    has MPI-IO records only, and the job says it was observed from MPI-IO down."""
     calls = [call("open", 0, 100, iface="mpiio_ind"),  # the engine logs every open this way
+             call("view", 150, 50, iface="mpiio_coll"),
              call("read", 200, 100, offset=0, nbytes=1000, iface="mpiio_coll"),
+             call("view", 300, 20, iface="mpiio_coll"),
              call("read", 400, 100, offset=-1, nbytes=0, iface="mpiio_coll"),  # joins, empty
              call("fsync", 600, 10, iface="mpiio_coll"),
              call("close", 700, 10, iface="mpiio_ind")]
     run = write_run(tmp_path / "run", {0: [calls], 1: [calls]}, files=1, layout="shared")
     c = analysis.characterize(run)
-    assert c.interfaces == ["POSIX", "MPI-IO collective"]
+    assert c.interfaces == ["MPI-IO collective"]
     job = load_run(run)
-    m = _record(job, "MPI-IO", 1, "/data/train/img_0000000_of_1.bin")
+    name = "/data/train/img_0000000_of_1.bin"
+    m = _record(job, "MPI-IO", 1, name)
     assert (m.MPIIO_COLL_OPENS, m.MPIIO_INDEP_OPENS, m.MPIIO_COLL_READS,
             m.MPIIO_INDEP_READS, m.MPIIO_BYTES_READ, m.MPIIO_SYNCS) == (1, 0, 2, 0, 1000, 1)
     assert m.MPIIO_SIZE_READ_AGG_0_100 == 1 and m.MPIIO_SIZE_READ_AGG_100_1K == 1
-    p = _record(job, "POSIX", 1, "/data/train/img_0000000_of_1.bin")
-    assert (p.POSIX_OPENS, p.POSIX_READS, p.POSIX_BYTES_READ, p.POSIX_FSYNCS) == (1, 1, 1000, 1)
-    assert len(job.dxt_segments["DXT_MPIIO"]) == 4 and len(job.dxt_segments["DXT_POSIX"]) == 2
+    # the views set around a collective call are counted, and untimed as Darshan has them
+    # without hints
+    assert m.MPIIO_VIEWS == 2 and m.MPIIO_F_META_TIME == pytest.approx(110e-9)
+    assert m.MPIIO_F_READ_TIME == pytest.approx(200e-9)
+    assert "POSIX" not in job.records and set(job.dxt_segments) == {"DXT_MPIIO"}
+    assert job.layers == {record_id(name): "MPI-IO"}
+    assert len(job.dxt_segments["DXT_MPIIO"]) == 4
     assert c.modules["MPI-IO"].ops["collective_reads"] == 4
+    # the totals count the file at MPI-IO, the layer observed
+    assert c.totals.basis == ["MPI-IO"] and c.totals.bytes_read == 2000
+    assert c.data_formats == {"raw": {"files": 1, "bytes_read": 2000, "bytes_written": 0,
+                                      "shared_files": 1}}
+
+
+def test_hdf5_through_mpiio_claims_neither_mpiio_nor_posix(tmp_path):
+    """Through libhdf5's MPI-IO driver the op log sees the H5Dread calls, not libhdf5's metadata
+    reads nor how it splits a selection into MPI-IO calls: H5F and H5D records only, counted at
+    HDF5; the file's open (H5Fopen and H5Dopen in one entry) is H5F time."""
+    calls = [call("open", 0, 1000, iface="hdf5_coll"),
+             call("read", 2000, 100, offset=0, nbytes=4096, iface="hdf5_coll"),
+             call("read", 3000, 100, offset=4096, nbytes=4096, iface="hdf5_coll"),
+             call("close", 4000, 10, iface="hdf5_coll")]
+    run = write_run(tmp_path / "run", {0: [calls], 1: [calls]}, files=1, layout="shared",
+                    fmt="hdf5")
+    job = load_run(run)
+    name = "/data/train/img_0000000_of_1.h5"
+    assert set(job.records) == {"H5F", "H5D"} and not job.dxt_segments
+    assert job.layers == {record_id(name): "HDF5"}
+    f = _record(job, "H5F", 0, name)
+    assert (f.H5F_OPENS, f.H5F_USE_MPIIO) == (1, 1)
+    assert f.H5F_F_META_TIME == pytest.approx(1010e-9)
+    d = _record(job, "H5D", 0, name + ":/records")
+    assert (d.H5D_READS, d.H5D_BYTES_READ, d.H5D_USE_MPIIO_COLLECTIVE) == (2, 8192, 1)
+    assert d.H5D_F_META_TIME == 0 and d.H5D_F_READ_TIME == pytest.approx(200e-9)
+    c = analysis.characterize(run)
+    assert c.interfaces == ["MPI-IO collective", "HDF5"]
+    assert c.totals.basis == ["H5D"] and c.totals.bytes_read == 4 * 4096
+    assert c.data_formats == {"hdf5": {"files": 1, "bytes_read": 4 * 4096, "bytes_written": 0,
+                                       "shared_files": 1}}
+    assert c.totals.io_time.slowest_rank == pytest.approx(1010e-9 + 200e-9)
+
+
+def test_jobs_are_compared_at_the_layer_both_observed(tmp_path):
+    """The same H5Dread calls through sec2 (POSIX observed through the logging driver) and
+    through the MPI-IO driver (observed from HDF5 down): compared at HDF5, the counts agree and
+    the driver tells them apart (structure gate 0.5); the same MPI-IO run against itself
+    scores 1."""
+    def calls(iface):
+        meta = [call("read", 10, 5, offset=0, nbytes=96)] if iface == "hdf5_sec2" else []
+        return [call("open", 0, 100, iface=iface), *meta] + [
+            call("read", 1000 * (i + 1), 100, offset=4096 * i, nbytes=4096, iface=iface)
+            for i in range(4)] + (
+            [call("read", 1000 * (i + 1) + 10, 50, offset=4096 * i + 2048, nbytes=4096)
+             for i in range(4)] if iface == "hdf5_sec2" else [])
+    sec2 = write_run(tmp_path / "sec2", {0: [calls("hdf5_sec2")]}, fmt="hdf5")
+    mpio = write_run(tmp_path / "mpio", {0: [calls("hdf5_ind")]}, fmt="hdf5")
+    result = analysis.compare([sec2, mpio], labels=["sec2", "mpio"])
+    assert result.layer == "HDF5"
+    assert result.row("read_ops") == (4, 4) and result.row("bytes_read") == (16384, 16384)
+    assert result.row("interfaces") == (["HDF5"], ["HDF5", "HDF5 through MPI-IO"])
+    assert result.row("structure_gate") == (1.0, 0.5) and result.score <= 0.5
+    assert "counted at: HDF5" in analysis.render_comparison(result)
+    assert analysis.compare([mpio, mpio]).score == 1.0
+    # at POSIX (both observed it) the sec2 run's own reads count: libhdf5's metadata read too
+    assert analysis.compare([sec2, sec2]).row("read_ops") == (5, 5)
 
 
 def test_independent_mpiio_opens_on_per_rank_files(tmp_path):
