@@ -68,7 +68,7 @@ class _Job:
         # the application's own reads: H5Dread calls where libhdf5 was used, else the reads
         h5d = char.modules.get("H5D")
         self.app_reads = (h5d.ops.get("reads") or 0) if h5d is not None else self.reads
-        trace = next((char.dxt[m] for m in ("DXT_POSIX", "DXT_STDIO")
+        trace = next((char.dxt[m] for m in ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
                       if m in char.dxt and char.dxt[m].read_sizes is not None), None)
         self.median_read = trace.read_sizes.median if trace else None
         self.mean_read = (char.totals.bytes_read / self.reads) if self.reads else None
