@@ -221,7 +221,9 @@ def test_cold_evicts_the_dataset_from_the_page_cache(tmp_path):
     assert cached() > 0
     script = ("from mpi4py import MPI; from dlio_mpi.advise.measure import Advisor; "
               f"Advisor(MPI.COMM_WORLD, {str(tmp_path / 'o')!r}, 10).evict({str(folder)!r})")
+    # env explicit: a test process that initialized MPI carries Open MPI's variables in its C
+    # environment, which would confuse the child mpiexec
     p = subprocess.run(mpiexec_cmd(2) + [sys.executable, "-c", script], capture_output=True,
-                       text=True, timeout=120)
+                       text=True, timeout=120, env=dict(os.environ))
     assert p.returncode == 0, p.stderr
     assert cached() == 0
