@@ -164,8 +164,14 @@ def test_advise_starts_from_a_darshan_log(tmp_path):
     (["/nonexistent/job.darshan"], 1, "no such file or directory"),
     (["workload=no_such_workload"], 2, "config error"),
     (["workload=default", "reader.batch_size=0"], 2, "reader.batch_size"),
+    ("damaged", 1, "damaged.darshan"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, status, words):
+    if args == "damaged":           # a Darshan log cut short
+        log = tmp_path / "damaged.darshan"
+        with open(os.path.join(FIXTURES, "dlio_hdf5.darshan"), "rb") as f:
+            log.write_bytes(f.read()[:3000])
+        args = [log]
     p = dlio(2, "advise", *args, "--out", tmp_path / "study", "--budget", 30, timeout=120)
     assert p.returncode == status, p.stdout + p.stderr
     lines = [x for x in p.stderr.splitlines() if x.startswith("dlio_mpi")]

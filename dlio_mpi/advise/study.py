@@ -18,8 +18,9 @@ def _agreed(comm, fn):
             result = fn()
         except config.ConfigError as e:
             error = ("config", str(e))
-        except (AdviseError, OSError, ValueError) as e:
-            error = ("advise", " ".join(str(e).split()))
+        except Exception as e:      # noqa: BLE001 - a damaged log, a bad run directory, ...:
+            # one line on every rank, none left waiting in the broadcast
+            error = ("advise", " ".join(str(e).split()) or type(e).__name__)
     result, error = comm.bcast((result, error), root=0)
     if error:
         raise (config.ConfigError if error[0] == "config" else AdviseError)(error[1])
