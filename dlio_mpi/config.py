@@ -11,7 +11,7 @@ import re
 
 import yaml
 
-from dlio_mpi import io_checks
+from dlio_mpi.config_checks import check_names, check_ranks, validate  # noqa: F401
 from dlio_mpi.config_error import ConfigError  # noqa: F401 - re-exported
 from dlio_mpi.schema import ALIASES, FORMAT_ALIASES, SCHEMA
 
@@ -332,95 +332,3 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
     cfg = Config(values, not_emulated, workload)
     validate(cfg)
     return cfg
-
-
-# configuration values that become a path component (a file name, or a part of one)
-NAME_KEYS = (("dataset", "file_prefix"),)
-# configuration values that are directories
-FOLDER_KEYS = (("dataset", "data_folder"), ("checkpoint", "checkpoint_folder"),
-               ("output", "folder"))
-
-
-def check_names(cfg):
-    """A name built into a file name stays inside its folder: no '/', no '..', not empty, no
-    NUL byte; a folder is not empty and has no NUL byte."""
-    for section, key in NAME_KEYS:
-        value = getattr(getattr(cfg, section), key)
-        if not value or "/" in value or ".." in value or "\0" in value:
-            raise ConfigError(f"{section}.{key}={value!r}: a file name prefix must not be empty "
-                              "or contain '/', '..' or a NUL byte (it names files inside their "
-                              "folder)")
-    for section, key in FOLDER_KEYS:
-        value = getattr(getattr(cfg, section), key)
-        if not value or "\0" in value:
-            raise ConfigError(f"{section}.{key}={value!r}: a directory must not be empty or "
-                              "contain a NUL byte")
-
-
-def validate(cfg):
-    """Impossible combinations, each one line."""
-    check_names(cfg)
-    io, ds, rd = cfg.io, cfg.dataset, cfg.reader
-    if rd.odirect and io.interface not in ("posix", "posix_direct"):
-        raise ConfigError(f"reader.odirect=true with io.interface={io.interface}: O_DIRECT "
-                          "is a POSIX open flag (use io.interface=posix_direct)")
-    hdf5_if = io.interface.startswith("hdf5")
-    if ds.format == "hdf5" and not hdf5_if and io.read_type == "on_demand":
-        raise ConfigError(f"dataset.format=hdf5 is read through libhdf5: io.interface must be "
-                          f"hdf5, hdf5_coll or hdf5_sec2, not {io.interface}")
-    if hdf5_if and ds.format != "hdf5":
-        raise ConfigError(f"io.interface={io.interface} reads HDF5 files, but dataset.format="
-                          f"{ds.format}")
-    collective = io.interface in ("mpiio_coll", "hdf5_coll")
-    if collective and io.layout == "multi":
-        raise ConfigError(f"io.interface={io.interface} is collective I/O on one shared file: "
-                          "it needs io.layout=shared or replicated, not file-per-rank data "
-                          "(io.layout=multi)")
-    if io.layout != "multi" and ds.num_files_train != 1:
-        raise ConfigError(f"io.layout={io.layout} is one shared file: dataset.num_files_train "
-                          f"must be 1, not {ds.num_files_train}")
-    if ds.compression in ("gzip", "lzf") and ds.format != "hdf5":
-        raise ConfigError(f"dataset.compression={ds.compression} applies to hdf5, not "
-                          f"{ds.format}")
-    if ds.compression == "zip" and ds.format != "npz":
-        raise ConfigError("dataset.compression=zip applies to npz")
-    io_checks.validate_access(cfg)
-    io_checks.validate_volumes(cfg)
-    from dlio_mpi import write_phase
-    write_phase.check(cfg)
-    if ds.format == "hdf5" and ds.chunk_size:
-        if not (ds.enable_chunking or ds.compression != "none"):
-            raise ConfigError(f"dataset.chunk_size={ds.chunk_size} with a contiguous HDF5 "
-                              "dataset: set dataset.enable_chunking=true (or compression)")
-        from dlio_mpi.dataset import chunking
-        try:
-            chunking(ds)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
-    if (ds.compression != "none" or ds.format in ("csv",)) and io.interface == "posix_direct":
-        raise ConfigError(f"io.interface=posix_direct cannot read {ds.format} "
-                          f"{'compressed ' if ds.compression != 'none' else ''}data in aligned "
-                          "byte ranges")
-
-
-def check_ranks(cfg, ranks):
-    """Checks that need the job's size, run on every rank before any I/O."""
-    if cfg.reader.access == "stream":
-        ds = cfg.dataset
-        if ds.num_files_train < ranks:
-            raise ConfigError(
-                f"reader.access=stream splits files among ranks: dataset.num_files_train="
-                f"{ds.num_files_train} is fewer than the {ranks} ranks")
-        from dlio_mpi import access
-        if access.stream_steps(ds.num_files_train, ds.num_samples_per_file, ranks,
-                               cfg.reader.batch_size) == 0:
-            raise ConfigError(
-                f"reader.batch_size={cfg.reader.batch_size} is larger than a rank's files hold "
-                f"({ds.num_files_train // ranks} files of {ds.num_samples_per_file} samples on "
-                f"{ranks} ranks)")
-        return
-    per_rank = cfg.num_samples // ranks if cfg.io.layout != "replicated" else cfg.num_samples
-    if cfg.reader.batch_size > per_rank:
-        raise ConfigError(
-            f"reader.batch_size={cfg.reader.batch_size} is larger than a rank's share of the "
-            f"dataset ({per_rank} samples of {cfg.num_samples} on {ranks} ranks)")

@@ -1,5 +1,5 @@
 """Checks of the keys that shape what reaches the file system (reader.access and its keys,
-HDF5 volumes), run by dlio_mpi.config.validate on every rank before any I/O: an impossible
+HDF5 volumes), run by dlio_mpi.config_checks.validate on every rank before any I/O: an impossible
 combination is one ConfigError line naming the keys."""
 import numpy as np
 
