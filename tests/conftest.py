@@ -27,3 +27,22 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"NOTE: {len(missing)} analysis tests skipped: the real Darshan log collection was "
             "not found (set DLIO_MPI_DARSHAN_LOGS to its directory)", yellow=True, bold=True)
+
+
+# what a test module's source says when its tests launch ranks (directly, or through a run of
+# the emulator, the paper study or a replay)
+_LAUNCHES = ("mpirun", "mpiexec", "run_paper", "replay(", "run_emulator")
+_launching = {}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests of modules that launch mpiexec are marked `mpi`: `pytest -m "not mpi"` is the
+    quick loop of the tests that run in this process alone."""
+    for item in items:
+        path = str(item.fspath)
+        if path not in _launching:
+            with open(path) as f:
+                text = f.read()
+            _launching[path] = any(word in text for word in _LAUNCHES)
+        if _launching[path]:
+            item.add_marker(pytest.mark.mpi)
