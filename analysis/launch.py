@@ -14,10 +14,13 @@ class LaunchError(RuntimeError):
     """A launched run failed or timed out; the message names it and ends with its output."""
 
 
-def mpiexec_command(ranks, launcher=None):
+def mpiexec_command(ranks, launcher=None, bind=None):
     """The launcher command for ``ranks`` processes: ``launcher`` (a string, split like a
     shell would) or mpiexec from PATH, with Open MPI's --oversubscribe (and
-    --allow-run-as-root as root)."""
+    --allow-run-as-root as root). ``bind``: "core" binds every rank to a core (more ranks
+    than cores allowed), "none" binds none, None keeps the library's default (which may
+    change with the rank count). The one launcher line of the analysis, the benchmarks
+    (scripts/launch.py) and the tests (tests/mpirun.py)."""
     if launcher:
         return shlex.split(launcher) + ["-n", str(ranks)]
     exe = shutil.which("mpiexec")
@@ -29,6 +32,12 @@ def mpiexec_command(ranks, launcher=None):
         cmd.append("--oversubscribe")
         if os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
+        if bind == "core":
+            cmd += ["--bind-to", "core:overload-allowed"]
+        elif bind == "none":
+            cmd += ["--bind-to", "none"]
+    elif bind is not None:
+        cmd += ["-bind-to", bind]           # MPICH's Hydra
     return cmd
 
 

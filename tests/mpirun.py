@@ -1,7 +1,6 @@
 """Run a script under mpiexec from a test: a hang is killed by a timeout, an MPI failure or a
 non-zero exit on any rank fails the test with the ranks' output."""
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -12,25 +11,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def mpiexec_cmd(n):
-    exe = shutil.which("mpiexec")
-    if exe is None:
+    from analysis.launch import LaunchError, mpiexec_command
+    try:
+        return mpiexec_command(n)
+    except LaunchError:
         pytest.fail("mpiexec not found: run scripts/setup.sh")
-    cmd = [exe, "-n", str(n)]
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    if "Open MPI" in out or "OpenRTE" in out:
-        cmd += ["--oversubscribe"]
-        if os.geteuid() == 0:
-            cmd += ["--allow-run-as-root"]
-    return cmd
 
 
 def bind_to_core():
     """Launcher arguments that bind every rank to a core, more ranks than cores allowed."""
-    out = subprocess.run([shutil.which("mpiexec") or "mpiexec", "--version"],
-                         capture_output=True, text=True).stdout
-    if "Open MPI" in out or "OpenRTE" in out:
-        return ["--bind-to", "core:overload-allowed"]
-    return ["-bind-to", "core"]
+    from analysis.launch import mpiexec_command
+    return mpiexec_command(1, bind="core")[len(mpiexec_command(1)):]
 
 
 def session_processes(sid):
