@@ -139,10 +139,24 @@ def record_id(name):
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
 
 
+COMPANION_ID_BASE = 1 << 28        # dlio_mpi/formats/volumes.py COMPANION_ID_BASE
+
+
 def file_name(config, file_id):
     """The path of op-log file id ``file_id``: training files first, evaluation files after
-    them (dlio_mpi/dataset.py names them); ``<file N>`` for an id beyond both."""
+    them (dlio_mpi/dataset.py names them), companion files of HDF5 volumes (their key before
+    the extension); ``<file N>`` for an id beyond all."""
     ds = config.get("dataset", {})
+    if COMPANION_ID_BASE <= file_id < CHECKPOINT_ID_BASE:
+        rel = file_id - COMPANION_ID_BASE
+        keys = list(dict.fromkeys(v.get("file") for v in ds.get("volumes") or []
+                                  if isinstance(v, dict) and v.get("file")))
+        k, base = rel >> 20, rel & ((1 << 20) - 1)
+        name = file_name(config, base)
+        if not 1 <= k <= len(keys) or name.startswith("<"):
+            return f"<file {file_id}>"
+        i = name.rfind(".h5")
+        return f"{name[:i]}.{keys[k - 1]}{name[i:]}"
     n_train, n_eval = ds.get("num_files_train", 0), ds.get("num_files_eval", 0)
     ext = EMULATOR_EXTENSIONS.get(ds.get("format", "raw"), ".bin")
     if file_id < n_train:

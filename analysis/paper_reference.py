@@ -37,8 +37,9 @@ NOTES = {
                 "each rank streams its own few shards",
     "cosmoflow_paper": "files: 1,024 data files and 2 more at 128 ranks; scaled down, each "
                        "rank streams its own few files",
-    "ffn": "files: the label and image volumes are two datasets of one file here; the real "
-           "run kept them in two files and read its coordinates from a TFRecord file",
+    "ffn": "files: the label and image volumes are two files, as in the real run, which also "
+           "read its training coordinates from a TFRecord file (not emulated); consec: the "
+           "chunks a crop touches are not all adjacent in the files' chunk order",
     "frnn": "files: 512 ranks read 2,245 shot files of 28,000 in the measured window; scaled "
             "down, a few per rank",
     "candle_nt3": "files: the training CSV here; the real run also read the test CSV and two "

@@ -55,6 +55,7 @@ def manifest_for(cfg):
         "volume_shape": list(spec.volume_shape),
         "crop_shape": list(spec.crop_shape),
         "volumes": [list(v[:2]) + [list(v[2])] + list(v[3:]) for v in spec.volumes],
+        **({"volume_files": list(spec.volume_files)} if spec.volume_files else {}),
         "files": d.name(0).replace("0000000", "{index:07d}"),
         "subfolders": d.subfolders,
         "num_files_eval": cfg.dataset.num_files_eval,
@@ -112,9 +113,9 @@ def read_manifest(data_dir):
 
 
 def _complete(d, i):
-    """Whether file i is there, whole and of this dataset."""
+    """Whether file i is there (with its companion files), whole and of this dataset."""
     path = d.path(i)
-    if not os.path.exists(path):
+    if not all(os.path.exists(p) for p in formats.file_paths(d.spec, path)):
         return False
     try:
         want = formats.layout(d.spec, i).file_size
@@ -196,7 +197,10 @@ def dataset_entries(d):
     or as its temporary name during generation (final False): what is on disk, found by
     listing, so as many as there are, whatever the configured count."""
     ext = re.escape(d.ext)
-    pat = re.compile(rf"^{re.escape(d.prefix)}_(\d{{7,}})_of_{d.num_files}{ext}"
+    # a companion file of HDF5 volumes has its key before the extension
+    keys = "|".join(re.escape(k) for k in dict.fromkeys(d.spec.volume_files) if k)
+    key = rf"(?:\.(?:{keys}))?" if keys else ""
+    pat = re.compile(rf"^{re.escape(d.prefix)}_(\d{{7,}})_of_{d.num_files}{key}{ext}"
                      rf"(\.part(?:\.\d+)?)?$")
     for k, sub in enumerate(d.directories()):
         try:
@@ -322,11 +326,16 @@ def _generate_split(d, cfg, comm):
             tmp = f"{final}.part.{rank}"
             try:
                 formats.write_file(tmp, i, d.spec)
-                _sync(tmp)
+                for p in formats.file_paths(d.spec, tmp):
+                    _sync(p)
             except BaseException:
-                _remove(tmp)            # nothing half-written is left behind
+                for p in formats.file_paths(d.spec, tmp):
+                    _remove(p)          # nothing half-written is left behind
                 raise
-            os.replace(tmp, final)
+            # companions first: the dataset's own file under its name says it is whole
+            for a, b in reversed(list(zip(formats.file_paths(d.spec, tmp),
+                                          formats.file_paths(d.spec, final)))):
+                os.replace(a, b)
             written += 1
     except OSError as e:
         where = e.filename or d.root
@@ -376,10 +385,14 @@ def _shared_hdf5(d, comm):
         _agree(comm, error)
     except RuntimeError:
         if rank == 0:
-            _remove(tmp)
+            for p in formats.file_paths(d.spec, tmp):
+                _remove(p)
         raise
     if rank == 0:
-        _sync(tmp)
-        os.replace(tmp, final)
+        pairs = list(zip(formats.file_paths(d.spec, tmp), formats.file_paths(d.spec, final)))
+        for a, _ in pairs:
+            _sync(a)
+        for a, b in reversed(pairs):    # companions first, the dataset's own file last
+            os.replace(a, b)
     comm.Barrier()
     return 1 if rank == 0 else 0

@@ -52,7 +52,9 @@ def format_spec(cfg):
         volume_shape=tuple(ds.volume_shape), crop_shape=tuple(ds.crop_shape),
         volumes=tuple((v["name"], v.get("dtype", "uint8"), tuple(v["chunks"]),
                        v.get("compression", "none"), float(v.get("fill", 1.0)))
-                      for v in ds.volumes))
+                      for v in ds.volumes),
+        volume_files=tuple(v.get("file", "") for v in ds.volumes)
+        if any(v.get("file") for v in ds.volumes) else ())
 
 
 class _LoggedFile:

@@ -1,11 +1,14 @@
 """Checks of the keys that shape what reaches the file system (reader.access and its keys,
 HDF5 volumes), run by dlio_mpi.config_checks.validate on every rank before any I/O: an impossible
 combination is one ConfigError line naming the keys."""
+import re
+
 import numpy as np
 
 from dlio_mpi.config_error import ConfigError
 
-VOLUME_KEYS = {"name", "dtype", "chunks", "compression", "fill"}
+VOLUME_KEYS = {"name", "dtype", "chunks", "compression", "fill", "file"}
+FILE_KEY = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
 def _dims(where, value):
@@ -69,6 +72,12 @@ def validate_volumes(cfg):
         fill = v.get("fill", 1.0)
         if isinstance(fill, bool) or not isinstance(fill, (int, float)) or not 0 <= fill <= 1:
             raise ConfigError(f"{where}.fill={fill!r}: a share between 0 and 1")
+        if "file" in v and (not isinstance(v["file"], str) or not FILE_KEY.match(v["file"])):
+            raise ConfigError(f"{where}.file={v['file']!r}: the name of a companion file, 1 "
+                              "to 32 letters, digits, '_' or '-'")
+    if ds.volumes and ds.volumes[0].get("file"):
+        raise ConfigError("dataset.volumes[0].file: the first volume stays in the dataset's "
+                          "file; later volumes may name companion files")
 
 
 def validate_access(cfg):

@@ -1,12 +1,13 @@
 """VolumeReader: samples that are crops of HDF5 volumes (dataset.volumes), each crop of each
 volume one independent H5Dread of an N-D box by the native engine (libhdf5 reads the chunks
-the box touches), in the order the volumes are listed, sample by sample. A shared file is
+the box touches), in the order the volumes are listed, sample by sample, each from the file
+it is kept in (the dataset's file or a companion). A shared file is
 opened by all ranks together (MPI-IO driver) or by each rank (sec2); a rank's own files by the
 rank alone."""
 import numpy as np
 
 from dlio_mpi import engines
-from dlio_mpi.formats.volumes import crop_start
+from dlio_mpi.formats.volumes import companion, crop_start, volume_file, volume_file_id
 from dlio_mpi.readers import Reader
 
 
@@ -42,12 +43,13 @@ class VolumeReader(Reader):
         comm = self.comm if self.shared else MPI.COMM_SELF
         opened = []
         try:
-            for name, *_ in self.data.spec.volumes:
+            spec = self.data.spec
+            for v, (name, *_) in enumerate(spec.volumes):
                 opened.append(engines.H5Dataset(
-                    self.path(i), name, driver=self.driver,
+                    companion(self.path(i), volume_file(spec, v)), name, driver=self.driver,
                     comm=comm if self.driver == "mpio" else None, collective=False,
-                    hints=self.cfg.io.mpiio_hints, file_id=self.data.first_id + i,
-                    oplog=self.log))
+                    hints=self.cfg.io.mpiio_hints,
+                    file_id=volume_file_id(spec, v, self.data.first_id + i), oplog=self.log))
         except Exception:
             for h in opened:
                 h.close()

@@ -83,3 +83,56 @@ def test_a_run_reads_a_crop_of_every_volume_per_sample(tmp_path):
         assert sorted(set(nb[h5].tolist())) == [17 ** 3, 17 ** 3 * 8]
         posix += int(nb[(op == 0) & (iface == 0)].sum())
     assert s["bytes_moved"] == posix > 0
+
+
+SPLIT = ('[{name: labels, dtype: int64, chunks: [9, 11, 11], compression: gzip, fill: 0.03}, '
+         '{name: raw, dtype: uint8, chunks: [11, 11, 22], compression: gzip, fill: 0.8, '
+         'file: raw}]')
+
+
+def test_a_volume_kept_in_a_companion_file(tmp_path):
+    """dataset.volumes[i].file: the raw volume in img_..._of_1.raw.h5, the labels in the
+    dataset's file; each crop read from its volume's file, the op log naming both files."""
+    from analysis.characterize import characterize
+    split = [a for a in BASE if not a.startswith("dataset.volumes=")] + [
+        f"dataset.volumes={SPLIT}"]
+    args = split + [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+                    "io.keep_oplog=true", "train.epochs=1", "train.computation_time=0",
+                    "workflow.generate_data=true"]
+    run_mpi(2, "run_cli.py", "run", *args[1:], timeout=240)
+    train = tmp_path / "d" / "train"
+    assert sorted(p.name for p in train.iterdir()) == ["img_0000000_of_1.h5",
+                                                       "img_0000000_of_1.raw.h5"]
+    import h5py
+    with h5py.File(train / "img_0000000_of_1.h5") as f:
+        assert list(f) == ["labels"]
+    with h5py.File(train / "img_0000000_of_1.raw.h5") as f:
+        assert list(f) == ["raw"] and f["raw"].chunks == (11, 11, 22)
+    spec = format_spec(config.load(split))
+    assert volumes.volume_file_id(spec, 1, 0) == volumes.COMPANION_ID_BASE + (1 << 20)
+    for r in range(2):
+        z = load_npz(tmp_path / "o" / f"oplog_rank{r:05d}.npz")
+        op, iface, nb, fid = z["e0_op"], z["e0_iface"], z["e0_bytes"], z["e0_file"]
+        h5 = (op == 0) & (iface == 8)
+        # per sample: the labels' crop from the dataset's file, the raw crop from its own
+        assert sorted(set(zip(fid[h5].tolist(), nb[h5].tolist()))) == [
+            (0, 17 ** 3 * 8), (volumes.COMPANION_ID_BASE + (1 << 20), 17 ** 3)]
+    c = characterize(tmp_path / "o")
+    assert c.data_formats["hdf5"]["files"] == 2
+    # a companion missing: generation makes the file again; clean removes both
+    (train / "img_0000000_of_1.raw.h5").unlink()
+    run_mpi(2, "run_cli.py", "generate", *args[1:], timeout=240)
+    assert (train / "img_0000000_of_1.raw.h5").exists()
+    run_mpi(1, "run_cli.py", "clean", *args[1:], timeout=120)
+    assert not train.exists() or not any(train.iterdir())
+
+
+def test_the_first_volume_stays_in_the_datasets_file():
+    bad = ('[{name: a, chunks: [8, 8, 8], file: x}, {name: b, chunks: [8, 8, 8]}]')
+    with pytest.raises(config.ConfigError, match="first volume"):
+        config.load([a for a in BASE if not a.startswith("dataset.volumes=")]
+                    + [f"dataset.volumes={bad}"])
+    with pytest.raises(config.ConfigError, match="companion file"):
+        config.load([a for a in BASE if not a.startswith("dataset.volumes=")]
+                    + ["dataset.volumes=[{name: a, chunks: [8, 8, 8]}, "
+                       "{name: b, chunks: [8, 8, 8], file: 'x/y'}]"])

@@ -18,7 +18,7 @@ MODULES = {m.NAME: m for m in (raw, npy, npz, tfrecord, hdf5, csvtext)}
 assert set(MODULES) == set(FORMATS)
 
 __all__ = ["FORMATS", "FileIndex", "FormatError", "FormatSpec", "cut_ranges", "encoded_sample",
-           "extension", "get", "index_file", "layout", "sample_bytes", "sample_sizes",
+           "extension", "file_paths", "get", "index_file", "layout", "sample_bytes", "sample_sizes",
            "sample_value", "write_file", "write_memory"]
 
 
@@ -44,6 +44,15 @@ def write_file(path, file_index, spec, **kw):
     """Write file file_index of spec at path (the caller names it and renames it into place);
     returns its index. hdf5 takes comm= to write one file from all ranks of a communicator."""
     return get(spec.format).write_file(path, file_index, spec, **kw)
+
+
+def file_paths(spec, path):
+    """Every file on disk that dataset file ``path`` (final or temporary name) stands for:
+    itself, and for HDF5 volumes kept apart its companion files."""
+    if spec.volumes and spec.volume_files:
+        from dlio_mpi.formats import volumes
+        return volumes.paths(spec, path)
+    return [path]
 
 
 def write_memory(spec, stream=64 << 20):

@@ -49,6 +49,9 @@ class FormatSpec:
     volume_shape: tuple = ()
     crop_shape: tuple = ()
     volumes: tuple = ()
+    # the file each volume is kept in: "" the dataset's file, else a companion file named
+    # after it (formats/volumes.py companion); empty: every volume in the dataset's file
+    volume_files: tuple = ()
 
     def __post_init__(self):
         def bad(key, what):

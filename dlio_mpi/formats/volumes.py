@@ -7,13 +7,55 @@ A sample is a crop: sample k of file i is the box at crop_start(spec, i, k) of e
 read in the order the volumes are listed. A chunk's content is seeded random bytes for the
 first `fill` share of its bytes and zeros after, so that a compressed chunk is about that share
 of its size (data that compresses like the real volumes: an image's chunks little, a label
-volume's a lot)."""
+volume's a lot).
+
+A volume may be kept in a companion file (spec.volume_files, dataset.volumes[i].file), as
+applications keep their image and label volumes in files of their own: the dataset's file
+``img_0000000_of_1.h5`` holds the volumes without a file, ``img_0000000_of_1.raw.h5`` those of
+file "raw" (the same name with the key before the extension, also for the temporary names
+generation writes). Op-log file ids of companions: COMPANION_ID_BASE + (k << 20) + the
+dataset file's id, k counting the companion keys from 1 in the order the volumes name them
+(analysis.oplog names them back)."""
 import numpy as np
 
 from dlio_mpi.formats._files import file_size
 from dlio_mpi.formats.spec import FileIndex, FormatError
 
 CROP_SALT = 0xC0
+EXT = ".h5"
+COMPANION_ID_BASE = 1 << 28
+
+
+def file_keys(spec):
+    """The companion keys in the order the volumes name them ("" not included)."""
+    return list(dict.fromkeys(k for k in spec.volume_files if k))
+
+
+def companion(path, key):
+    """The path of companion ``key`` of the dataset file at ``path`` (a final or a temporary
+    name): the key goes before the last ``.h5``; ``path`` itself for the key ""."""
+    if not key:
+        return path
+    i = path.rfind(EXT)
+    return f"{path[:i]}.{key}{path[i:]}"
+
+
+def paths(spec, path):
+    """Every file of the dataset file at ``path``: itself, then its companions."""
+    return [path] + [companion(path, k) for k in file_keys(spec)]
+
+
+def volume_file(spec, v):
+    """The key of the file volume v is kept in ("": the dataset's file)."""
+    return spec.volume_files[v] if spec.volume_files else ""
+
+
+def volume_file_id(spec, v, file_id):
+    """The op-log file id of volume v's file, for the dataset file of id ``file_id``."""
+    key = volume_file(spec, v)
+    if not key:
+        return file_id
+    return COMPANION_ID_BASE + ((file_keys(spec).index(key) + 1) << 20) + file_id
 
 
 def volume_dtype(vol):
@@ -45,24 +87,27 @@ def _chunk(spec, file_index, v, index, shape, dtype):
 
 
 def write_file(path, file_index, spec, comm=None):
-    """Write the file's volumes chunk by chunk (by one rank: with a communicator, rank 0
-    writes and the others return None)."""
+    """Write the file's volumes chunk by chunk, each into its file (path, or a companion of
+    it), by one rank: with a communicator, rank 0 writes and the others return None."""
     import h5py
 
     if comm is not None and comm.Get_rank() != 0:
         return None
     shape = tuple(spec.volume_shape)
-    with h5py.File(path, "w", libver=spec.libver) as f:
-        for v, (name, dtype, chunks, compression, _) in enumerate(spec.volumes):
-            dt = np.dtype(dtype)
-            kw = {} if compression == "none" else {"compression": compression}
-            d = f.create_dataset(name, shape=shape, dtype=dt, chunks=tuple(chunks), **kw)
-            grid = [-(-s // c) for s, c in zip(shape, chunks)]
-            for flat, cell in enumerate(np.ndindex(*grid)):
-                box = tuple(slice(g * c, min((g + 1) * c, s))
-                            for g, c, s in zip(cell, chunks, shape))
-                d[box] = _chunk(spec, file_index, v, flat,
-                                tuple(b.stop - b.start for b in box), dt)
+    for key in [""] + file_keys(spec):
+        with h5py.File(companion(path, key), "w", libver=spec.libver) as f:
+            for v, (name, dtype, chunks, compression, _) in enumerate(spec.volumes):
+                if volume_file(spec, v) != key:
+                    continue
+                dt = np.dtype(dtype)
+                kw = {} if compression == "none" else {"compression": compression}
+                d = f.create_dataset(name, shape=shape, dtype=dt, chunks=tuple(chunks), **kw)
+                grid = [-(-s // c) for s, c in zip(shape, chunks)]
+                for flat, cell in enumerate(np.ndindex(*grid)):
+                    box = tuple(slice(g * c, min((g + 1) * c, s))
+                                for g, c, s in zip(cell, chunks, shape))
+                    d[box] = _chunk(spec, file_index, v, flat,
+                                    tuple(b.stop - b.start for b in box), dt)
     return index_file(path, spec)
 
 
@@ -74,17 +119,18 @@ def index_file(path, spec, file_index=None):
     from dlio_mpi.formats.hdf5 import open_file
 
     size = file_size(path)
-    with open_file(path) as f:
-        for name, dtype, chunks, compression, _ in spec.volumes:
+    for v, (name, dtype, chunks, compression, _) in enumerate(spec.volumes):
+        where = companion(path, volume_file(spec, v))
+        with open_file(where) as f:
             d = f.get(name)
             if not isinstance(d, h5py.Dataset):
-                raise FormatError(path, f"no volume {name!r}")
+                raise FormatError(where, f"no volume {name!r}")
             want = (tuple(spec.volume_shape), np.dtype(dtype), tuple(chunks),
                     None if compression == "none" else compression)
             have = (d.shape, d.dtype, d.chunks, d.compression)
             if have != want:
-                raise FormatError(path, f"volume {name!r} is {have}, expected {want} "
-                                        "(another dataset?)")
+                raise FormatError(where, f"volume {name!r} is {have}, expected {want} "
+                                         "(another dataset?)")
     n = spec.samples_per_file
     return FileIndex("hdf5", size, np.full(n, crop_bytes(spec), np.int64),
                      np.full(n, -1, np.int64), np.zeros(n, np.int64), exact=False,
