@@ -1,4 +1,5 @@
-/* Read-ahead: C threads executing a FIFO queue of read requests into a ring of aligned buffers
+/* Read-ahead: C threads executing a FIFO queue of read requests, through the engine table
+ * (any engine's handle), into a ring of aligned buffers
  * (keep), or each into its own reused buffer. Request t goes to slot t % depth; submit blocks
  * while that slot is held by an earlier request that has not been released. */
 #define _GNU_SOURCE
@@ -23,7 +24,7 @@ enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 typedef struct {
     int state;
     int64_t ticket;
-    int kind;
+    const dm_engine_ops *ops;
     void *handle;
     size_t n, cap;
     int64_t *off, *len;
@@ -72,13 +73,8 @@ static void *worker(void *arg) {
 
         dm_err_clear(&s->err);
         char *dst = own ? own : s->buf;
-        int rc;
-        if (s->kind == DM_RA_POSIX)
-            rc = dm_posix_readv((dm_posix *)s->handle, s->n, s->off, s->len, s->xfer, dst,
-                                NULL, 0, &s->total, &s->err);
-        else
-            rc = dm_h5_read_rows((dm_h5 *)s->handle, s->n, s->off, s->len, dst, &s->total,
-                                 &s->err);
+        int rc = s->ops->readv(s->handle, s->n, s->off, s->len, s->xfer, dst, &s->total,
+                               &s->err);
 
         if (rc == 0 && s->busy_ns > 0) {
             /* the worker preprocesses the sample before handing it over */
@@ -176,25 +172,12 @@ void dm_ra_free(dm_readahead *ra) {
 
 size_t dm_ra_slot_bytes(const dm_readahead *ra) { return ra->slot_bytes; }
 
-int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
-                     const int64_t *len, int64_t xfer, int64_t busy_ns, dm_err *e) {
-    int64_t need = 0;
-    dm_oplog *log = NULL;
-    if (kind == DM_RA_POSIX) {
-        for (size_t i = 0; i < n; i++) need += len[i];
-        log = ((dm_posix *)handle)->log;
-    } else if (kind == DM_RA_H5) {
-        dm_h5 *h = handle;
-        if (h->collective) {
-            dm_err_set(e, DM_EARG, "read-ahead cannot issue collective HDF5 reads (%s)", h->path);
-            return -1;
-        }
-        for (size_t i = 0; i < n; i++) need += len[i] * h->row_bytes;
-        log = h->log;
-    } else {
-        dm_err_set(e, DM_EARG, "unknown read-ahead request kind %d", kind);
-        return -1;
-    }
+int64_t dm_ra_submit(dm_readahead *ra, const dm_engine_ops *ops, void *handle, size_t n,
+                     const int64_t *off, const int64_t *len, int64_t xfer, int64_t busy_ns,
+                     dm_err *e) {
+    if (!ops->threadable(handle, e)) return -1;
+    int64_t need = ops->span(handle, n, len);
+    dm_oplog *log = ops->log(handle);
     if (need > (int64_t)ra->slot_bytes) {
         dm_err_set(e, DM_EARG, "a read-ahead request of %lld bytes exceeds the %zu-byte slots",
                    (long long)need, ra->slot_bytes);
@@ -223,7 +206,7 @@ int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const i
         memcpy(s->len, len, n * sizeof *len);
     }
     s->n = n;
-    s->kind = kind;
+    s->ops = ops;
     s->handle = handle;
     s->xfer = xfer;
     s->busy_ns = busy_ns;

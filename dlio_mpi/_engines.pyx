@@ -857,17 +857,15 @@ cdef class ReadAhead:
         before the request is done. Blocks while the ring's next slot is still held."""
         cdef int64_t busy_ns = <int64_t>(busy * 1e9)
         cdef dm_err e
-        cdef int kind
+        cdef const dm_engine_ops *ops
         cdef void *hp
         if self.ra == NULL:
             raise ValueError("read-ahead is closed")
         if isinstance(handle, PosixFile):
             (<PosixFile>handle)._check()
-            kind = DM_RA_POSIX
-            hp = &(<PosixFile>handle).h
+            ops, hp = &dm_posix_ops, &(<PosixFile>handle).h
         elif isinstance(handle, H5Dataset):
-            kind = DM_RA_H5
-            hp = &(<H5Dataset>handle).h
+            ops, hp = &dm_h5_ops, &(<H5Dataset>handle).h
         else:
             raise TypeError("read-ahead takes a PosixFile or an H5Dataset")
         cdef cnp.ndarray off = _i64(offsets)
@@ -875,7 +873,7 @@ cdef class ReadAhead:
         if off.shape[0] != ln.shape[0]:
             raise ValueError(f"{off.shape[0]} offsets but {ln.shape[0]} lengths")
         with nogil:
-            t = dm_ra_submit(self.ra, kind, hp, off.shape[0], <int64_t *>off.data,
+            t = dm_ra_submit(self.ra, ops, hp, off.shape[0], <int64_t *>off.data,
                              <int64_t *>ln.data, xfer, busy_ns, &e)
         if t < 0:
             raise_err(&e)
