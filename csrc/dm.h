@@ -274,6 +274,9 @@ void dm_h5_unlock(void);
  * the op log and the errors the engine itself keeps. */
 typedef struct dm_engine_ops {
     const char *name;
+    /* 1 when a handle has a position and may be used by one thread at a time (a STDIO stream:
+     * fseeko then fread); read-ahead reads such a handle's requests one at a time, in order */
+    int ordered;
     /* 0 when a handle's reads can run in a thread beside the rank's own (a collective
      * handle cannot: every rank must enter each collective call in the same order); the
      * message names the handle */

@@ -21,7 +21,7 @@ static int posix_readv(void *h, size_t n, const int64_t *off, const int64_t *len
     return dm_posix_readv(h, n, off, len, xfer, buf, NULL, 0, total, e);
 }
 
-const dm_engine_ops dm_posix_ops = {"posix", always, bytes_span, posix_log, posix_readv};
+const dm_engine_ops dm_posix_ops = {"posix", 0, always, bytes_span, posix_log, posix_readv};
 
 /* ---- STDIO */
 static dm_oplog *stdio_log(const void *h) { return ((const dm_stdio *)h)->log; }
@@ -31,9 +31,11 @@ static int stdio_readv(void *h, size_t n, const int64_t *off, const int64_t *len
     return dm_stdio_readv(h, n, off, len, xfer, buf, NULL, 0, total, e);
 }
 
-const dm_engine_ops dm_stdio_ops = {"stdio", always, bytes_span, stdio_log, stdio_readv};
+const dm_engine_ops dm_stdio_ops = {"stdio", 1, always, bytes_span, stdio_log, stdio_readv};
 
-/* ---- MPI-IO, independent reads (the collective read_all is not in the table) */
+/* ---- MPI-IO, independent reads (the collective read_all is not in the table): explicit
+ * offsets, so a handle's reads may run side by side; from read-ahead threads they need an MPI
+ * initialized with MPI_THREAD_MULTIPLE (the readers check it) */
 static dm_oplog *mpiio_log(const void *h) { return ((const dm_mpiio *)h)->log; }
 
 static int mpiio_readv(void *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
@@ -41,9 +43,12 @@ static int mpiio_readv(void *h, size_t n, const int64_t *off, const int64_t *len
     return dm_mpiio_readv(h, n, off, len, xfer, buf, NULL, 0, total, e);
 }
 
-const dm_engine_ops dm_mpiio_ops = {"mpiio", always, bytes_span, mpiio_log, mpiio_readv};
+const dm_engine_ops dm_mpiio_ops = {"mpiio", 0, always, bytes_span, mpiio_log, mpiio_readv};
 
-/* ---- HDF5: ranges are rows (start, count) of dimension 0 */
+/* ---- HDF5: ranges are rows (start, count) of dimension 0. libhdf5 is not thread-safe in
+ * this build: every HDF5 call of the engine holds one lock (dm_h5_lock), so read-ahead threads
+ * take turns inside libhdf5; through the MPI-IO driver the reads need MPI_THREAD_MULTIPLE as
+ * MPI-IO's do */
 static dm_oplog *h5_log(const void *h) { return ((const dm_h5 *)h)->log; }
 
 static int h5_threadable(const void *hp, dm_err *e) {
@@ -63,4 +68,4 @@ static int h5_readv(void *h, size_t n, const int64_t *off, const int64_t *len, i
     return dm_h5_read_rows(h, n, off, len, buf, total, e);
 }
 
-const dm_engine_ops dm_h5_ops = {"hdf5", h5_threadable, h5_span, h5_log, h5_readv};
+const dm_engine_ops dm_h5_ops = {"hdf5", 0, h5_threadable, h5_span, h5_log, h5_readv};

@@ -1,7 +1,12 @@
 /* Read-ahead: C threads executing a FIFO queue of read requests, through the engine table
- * (any engine's handle), into a ring of aligned buffers
- * (keep), or each into its own reused buffer. Request t goes to slot t % depth; submit blocks
- * while that slot is held by an earlier request that has not been released. */
+ * (any engine's handle), into a ring of aligned buffers (keep), or each into its own reused
+ * buffer. Request t goes to slot t % depth; submit blocks while that slot is held by an
+ * earlier request that has not been released.
+ *
+ * A handle of an engine whose handles have a position (ops->ordered: a STDIO stream, which
+ * one thread at a time may use) takes its requests one at a time, in submission order: a
+ * thread that picks a request while an earlier one of the same handle is still being read
+ * waits for it. Other handles' requests run side by side. */
 #define _GNU_SOURCE
 #include "dm.h"
 
@@ -52,7 +57,21 @@ struct dm_readahead {
     int64_t next_submit;
     int64_t next_pick;
     int stop;
+    struct { const void *handle; int64_t ticket; int active; } *fly;   /* per thread */
 };
+
+/* Under mu: wait while another thread reads an earlier request of the same handle. */
+static void wait_turn(dm_readahead *ra, int me, const void *handle, int64_t ticket) {
+    for (;;) {
+        int earlier = 0;
+        for (int i = 0; i < ra->nthreads; i++)
+            if (i != me && ra->fly[i].active && ra->fly[i].handle == handle &&
+                ra->fly[i].ticket < ticket)
+                earlier = 1;
+        if (!earlier) return;
+        pthread_cond_wait(&ra->cv_state, &ra->mu);
+    }
+}
 
 static void *worker(void *arg) {
     dm_readahead *ra = arg;
@@ -60,8 +79,8 @@ static void *worker(void *arg) {
     int base = getpriority(PRIO_PROCESS, 0);
     (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), base + DM_RA_NICE);
     pthread_mutex_lock(&ra->mu);
-    char *own = ra->keep ? NULL : ra->tbuf[ra->started];
-    ra->started++;
+    int me = ra->started++;
+    char *own = ra->keep ? NULL : ra->tbuf[me];
     for (;;) {
         while (!ra->stop && ra->next_pick >= ra->next_submit)
             pthread_cond_wait(&ra->cv_work, &ra->mu);
@@ -69,6 +88,13 @@ static void *worker(void *arg) {
         int64_t t = ra->next_pick++;
         slot_t *s = &ra->slots[t % ra->depth];
         s->state = SLOT_BUSY;
+        int ordered = s->ops->ordered;
+        if (ordered) {
+            ra->fly[me].handle = s->handle;
+            ra->fly[me].ticket = t;
+            ra->fly[me].active = 1;
+            wait_turn(ra, me, s->handle, t);
+        }
         pthread_mutex_unlock(&ra->mu);
 
         dm_err_clear(&s->err);
@@ -82,6 +108,7 @@ static void *worker(void *arg) {
             while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
         }
         pthread_mutex_lock(&ra->mu);
+        if (ordered) ra->fly[me].active = 0;
         s->failed = rc != 0;
         s->state = SLOT_DONE;
         pthread_cond_broadcast(&ra->cv_state);
@@ -109,7 +136,8 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
     ra->slots = calloc((size_t)depth, sizeof(slot_t));
     ra->threads = calloc((size_t)nthreads, sizeof(pthread_t));
     ra->tbuf = calloc((size_t)nthreads, sizeof(char *));
-    if (!ra->slots || !ra->threads || !ra->tbuf) goto nomem_free;
+    ra->fly = calloc((size_t)nthreads, sizeof *ra->fly);
+    if (!ra->slots || !ra->threads || !ra->tbuf || !ra->fly) goto nomem_free;
     ra->depth = depth;
     ra->slot_bytes = slot_bytes;
     ra->keep = keep;
@@ -139,6 +167,7 @@ nomem_free:
     if (ra->tbuf)
         for (int i = 0; i < nthreads; i++) dm_aligned_free(ra->tbuf[i]);
     free(ra->tbuf);
+    free(ra->fly);
     free(ra->slots);
     free(ra->threads);
     free(ra);
@@ -162,6 +191,7 @@ void dm_ra_free(dm_readahead *ra) {
     }
     for (int i = 0; i < ra->nthreads && !ra->keep; i++) dm_aligned_free(ra->tbuf[i]);
     free(ra->tbuf);
+    free(ra->fly);
     pthread_mutex_destroy(&ra->mu);
     pthread_cond_destroy(&ra->cv_work);
     pthread_cond_destroy(&ra->cv_state);

@@ -852,22 +852,35 @@ cdef class ReadAhead:
         return dm_ra_slot_bytes(self.ra)
 
     def submit(self, handle, offsets, lengths, *, int64_t xfer=0, double busy=0.0):
-        """Queue ranges of a PosixFile, or rows (offsets=starts, lengths=counts) of an
-        independent H5Dataset; the worker then spends busy seconds (emulated preprocessing)
-        before the request is done. Blocks while the ring's next slot is still held."""
+        """Queue ranges of a PosixFile, StdioFile or MPIFile (independent reads), or rows
+        (offsets=starts, lengths=counts) of an independent H5Dataset; the worker then spends
+        busy seconds (emulated preprocessing) before the request is done. Blocks while the
+        ring's next slot is still held. A StdioFile's requests are read one at a time, in
+        order; an MPIFile's or an MPI-IO H5Dataset's need MPI_THREAD_MULTIPLE (the caller's
+        to check: mpi4py asks for it by default)."""
         cdef int64_t busy_ns = <int64_t>(busy * 1e9)
         cdef dm_err e
         cdef const dm_engine_ops *ops
         cdef void *hp
+        cdef bint open_ = True
         if self.ra == NULL:
             raise ValueError("read-ahead is closed")
         if isinstance(handle, PosixFile):
             (<PosixFile>handle)._check()
             ops, hp = &dm_posix_ops, &(<PosixFile>handle).h
+        elif isinstance(handle, StdioFile):
+            open_ = (<StdioFile>handle).is_open
+            ops, hp = &dm_stdio_ops, &(<StdioFile>handle).h
+        elif isinstance(handle, MPIFile):
+            open_ = (<MPIFile>handle).is_open
+            ops, hp = &dm_mpiio_ops, &(<MPIFile>handle).h
         elif isinstance(handle, H5Dataset):
+            open_ = (<H5Dataset>handle).is_open
             ops, hp = &dm_h5_ops, &(<H5Dataset>handle).h
         else:
-            raise TypeError("read-ahead takes a PosixFile or an H5Dataset")
+            raise TypeError("read-ahead takes a PosixFile, StdioFile, MPIFile or H5Dataset")
+        if not open_:
+            raise ValueError(f"I/O on closed file {handle.path}")
         cdef cnp.ndarray off = _i64(offsets)
         cdef cnp.ndarray ln = _i64(lengths)
         if off.shape[0] != ln.shape[0]:

@@ -5,7 +5,8 @@ per run of reads of one file (no Python per read).
 With reader.access=numpy every sample's file is opened for its reads and closed after, as
 numpy.load does (read-ahead keeps a file open while its requests are queued).
 
-With reader.read_threads >= 1 (POSIX family), C read-ahead threads run the epoch's reads ahead
+With reader.read_threads >= 1 (every interface a pattern reads through: POSIX, STDIO,
+independent MPI-IO), C read-ahead threads run the epoch's reads ahead
 of the training step, as a data pipeline's prefetch does: requests of up to a slot's bytes (a
 batch's worth; whole reads, in issue order) are queued up to (reader.prefetch_size + 1) batches'
 worth ahead, and a step waits only for its own. A file has at most one request in flight, so
@@ -19,6 +20,7 @@ from collections import deque
 import numpy as np
 
 from dlio_mpi import access, engines, formats, numpy_reads
+from dlio_mpi.prefetch import read_ahead_threads
 from dlio_mpi.readers import Reader
 
 
@@ -32,8 +34,8 @@ class PatternReader(Reader):
         self.ra = None
         self.pending = deque()
         self.requests = deque()
-        threads = cfg.reader.read_threads
-        if threads >= 1 and cfg.io.interface in ("posix", "posix_direct", "mmap"):
+        threads = read_ahead_threads(cfg)
+        if threads:
             per_sample = self.data.max_sample_bytes()
             self.slot = max(self.xfer, self.batch * per_sample, 1 << 16)
             depth = max(2, (cfg.reader.prefetch_size + 1) * self.batch

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from dlio_mpi import (checkpointing, collective, config, darshan, datagen, engines, outputs, pipeline,
-                      readers, sampler, sysinfo)
+                      prefetch, sampler, sysinfo)
 
 
 def _agree(comm, error):
@@ -163,8 +163,7 @@ def run_facts(cfg, comm):
     warn = sysinfo.dataset_vs_memory(dataset, memory) if cfg.workflow.train else None
     if warn:
         facts["warnings"].append(warn)
-    threads = cfg.reader.read_threads if (cfg.io.interface in readers.PREFETCH_INTERFACES
-                                          and cfg.io.read_type == "on_demand") else 0
+    threads = prefetch.read_ahead_threads(cfg)
     widening = odirect_widening(cfg) if comm.Get_rank() == 0 else None
     widening = comm.bcast(widening, root=0)
     if widening:
@@ -312,12 +311,9 @@ def run(cfg, comm, echo=print, job_start_ns=None):
             [c["bandwidth_bytes_per_s"] for c in checkpoints if c["op"] == "write"]),
         "workload": cfg.workload,
         "not_emulated": list(cfg.not_emulated) + (
-            ["reader.read_threads (reads are issued by the rank's main thread on "
-             f"io.interface={cfg.io.interface})"]
-            if cfg.reader.read_threads > 1 and
-            cfg.io.interface not in readers.PREFETCH_INTERFACES else []),
-        "read_threads": cfg.reader.read_threads
-        if cfg.io.interface in readers.PREFETCH_INTERFACES else 0,
+            [f"reader.read_threads ({prefetch.read_ahead_off(cfg)})"]
+            if prefetch.read_ahead_off(cfg) else []),
+        "read_threads": prefetch.read_ahead_threads(cfg),
         "files_generated": generated,
         "darshan_logs": sorted({x for x in comm.allgather(darshan.active_log()) if x}),
         # a run without training epochs (checkpoints only) has no AU and no throughput
