@@ -295,26 +295,36 @@ extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops;
 /* ------------------------------------------------------------------ read-ahead */
 typedef struct dm_readahead dm_readahead;
 
-/* keep: each request's data stays in its slot until released (depth buffers of slot_bytes);
- * otherwise each thread reads into its own buffer, reused request after request, and a
- * request hands over its byte count only (nthreads buffers: a loader that does not keep the
- * samples, as the emulator, whose steps discard them). Buffers are touched at creation, so
- * that no read pays for the first touch of its memory. */
+/* A request is a batch of segments, each the ranges of one handle read in one engine call.
+ * keep: each request's data stays in its slot until released (depth buffers of slot_bytes,
+ * the most a request spans); otherwise each thread reads into its own buffer of slot_bytes
+ * (the most a segment spans), reused segment after segment, and a request hands over its byte
+ * counts only (a loader that does not keep the samples, as the emulator, whose steps discard
+ * them). Buffers are touched at creation, so that no read pays for the first touch of its
+ * memory. The threads run niced and as SCHED_BATCH (readahead.c says why). */
 dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
                            dm_err *e);
 /* Stops the threads after the queued requests. */
 void dm_ra_free(dm_readahead *ra);
-/* Queue a request (ranges of a handle of the engine ops) into the next slot of the ring,
- * blocking while that slot is still held; the worker then sleeps busy_ns (emulated
- * preprocessing) before the request is done. Returns the ticket (>= 0) or -1. */
-int64_t dm_ra_submit(dm_readahead *ra, const dm_engine_ops *ops, void *handle, size_t n,
-                     const int64_t *off, const int64_t *len, int64_t xfer, int64_t busy_ns,
-                     dm_err *e);
-/* Wait for a ticket; *buf points into its slot until dm_ra_release (NULL without keep), where the request's ranges
- * lie packed over *need bytes (a range cut short by EOF leaves the rest of its place unset);
- * *total is the bytes read. Returns -1 with the request's error if it failed. */
+typedef struct {
+    const dm_engine_ops *ops;
+    void *handle;
+    size_t n;               /* its ranges: the next n of the request's off/len */
+    int64_t xfer;
+    int64_t busy_ns;        /* emulated preprocessing after its reads */
+} dm_ra_seg;
+/* Queue a request of nseg segments (their ranges one after another in off/len) into the next
+ * slot of the ring, blocking while that slot is still held. Returns the ticket (>= 0) or -1. */
+int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const int64_t *off,
+                     const int64_t *len, dm_err *e);
+/* Wait for a ticket (all its segments); *buf points into its slot until dm_ra_release (NULL
+ * without keep), where the request's ranges lie packed over *need bytes (a range cut short by
+ * EOF leaves the rest of its place unset); *total is the bytes read. Returns -1 with the
+ * request's first error if a segment failed. */
 int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,
                dm_err *e);
+/* The bytes each of the n segments of a done ticket read (before its release). */
+int dm_ra_segment_bytes(dm_readahead *ra, int64_t ticket, size_t n, int64_t *got, dm_err *e);
 int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e);
 size_t dm_ra_slot_bytes(const dm_readahead *ra);
 

@@ -1,5 +1,7 @@
 """Read-ahead: which runs have it (read_ahead_threads, read_ahead_off) and PrefetchReader, the
 reader whose C threads read a rank's batches ahead of its steps."""
+from collections import deque
+
 import numpy as np
 
 from dlio_mpi import engines, formats
@@ -45,12 +47,13 @@ def read_ahead_threads(cfg):
 
 class PrefetchReader(Reader):
     """reader.read_threads C threads read batches ahead, (reader.prefetch_size + 1) of them,
-    as a data loader's workers do. A batch is read as the rank's main thread reads it: its
-    samples grouped by file, each file's ranges (HDF5: rows) in one engine call, one request
-    each; a step waits for its own batch's requests only. The engine table lets the threads
-    read every interface's handles: a STDIO stream's requests run one at a time, in order;
-    MPI-IO and HDF5 through the MPI-IO driver need MPI_THREAD_MULTIPLE (read_ahead_off); libhdf5
-    calls take turns under the engine's one lock."""
+    as a data loader's workers do. A batch is one read-ahead request, read as the rank's main
+    thread reads it: its samples grouped by file, each file's ranges (HDF5: rows) in one engine
+    call, a segment of the request; the threads share the oldest batch's segments, and a step
+    waits once, for its whole batch. The engine table lets the threads read every interface's
+    handles: a STDIO stream's segments run one at a time, in order; MPI-IO and HDF5 through the
+    MPI-IO driver need MPI_THREAD_MULTIPLE (read_ahead_off); libhdf5 calls take turns under the
+    engine's one lock."""
 
     def __init__(self, cfg, comm, log, inner):
         self.inner = inner
@@ -59,83 +62,94 @@ class PrefetchReader(Reader):
         self.xfer = inner.xfer
         self.h5 = isinstance(inner, H5Reader)
         self.ahead = cfg.reader.prefetch_size + 1         # batches queued at most
-        self.depth = self.ahead * inner.batch             # requests: a file's samples each
-        # queued requests hold handles of the files most recently used: those stay open
-        inner.max_open = max(inner.max_open, self.depth + 1)
+        # queued batches hold handles of the files most recently used: those stay open
+        inner.max_open = max(inner.max_open, self.ahead * inner.batch + 1)
         align = 4096
         if cfg.io.interface == "posix_direct":
             align = max(align, engines.dio_alignment(self.data.root)[0])
         per_file = min(inner.batch, self.data.spf)
         widen = 2 * inner.align if inner.align > 1 else 0
-        self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.depth,
+        # a thread's buffer holds one segment: a file's samples of a batch
+        self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.ahead,
                                     slot_bytes=per_file * (self.data.max_sample_bytes() + widen),
                                     align=align, keep=False)   # steps discard the samples
         self.steps = []
-        self.pending = []       # per queued batch: its requests (ticket, file, offset, want)
+        self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
 
     def start_epoch(self, plan, files=None):
-        self.steps = [np.asarray(b) for b in np.asarray(plan)][::-1]
+        self.steps = list(np.asarray(plan))[::-1]
         self._fill()
 
-    def _requests(self, samples):
-        """A batch's requests, grouped by file in order of first appearance (the order of the
-        main thread's reads): (file, offsets, lengths, want, first offset)."""
-        spf = self.data.spf
-        groups = {}
-        for s in samples.tolist():
-            f, k = divmod(s, spf)
-            groups.setdefault(f, []).append(k)
-        out = []
-        for f, ks in groups.items():
-            local = np.array(ks, dtype=np.int64)
-            if self.h5:
-                rows = self.inner.rows(f, local)
-                want = int(formats.sample_sizes(self.data.spec, f)[local].sum())
-                out.append((f, rows, np.ones_like(rows), want, int(rows[0])))
-                continue
-            offs, lens = self.inner.sample_ranges(f, local)
-            # with O_DIRECT the aligned ranges may run past the end of the file
-            size = self.data.index(f).file_size
-            want = int((np.minimum(offs + lens, size) - offs).sum())
-            out.append((f, offs, lens, want, int(self.data.index(f).offsets[ks[0]])))
-        return out
+    def _segment(self, f, ks):
+        """Ranges of samples ks of file f: (offsets, lengths, bytes wanted, first offset)."""
+        if self.h5:
+            rows = self.inner.rows(f, np.array(ks, dtype=np.int64)).tolist()
+            want = int(formats.sample_sizes(self.data.spec, f)[ks].sum())
+            return rows, [1] * len(rows), want, rows[0]
+        idx = self.data.index(f)
+        if self.inner.align == 1:
+            offs = [int(idx.offsets[k]) for k in ks]
+            lens = [int(idx.lengths[k]) for k in ks]
+            return offs, lens, sum(lens), offs[0]
+        # O_DIRECT: the aligned ranges, which may run past the end of the file
+        offs, lens = self.inner.sample_ranges(f, np.array(ks, dtype=np.int64))
+        want = int((np.minimum(offs + lens, idx.file_size) - offs).sum())
+        return offs.tolist(), lens.tolist(), want, int(idx.offsets[ks[0]])
 
     def _fill(self):
+        spf = self.data.spf
         while self.steps and len(self.pending) < self.ahead:
             samples = self.steps.pop()
-            busy = self.pre.draw(len(samples)) if self.pre.active else None
-            queued, at = [], 0
-            for f, offs, lens, want, where in self._requests(samples):
-                b = float(busy[at:at + len(offs)].sum()) if busy is not None else 0.0
-                at += len(offs)
-                t = self.ra.submit(self.inner._open(f), offs, lens, xfer=self.xfer, busy=b)
-                queued.append((t, f, where, want))
-            self.pending.append(queued)
+            groups = {}         # by file, in order of first appearance (the main thread's)
+            for s in samples.tolist():
+                f, k = divmod(s, spf)
+                g = groups.get(f)
+                if g is None:
+                    groups[f] = [k]
+                else:
+                    g.append(k)
+            handles, counts, offs, lens, wants, wheres = [], [], [], [], [], []
+            for f, ks in groups.items():
+                o, n, want, where = self._segment(f, ks)
+                handles.append(self.inner._open(f))
+                counts.append(len(o))
+                offs += o
+                lens += n
+                wants.append(want)
+                wheres.append(where)
+            busy = None
+            if self.pre.active:
+                draws, busy, at = self.pre.draw(len(samples)), [], 0
+                for ks in groups.values():
+                    busy.append(float(draws[at:at + len(ks)].sum()))
+                    at += len(ks)
+            t = self.ra.submit_batch(handles, counts, offs, lens, xfer=self.xfer, busy=busy)
+            self.pending.append((t, list(groups), wants, wheres))
 
     def read_batch(self, samples):
-        total = 0
-        for t, f, where, want in self.pending.pop(0):
-            _, got = self.ra.wait(t)
+        t, files, wants, wheres = self.pending.popleft()
+        _, got = self.ra.wait(t)
+        if got < sum(wants):
+            per = self.ra.segment_bytes(t, len(files)).tolist()
             self.ra.release(t)
-            if got < want:
-                raise engines.ShortReadError(
-                    61, f"unexpected end of file in {self.data.path(f)}: wanted {want} bytes "
-                    f"from offset {where}, got {got}")
-            total += got
+            k = next(i for i, (g, w) in enumerate(zip(per, wants)) if g < w)
+            raise engines.ShortReadError(
+                61, f"unexpected end of file in {self.data.path(files[k])}: wanted {wants[k]} "
+                f"bytes from offset {wheres[k]}, got {per[k]}")
+        self.ra.release(t)
         self._fill()
-        return total
+        return got
 
     def read_extent(self, f, lo, hi):
         return self.inner.read_extent(f, lo, hi)
 
     def close(self):
-        for queued in self.pending:
-            for t, _, _, _ in queued:
-                try:
-                    self.ra.wait(t)
-                except engines.EngineError:
-                    pass
-                self.ra.release(t)
+        for t, _, _, _ in self.pending:
+            try:
+                self.ra.wait(t)
+            except engines.EngineError:
+                pass
+            self.ra.release(t)
         self.pending.clear()
         self.ra.close()
         self.inner.close()

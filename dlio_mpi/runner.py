@@ -180,9 +180,10 @@ def run_facts(cfg, comm):
     if threads > 1 and threads > cpus:
         facts["warnings"].append(
             f"reader.read_threads={threads} on {cpus} CPU{'s' if cpus > 1 else ''} per rank "
-            "(the launcher's binding): threads beyond the rank's CPUs take turns with each "
-            "other and with the rank's own, and a batch can wait behind later reads; bind each "
-            f"rank to {threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
+            "(the launcher's binding): the threads share the rank's CPUs (they give way to "
+            "the rank's own thread), so reads that the CPU does, as from the page cache, go no "
+            "faster than with fewer threads; bind each rank to "
+            f"{threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
             "--cpus-per-task) or not at all (--bind-to none)")
     return facts
 
