@@ -29,7 +29,8 @@ def dlio(bind, args):
     p = subprocess.run(mpiexec(1, bind) + [sys.executable, "-m", "dlio_mpi"] + args,
                        capture_output=True, text=True)
     if p.returncode != 0:
-        sys.exit(f"bench-read-threads: dlio_mpi {args[0]} failed:\n{p.stderr[-3000:]}")
+        sys.exit(f"bench-read-threads: dlio_mpi {args[0]} failed:\n"
+                 f"{(p.stdout + p.stderr)[-3000:]}")
 
 
 def main():

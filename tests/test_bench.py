@@ -41,7 +41,10 @@ def test_bench_read_threads_tiny(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_read_threads.py"),
                         "--rounds", "1", "--threads", "0,2", "--files", "8", "--epochs", "2",
                         "--interface", "stdio", "--dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120,
+                       # explicit: a test process that initialized MPI carries Open MPI's
+                       # variables in its C environment, which would confuse the child mpiexec
+                       env=dict(os.environ))
     assert p.returncode == 0, p.stderr[-3000:]
     lines = p.stdout.strip().splitlines()
     out = json.loads(lines[-1])
