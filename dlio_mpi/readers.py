@@ -19,6 +19,8 @@ from dlio_mpi.dataset import Dataset
 
 ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
           "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
+
+
 class Preprocessing:
     """reader.preprocess_time per sample (a number, with reader.preprocess_time_stdev, or a
     distribution), drawn reproducibly per rank."""
