@@ -94,3 +94,22 @@ def test_collective_reads_stay_on_the_main_thread(interface):
     assert prefetch.read_ahead_threads(cfg) == 0
     assert "every rank must enter each collective call in the same order" in \
         prefetch.read_ahead_off(cfg)
+
+
+@pytest.mark.parametrize("interface,fmt", [("mpiio", "raw"), ("hdf5", "hdf5")])
+def test_mpi_below_thread_multiple_keeps_reads_on_the_main_thread(tmp_path, interface, fmt):
+    """MPI initialized at MPI_THREAD_SERIALIZED (mpi4py's MPI4PY_RC_THREAD_LEVEL): MPI-IO reads
+    stay on the rank's main thread, the run completes, and the summary says why."""
+    out = tmp_path / "out"
+    run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/data",
+            f"output.folder={out}", "dataset.num_files_train=8",
+            "dataset.num_samples_per_file=4", f"dataset.record_length={REC}",
+            f"dataset.format={fmt}", "reader.batch_size=2", "train.epochs=1",
+            "train.computation_time=0", f"io.interface={interface}", "reader.read_threads=2",
+            timeout=180, env={"MPI4PY_RC_THREAD_LEVEL": "serialized"})
+    s = json.loads((out / "summary.json").read_text())
+    assert s["read_threads"] == 0
+    assert s["bytes_moved"] == 8 * 4 * REC
+    why = [x for x in s["not_emulated"] if x.startswith("reader.read_threads")]
+    assert len(why) == 1 and "MPI_THREAD_SERIALIZED" in why[0] and \
+        "MPI_THREAD_MULTIPLE" in why[0], why
