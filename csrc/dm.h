@@ -268,30 +268,63 @@ int dm_logvfd_set(hid_t fapl, dm_oplog *log, int32_t file_id);
 void dm_h5_lock(void);
 void dm_h5_unlock(void);
 
-/* ------------------------------------------------------------------ read-ahead */
-enum { DM_RA_POSIX = 0, DM_RA_H5 = 1 };
+/* ------------------------------------------------------------------ engine table */
+/* One struct of read operations per engine (engine_table.c), in the manner of IOR's backends:
+ * whoever holds a handle of any engine (read-ahead threads) reads it through its table, with
+ * the op log and the errors the engine itself keeps. */
+typedef struct dm_engine_ops {
+    const char *name;
+    /* 1 when a handle has a position and may be used by one thread at a time (a STDIO stream:
+     * fseeko then fread); read-ahead reads such a handle's requests one at a time, in order */
+    int ordered;
+    /* 0 when a handle's reads can run in a thread beside the rank's own (a collective
+     * handle cannot: every rank must enter each collective call in the same order); the
+     * message names the handle */
+    int (*threadable)(const void *h, dm_err *e);
+    /* bytes n requested ranges take in the buffer (HDF5: rows times the row's bytes) */
+    int64_t (*span)(const void *h, size_t n, const int64_t *len);
+    dm_oplog *(*log)(const void *h);
+    /* read the n ranges (HDF5: row ranges) into buf, packed one after another, cut into xfer
+     * pieces where the engine cuts; *total receives the bytes read (short at end of file) */
+    int (*readv)(void *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                 char *buf, int64_t *total, dm_err *e);
+} dm_engine_ops;
 
+extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops;
+
+/* ------------------------------------------------------------------ read-ahead */
 typedef struct dm_readahead dm_readahead;
 
-/* keep: each request's data stays in its slot until released (depth buffers of slot_bytes);
- * otherwise each thread reads into its own buffer, reused request after request, and a
- * request hands over its byte count only (nthreads buffers: a loader that does not keep the
- * samples, as the emulator, whose steps discard them). Buffers are touched at creation, so
- * that no read pays for the first touch of its memory. */
+/* A request is a batch of segments, each the ranges of one handle read in one engine call.
+ * keep: each request's data stays in its slot until released (depth buffers of slot_bytes,
+ * the most a request spans); otherwise each thread reads into its own buffer of slot_bytes
+ * (the most a segment spans), reused segment after segment, and a request hands over its byte
+ * counts only (a loader that does not keep the samples, as the emulator, whose steps discard
+ * them). Buffers are touched at creation, so that no read pays for the first touch of its
+ * memory. The threads run niced and as SCHED_BATCH (readahead.c says why). */
 dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
                            dm_err *e);
 /* Stops the threads after the queued requests. */
 void dm_ra_free(dm_readahead *ra);
-/* Queue a request (ranges of a POSIX handle, or rows of an HDF5 dataset) into the next slot of
- * the ring, blocking while that slot is still held; the worker then sleeps busy_ns (emulated
- * preprocessing) before the request is done. Returns the ticket (>= 0) or -1. */
-int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
-                     const int64_t *len, int64_t xfer, int64_t busy_ns, dm_err *e);
-/* Wait for a ticket; *buf points into its slot until dm_ra_release (NULL without keep), where the request's ranges
- * lie packed over *need bytes (a range cut short by EOF leaves the rest of its place unset);
- * *total is the bytes read. Returns -1 with the request's error if it failed. */
+typedef struct {
+    const dm_engine_ops *ops;
+    void *handle;
+    size_t n;               /* its ranges: the next n of the request's off/len */
+    int64_t xfer;
+    int64_t busy_ns;        /* emulated preprocessing after its reads */
+} dm_ra_seg;
+/* Queue a request of nseg segments (their ranges one after another in off/len) into the next
+ * slot of the ring, blocking while that slot is still held. Returns the ticket (>= 0) or -1. */
+int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const int64_t *off,
+                     const int64_t *len, dm_err *e);
+/* Wait for a ticket (all its segments); *buf points into its slot until dm_ra_release (NULL
+ * without keep), where the request's ranges lie packed over *need bytes (a range cut short by
+ * EOF leaves the rest of its place unset); *total is the bytes read. Returns -1 with the
+ * request's first error if a segment failed. */
 int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,
                dm_err *e);
+/* The bytes each of the n segments of a done ticket read (before its release). */
+int dm_ra_segment_bytes(dm_readahead *ra, int64_t ticket, size_t n, int64_t *got, dm_err *e);
 int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e);
 size_t dm_ra_slot_bytes(const dm_readahead *ra);
 

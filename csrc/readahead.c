@@ -1,11 +1,28 @@
-/* Read-ahead: C threads executing a FIFO queue of read requests into a ring of aligned buffers
- * (keep), or each into its own reused buffer. Request t goes to slot t % depth; submit blocks
- * while that slot is held by an earlier request that has not been released. */
+/* Read-ahead: C threads executing a FIFO queue of read requests through the engine table.
+ *
+ * A request is a batch: segments, each the ranges of one handle (a file's part of the batch)
+ * read in one engine call. Request t takes slot t % depth of the ring; submit blocks while that
+ * slot is held by an earlier request not yet released. Threads claim segments in submission
+ * order, the oldest request's first, so the batch a step waits for is read before later ones
+ * and threads share a batch rather than read later ones beside it. A request is handed over
+ * whole: its waiter wakes once, when the last segment is done. With keep, a request's segments
+ * lie packed in its slot; otherwise each thread reads into its own buffer, reused.
+ *
+ * Handles of an engine with a position (ops->ordered: a STDIO stream) take their segments one
+ * at a time, in submission order: a thread that claims a segment while an earlier one of the
+ * same handle is being read waits for it.
+ *
+ * The threads must not delay the rank's own thread: they run niced and as SCHED_BATCH, whose
+ * wake-ups do not preempt a running thread. A thread woken by a submit would otherwise take
+ * the CPU from the submitting thread at once (it slept, so the scheduler owes it time) and
+ * hold it for its time slice, one thread after another: a step lost about one read per thread
+ * between queueing its batches and starting its compute when the rank had one core. */
 #define _GNU_SOURCE
 #include "dm.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -13,22 +30,26 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The workers' niceness above the rank's own thread: when the rank's thread wakes (its batch
- * is in, or its compute step is over) it runs at once instead of waiting for a time slice
- * behind workers that keep reading ahead. */
 #define DM_RA_NICE 10
 
-enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
+enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_DONE };
+
+typedef struct {
+    dm_ra_seg seg;
+    size_t first;           /* its first range in the request's off/len */
+    int64_t bufpos;         /* where its ranges start in the slot (keep) */
+    int64_t got;            /* bytes read */
+} seg_t;
 
 typedef struct {
     int state;
     int64_t ticket;
-    int kind;
-    void *handle;
-    size_t n, cap;
+    size_t n, cap;          /* ranges */
     int64_t *off, *len;
-    int64_t xfer;
-    int64_t busy_ns;        /* emulated processing after the read (preprocessing) */
+    size_t nseg, segcap;
+    seg_t *segs;
+    size_t claimed;         /* segments taken by threads */
+    size_t finished;        /* segments done */
     char *buf;
     int64_t need;           /* bytes the request spans in its slot */
     int64_t total;
@@ -36,59 +57,108 @@ typedef struct {
     dm_err err;
 } slot_t;
 
+typedef struct {            /* the segment a thread reads, for ordered handles */
+    const void *handle;
+    uint64_t seq;
+    int active;
+} inflight_t;
+
 struct dm_readahead {
     pthread_mutex_t mu;
-    pthread_cond_t cv_work;     /* workers wait for a queued request */
+    pthread_cond_t cv_work;     /* threads wait for a queued segment */
     pthread_cond_t cv_state;    /* submitters and waiters wait for a slot state change */
+    pthread_cond_t cv_order;    /* a thread waits for an earlier segment of its handle */
     pthread_t *threads;
-    int nthreads;
+    int nthreads;               /* threads started */
+    int nfly;                   /* size of fly */
     int started;                /* threads that took their buffer */
     char **tbuf;                /* without keep: one buffer per thread */
+    inflight_t *fly;
     int keep;
     int depth;
     size_t slot_bytes;
     slot_t *slots;
     int64_t next_submit;
-    int64_t next_pick;
+    int64_t next_pick;          /* oldest request with unclaimed segments */
+    uint64_t seq;               /* segments claimed so far */
     int stop;
 };
 
+/* Under mu: wait while another thread reads an earlier segment of the same handle. */
+static void wait_turn(dm_readahead *ra, int me, const void *handle, uint64_t seq) {
+    for (;;) {
+        int earlier = 0;
+        for (int i = 0; i < ra->nfly && !earlier; i++)
+            earlier = i != me && ra->fly[i].active && ra->fly[i].handle == handle &&
+                      ra->fly[i].seq < seq;
+        if (!earlier) return;
+        pthread_cond_wait(&ra->cv_order, &ra->mu);
+    }
+}
+
+static void preprocess(int64_t ns) {
+    struct timespec ts = {ns / 1000000000ll, ns % 1000000000ll};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void step_aside(void) {
+    /* per thread on Linux (a thread id is a process id to setpriority); failures are
+     * harmless: the thread then competes as any other */
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    struct sched_param p = {0};
+    (void)setpriority(PRIO_PROCESS, (id_t)tid, getpriority(PRIO_PROCESS, 0) + DM_RA_NICE);
+    (void)sched_setscheduler(tid, SCHED_BATCH, &p);
+}
+
 static void *worker(void *arg) {
     dm_readahead *ra = arg;
-    /* per thread on Linux (a thread id is a process id to setpriority); failure is harmless */
-    int base = getpriority(PRIO_PROCESS, 0);
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), base + DM_RA_NICE);
+    step_aside();
     pthread_mutex_lock(&ra->mu);
-    char *own = ra->keep ? NULL : ra->tbuf[ra->started];
-    ra->started++;
+    int me = ra->started++;
+    char *own = ra->keep ? NULL : ra->tbuf[me];
     for (;;) {
         while (!ra->stop && ra->next_pick >= ra->next_submit)
             pthread_cond_wait(&ra->cv_work, &ra->mu);
         if (ra->next_pick >= ra->next_submit && ra->stop) break;
-        int64_t t = ra->next_pick++;
-        slot_t *s = &ra->slots[t % ra->depth];
-        s->state = SLOT_BUSY;
+        slot_t *s = &ra->slots[ra->next_pick % ra->depth];
+        seg_t *g = &s->segs[s->claimed++];
+        if (s->claimed == s->nseg) ra->next_pick++;
+        uint64_t seq = ra->seq++;
+        int ordered = g->seg.ops->ordered;
+        if (ordered) {
+            ra->fly[me] = (inflight_t){g->seg.handle, seq, 1};
+            wait_turn(ra, me, g->seg.handle, seq);
+        }
+        int skip = s->failed;           /* an earlier segment failed: the request has */
         pthread_mutex_unlock(&ra->mu);
 
-        dm_err_clear(&s->err);
-        char *dst = own ? own : s->buf;
-        int rc;
-        if (s->kind == DM_RA_POSIX)
-            rc = dm_posix_readv((dm_posix *)s->handle, s->n, s->off, s->len, s->xfer, dst,
-                                NULL, 0, &s->total, &s->err);
-        else
-            rc = dm_h5_read_rows((dm_h5 *)s->handle, s->n, s->off, s->len, dst, &s->total,
-                                 &s->err);
-
-        if (rc == 0 && s->busy_ns > 0) {
-            /* the worker preprocesses the sample before handing it over */
-            struct timespec ts = {s->busy_ns / 1000000000ll, s->busy_ns % 1000000000ll};
-            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        dm_err err;
+        int64_t got = 0;
+        int rc = 0;
+        if (!skip) {
+            dm_err_clear(&err);
+            char *dst = own ? own : s->buf + g->bufpos;
+            rc = g->seg.ops->readv(g->seg.handle, g->seg.n, s->off + g->first,
+                                   s->len + g->first, g->seg.xfer, dst, &got, &err);
+            /* the worker preprocesses the samples before handing them over */
+            if (rc == 0 && g->seg.busy_ns > 0) preprocess(g->seg.busy_ns);
         }
+
         pthread_mutex_lock(&ra->mu);
-        s->failed = rc != 0;
-        s->state = SLOT_DONE;
-        pthread_cond_broadcast(&ra->cv_state);
+        if (ordered) {
+            ra->fly[me].active = 0;
+            pthread_cond_broadcast(&ra->cv_order);
+        }
+        g->got = got;
+        s->total += got;
+        if (rc != 0 && !s->failed) {
+            s->failed = 1;
+            s->err = err;
+        }
+        if (++s->finished == s->nseg) {
+            s->state = SLOT_DONE;
+            pthread_cond_broadcast(&ra->cv_state);
+        }
     }
     pthread_mutex_unlock(&ra->mu);
     return NULL;
@@ -98,6 +168,21 @@ static char *touched(size_t align, size_t bytes) {
     char *b = dm_aligned_alloc(align, bytes);
     if (b) memset(b, 0, bytes);
     return b;
+}
+
+static void free_parts(dm_readahead *ra) {
+    for (int i = 0; ra->slots && i < ra->depth; i++) {
+        dm_aligned_free(ra->slots[i].buf);
+        free(ra->slots[i].off);
+        free(ra->slots[i].len);
+        free(ra->slots[i].segs);
+    }
+    for (int i = 0; ra->tbuf && i < ra->nfly; i++) dm_aligned_free(ra->tbuf[i]);
+    free(ra->tbuf);
+    free(ra->fly);
+    free(ra->slots);
+    free(ra->threads);
+    free(ra);
 }
 
 dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
@@ -110,13 +195,15 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
     if (align < 64) align = 64;
     dm_readahead *ra = calloc(1, sizeof *ra);
     if (!ra) goto nomem;
+    ra->depth = depth;
+    ra->nfly = nthreads;
+    ra->slot_bytes = slot_bytes;
+    ra->keep = keep;
     ra->slots = calloc((size_t)depth, sizeof(slot_t));
     ra->threads = calloc((size_t)nthreads, sizeof(pthread_t));
     ra->tbuf = calloc((size_t)nthreads, sizeof(char *));
-    if (!ra->slots || !ra->threads || !ra->tbuf) goto nomem_free;
-    ra->depth = depth;
-    ra->slot_bytes = slot_bytes;
-    ra->keep = keep;
+    ra->fly = calloc((size_t)nthreads, sizeof(inflight_t));
+    if (!ra->slots || !ra->threads || !ra->tbuf || !ra->fly) goto nomem_free;
     size_t bytes = (slot_bytes + align - 1) / align * align;
     for (int i = 0; i < depth; i++) {
         ra->slots[i].ticket = -1;
@@ -127,10 +214,10 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
     pthread_mutex_init(&ra->mu, NULL);
     pthread_cond_init(&ra->cv_work, NULL);
     pthread_cond_init(&ra->cv_state, NULL);
+    pthread_cond_init(&ra->cv_order, NULL);
     for (int i = 0; i < nthreads; i++) {
         if (pthread_create(&ra->threads[i], NULL, worker, ra) != 0) {
             dm_err_set(e, DM_ENOMEM, "cannot start read-ahead thread %d", i);
-            ra->nthreads = i;
             dm_ra_free(ra);
             return NULL;
         }
@@ -138,14 +225,7 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
     }
     return ra;
 nomem_free:
-    if (ra->slots)
-        for (int i = 0; i < depth; i++) dm_aligned_free(ra->slots[i].buf);
-    if (ra->tbuf)
-        for (int i = 0; i < nthreads; i++) dm_aligned_free(ra->tbuf[i]);
-    free(ra->tbuf);
-    free(ra->slots);
-    free(ra->threads);
-    free(ra);
+    free_parts(ra);
 nomem:
     dm_err_set(e, DM_ENOMEM, "cannot allocate read-ahead buffers of %d x %zu bytes",
                keep ? depth : nthreads, slot_bytes);
@@ -159,81 +239,88 @@ void dm_ra_free(dm_readahead *ra) {
     pthread_cond_broadcast(&ra->cv_work);
     pthread_mutex_unlock(&ra->mu);
     for (int i = 0; i < ra->nthreads; i++) pthread_join(ra->threads[i], NULL);
-    for (int i = 0; i < ra->depth; i++) {
-        dm_aligned_free(ra->slots[i].buf);
-        free(ra->slots[i].off);
-        free(ra->slots[i].len);
-    }
-    for (int i = 0; i < ra->nthreads && !ra->keep; i++) dm_aligned_free(ra->tbuf[i]);
-    free(ra->tbuf);
     pthread_mutex_destroy(&ra->mu);
     pthread_cond_destroy(&ra->cv_work);
     pthread_cond_destroy(&ra->cv_state);
-    free(ra->slots);
-    free(ra->threads);
-    free(ra);
+    pthread_cond_destroy(&ra->cv_order);
+    free_parts(ra);
 }
 
 size_t dm_ra_slot_bytes(const dm_readahead *ra) { return ra->slot_bytes; }
 
-int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n, const int64_t *off,
-                     const int64_t *len, int64_t xfer, int64_t busy_ns, dm_err *e) {
-    int64_t need = 0;
-    dm_oplog *log = NULL;
-    if (kind == DM_RA_POSIX) {
-        for (size_t i = 0; i < n; i++) need += len[i];
-        log = ((dm_posix *)handle)->log;
-    } else if (kind == DM_RA_H5) {
-        dm_h5 *h = handle;
-        if (h->collective) {
-            dm_err_set(e, DM_EARG, "read-ahead cannot issue collective HDF5 reads (%s)", h->path);
-            return -1;
-        }
-        for (size_t i = 0; i < n; i++) need += len[i] * h->row_bytes;
-        log = h->log;
-    } else {
-        dm_err_set(e, DM_EARG, "unknown read-ahead request kind %d", kind);
+/* Make room for want elements of size bytes in *p (capacity *cap). */
+static int reserve(void **p, size_t *cap, size_t want, size_t size) {
+    if (*cap >= want) return 0;
+    size_t c = want < 16 ? 16 : want;
+    void *q = realloc(*p, c * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const int64_t *off,
+                     const int64_t *len, dm_err *e) {
+    size_t n = 0;
+    int64_t need = 0, widest = 0;
+    if (nseg == 0) {
+        dm_err_set(e, DM_EARG, "a read-ahead request needs at least one segment");
         return -1;
     }
-    if (need > (int64_t)ra->slot_bytes) {
+    for (size_t k = 0; k < nseg; k++) {
+        const dm_ra_seg *g = &segs[k];
+        if (!g->ops->threadable(g->handle, e)) return -1;
+        int64_t span = g->ops->span(g->handle, g->n, len + n);
+        need += span;
+        if (span > widest) widest = span;
+        n += g->n;
+        dm_oplog *log = g->ops->log(g->handle);
+        if (log && !log->concurrent) __atomic_store_n(&log->concurrent, 1, __ATOMIC_SEQ_CST);
+    }
+    int64_t most = ra->keep ? need : widest;
+    if (most > (int64_t)ra->slot_bytes) {
         dm_err_set(e, DM_EARG, "a read-ahead request of %lld bytes exceeds the %zu-byte slots",
-                   (long long)need, ra->slot_bytes);
+                   (long long)most, ra->slot_bytes);
         return -1;
     }
-    if (log) __atomic_store_n(&log->concurrent, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&ra->mu);
     int64_t t = ra->next_submit;
     slot_t *s = &ra->slots[t % ra->depth];
     while (s->state != SLOT_FREE) pthread_cond_wait(&ra->cv_state, &ra->mu);
-    if (s->cap < n) {
-        size_t c = n < 16 ? 16 : n;
-        int64_t *o = realloc(s->off, c * sizeof *o);
-        if (o) s->off = o;
-        int64_t *l = realloc(s->len, c * sizeof *l);
-        if (l) s->len = l;
-        if (!o || !l) {
-            pthread_mutex_unlock(&ra->mu);
-            dm_err_set(e, DM_ENOMEM, "out of memory for a request of %zu ranges", n);
-            return -1;
-        }
-        s->cap = c;
+    size_t cap_len = s->cap;
+    if (reserve((void **)&s->off, &s->cap, n, sizeof *s->off) != 0 ||
+        reserve((void **)&s->len, &cap_len, n, sizeof *s->len) != 0 ||
+        reserve((void **)&s->segs, &s->segcap, nseg, sizeof *s->segs) != 0) {
+        pthread_mutex_unlock(&ra->mu);
+        dm_err_set(e, DM_ENOMEM, "out of memory for a request of %zu ranges", n);
+        return -1;
     }
     if (n) {
         memcpy(s->off, off, n * sizeof *off);
         memcpy(s->len, len, n * sizeof *len);
     }
+    size_t first = 0;
+    int64_t pos = 0;
+    for (size_t k = 0; k < nseg; k++) {
+        seg_t *g = &s->segs[k];
+        g->seg = segs[k];
+        g->first = first;
+        g->bufpos = pos;
+        g->got = 0;
+        pos += segs[k].ops->span(segs[k].handle, segs[k].n, len + first);
+        first += segs[k].n;
+    }
     s->n = n;
-    s->kind = kind;
-    s->handle = handle;
-    s->xfer = xfer;
-    s->busy_ns = busy_ns;
+    s->nseg = nseg;
+    s->claimed = s->finished = 0;
     s->ticket = t;
     s->need = need;
     s->total = 0;
     s->failed = 0;
     s->state = SLOT_QUEUED;
     ra->next_submit = t + 1;
-    pthread_cond_signal(&ra->cv_work);
+    if (nseg > 1) pthread_cond_broadcast(&ra->cv_work);
+    else pthread_cond_signal(&ra->cv_work);
     pthread_mutex_unlock(&ra->mu);
     return t;
 }
@@ -260,6 +347,20 @@ int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int6
     *total = s->total;
     pthread_mutex_unlock(&ra->mu);
     return failed ? -1 : 0;
+}
+
+int dm_ra_segment_bytes(dm_readahead *ra, int64_t ticket, size_t n, int64_t *got, dm_err *e) {
+    pthread_mutex_lock(&ra->mu);
+    slot_t *s = slot_of(ra, ticket, e);
+    if (!s || s->state != SLOT_DONE || n != s->nseg) {
+        if (s) dm_err_set(e, DM_EARG, "read-ahead ticket %lld: %zu segments asked, %zu done",
+                          (long long)ticket, n, s->state == SLOT_DONE ? s->nseg : 0);
+        pthread_mutex_unlock(&ra->mu);
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) got[k] = s->segs[k].got;
+    pthread_mutex_unlock(&ra->mu);
+    return 0;
 }
 
 int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e) {

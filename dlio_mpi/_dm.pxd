@@ -11,7 +11,6 @@ cdef extern from "dm.h" nogil:
     int DM_HIST_BUCKETS
     int DM_O_READ, DM_O_WRITE, DM_O_CREATE, DM_O_TRUNC, DM_O_DIRECT
     int DM_H5_SEC2, DM_H5_MPIO
-    int DM_RA_POSIX, DM_RA_H5
 
     ctypedef struct dm_oplog:
         int64_t *start
@@ -130,14 +129,25 @@ cdef extern from "dm.h" nogil:
                          const char *buf, int64_t *total, dm_err *e)
     int dm_h5_flush(dm_h5 *h, dm_err *e)
 
+    ctypedef struct dm_engine_ops:
+        const char *name
+    const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops
+
     ctypedef struct dm_readahead
+    ctypedef struct dm_ra_seg:
+        const dm_engine_ops *ops
+        void *handle
+        size_t n
+        int64_t xfer
+        int64_t busy_ns
     dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
                                int keep, dm_err *e)
     void dm_ra_free(dm_readahead *ra)
-    int64_t dm_ra_submit(dm_readahead *ra, int kind, void *handle, size_t n,
-                         const int64_t *off, const int64_t *len, int64_t xfer, int64_t busy_ns,
-                         dm_err *e)
+    int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs,
+                         const int64_t *off, const int64_t *len, dm_err *e)
     int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int64_t *total,
                    dm_err *e)
+    int dm_ra_segment_bytes(dm_readahead *ra, int64_t ticket, size_t n, int64_t *got,
+                            dm_err *e)
     int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e)
     size_t dm_ra_slot_bytes(const dm_readahead *ra)

@@ -7,7 +7,7 @@ the rank, the file and the offset.
 """
 from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
 from libc.string cimport memset
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, free, realloc
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
 from cpython.ref cimport Py_INCREF
 from mpi4py cimport MPI
@@ -810,110 +810,4 @@ cdef int _driver(driver) except -1:
     raise ValueError(f"unknown HDF5 driver {driver!r}: use 'mpio' or 'sec2'")
 
 
-cdef class ReadAhead:
-    """C threads executing a FIFO queue of read requests into a ring of `depth` aligned buffers
-    of slot_bytes each. submit() returns a ticket; wait(ticket) gives a read-only view of the
-    request's slot, valid until release(ticket). With keep=False each thread reads into its
-    own buffer, reused from request to request, and wait gives no data (None): `threads`
-    buffers instead of `depth`, for a reader whose steps discard what they read."""
-    cdef dm_readahead *ra
-    cdef dict handles
-    cdef readonly int threads, depth
-    cdef readonly bint keep
-
-    def __cinit__(self, int threads=1, int depth=2, size_t slot_bytes=1 << 20,
-                  size_t align=4096, bint keep=True):
-        cdef dm_err e
-        self.handles = {}
-        self.threads = threads
-        self.depth = depth
-        self.keep = keep
-        with nogil:
-            self.ra = dm_ra_create(threads, depth, slot_bytes, align, keep, &e)
-        if self.ra == NULL:
-            raise_err(&e)
-
-    def __dealloc__(self):
-        if self.ra != NULL:
-            with nogil:
-                dm_ra_free(self.ra)
-            self.ra = NULL
-
-    def close(self):
-        """Finish the queued requests and stop the threads."""
-        if self.ra != NULL:
-            with nogil:
-                dm_ra_free(self.ra)
-            self.ra = NULL
-        self.handles.clear()
-
-    @property
-    def slot_bytes(self):
-        return dm_ra_slot_bytes(self.ra)
-
-    def submit(self, handle, offsets, lengths, *, int64_t xfer=0, double busy=0.0):
-        """Queue ranges of a PosixFile, or rows (offsets=starts, lengths=counts) of an
-        independent H5Dataset; the worker then spends busy seconds (emulated preprocessing)
-        before the request is done. Blocks while the ring's next slot is still held."""
-        cdef int64_t busy_ns = <int64_t>(busy * 1e9)
-        cdef dm_err e
-        cdef int kind
-        cdef void *hp
-        if self.ra == NULL:
-            raise ValueError("read-ahead is closed")
-        if isinstance(handle, PosixFile):
-            (<PosixFile>handle)._check()
-            kind = DM_RA_POSIX
-            hp = &(<PosixFile>handle).h
-        elif isinstance(handle, H5Dataset):
-            kind = DM_RA_H5
-            hp = &(<H5Dataset>handle).h
-        else:
-            raise TypeError("read-ahead takes a PosixFile or an H5Dataset")
-        cdef cnp.ndarray off = _i64(offsets)
-        cdef cnp.ndarray ln = _i64(lengths)
-        if off.shape[0] != ln.shape[0]:
-            raise ValueError(f"{off.shape[0]} offsets but {ln.shape[0]} lengths")
-        with nogil:
-            t = dm_ra_submit(self.ra, kind, hp, off.shape[0], <int64_t *>off.data,
-                             <int64_t *>ln.data, xfer, busy_ns, &e)
-        if t < 0:
-            raise_err(&e)
-        self.handles[t] = handle   # keep the handle alive while its request is queued
-        return t
-
-    def wait(self, int64_t ticket):
-        """Block until the request is done. Returns (view, total): a read-only uint8 view of the
-        request's ranges packed one after another (as readv packs them; a range cut short by
-        EOF leaves the rest of its place unset), valid until release() (None without keep), and
-        the bytes read."""
-        cdef dm_err e
-        cdef char *buf = NULL
-        cdef int64_t need = 0, total = 0
-        if self.ra == NULL:
-            raise ValueError("read-ahead is closed")
-        with nogil:
-            rc = dm_ra_wait(self.ra, ticket, &buf, &need, &total, &e)
-        if rc != 0:
-            self.release(ticket)
-            raise_err(&e)
-        if buf == NULL:
-            return None, total
-        cdef cnp.npy_intp dims[1]
-        dims[0] = need
-        arr = cnp.PyArray_SimpleNewFromData(1, dims, cnp.NPY_UINT8, buf)
-        Py_INCREF(self)
-        cnp.PyArray_SetBaseObject(arr, self)
-        arr.flags.writeable = False
-        return arr, total
-
-    def release(self, int64_t ticket):
-        """Give the ticket's slot back to the ring."""
-        cdef dm_err e
-        if self.ra == NULL:
-            return
-        with nogil:
-            rc = dm_ra_release(self.ra, ticket, &e)
-        self.handles.pop(ticket, None)
-        if rc != 0:
-            raise_err(&e)
+include "_readahead.pxi"

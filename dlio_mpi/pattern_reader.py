@@ -5,7 +5,8 @@ per run of reads of one file (no Python per read).
 With reader.access=numpy every sample's file is opened for its reads and closed after, as
 numpy.load does (read-ahead keeps a file open while its requests are queued).
 
-With reader.read_threads >= 1 (POSIX family), C read-ahead threads run the epoch's reads ahead
+With reader.read_threads >= 1 (every interface a pattern reads through: POSIX, STDIO,
+independent MPI-IO), C read-ahead threads run the epoch's reads ahead
 of the training step, as a data pipeline's prefetch does: requests of up to a slot's bytes (a
 step's reads of one file, at most 8 MiB or one read; whole reads, in issue order) are queued up
 to (reader.prefetch_size + 1) steps' worth ahead, each thread reading into its own reused
@@ -20,6 +21,7 @@ from collections import deque
 import numpy as np
 
 from dlio_mpi import access, engines, formats, numpy_reads
+from dlio_mpi.prefetch import read_ahead_threads
 from dlio_mpi.readers import Reader
 
 
@@ -37,8 +39,7 @@ class PatternReader(Reader):
         self.pending = deque()
         self.requests = deque()
         self.slot = 0
-        self.threads = cfg.reader.read_threads \
-            if cfg.io.interface in ("posix", "posix_direct", "mmap") else 0
+        self.threads = read_ahead_threads(cfg)
 
     def _ring(self):
         """Read-ahead sized for this epoch's plan: each thread reads into its own buffer (the

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, engines, readers, sampler, sysinfo, timing
+from dlio_mpi import access, engines, prefetch, readers, sampler, sysinfo, timing
 from dlio_mpi.checkpoint import schedule
 
 
@@ -196,7 +196,7 @@ def run_epochs(cfg, comm, log, progress=None):
             t0 = time.perf_counter()
             if not in_memory:
                 reader.read_batch(batch)
-                if not isinstance(reader, readers.PrefetchReader) and reader.pre.active:
+                if not isinstance(reader, prefetch.PrefetchReader) and reader.pre.active:
                     time.sleep(float(reader.pre.draw(len(batch)).sum()))
             t1 = time.perf_counter()
             if step == 0:

@@ -6,20 +6,19 @@
   ranges in one collective call.
 - H5Reader: HDF5 files through libhdf5 (MPI-IO driver, collective or independent, or sec2); a
   batch's rows of a file as one union of hyperslabs in one H5Dread.
-- PrefetchReader: reader.read_threads C threads reading samples ahead into a ring of
-  (reader.prefetch_size + 1) batches (POSIX family and HDF5 through sec2).
+- PrefetchReader (dlio_mpi.prefetch): reader.read_threads C threads reading batches ahead
+  through every interface but the collective ones.
 Every read_batch returns the bytes delivered; short data is an error naming file and offset."""
 import os
 from collections import OrderedDict
 
 import numpy as np
 
-from dlio_mpi import access, engines, formats, timing
+from dlio_mpi import access, engines, timing
 from dlio_mpi.dataset import Dataset
 
 ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
           "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
-PREFETCH_INTERFACES = ("posix", "posix_direct", "mmap", "hdf5_sec2")
 
 
 class Preprocessing:
@@ -323,79 +322,6 @@ class H5Reader(Reader):
         raise NotImplementedError("HDF5 input is read by rows")
 
 
-class PrefetchReader(Reader):
-    """reader.read_threads C threads read samples ahead into a ring of
-    (reader.prefetch_size + 1) batches, as a data loader's workers do; a step waits only for
-    the samples of its own batch. The samples of the epoch are queued in order."""
-
-    def __init__(self, cfg, comm, log, inner):
-        self.inner = inner
-        self.pre = inner.pre
-        self.cfg, self.comm, self.log, self.data = cfg, comm, log, inner.data
-        self.xfer = inner.xfer
-        self.depth = (cfg.reader.prefetch_size + 1) * inner.batch
-        # queued requests hold handles of the files most recently used: those stay open
-        inner.max_open = max(inner.max_open, self.depth + 1)
-        align = 4096
-        if cfg.io.interface == "posix_direct":
-            align = max(align, engines.dio_alignment(self.data.root)[0])
-        self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.depth,
-                                    slot_bytes=self.data.max_sample_bytes(), align=align,
-                                    keep=False)   # steps discard the samples
-        self.queue = []
-        self.pending = []
-
-    def start_epoch(self, plan, files=None):
-        self.queue = list(np.asarray(plan).reshape(-1)[::-1])
-        self._fill()
-
-    def _fill(self):
-        while self.queue and len(self.pending) < self.depth:
-            s = int(self.queue.pop())
-            busy = float(self.pre.draw(1)[0]) if self.pre.active else 0.0
-            f, local = divmod(s, self.data.spf)
-            h = self.inner._open(f)
-            if isinstance(self.inner, H5Reader):
-                row = int(self.inner.rows(f, np.array([local]))[0])
-                t = self.ra.submit(h, [row], [1], busy=busy)
-                want, where = formats.sample_sizes(self.data.spec, f)[local], row
-            else:
-                offs, lens = self.inner.sample_ranges(f, np.array([local]))
-                t = self.ra.submit(h, offs, lens, xfer=self.xfer, busy=busy)
-                o, n = self.data.index(f).ranges(np.array([local]))
-                # with O_DIRECT the aligned range may run past the end of the file
-                want, where = int(o[0] + n[0] - offs[0]), int(o[0])
-            self.pending.append((t, f, where, int(want)))
-
-    def read_batch(self, samples):
-        total = 0
-        for _ in range(len(samples)):
-            t, f, where, want = self.pending.pop(0)
-            _, got = self.ra.wait(t)
-            self.ra.release(t)
-            if got < want:
-                raise engines.ShortReadError(
-                    61, f"unexpected end of file in {self.data.path(f)}: wanted {want} bytes "
-                    f"at offset {where}, got {got}")
-            total += got
-        self._fill()
-        return total
-
-    def read_extent(self, f, lo, hi):
-        return self.inner.read_extent(f, lo, hi)
-
-    def close(self):
-        for t, _, _, _ in self.pending:
-            try:
-                self.ra.wait(t)
-            except engines.EngineError:
-                pass
-            self.ra.release(t)
-        self.pending.clear()
-        self.ra.close()
-        self.inner.close()
-
-
 def make_reader(cfg, comm, log, split="train"):
     kind = cfg.io.interface
     if cfg.dataset.volume_shape:
@@ -410,7 +336,7 @@ def make_reader(cfg, comm, log, split="train"):
         inner = MPIReader(cfg, comm, log, split)
     else:
         inner = Reader(cfg, comm, log, split)
-    if cfg.reader.read_threads >= 1 and kind in PREFETCH_INTERFACES \
-            and cfg.io.read_type == "on_demand":
+    from dlio_mpi.prefetch import PrefetchReader, read_ahead_threads
+    if read_ahead_threads(cfg):
         return PrefetchReader(cfg, comm, log, inner)
     return inner

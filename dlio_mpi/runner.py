@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from dlio_mpi import (collective, config, darshan, datagen, engines, outputs, pipeline,
-                      readers, sampler, sysinfo)
+                      prefetch, sampler, sysinfo)
 from dlio_mpi.checkpoint import schedule
 
 
@@ -164,8 +164,7 @@ def run_facts(cfg, comm):
     warn = sysinfo.dataset_vs_memory(dataset, memory) if cfg.workflow.train else None
     if warn:
         facts["warnings"].append(warn)
-    threads = cfg.reader.read_threads if (cfg.io.interface in readers.PREFETCH_INTERFACES
-                                          and cfg.io.read_type == "on_demand") else 0
+    threads = prefetch.read_ahead_threads(cfg)
     widening = odirect_widening(cfg) if comm.Get_rank() == 0 else None
     widening = comm.bcast(widening, root=0)
     if widening:
@@ -182,9 +181,10 @@ def run_facts(cfg, comm):
     if threads > 1 and threads > cpus:
         facts["warnings"].append(
             f"reader.read_threads={threads} on {cpus} CPU{'s' if cpus > 1 else ''} per rank "
-            "(the launcher's binding): threads beyond the rank's CPUs take turns with each "
-            "other and with the rank's own, and a batch can wait behind later reads; bind each "
-            f"rank to {threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
+            "(the launcher's binding): the threads share the rank's CPUs (they give way to "
+            "the rank's own thread), so reads that the CPU does, as from the page cache, go no "
+            "faster than with fewer threads; bind each rank to "
+            f"{threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
             "--cpus-per-task) or not at all (--bind-to none)")
     return facts
 
@@ -313,12 +313,9 @@ def run(cfg, comm, echo=print, job_start_ns=None):
             [c["bandwidth_bytes_per_s"] for c in checkpoints if c["op"] == "write"]),
         "workload": cfg.workload,
         "not_emulated": list(cfg.not_emulated) + (
-            ["reader.read_threads (reads are issued by the rank's main thread on "
-             f"io.interface={cfg.io.interface})"]
-            if cfg.reader.read_threads > 1 and
-            cfg.io.interface not in readers.PREFETCH_INTERFACES else []),
-        "read_threads": cfg.reader.read_threads
-        if cfg.io.interface in readers.PREFETCH_INTERFACES else 0,
+            [f"reader.read_threads ({prefetch.read_ahead_off(cfg)})"]
+            if prefetch.read_ahead_off(cfg) else []),
+        "read_threads": prefetch.read_ahead_threads(cfg),
         "files_generated": generated,
         "darshan_logs": sorted({x for x in comm.allgather(darshan.active_log()) if x}),
         # a run without training epochs (checkpoints only) has no AU and no throughput

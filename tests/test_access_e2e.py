@@ -21,19 +21,21 @@ def _reads(z, e):
     return list(zip(fl[r].tolist(), off[r].tolist(), nb[r].tolist()))
 
 
-@pytest.mark.parametrize("n,threads", [(3, 0), (2, 2)])
-def test_stream_reads_files_front_to_back(tmp_path, n, threads):
+@pytest.mark.parametrize("n,threads,interface", [(3, 0, "posix"), (2, 2, "posix"),
+                                                 (2, 2, "stdio"), (2, 2, "mpiio")])
+def test_stream_reads_files_front_to_back(tmp_path, n, threads, interface):
     args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
             "dataset.format=tfrecord", "dataset.num_files_train=7",
             "dataset.num_samples_per_file=5", "dataset.record_length=20k",
             "dataset.record_length_stdev=6k", "reader.batch_size=2", "train.epochs=2",
             "train.computation_time=0", "reader.access=stream", "reader.transfer_size=16k",
             "reader.sample_shuffle=seed", "reader.shuffle_size=3", "reader.file_shuffle=seed",
-            f"reader.read_threads={threads}", "io.keep_oplog=true"]
+            f"reader.read_threads={threads}", f"io.interface={interface}", "io.keep_oplog=true"]
     run_mpi(n, "run_cli.py", "run", *args, timeout=240)
     cfg = config.load(["workload=default"] + args)
     data = Dataset(cfg)
     s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert s["read_threads"] == threads
     steps = access.stream_steps(7, 5, n, 2)
     assert s["steps_per_epoch"] == steps
     assert s["samples_dropped_per_epoch"] == 35 - steps * 2 * n

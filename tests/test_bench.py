@@ -33,3 +33,38 @@ def test_bench_checkpoint_tiny(tmp_path):
     assert sum("IOR not found" in x for x in lines) == 1
     assert out["rounds"] == 1 and out["size_bytes"] == 8 << 20
     assert not os.listdir(tmp_path)         # its files are gone
+
+
+def test_bench_read_threads_tiny(tmp_path):
+    """One round on 8 files: a row per thread count, then JSON with the AU of each and the
+    ratios to no threads; its files are gone."""
+    p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_read_threads.py"),
+                        "--rounds", "1", "--threads", "0,2", "--files", "8", "--epochs", "2",
+                        "--interface", "stdio", "--dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120,
+                       # explicit: a test process that initialized MPI carries Open MPI's
+                       # variables in its C environment, which would confuse the child mpiexec
+                       env=dict(os.environ))
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.strip().splitlines()
+    out = json.loads(lines[-1])
+    assert [ln.split()[0] for ln in lines[1:-1]] == ["0", "2"]
+    assert 0 < out["au_percent_0_read_threads"] <= 100
+    assert 0 < out["au_percent_2_read_threads"] <= 100
+    assert out["au_vs_no_threads_min"] == out["au_vs_no_threads_2_read_threads"] > 0
+    assert out["interface"] == "stdio" and out["rounds"] == 1
+    assert not os.listdir(tmp_path)
+
+
+def test_readahead_step_tiny():
+    """The engine-alone loop: a row per thread count, then JSON with each one's step parts."""
+    p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "readahead_step.py"),
+                        "--threads", "1,2", "--steps", "20", "--mib", "1", "--compute", "0.001"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.strip().splitlines()
+    out = json.loads(lines[-1])
+    assert [ln.split()[0] for ln in lines[1:-1]] == ["1", "2"]
+    for t in ("1", "2"):
+        r = out["threads"][t]
+        assert r["step_ms"] >= 1.0 and r["queue_ms"] > 0 and r["wait_ms"] >= 0

@@ -119,3 +119,98 @@ def test_requests_without_keeping_the_data(datafile, threads):
     reads = a["op"] == engines.OP["read"]
     assert sorted(zip(a["offset"][reads].tolist(), a["bytes"][reads].tolist())) == sorted(
         (int(o), int(min(n, data.size - o))) for offs, lens in reqs for o, n in zip(offs, lens))
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_batch_of_segments_over_several_engines(datafile, tmp_path, threads):
+    """One request per batch, a segment per handle (POSIX, STDIO twice, HDF5 rows): the bytes
+    and the per-segment byte counts are the engines' own, and a STDIO stream's reads reach its
+    op log in the order of its segments, as when the engine is called directly."""
+    import h5py
+    path, data = datafile(1 << 20, seed=3)
+    spath, sdata = datafile(1 << 19, seed=4, name="s.bin")
+    rows = np.arange(50 * 32, dtype=np.uint8).reshape(50, 32)
+    with h5py.File(tmp_path / "r.h5", "w") as h:
+        h["x"] = rows
+    rng = np.random.default_rng(threads)
+    batches = []
+    for _ in range(25):
+        po, pl = rng.integers(0, data.size - 9000, 3), rng.integers(1, 9000, 3)
+        s1, l1 = rng.integers(0, sdata.size - 5000, 2), rng.integers(1, 5000, 2)
+        s2, l2 = rng.integers(0, sdata.size - 5000, 1), rng.integers(1, 5000, 1)
+        hr = np.sort(rng.choice(45, 2, replace=False))
+        batches.append([(po, pl), (s1, l1), (hr, np.array([1, 3])), (s2, l2)])
+    direct, ahead = engines.OpLog(10_000), engines.OpLog(10_000)
+    ra = engines.ReadAhead(threads=threads, depth=3, slot_bytes=3 * 9000 + 3 * 5000 + 4 * 32)
+    with engines.PosixFile(path, oplog=ahead, file_id=1) as p, \
+            engines.StdioFile(spath, bufsize=4096, oplog=ahead, file_id=2) as s, \
+            engines.H5Dataset(tmp_path / "r.h5", "x", driver="sec2") as h, \
+            engines.StdioFile(spath, bufsize=4096, oplog=direct, file_id=2) as sd:
+        handles = [p, s, h, s]
+        pending, results = [], []
+        for b in batches:
+            if len(pending) == 3:
+                t = pending.pop(0)
+                view, total = ra.wait(t)
+                results.append((np.array(view), total, ra.segment_bytes(t, 4)))
+                ra.release(t)
+            pending.append(ra.submit_batch(
+                handles, [len(o) for o, _ in b], np.concatenate([o for o, _ in b]),
+                np.concatenate([n for _, n in b]), xfer=1024))
+            for k in (1, 3):                    # the same stream, called directly
+                sd.readv(*b[k], xfer=1024)
+        for t in pending:
+            view, total = ra.wait(t)
+            results.append((np.array(view), total, ra.segment_bytes(t, 4)))
+            ra.release(t)
+    ra.close()
+    for b, (got, total, per) in zip(batches, results):
+        want = [np.concatenate([data[o:o + n] for o, n in zip(*b[0])]),
+                np.concatenate([sdata[o:o + n] for o, n in zip(*b[1])]),
+                np.concatenate([rows[r:r + c].reshape(-1) for r, c in zip(*b[2])]),
+                np.concatenate([sdata[o:o + n] for o, n in zip(*b[3])])]
+        assert per.tolist() == [w.size for w in want] and total == sum(w.size for w in want)
+        assert np.array_equal(got, np.concatenate(want))
+    a, d = ahead.arrays(), direct.arrays()
+    mine = a["file"] == 2
+    assert a["op"][mine].tolist() == d["op"].tolist()
+    assert a["offset"][mine].tolist() == d["offset"].tolist()
+    assert a["bytes"][mine].tolist() == d["bytes"].tolist()
+
+
+def test_a_failed_segment_fails_its_batch_only(datafile):
+    path, _ = datafile(64 * 4096)
+    a = engines.dio_alignment(path)[1]
+    ra = engines.ReadAhead(threads=2, depth=2, slot_bytes=8 * a, keep=False)
+    with engines.PosixFile(path, direct=True) as f, engines.PosixFile(path) as g:
+        bad = ra.submit_batch([g, f], [1, 1], [0, a + 1], [a, a])
+        ok = ra.submit_batch([g, f], [1, 1], [0, a], [100, a])
+        with pytest.raises(engines.AlignmentError, match="misaligned"):
+            ra.wait(bad)
+        assert ra.wait(ok) == (None, 100 + a)
+        assert ra.segment_bytes(ok, 2).tolist() == [100, a]
+        ra.release(ok)
+    ra.close()
+
+
+def test_read_ahead_threads_step_aside_for_the_ranks_thread():
+    """The threads run as SCHED_BATCH (a wake-up does not preempt the thread that queued the
+    request) and niced by 10."""
+    import os
+    import time
+
+    before = set(os.listdir("/proc/self/task"))
+    ra = engines.ReadAhead(threads=3, depth=2, slot_bytes=4096)
+    try:
+        mine = set(os.listdir("/proc/self/task")) - before
+        assert len(mine) == 3
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        for tid in mine:
+            for _ in range(100):        # a thread sets its niceness, then its policy
+                if os.sched_getscheduler(int(tid)) == os.SCHED_BATCH:
+                    break
+                time.sleep(0.01)
+            assert os.sched_getscheduler(int(tid)) == os.SCHED_BATCH
+            assert os.getpriority(os.PRIO_PROCESS, int(tid)) == min(base + 10, 19)
+    finally:
+        ra.close()

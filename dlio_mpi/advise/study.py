@@ -145,9 +145,13 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", AnalysisWarning)
                 char = characterize(diag_dir)
-        from dlio_mpi.readers import PREFETCH_INTERFACES
-        every_key = config.load([], doc=base_doc, doc_source="advise").to_dict()
-        findings = diagnose(char, every_key, summary, read_ahead=PREFETCH_INTERFACES)
+        from dlio_mpi.prefetch import read_ahead_threads
+        cfg = config.load([], doc=base_doc, doc_source="advise")
+        threaded = config.load([], doc=merged(base_doc, {"reader": {"read_threads": 1}}),
+                               doc_source="advise")
+        # read threads are a change worth measuring only where they read ahead
+        ahead = (cfg.io.interface,) if read_ahead_threads(threaded) else ()
+        findings = diagnose(char, cfg.to_dict(), summary, read_ahead=ahead)
         cands, skipped = plan(findings, base_doc, adv, comm.Get_size(), adv.longest)
         return [f.to_dict() for f in findings], cands, skipped
 

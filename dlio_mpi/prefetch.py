@@ -1,0 +1,155 @@
+"""Read-ahead: which runs have it (read_ahead_threads, read_ahead_off) and PrefetchReader, the
+reader whose C threads read a rank's batches ahead of its steps."""
+from collections import deque
+
+import numpy as np
+
+from dlio_mpi import engines, formats
+from dlio_mpi.readers import H5Reader, Reader
+
+COLLECTIVE_INTERFACES = ("mpiio_coll", "hdf5_coll")
+MPI_INTERFACES = ("mpiio", "hdf5")     # MPI-IO calls from the read-ahead threads
+
+
+def read_ahead_off(cfg):
+    """Why reader.read_threads is not emulated (the reads are issued by the rank's main
+    thread) on this configuration, or None when threads read ahead (or none are asked for).
+    Collective interfaces stay on the main thread: every rank must enter each collective call
+    in the same order. MPI-IO from threads needs MPI_THREAD_MULTIPLE, which mpi4py asks for by
+    default; an MPI that grants less keeps those reads on the main thread."""
+    kind = cfg.io.interface
+    if cfg.reader.read_threads < 1 or cfg.io.read_type != "on_demand" \
+            or cfg.dataset.volume_shape:
+        return None
+    if kind in COLLECTIVE_INTERFACES:
+        return (f"reads are issued by the rank's main thread on io.interface={kind}: every "
+                "rank must enter each collective call in the same order")
+    if kind in MPI_INTERFACES:
+        from mpi4py import MPI
+        level = MPI.Query_thread()
+        if level < MPI.THREAD_MULTIPLE:
+            names = {MPI.THREAD_SINGLE: "MPI_THREAD_SINGLE", MPI.THREAD_FUNNELED:
+                     "MPI_THREAD_FUNNELED", MPI.THREAD_SERIALIZED: "MPI_THREAD_SERIALIZED"}
+            return (f"reads are issued by the rank's main thread on io.interface={kind}: MPI "
+                    f"runs at {names.get(level, level)}, and MPI-IO calls from read-ahead "
+                    "threads need MPI_THREAD_MULTIPLE")
+    return None
+
+
+def read_ahead_threads(cfg):
+    """The read-ahead threads a rank runs: reader.read_threads where they read ahead (samples
+    read on demand, by sample or by an input library's pattern), else 0."""
+    if cfg.reader.read_threads < 1 or cfg.io.read_type != "on_demand" \
+            or cfg.dataset.volume_shape or read_ahead_off(cfg):
+        return 0
+    return cfg.reader.read_threads
+
+
+class PrefetchReader(Reader):
+    """reader.read_threads C threads read batches ahead, (reader.prefetch_size + 1) of them,
+    as a data loader's workers do. A batch is one read-ahead request, read as the rank's main
+    thread reads it: its samples grouped by file, each file's ranges (HDF5: rows) in one engine
+    call, a segment of the request; the threads share the oldest batch's segments, and a step
+    waits once, for its whole batch. The engine table lets the threads read every interface's
+    handles: a STDIO stream's segments run one at a time, in order; MPI-IO and HDF5 through the
+    MPI-IO driver need MPI_THREAD_MULTIPLE (read_ahead_off); libhdf5 calls take turns under the
+    engine's one lock."""
+
+    def __init__(self, cfg, comm, log, inner):
+        self.inner = inner
+        self.pre = inner.pre
+        self.cfg, self.comm, self.log, self.data = cfg, comm, log, inner.data
+        self.xfer = inner.xfer
+        self.h5 = isinstance(inner, H5Reader)
+        self.ahead = cfg.reader.prefetch_size + 1         # batches queued at most
+        # queued batches hold handles of the files most recently used: those stay open
+        inner.max_open = max(inner.max_open, self.ahead * inner.batch + 1)
+        align = 4096
+        if cfg.io.interface == "posix_direct":
+            align = max(align, engines.dio_alignment(self.data.root)[0])
+        per_file = min(inner.batch, self.data.spf)
+        widen = 2 * inner.align if inner.align > 1 else 0
+        # a thread's buffer holds one segment: a file's samples of a batch
+        self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.ahead,
+                                    slot_bytes=per_file * (self.data.max_sample_bytes() + widen),
+                                    align=align, keep=False)   # steps discard the samples
+        self.steps = []
+        self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
+
+    def start_epoch(self, plan, files=None):
+        self.steps = list(np.asarray(plan))[::-1]
+        self._fill()
+
+    def _segment(self, f, ks):
+        """Ranges of samples ks of file f: (offsets, lengths, bytes wanted, first offset)."""
+        if self.h5:
+            rows = self.inner.rows(f, np.array(ks, dtype=np.int64)).tolist()
+            want = int(formats.sample_sizes(self.data.spec, f)[ks].sum())
+            return rows, [1] * len(rows), want, rows[0]
+        idx = self.data.index(f)
+        if self.inner.align == 1:
+            offs = [int(idx.offsets[k]) for k in ks]
+            lens = [int(idx.lengths[k]) for k in ks]
+            return offs, lens, sum(lens), offs[0]
+        # O_DIRECT: the aligned ranges, which may run past the end of the file
+        offs, lens = self.inner.sample_ranges(f, np.array(ks, dtype=np.int64))
+        want = int((np.minimum(offs + lens, idx.file_size) - offs).sum())
+        return offs.tolist(), lens.tolist(), want, int(idx.offsets[ks[0]])
+
+    def _fill(self):
+        spf = self.data.spf
+        while self.steps and len(self.pending) < self.ahead:
+            samples = self.steps.pop()
+            groups = {}         # by file, in order of first appearance (the main thread's)
+            for s in samples.tolist():
+                f, k = divmod(s, spf)
+                g = groups.get(f)
+                if g is None:
+                    groups[f] = [k]
+                else:
+                    g.append(k)
+            handles, counts, offs, lens, wants, wheres = [], [], [], [], [], []
+            for f, ks in groups.items():
+                o, n, want, where = self._segment(f, ks)
+                handles.append(self.inner._open(f))
+                counts.append(len(o))
+                offs += o
+                lens += n
+                wants.append(want)
+                wheres.append(where)
+            busy = None
+            if self.pre.active:
+                draws, busy, at = self.pre.draw(len(samples)), [], 0
+                for ks in groups.values():
+                    busy.append(float(draws[at:at + len(ks)].sum()))
+                    at += len(ks)
+            t = self.ra.submit_batch(handles, counts, offs, lens, xfer=self.xfer, busy=busy)
+            self.pending.append((t, list(groups), wants, wheres))
+
+    def read_batch(self, samples):
+        t, files, wants, wheres = self.pending.popleft()
+        _, got = self.ra.wait(t)
+        if got < sum(wants):
+            per = self.ra.segment_bytes(t, len(files)).tolist()
+            self.ra.release(t)
+            k = next(i for i, (g, w) in enumerate(zip(per, wants)) if g < w)
+            raise engines.ShortReadError(
+                61, f"unexpected end of file in {self.data.path(files[k])}: wanted {wants[k]} "
+                f"bytes from offset {wheres[k]}, got {per[k]}")
+        self.ra.release(t)
+        self._fill()
+        return got
+
+    def read_extent(self, f, lo, hi):
+        return self.inner.read_extent(f, lo, hi)
+
+    def close(self):
+        for t, _, _, _ in self.pending:
+            try:
+                self.ra.wait(t)
+            except engines.EngineError:
+                pass
+            self.ra.release(t)
+        self.pending.clear()
+        self.ra.close()
+        self.inner.close()
