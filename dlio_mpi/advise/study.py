@@ -147,10 +147,13 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
                 char = characterize(diag_dir)
         from dlio_mpi.prefetch import read_ahead_threads
         cfg = config.load([], doc=base_doc, doc_source="advise")
-        threaded = config.load([], doc=merged(base_doc, {"reader": {"read_threads": 1}}),
-                               doc_source="advise")
         # read threads are a change worth measuring only where they read ahead
-        ahead = (cfg.io.interface,) if read_ahead_threads(threaded) else ()
+        try:
+            threaded = config.load([], doc=merged(base_doc, {"reader": {"read_threads": 1}}),
+                                   doc_source="advise")
+            ahead = (cfg.io.interface,) if read_ahead_threads(threaded) else ()
+        except config.ConfigError:      # a workload that reads in its training loop
+            ahead = ()
         findings = diagnose(char, cfg.to_dict(), summary, read_ahead=ahead)
         cands, skipped = plan(findings, base_doc, adv, comm.Get_size(), adv.longest)
         return [f.to_dict() for f in findings], cands, skipped
