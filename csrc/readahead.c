@@ -12,25 +12,23 @@
  * at a time, in submission order: a thread that claims a segment while an earlier one of the
  * same handle is being read waits for it.
  *
- * The threads must not delay the rank's own thread: they run niced and as SCHED_BATCH, whose
- * wake-ups do not preempt a running thread. A thread woken by a submit would otherwise take
- * the CPU from the submitting thread at once (it slept, so the scheduler owes it time) and
- * hold it for its time slice, one thread after another: a step lost about one read per thread
- * between queueing its batches and starting its compute when the rank had one core. */
+ * The threads run as the rank's thread does (the same policy and priority), as a data loader's
+ * workers do. Niced or SCHED_BATCH threads were tried: on a node with other busy processes
+ * (other ranks, other jobs) they got a fraction of a core, and reads that block often (4 KiB
+ * O_DIRECT) waited for the others' time slices: an epoch of 13-16 s with one read thread
+ * against 0.4 s without. What such priorities were for, that a woken thread not take the core
+ * from the rank's thread between its steps, the pipeline gets by queueing the next batches
+ * while the step computes (pipeline.computing): a wake-up then costs the emulated accelerator
+ * nothing. */
 #define _GNU_SOURCE
 #include "dm.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#define DM_RA_NICE 10
 
 enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_DONE };
 
@@ -101,18 +99,8 @@ static void preprocess(int64_t ns) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-static void step_aside(void) {
-    /* per thread on Linux (a thread id is a process id to setpriority); failures are
-     * harmless: the thread then competes as any other */
-    pid_t tid = (pid_t)syscall(SYS_gettid);
-    struct sched_param p = {0};
-    (void)setpriority(PRIO_PROCESS, (id_t)tid, getpriority(PRIO_PROCESS, 0) + DM_RA_NICE);
-    (void)sched_setscheduler(tid, SCHED_BATCH, &p);
-}
-
 static void *worker(void *arg) {
     dm_readahead *ra = arg;
-    step_aside();
     pthread_mutex_lock(&ra->mu);
     int me = ra->started++;
     char *own = ra->keep ? NULL : ra->tbuf[me];

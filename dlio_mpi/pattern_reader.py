@@ -175,6 +175,11 @@ class PatternReader(Reader):
                 for a, b in zip(cut[:-1], cut[1:]):
                     self.requests.append((k, f, offs[a:b], lens[a:b]))
 
+    def refill(self):
+        """The next requests queued while the step computes."""
+        if self.ra is not None:
+            self._fill()
+
     def _fill(self):
         while self.requests and len(self.pending) < self.ra.depth:
             if any(p[2] == self.requests[0][1] for p in self.pending):

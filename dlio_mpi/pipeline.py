@@ -98,6 +98,22 @@ def epoch_plan(cfg, comm, reader, batch, epoch, shuffle):
     return plan, None
 
 
+def computing(reader, start, seconds):
+    """A step's emulated compute: the accelerator works ``seconds`` from ``start`` (its batch
+    is there) while the rank's thread queues the next reads (reader.refill), as a training
+    loop's host work overlaps the accelerator's; returns the compute time it counts: until
+    the end of the sleep (oversleep included), or ``seconds`` when the host's own work
+    outlasted them."""
+    reader.refill()
+    if seconds <= 0:
+        return 0.0
+    left = start + seconds - time.perf_counter()
+    if left <= 0:
+        return float(seconds)
+    time.sleep(left)
+    return time.perf_counter() - start
+
+
 def evaluate(cfg, comm, log, epoch, rng):
     """An evaluation phase: every rank reads its share of the evaluation files in batches of
     reader.batch_size_eval, with evaluation.eval_time of compute per step, then all meet."""
@@ -123,9 +139,7 @@ def evaluate(cfg, comm, log, epoch, rng):
         t1 = time.perf_counter()
         waits[step] = t1 - t0
         io_wait += t1 - t0
-        if sleeps[step] > 0:
-            time.sleep(sleeps[step])
-        compute += time.perf_counter() - t1
+        compute += computing(reader, t1, sleeps[step])
     comm.Barrier()
     wall = time.perf_counter() - t_start
     # closed after success only: a failing rank must not enter a collective close of shared
@@ -205,9 +219,7 @@ def run_epochs(cfg, comm, log, progress=None):
                     first_batch = (time.time(), sysinfo.cpu_seconds())
             io_wait += t1 - t0
             waits[step] = t1 - t0
-            if sleeps[step] > 0:
-                time.sleep(sleeps[step])
-            compute += time.perf_counter() - t1
+            compute += computing(reader, t1, sleeps[step])
             exchange()
             if ckpt and schedule.due_after_step(cfg, done_steps + step + 1):
                 ckpt_s += write_checkpoint(done_steps + step + 1, epoch)

@@ -126,7 +126,14 @@ class PrefetchReader(Reader):
             t = self.ra.submit_batch(handles, counts, offs, lens, xfer=self.xfer, busy=busy)
             self.pending.append((t, list(groups), wants, wheres))
 
+    def refill(self):
+        """The next batches queued while the step computes: threads woken now take the CPU
+        from the rank's thread while the emulated accelerator works, not before."""
+        self._fill()
+
     def read_batch(self, samples):
+        if not self.pending:
+            self._fill()
         t, files, wants, wheres = self.pending.popleft()
         _, got = self.ra.wait(t)
         if got < sum(wants):
@@ -137,7 +144,6 @@ class PrefetchReader(Reader):
                 61, f"unexpected end of file in {self.data.path(files[k])}: wanted {wants[k]} "
                 f"bytes from offset {wheres[k]}, got {per[k]}")
         self.ra.release(t)
-        self._fill()
         return got
 
     def read_extent(self, f, lo, hi):

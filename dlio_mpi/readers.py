@@ -131,6 +131,9 @@ class Reader:
             self._align = a
         return a
 
+    def refill(self):
+        """Queue reads ahead (readers with read threads); called while the step computes."""
+
     def read_batch(self, samples):
         """The batch's samples, one engine call per file. Each call reads into the start of
         the batch buffer: the emulator keeps no sample content, so a rank holds one file's

@@ -6,10 +6,13 @@ thread count once, the order alternating between rounds; a run's AU is the mean 
 epochs after the first, and the figure for a thread count is the median over rounds of its
 AU divided by the same round's AU without read threads. Read threads must never lower AU:
 au_vs_no_threads_min (the smallest of those medians over the thread counts) at least 1.0.
-Prints a table, then one JSON object on the last line.
+Prints a table, then one JSON object on the last line. --load N runs N busy processes beside
+(a node shared with other work: read threads must not starve), --odirect-4k makes the reads
+block (1 MiB raw samples read with O_DIRECT in 4 KiB transfers).
 
     scripts/bench-read-threads [--rounds 5] [--threads 0,1,2,4] [--interface posix]
-                               [--bind core|none] [--compute 0.004] [--dir DIR]
+                               [--bind core|none] [--compute 0.004] [--dir DIR] [--load N]
+                               [--odirect-4k]
 """
 import argparse
 import json
@@ -43,6 +46,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--files", type=int, default=64)
     ap.add_argument("--dir", default=None, help="directory for the dataset (default: TMPDIR)")
+    ap.add_argument("--load", type=int, default=0, metavar="N",
+                    help="N busy processes beside the runs (a node shared with other work)")
+    ap.add_argument("--odirect-4k", action="store_true",
+                    help="reads that block: O_DIRECT in 4 KiB transfers")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
     if threads[0] != 0:
@@ -54,6 +61,12 @@ def main():
               "reader.batch_size=4", "reader.sample_shuffle=off", "reader.transfer_size=0",
               f"train.epochs={args.epochs}", f"train.computation_time={args.compute}",
               f"io.interface={args.interface}"]
+    if args.odirect_4k:
+        common = [c for c in common if not c.startswith(("io.interface=", "reader.transfer"))]
+        common += ["io.interface=posix_direct", "reader.transfer_size=4k",
+                   "dataset.record_length=1m", "dataset.format=raw"]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.load)]
     au = {t: [] for t in threads}
     ratio = {t: [] for t in threads}
     try:
@@ -74,6 +87,9 @@ def main():
                 au[t].append(100 * got[t])
                 ratio[t].append(got[t] / got[0])
     finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{'read_threads':<14}{'AU % median':>12}{'min':>8}{'max':>8}"
           f"{'vs 0 threads':>14}{'min':>8}{'max':>8}")
@@ -88,7 +104,8 @@ def main():
         "au_vs_no_threads_min": round(min(statistics.median(ratio[t]) for t in with_threads), 3)
         if with_threads else None,
         "interface": args.interface, "bind": args.bind, "compute_s_per_step": args.compute,
-        "rounds": args.rounds, "epochs": args.epochs}))
+        "rounds": args.rounds, "epochs": args.epochs, "load": args.load,
+        "odirect_4k": args.odirect_4k}))
 
 
 if __name__ == "__main__":
