@@ -136,7 +136,8 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
                              rank=rank if by == rank and not agreed else None)
         _fail(comm, e)
     if comm.Get_rank() == 0:
-        click.echo(runner.format_summary(summary))
+        from dlio_mpi.metrics import format_summary
+        click.echo(format_summary(summary))
         click.echo(f"summary: {cfg.output.folder}/summary.json")
     if cfg.io.fail_below_au and summary["train_au_meet_expectation"] != "success":
         sys.exit(AU_FAIL)

@@ -1,0 +1,116 @@
+"""A run's figures across ranks: each phase's job-wide figures reduced from every rank's (never
+gathered), the start-up figures, and the summary's text."""
+import os
+
+import numpy as np
+
+from dlio_mpi import sysinfo
+
+
+def reduce_epochs(epochs, comm):
+    """Job-wide figures of each epoch from every rank's numbers."""
+    MPI = _mpi()
+    out = []
+    for e in epochs:
+        wall = comm.allreduce(e["wall_s"], op=MPI.MAX)
+        first_done = comm.allreduce(e["wall_s"], op=MPI.MIN)
+        samples = comm.allreduce(e["samples"])
+        moved = comm.allreduce(e["bytes_moved"])
+        ops = comm.allreduce(e["read_ops"])
+        # AU (MLPerf Storage): compute time over the training phase's wall time, first step's
+        # I/O excluded, per rank; the job's is the mean over ranks
+        denom = max(e["wall_s"] - e["first_step_io_s"], 1e-12)
+        au = comm.allreduce(min(e["compute_s"] / denom, 1.0)) / comm.Get_size()
+        hist = np.zeros_like(e["latency_hist"])
+        comm.Allreduce(e["latency_hist"], hist, op=MPI.SUM)
+        waits = np.zeros_like(e["step_wait_hist"])
+        comm.Allreduce(e["step_wait_hist"], waits, op=MPI.SUM)
+        out.append({
+            "phase": e["phase"], "epoch": e["epoch"], "steps": e["steps"], "samples": samples,
+            "duration_s": wall, "first_done_s": first_done, "last_done_s": wall,
+            "au": au, "samples_per_s": samples / wall, "bytes_moved": moved,
+            "bytes_per_s": moved / wall, "read_ops": ops,
+            "io_wait_s_max": comm.allreduce(e["io_wait_s"], op=MPI.MAX),
+            "latency_hist_read": hist.tolist(),
+            "step_io_wait_hist": waits.tolist(),
+            "compute_s_mean": comm.allreduce(e["compute_s"]) / comm.Get_size(),
+            "io_wait_s_mean": comm.allreduce(e["io_wait_s"]) / comm.Get_size(),
+        })
+    return out
+
+
+# per_rank.csv's columns after the rank: when (seconds since the epoch) and after how long
+# (seconds and CPU seconds) the rank had its first batch, and its peak RSS
+STARTUP_COLUMNS = ("first_batch_unix_s", "first_batch_s", "first_batch_cpu_s", "peak_rss_mib")
+
+
+def startup_figures(comm, first_batch):
+    """Time and CPU until the first batch was read, and peak memory, worst over the ranks.
+    Time counts from the process's start, or from DLIO_MPI_LAUNCH_TIME (seconds since the
+    epoch) when the launcher's own start-up is to be included."""
+    MPI = _mpi()
+    origin = float(os.environ.get("DLIO_MPI_LAUNCH_TIME") or sysinfo.process_start_time())
+    wall = (first_batch[0] - origin) if first_batch else 0.0
+    cpu = first_batch[1] if first_batch else 0.0
+    rss = sysinfo.peak_rss_mib()
+    mine = {"first_batch_unix_s": first_batch[0] if first_batch else 0.0,
+            "first_batch_s": wall, "first_batch_cpu_s": cpu, "peak_rss_mib": rss}
+    return {"first_batch_s_max": comm.allreduce(wall, op=MPI.MAX),
+            "first_batch_cpu_s_max": comm.allreduce(cpu, op=MPI.MAX),
+            "first_batch_cpu_s_mean": comm.allreduce(cpu) / comm.Get_size(),
+            "from_launch": "DLIO_MPI_LAUNCH_TIME" in os.environ,
+            "peak_rss_mib_max": comm.allreduce(rss, op=MPI.MAX)}, mine
+
+
+def _mean(xs):
+    return float(np.mean(xs)) if xs else None
+
+
+def _mpi():
+    from mpi4py import MPI
+    return MPI
+
+
+def _remainder_words(s):
+    padded = s.get("samples_padded_per_epoch") or 0
+    if padded:
+        return f"{padded} samples padded per epoch"
+    return f"{s['samples_dropped_per_epoch']} samples dropped per epoch"
+
+
+def format_summary(s):
+    lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
+             f" ({_remainder_words(s)})" if s["epochs"]
+             else f"ranks {s['ranks']}, checkpoints only"]
+    for c in s.get("checkpoints") or []:
+        lines.append(f"checkpoint {c['index']} {c['op']}: {c['bytes']} bytes in "
+                     f"{c['duration_s']:.3f} s ({c['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s, "
+                     f"{c['fsyncs']} fsyncs)")
+    for e in s.get("evaluations") or []:
+        lines.append(f"evaluation after epoch {e['epoch'] + 1}: {e['samples']} samples in "
+                     f"{e['duration_s']:.3f} s, {e['bytes_per_s'] / 2**20:.1f} MiB/s moved")
+    if s.get("write"):
+        w = s["write"]
+        lines.append(f"dataset written first (io.write_first): {w['bytes_written']} bytes in "
+                     f"{w['duration_s']:.3f} s ({w['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s)")
+    if s.get("load"):
+        ld = s["load"]
+        lines.append(f"input read into memory at start: {ld['bytes_moved']} bytes in "
+                     f"{ld['duration_s']:.3f} s")
+    for e in s["epochs"]:
+        lines.append(f"epoch {e['epoch'] + 1}: {e['samples']} samples in {e['duration_s']:.3f} s,"
+                     f" {e['samples_per_s']:.1f} samples/s, {e['bytes_per_s'] / 2**20:.1f} MiB/s"
+                     f" moved, AU {100 * e['au']:.1f}%")
+    for w in s["facts"]["warnings"]:
+        lines.append(f"warning: {w}")
+    if s["train_au_mean_percentage"] is None:
+        moved = sum(c["bytes"] for c in s["checkpoints"] if c.get("op") == "write")
+        lines.append(f"no training epochs (checkpoints only): no AU or throughput; "
+                     f"checkpoint bytes written {moved}")
+        return "\n".join(lines)
+    lines.append(f"train_au_mean_percentage {s['train_au_mean_percentage']:.2f} "
+                 f"({s['train_au_meet_expectation']} against {s['au_threshold_percentage']:.0f}), "
+                 f"train_throughput_mean_samples_per_second "
+                 f"{s['train_throughput_mean_samples_per_second']:.1f}, "
+                 f"bytes moved {s['bytes_moved']}")
+    return "\n".join(lines)
