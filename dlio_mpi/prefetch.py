@@ -5,7 +5,7 @@ from collections import deque
 import numpy as np
 
 from dlio_mpi import engines, formats
-from dlio_mpi.readers import H5Reader, Reader
+from dlio_mpi.readers import H5Reader, Reader, by_file
 
 COLLECTIVE_INTERFACES = ("mpiio_coll", "hdf5_coll")
 MPI_INTERFACES = ("mpiio", "hdf5")     # MPI-IO calls from the read-ahead threads
@@ -97,17 +97,9 @@ class PrefetchReader(Reader):
         return offs.tolist(), lens.tolist(), want, int(idx.offsets[ks[0]])
 
     def _fill(self):
-        spf = self.data.spf
         while self.steps and len(self.pending) < self.ahead:
             samples = self.steps.pop()
-            groups = {}         # by file, in order of first appearance (the main thread's)
-            for s in samples.tolist():
-                f, k = divmod(s, spf)
-                g = groups.get(f)
-                if g is None:
-                    groups[f] = [k]
-                else:
-                    g.append(k)
+            groups = by_file(samples, self.data.spf)   # as the main thread reads them
             handles, counts, offs, lens, wants, wheres = [], [], [], [], [], []
             for f, ks in groups.items():
                 o, n, want, where = self._segment(f, ks)

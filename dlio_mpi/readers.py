@@ -35,6 +35,20 @@ class Preprocessing:
         return timing.draw(self.spec, self.rng, n, self.stdev) if self.active else np.zeros(n)
 
 
+def by_file(samples, spf):
+    """A batch's samples grouped by file, in the order files first appear (the order a loop
+    over the samples reads them): {file: [sample within the file, ...]}."""
+    groups = {}
+    for s in samples.tolist():
+        f, k = divmod(s, spf)
+        g = groups.get(f)
+        if g is None:
+            groups[f] = [k]
+        else:
+            g.append(k)
+    return groups
+
+
 class Reader:
     """Byte-range formats through POSIX, STDIO or independent MPI-IO (file per rank's share,
     files opened lazily). At most max_open files of a rank's own are open at once, the least
@@ -162,14 +176,6 @@ class Reader:
         """A batch's byte ranges, one engine call per file, with as little Python per step as
         the hot loop can have (no numpy passes per file)."""
         spf = self.data.spf
-        groups = {}
-        for s in samples.tolist():
-            f, k = divmod(s, spf)
-            g = groups.get(f)
-            if g is None:
-                groups[f] = [k]
-            else:
-                g.append(k)
         total = 0
         buf = self.buf
         if self.cfg.reader.reopen:          # a file opened for each sample
@@ -181,7 +187,7 @@ class Reader:
                                              xfer=self.xfer, out=buf, exact=True)
                 total += got
             return total
-        for f, ks in groups.items():
+        for f, ks in by_file(samples, spf).items():
             idx = self.data.index(f)
             offs = [int(idx.offsets[k]) for k in ks]
             lens = [int(idx.lengths[k]) for k in ks]

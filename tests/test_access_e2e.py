@@ -106,3 +106,25 @@ def test_stream_read_ahead_holds_a_buffer_per_thread_not_a_ring_of_batches(tmp_p
     got = sum(int(z["e0_bytes"][z["e0_op"] == 0].sum()) for z in logs)
     assert got == s["epochs"][0]["bytes_moved"] > 0
     assert s["epochs"][0]["samples"] == s["steps_per_epoch"] * 2 * cfg.reader.batch_size
+
+
+def test_a_file_opened_per_sample_reads_each_sample_once(tmp_path):
+    """reader.reopen=true with per-sample reads: an open and one read per sample, every sample
+    of the epoch once, the bytes the dataset's."""
+    from analysis.oplog_records import OPEN, READ
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.num_files_train=4", "dataset.num_samples_per_file=6",
+            "dataset.record_length=8k", "reader.batch_size=3", "reader.reopen=true",
+            "reader.read_threads=0", "train.epochs=1", "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    reads = opens = 0
+    seen = set()
+    for r in range(2):
+        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        op, fl, off = z["e0_op"], z["e0_file"], z["e0_offset"]
+        reads += int((op == READ).sum())
+        opens += int((op == OPEN).sum())
+        seen |= set(zip(fl[op == READ].tolist(), off[op == READ].tolist()))
+    assert reads == opens == len(seen) == 24
+    assert s["bytes_moved"] == 24 * 8192
