@@ -133,15 +133,22 @@ def write_advice(result, out_dir):
     paths = {k: os.path.join(out_dir, f"advise.{k}") for k in ("json", "md", "html")}
     if png:
         paths["png"] = os.path.join(out_dir, "speedup.png")
-        with open(paths["png"], "wb") as f:
-            f.write(png)
-    with open(paths["json"], "w") as f:
-        json.dump(result, f, indent=1, default=str)
-    with open(paths["md"], "w") as f:
-        f.write(_markdown(result, rows, "speedup.png" if png else None))
-    with open(paths["html"], "w") as f:
-        f.write(_html(result, rows, png))
+        write_whole(paths["png"], png)
+    write_whole(paths["json"], json.dumps(result, indent=1, default=str))
+    write_whole(paths["md"], _markdown(result, rows, "speedup.png" if png else None))
+    write_whole(paths["html"], _html(result, rows, png))
     return paths
+
+
+def write_whole(path, data):
+    """``data`` (text or bytes) at ``path`` whole or not at all: written as path.part, synced,
+    then renamed, so that a stopped study leaves no half-written report looking valid."""
+    tmp = f"{path}.part"
+    with open(tmp, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def summary_line(result):
