@@ -32,7 +32,8 @@ directory. Each value is derived as follows (the thresholds are the constants be
   dxt_metrics), or without DXT when that share of the bytes is in records whose reads ended in
   the first 10% of the run; else "on_demand".
 - ``reader.sample_shuffle``: "off" when the forward share of jumps is at least FORWARD_SHARE,
-  else "seed". With Darshan's counters over the data records (N reads, S sequential,
+  else "seed" (for HDF5 with a trace, over the reads of the dominant size only: libhdf5's
+  metadata reads are no sample order). With Darshan's counters over the data records (N reads, S sequential,
   C consecutive, R records that read): jumps are the N - C - R reads that are neither
   consecutive nor a record's first; backward ones are N - S - R; forward share = 1 - backward /
   jumps (1 without jumps). Sequential reading scores 1, random sample order about 0.5.
@@ -172,7 +173,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
 
     interface = _interface(char, fmt, layout, data, job, notes)
-    shuffle, forward = _shuffle(trace, basis, reading)
+    shuffle, forward = _shuffle(trace, basis, reading,
+                                transfer if fmt == "hdf5" and share >= DOMINANT_SHARE else None)
     evidence["forward_jump_share"] = forward
     pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
                                            file_size, notes, evidence)
@@ -235,7 +237,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
                     "num_samples_per_file": spf, "record_length": record,
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout")
-                       if k in evidence}},
+                       if k in evidence},
+                    **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
+                       if "hdf5_chunk" in evidence else {})},
         "reader": {"batch_size": batch, "read_threads": threads,
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},

@@ -251,7 +251,14 @@ def _interface(char, fmt, layout, data, job, notes):
     return "posix"
 
 
-def _shuffle(trace, basis, reading):
+def _shuffle(trace, basis, reading, sample_piece=None):
+    """(sample_shuffle, forward share of jumps); sample_piece, where given with a trace, keeps
+    only the trace's reads of that size (a format library's own metadata reads, such as
+    libhdf5's, interleave with the samples' and are no sample order)."""
+    if trace is not None and sample_piece:
+        pieces = trace[trace["length"] == sample_piece]
+        if len(pieces) >= 2:
+            return _shuffle(pieces, None, None)
     if basis == "POSIX":
         rows = reading
         n = int(rows["POSIX_READS"].clip(lower=0).sum())

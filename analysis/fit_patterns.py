@@ -10,7 +10,8 @@ analysis.fit: what a log shows of how a program read its samples, beyond sizes a
 - The order in which a rank takes its files (``file_order_ascending``): the files' first reads,
   rank by rank, in time order, against the files' names in sorted order.
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
-  over the data files' datasets); the file format from the superblock read (``hdf5_libver``).
+  over the data files' datasets); the file format from the superblock read (``hdf5_libver``);
+  a chunked dataset from reads of one size other than a sample's (``hdf5_chunk``).
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
@@ -77,6 +78,23 @@ def file_order_ascending(trace, names):
         if order != sorted(order):
             return False
     return True if seen_two else None
+
+
+def hdf5_chunk(trace, per_read):
+    """The chunk's bytes of a chunked HDF5 dataset: the read size that moves at least
+    STREAM_SHARE of the data files' bytes when it differs from a sample's (per_read, the bytes
+    of one H5Dread) and one holds a whole number of the other (libhdf5 reads a sample a chunk
+    at a time, or a chunk of several samples at once); else None (contiguous)."""
+    moved = trace.groupby("length")["length"].sum()
+    moved = moved[moved.index > 0]
+    if moved.empty:
+        return None
+    size = int(moved.idxmax())
+    if moved.max() < STREAM_SHARE * moved.sum() or size == per_read:
+        return None
+    if (size < per_read and per_read % size) or (size > per_read and size % per_read):
+        return None
+    return size
 
 
 def h5d_bytes_per_read(job, data_names):
@@ -203,9 +221,13 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         if block is not None:
             evidence["stream_block"] = block
             notes.append("files read front to back in fixed blocks: a stream; its records "
-                         "cannot be seen, samples of one block are chosen")
-            record = max(1, block - FRAMING.get(fmt, 0))
-            spf = max(1, -(-file_size // block))
+                         "cannot be seen, samples of about one block are chosen, as many "
+                         "as keep the files their size")
+            # samples of about one block, as many as keep the file its real size
+            spf = max(1, int(round(file_size / block)))
+            record = max(1, file_size // spf - FRAMING.get(fmt, 0))
+            if fmt == "csv":
+                record = max(4, record - record % 4)
             return record, spf, block, {"access": "stream"}, None, ascending
     if fmt == "hdf5":
         libver = hdf5_libver(trace)
@@ -214,6 +236,12 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         per_read = h5d_bytes_per_read(job, set(names.values()))
         if per_read:
             evidence["h5d_bytes_per_read"] = per_read
+            chunk = hdf5_chunk(trace, per_read)
+            if chunk is not None:
+                evidence["hdf5_chunk"] = chunk
+                notes.append(f"libhdf5 read the samples in {chunk}-byte pieces: a chunked "
+                             f"dataset (dataset.chunk_size={chunk}; the chunk's shape cannot "
+                             "be seen, its bytes are kept)")
             extra = {}
             opens = _opens(job, data)
             reads = _h5d_reads(job, set(names.values()))
