@@ -185,6 +185,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             record, spf, transfer_size = p_record, p_spf, p_transfer
         if order_off is not None and (p_record is not None or order_off):
             shuffle = "off" if order_off else "seed"
+    if "npy_loads" in evidence:
+        interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     evidence["record_length"] = record
     if layout == "shared" and trace is not None and read_type == "on_demand" \
             and fit_patterns.round_robin(trace, record, job.nprocs):
@@ -197,6 +199,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
+        elif "npy_loads" in evidence:        # a sample is a load: its header read
+            starts = (lambda r: r["offset"].to_numpy() == 0)
         compute, batch, threads, timing = _timeline(trace, record, starts)
         evidence["timeline"] = timing
         if compute > 0:

@@ -1,6 +1,8 @@
 """The input library's access pattern, recognised in a DXT trace of the data files' reads, for
 analysis.fit: what a log shows of how a program read its samples, beyond sizes and counts.
 
+- numpy.load of .npy files (``npy_loads``): every load reads a buffer's fill at offset 0
+  through POSIX (the header) and the array through STDIO (numpy.fromfile's fread).
 - numpy.load of NPZ files (``numpy_loads``): every load reads the zip end record, 22 bytes
   ending at the file's end (after a first read of a buffer's size at offset 0); the number of
   such reads is the number of loads, the first read's length the buffered file's size.
@@ -204,6 +206,17 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 epochs = max(1, int(round(count / (files * spf))))
             return (record, spf, 0, {"access": "numpy", "buffer_size": buffer}, epochs,
                     ascending)
+    if fmt == "npy":
+        loads = npy_loads(job, trace, data)
+        if loads is not None:
+            count, buffer, array = loads
+            evidence["npy_loads"] = {"loads": count, "buffer_size": buffer,
+                                     "array_bytes": array}
+            notes.append("numpy.load of .npy files: the header through a buffered file, the "
+                         "array through C stdio; a load reads the whole array, so the samples "
+                         "in it cannot be told apart: one sample per file")
+            return (array, 1, 0, {"access": "numpy", "buffer_size": buffer},
+                    max(1, int(round(count / files))), ascending)
     if fmt == "raw" and layout == "multi":
         image = image_pattern(trace, sizes)
         if image is not None:
@@ -250,6 +263,25 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 evidence["opens_per_h5d_read"] = opens / reads
             return (per_read, max(1, file_size // per_read), 0, extra, None, ascending)
     return None if ascending is None else (None, None, None, {}, None, ascending)
+
+
+def npy_loads(job, trace, data):
+    """(loads, buffer size, array bytes) of numpy.load calls on .npy files: every load reads
+    one buffer's fill at offset 0 through POSIX (the header) and the array through STDIO (one
+    fread by numpy.fromfile); None when the job does not show that."""
+    stdio = job.records.get("STDIO")
+    if stdio is None or stdio.empty:
+        return None
+    rows = stdio[stdio["id"].isin(list(data.index))]
+    freads = int(rows["STDIO_READS"].clip(lower=0).sum())
+    fbytes = int(rows["STDIO_BYTES_READ"].clip(lower=0).sum())
+    heads = trace[trace["length"] > 0]
+    if not freads or heads.empty or (heads["offset"] != 0).any():
+        return None
+    values, counts = np.unique(heads["length"].to_numpy(), return_counts=True)
+    if len(heads) < STREAM_SHARE * freads:
+        return None
+    return len(heads), int(values[np.argmax(counts)]), int(round(fbytes / freads))
 
 
 def load_starts(reads, sizes):

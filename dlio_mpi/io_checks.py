@@ -150,9 +150,13 @@ def validate_access(cfg):
             raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
                               "(not 0), and there is no shuffle buffer")
     else:
-        if ds.format != "npz":
-            raise ConfigError(f"{where} is numpy.load of NPZ files: dataset.format must be npz, "
-                              f"not {ds.format}")
+        if ds.format not in ("npz", "npy"):
+            raise ConfigError(f"{where} is numpy.load of NPZ or NPY files: dataset.format must "
+                              f"be npz or npy, not {ds.format}")
+        if ds.format == "npy" and io.interface != "posix":
+            raise ConfigError(f"{where} of NPY files reads the header through Python's file "
+                              "and the array through C stdio, as numpy does: io.interface "
+                              f"must be posix, not {io.interface}")
         if ds.compression != "none":
             raise ConfigError(f"{where} reads stored members: dataset.compression must be none")
         if io.interface not in ("posix", "stdio"):

@@ -113,8 +113,9 @@ SCHEMA = {
         # this project's own reader keys
         "access": Key("enum", "sample", "how the input library reads: each sample's byte "
                       "range (sample), the rank's files front to back in transfer_size blocks "
-                      "(stream: TFRecord, pandas), NPZ members as numpy.load reads them "
-                      "(numpy), or a file whole as an image decoder reads it: its header, then "
+                      "(stream: TFRecord, pandas), NPZ members or NPY files as numpy.load "
+                      "reads them (numpy: an NPY file's header through a buffered file, its "
+                      "array through C stdio), or a file whole as an image decoder reads it: its header, then "
                       "transfer_size requests through a buffered file (image: PIL)",
                       ("sample", "stream", "numpy", "image")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
