@@ -55,6 +55,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw data files' bytes,
   each file's first write before its first read (a write-then-read benchmark such as IOR);
   ``io.write_fsync`` when it synced them.
+- Forked worker processes (a data loader's, each with a non-MPI log; analysis.loader gives
+  them their parent's rank): ``reader.read_threads`` is the most workers of a rank alive at
+  once.
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
 it. Checkpoints are not fitted.
 """
@@ -109,6 +112,19 @@ class Fit:
     def to_dict(self):
         return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,
                 "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def _worker_threads(workers):
+    """The most worker processes of a rank alive at once (their logs' spans), median over
+    the ranks that had workers."""
+    most = []
+    for spans in workers.values():
+        starts = np.sort([a for a, _ in spans])
+        ends = np.sort([b for _, b in spans])
+        alive = np.searchsorted(starts, starts, side="right") \
+            - np.searchsorted(ends, starts, side="right")
+        most.append(int(alive.max()))
+    return max(1, int(round(float(np.median(most)))))
 
 
 def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
@@ -214,6 +230,12 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append("without a DXT trace of the reads on demand, batches, compute and read "
                      "concurrency cannot be seen: reader.batch_size 1, no compute, no read "
                      "threads")
+    if job.workers:
+        threads = _worker_threads(job.workers)
+        notes.append(f"each rank's reads were made by forked worker processes (a data "
+                     f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
+                     f"as reader.read_threads {threads}")
+        evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)

@@ -68,10 +68,11 @@ def stream_block(trace, sizes):
 
 
 def file_order_ascending(trace, names):
-    """True when every rank takes its files in the ascending order of their names (each file's
-    first read, in time order), None without at least two files on some rank."""
+    """True when every rank (every process, where a rank's worker processes read) takes its
+    files in the ascending order of their names (each file's first read, in time order), None
+    without at least two files on some rank."""
     seen_two = False
-    for _, reads in trace.groupby("rank", sort=False):
+    for _, reads in trace.groupby("process" if "process" in trace else "rank", sort=False):
         first = reads.sort_values("start", kind="stable").drop_duplicates("id")
         order = [names.get(int(i), "") for i in first["id"]]
         if len(order) < 2:
@@ -268,19 +269,20 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
 def npy_loads(job, trace, data):
     """(loads, buffer size, array bytes) of numpy.load calls on .npy files: every load reads
     one buffer's fill at offset 0 through POSIX (the header) and the array through STDIO (one
-    fread by numpy.fromfile); None when the job does not show that."""
+    fread by numpy.fromfile); None when the job does not show that (at least STREAM_SHARE of
+    the traced bytes in those header reads, and about as many of them as freads)."""
     stdio = job.records.get("STDIO")
     if stdio is None or stdio.empty:
         return None
     rows = stdio[stdio["id"].isin(list(data.index))]
     freads = int(rows["STDIO_READS"].clip(lower=0).sum())
     fbytes = int(rows["STDIO_BYTES_READ"].clip(lower=0).sum())
-    heads = trace[trace["length"] > 0]
-    if not freads or heads.empty or (heads["offset"] != 0).any():
+    moved = int(trace["length"].sum())
+    heads = trace[(trace["length"] > 0) & (trace["offset"] == 0)]
+    if not freads or heads.empty or int(heads["length"].sum()) < STREAM_SHARE * moved \
+            or len(heads) < STREAM_SHARE * freads:
         return None
     values, counts = np.unique(heads["length"].to_numpy(), return_counts=True)
-    if len(heads) < STREAM_SHARE * freads:
-        return None
     return len(heads), int(values[np.argmax(counts)]), int(round(fbytes / freads))
 
 
