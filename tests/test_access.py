@@ -167,6 +167,8 @@ def test_numpy_reads_wider_dtype(tmp_path):
     (["reader.access=numpy", "dataset.format=raw"], "dataset.format must be npz"),
     (["reader.access=numpy", "dataset.format=npz", "dataset.compression=zip"], "stored"),
     (["reader.access=numpy", "dataset.format=npz", "io.interface=mmap"], "buffered file"),
+    (["reader.access=numpy", "dataset.format=npy", "io.interface=stdio"],
+     "io.interface must be posix"),
     (["reader.shuffle_size=4"], "reader.access=stream"),
     (["reader.access=image", "dataset.num_samples_per_file=2"], "an image per file"),
     (["reader.access=image", "dataset.num_samples_per_file=1", "io.interface=mmap"],
