@@ -8,7 +8,8 @@ analysis.fit: what a log shows of how a program read its samples, beyond sizes a
   such reads is the number of loads, the first read's length the buffered file's size.
 - A stream (``stream_block``): every rank reads each of its files front to back in blocks of
   one size B (the last one shorter), regardless of what the records are, as TensorFlow's
-  TFRecord reader and pandas do; B is the block size.
+  TFRecord reader and pandas do; B is the block size, and the reads that return nothing at a
+  file's end (pandas makes 2) are ``reader.eof_reads``.
 - The order in which a rank takes its files (``file_order_ascending``): the files' first reads,
   rank by rank, in time order, against the files' names in sorted order.
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
@@ -43,15 +44,17 @@ def numpy_loads(trace, sizes):
 
 
 def stream_block(trace, sizes):
-    """The block size B when at least STREAM_SHARE of the (rank, file) pairs read their file
-    front to back in B-byte reads (the last one up to the file's end, possibly shorter), else
-    None. A file read whole in one read does not tell a block size."""
-    blocks, pairs, streamed = [], 0, 0
+    """(B, E) when at least STREAM_SHARE of the (rank, file) pairs read their file front to
+    back in B-byte reads (the last one up to the file's end, possibly shorter), E the median
+    number of reads that returned nothing at the end of a streamed file; else None. A file
+    read whole in one read does not tell a block size."""
+    blocks, eofs, pairs, streamed = [], [], 0, 0
     for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
         pairs += 1
         reads = reads.sort_values("start", kind="stable")
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
         ln_data = ln[ln > 0]
+        tail = int(((ln == 0) & (off == (off + ln)[ln > 0].max(initial=0))).sum())
         off = off[ln > 0]
         if len(ln_data) < 2:
             continue
@@ -61,10 +64,11 @@ def stream_block(trace, sizes):
         if whole:
             streamed += 1
             blocks.append(b)
+            eofs.append(tail)
     if not pairs or streamed < STREAM_SHARE * pairs or not blocks:
         return None
     values, counts = np.unique(blocks, return_counts=True)
-    return int(values[np.argmax(counts)])
+    return int(values[np.argmax(counts)]), int(round(float(np.median(eofs))))
 
 
 def file_order_ascending(trace, names):
@@ -231,9 +235,11 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
     if fmt in ("tfrecord", "csv") and layout == "multi":
         # the formats whose readers stream (for others, reading samples in file order is
         # the same I/O and is fitted as such)
-        block = stream_block(trace, sizes)
-        if block is not None:
+        stream = stream_block(trace, sizes)
+        if stream is not None:
+            block, eof = stream
             evidence["stream_block"] = block
+            extra = {"access": "stream", **({"eof_reads": eof} if eof else {})}
             notes.append("files read front to back in fixed blocks: a stream; its records "
                          "cannot be seen, samples of about one block are chosen, as many "
                          "as keep the files their size")
@@ -242,7 +248,7 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             record = max(1, file_size // spf - FRAMING.get(fmt, 0))
             if fmt == "csv":
                 record = max(4, record - record % 4)
-            return record, spf, block, {"access": "stream"}, None, ascending
+            return record, spf, block, extra, None, ascending
     if fmt == "hdf5":
         libver = hdf5_libver(trace)
         if libver is not None:

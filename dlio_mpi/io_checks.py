@@ -114,6 +114,10 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
+    if rd.eof_reads and (rd.access != "stream" or io.interface not in ("posix", "stdio",
+                                                                       "mpiio")):
+        raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
+                          "reader.access=stream and io.interface posix, stdio or mpiio")
     if rd.access == "sample":
         if rd.shuffle_size:
             raise ConfigError("reader.shuffle_size is the shuffle buffer of reader.access=stream; "

@@ -126,6 +126,9 @@ SCHEMA = {
         "buffer_size": Key("size", 0, "reader.access=numpy and image: the buffered file's size "
                            "(0: the file system's st_blksize, as Python's open uses)",
                            minimum=0),
+        "eof_reads": Key("int", 0, "reader.access=stream: reads at each file's end after its "
+                         "last block, which return nothing (a reader that reads to the end "
+                         "asks again: pandas' CSV reader makes 2)", minimum=0),
         "shuffle_size": Key("int", 0, "reader.access=stream with sample_shuffle: samples in "
                             "the shuffle buffer (reads run this far ahead)", minimum=0),
         "preprocess_time": Key("time", 0.0, "emulated preprocessing per sample (s)"),

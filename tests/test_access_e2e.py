@@ -172,3 +172,40 @@ def test_numpy_access_of_npy_files_is_numpy_load(tmp_path, threads):
                     assert [g for g in got if g[0] == f] == [w for w in want if w[0] == f]
                 got, want = sorted(got), sorted(want)
             assert got == want
+
+
+class _AllReads(io.FileIO):
+    """A file that notes (offset, bytes returned) of every read, those returning nothing too."""
+
+    def __init__(self, path, log):
+        super().__init__(path)
+        self.log = log
+
+    def readinto(self, b):
+        pos = self.tell()
+        n = super().readinto(b)
+        self.log.append((pos, n))
+        return n
+
+
+def test_stream_of_csv_files_is_pandas_read_csv(tmp_path):
+    """pandas.read_csv of a file (its C parser reads 256 KiB at a time to the end, then twice
+    more at the end) against the stream's reads with reader.eof_reads=2, read for read."""
+    import pandas as pd
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.format=csv", "dataset.num_files_train=4", "dataset.num_samples_per_file=3",
+            "dataset.record_length=300k", "reader.batch_size=1", "train.epochs=1",
+            "train.computation_time=0", "reader.access=stream", "reader.transfer_size=256k",
+            "reader.eof_reads=2", "reader.sample_shuffle=off", "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    for r in range(2):
+        got = _reads(load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz"), 0)
+        files = list(dict.fromkeys(f for f, _, _ in got))
+        assert len(files) == 2
+        for f in files:
+            log = []
+            with io.BufferedReader(_AllReads(data.path(f), log)) as fh:
+                pd.read_csv(fh, header=None)
+            assert [(o, n) for ff, o, n in got if ff == f] == log
