@@ -32,7 +32,8 @@ directory. Each value is derived as follows (the thresholds are the constants be
   dxt_metrics), or without DXT when that share of the bytes is in records whose reads ended in
   the first 10% of the run; else "on_demand".
 - ``reader.sample_shuffle``: "off" when the forward share of jumps is at least FORWARD_SHARE,
-  else "seed". With Darshan's counters over the data records (N reads, S sequential,
+  else "seed" (for HDF5 with a trace, over the reads of the dominant size only: libhdf5's
+  metadata reads are no sample order). With Darshan's counters over the data records (N reads, S sequential,
   C consecutive, R records that read): jumps are the N - C - R reads that are neither
   consecutive nor a record's first; backward ones are N - S - R; forward share = 1 - backward /
   jumps (1 without jumps). Sequential reading scores 1, random sample order about 0.5.
@@ -54,6 +55,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw data files' bytes,
   each file's first write before its first read (a write-then-read benchmark such as IOR);
   ``io.write_fsync`` when it synced them.
+- Forked worker processes (a data loader's, each with a non-MPI log; analysis.loader gives
+  them their parent's rank): ``reader.read_threads`` is the most workers of a rank alive at
+  once.
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
 it. Checkpoints are not fitted.
 """
@@ -108,6 +112,19 @@ class Fit:
     def to_dict(self):
         return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,
                 "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def _worker_threads(workers):
+    """The most worker processes of a rank alive at once (their logs' spans), median over
+    the ranks that had workers."""
+    most = []
+    for spans in workers.values():
+        starts = np.sort([a for a, _ in spans])
+        ends = np.sort([b for _, b in spans])
+        alive = np.searchsorted(starts, starts, side="right") \
+            - np.searchsorted(ends, starts, side="right")
+        most.append(int(alive.max()))
+    return max(1, int(round(float(np.median(most)))))
 
 
 def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
@@ -172,7 +189,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
 
     interface = _interface(char, fmt, layout, data, job, notes)
-    shuffle, forward = _shuffle(trace, basis, reading)
+    shuffle, forward = _shuffle(trace, basis, reading,
+                                transfer if fmt == "hdf5" and share >= DOMINANT_SHARE else None)
     evidence["forward_jump_share"] = forward
     pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
                                            file_size, notes, evidence)
@@ -183,6 +201,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             record, spf, transfer_size = p_record, p_spf, p_transfer
         if order_off is not None and (p_record is not None or order_off):
             shuffle = "off" if order_off else "seed"
+    if "npy_loads" in evidence:
+        interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     evidence["record_length"] = record
     if layout == "shared" and trace is not None and read_type == "on_demand" \
             and fit_patterns.round_robin(trace, record, job.nprocs):
@@ -195,6 +215,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
+        elif "npy_loads" in evidence:        # a sample is a load: its header read
+            starts = (lambda r: r["offset"].to_numpy() == 0)
         compute, batch, threads, timing = _timeline(trace, record, starts)
         evidence["timeline"] = timing
         if compute > 0:
@@ -208,6 +230,12 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append("without a DXT trace of the reads on demand, batches, compute and read "
                      "concurrency cannot be seen: reader.batch_size 1, no compute, no read "
                      "threads")
+    if job.workers:
+        threads = _worker_threads(job.workers)
+        notes.append(f"each rank's reads were made by forked worker processes (a data "
+                     f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
+                     f"as reader.read_threads {threads}")
+        evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
@@ -235,7 +263,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
                     "num_samples_per_file": spf, "record_length": record,
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout")
-                       if k in evidence}},
+                       if k in evidence},
+                    **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
+                       if "hdf5_chunk" in evidence else {})},
         "reader": {"batch_size": batch, "read_threads": threads,
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},

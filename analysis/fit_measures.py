@@ -93,7 +93,9 @@ def _stem(job):
 
 
 def _file_table(job):
-    """Per file id: name, data (bool), format, ranks reading it, bytes read, size, module."""
+    """Per file id: name, data (bool), format, ranks reading it, bytes read, size, module.
+    With POSIX records, a file's STDIO reads count too (C stdio's reads are below Darshan's
+    POSIX wrappers); the counters returned (reading) are the basis module's."""
     basis = next((m for m in ("POSIX", "STDIO", "MPI-IO")
                   if m in job.records and not job.records[m].empty), None)
     if basis is None:
@@ -117,6 +119,20 @@ def _file_table(job):
         "size": grouped["max_byte"].max() + 1,
         "ranks": grouped["rank"].agg(lambda r: job.nprocs if (r < 0).any() else r.nunique()),
     })
+    stdio = job.records.get("STDIO")
+    if basis == "POSIX" and stdio is not None and not stdio.empty:
+        # reads through C stdio (fread: numpy.fromfile, pandas' C parser) reach the file
+        # system below Darshan's POSIX wrappers: a file's STDIO reads add to its POSIX ones
+        rows = stdio[stdio["STDIO_BYTES_READ"] > 0]
+        extra = pd.DataFrame({"id": rows["id"].to_numpy(), "rank": rows["rank"].to_numpy(),
+                              "bytes_read": rows["STDIO_BYTES_READ"].to_numpy(),
+                              "max_byte": rows["STDIO_MAX_BYTE_READ"].to_numpy()})
+        both = pd.concat([per_file, extra]).groupby("id")
+        table = pd.DataFrame({
+            "bytes_read": both["bytes_read"].sum(),
+            "size": both["max_byte"].max() + 1,
+            "ranks": both["rank"].agg(lambda r: job.nprocs if (r < 0).any() else r.nunique()),
+        })
     table["name"] = [job.names.get(int(i), "") for i in table.index]
     table["data"] = [is_data_file(n) for n in table["name"]]
     table["format"] = [file_format(n, int(i) in hdf5) for i, n in zip(table.index,
@@ -251,7 +267,14 @@ def _interface(char, fmt, layout, data, job, notes):
     return "posix"
 
 
-def _shuffle(trace, basis, reading):
+def _shuffle(trace, basis, reading, sample_piece=None):
+    """(sample_shuffle, forward share of jumps); sample_piece, where given with a trace, keeps
+    only the trace's reads of that size (a format library's own metadata reads, such as
+    libhdf5's, interleave with the samples' and are no sample order)."""
+    if trace is not None and sample_piece:
+        pieces = trace[trace["length"] == sample_piece]
+        if len(pieces) >= 2:
+            return _shuffle(pieces, None, None)
     if basis == "POSIX":
         rows = reading
         n = int(rows["POSIX_READS"].clip(lower=0).sum())

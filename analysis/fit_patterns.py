@@ -1,16 +1,20 @@
 """The input library's access pattern, recognised in a DXT trace of the data files' reads, for
 analysis.fit: what a log shows of how a program read its samples, beyond sizes and counts.
 
+- numpy.load of .npy files (``npy_loads``): every load reads a buffer's fill at offset 0
+  through POSIX (the header) and the array through STDIO (numpy.fromfile's fread).
 - numpy.load of NPZ files (``numpy_loads``): every load reads the zip end record, 22 bytes
   ending at the file's end (after a first read of a buffer's size at offset 0); the number of
   such reads is the number of loads, the first read's length the buffered file's size.
 - A stream (``stream_block``): every rank reads each of its files front to back in blocks of
   one size B (the last one shorter), regardless of what the records are, as TensorFlow's
-  TFRecord reader and pandas do; B is the block size.
+  TFRecord reader and pandas do; B is the block size, and the reads that return nothing at a
+  file's end (pandas makes 2) are ``reader.eof_reads``.
 - The order in which a rank takes its files (``file_order_ascending``): the files' first reads,
   rank by rank, in time order, against the files' names in sorted order.
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
-  over the data files' datasets); the file format from the superblock read (``hdf5_libver``).
+  over the data files' datasets); the file format from the superblock read (``hdf5_libver``);
+  a chunked dataset from reads of one size other than a sample's (``hdf5_chunk``).
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
@@ -40,15 +44,17 @@ def numpy_loads(trace, sizes):
 
 
 def stream_block(trace, sizes):
-    """The block size B when at least STREAM_SHARE of the (rank, file) pairs read their file
-    front to back in B-byte reads (the last one up to the file's end, possibly shorter), else
-    None. A file read whole in one read does not tell a block size."""
-    blocks, pairs, streamed = [], 0, 0
+    """(B, E) when at least STREAM_SHARE of the (rank, file) pairs read their file front to
+    back in B-byte reads (the last one up to the file's end, possibly shorter), E the median
+    number of reads that returned nothing at the end of a streamed file; else None. A file
+    read whole in one read does not tell a block size."""
+    blocks, eofs, pairs, streamed = [], [], 0, 0
     for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
         pairs += 1
         reads = reads.sort_values("start", kind="stable")
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
         ln_data = ln[ln > 0]
+        tail = int(((ln == 0) & (off == (off + ln)[ln > 0].max(initial=0))).sum())
         off = off[ln > 0]
         if len(ln_data) < 2:
             continue
@@ -58,17 +64,19 @@ def stream_block(trace, sizes):
         if whole:
             streamed += 1
             blocks.append(b)
+            eofs.append(tail)
     if not pairs or streamed < STREAM_SHARE * pairs or not blocks:
         return None
     values, counts = np.unique(blocks, return_counts=True)
-    return int(values[np.argmax(counts)])
+    return int(values[np.argmax(counts)]), int(round(float(np.median(eofs))))
 
 
 def file_order_ascending(trace, names):
-    """True when every rank takes its files in the ascending order of their names (each file's
-    first read, in time order), None without at least two files on some rank."""
+    """True when every rank (every process, where a rank's worker processes read) takes its
+    files in the ascending order of their names (each file's first read, in time order), None
+    without at least two files on some rank."""
     seen_two = False
-    for _, reads in trace.groupby("rank", sort=False):
+    for _, reads in trace.groupby("process" if "process" in trace else "rank", sort=False):
         first = reads.sort_values("start", kind="stable").drop_duplicates("id")
         order = [names.get(int(i), "") for i in first["id"]]
         if len(order) < 2:
@@ -77,6 +85,23 @@ def file_order_ascending(trace, names):
         if order != sorted(order):
             return False
     return True if seen_two else None
+
+
+def hdf5_chunk(trace, per_read):
+    """The chunk's bytes of a chunked HDF5 dataset: the read size that moves at least
+    STREAM_SHARE of the data files' bytes when it differs from a sample's (per_read, the bytes
+    of one H5Dread) and one holds a whole number of the other (libhdf5 reads a sample a chunk
+    at a time, or a chunk of several samples at once); else None (contiguous)."""
+    moved = trace.groupby("length")["length"].sum()
+    moved = moved[moved.index > 0]
+    if moved.empty:
+        return None
+    size = int(moved.idxmax())
+    if moved.max() < STREAM_SHARE * moved.sum() or size == per_read:
+        return None
+    if (size < per_read and per_read % size) or (size > per_read and size % per_read):
+        return None
+    return size
 
 
 def h5d_bytes_per_read(job, data_names):
@@ -186,6 +211,17 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 epochs = max(1, int(round(count / (files * spf))))
             return (record, spf, 0, {"access": "numpy", "buffer_size": buffer}, epochs,
                     ascending)
+    if fmt == "npy":
+        loads = npy_loads(job, trace, data)
+        if loads is not None:
+            count, buffer, array = loads
+            evidence["npy_loads"] = {"loads": count, "buffer_size": buffer,
+                                     "array_bytes": array}
+            notes.append("numpy.load of .npy files: the header through a buffered file, the "
+                         "array through C stdio; a load reads the whole array, so the samples "
+                         "in it cannot be told apart: one sample per file")
+            return (array, 1, 0, {"access": "numpy", "buffer_size": buffer},
+                    max(1, int(round(count / files))), ascending)
     if fmt == "raw" and layout == "multi":
         image = image_pattern(trace, sizes)
         if image is not None:
@@ -199,14 +235,20 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
     if fmt in ("tfrecord", "csv") and layout == "multi":
         # the formats whose readers stream (for others, reading samples in file order is
         # the same I/O and is fitted as such)
-        block = stream_block(trace, sizes)
-        if block is not None:
+        stream = stream_block(trace, sizes)
+        if stream is not None:
+            block, eof = stream
             evidence["stream_block"] = block
+            extra = {"access": "stream", **({"eof_reads": eof} if eof else {})}
             notes.append("files read front to back in fixed blocks: a stream; its records "
-                         "cannot be seen, samples of one block are chosen")
-            record = max(1, block - FRAMING.get(fmt, 0))
-            spf = max(1, -(-file_size // block))
-            return record, spf, block, {"access": "stream"}, None, ascending
+                         "cannot be seen, samples of about one block are chosen, as many "
+                         "as keep the files their size")
+            # samples of about one block, as many as keep the file its real size
+            spf = max(1, int(round(file_size / block)))
+            record = max(1, file_size // spf - FRAMING.get(fmt, 0))
+            if fmt == "csv":
+                record = max(4, record - record % 4)
+            return record, spf, block, extra, None, ascending
     if fmt == "hdf5":
         libver = hdf5_libver(trace)
         if libver is not None:
@@ -214,6 +256,12 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         per_read = h5d_bytes_per_read(job, set(names.values()))
         if per_read:
             evidence["h5d_bytes_per_read"] = per_read
+            chunk = hdf5_chunk(trace, per_read)
+            if chunk is not None:
+                evidence["hdf5_chunk"] = chunk
+                notes.append(f"libhdf5 read the samples in {chunk}-byte pieces: a chunked "
+                             f"dataset (dataset.chunk_size={chunk}; the chunk's shape cannot "
+                             "be seen, its bytes are kept)")
             extra = {}
             opens = _opens(job, data)
             reads = _h5d_reads(job, set(names.values()))
@@ -222,6 +270,26 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 evidence["opens_per_h5d_read"] = opens / reads
             return (per_read, max(1, file_size // per_read), 0, extra, None, ascending)
     return None if ascending is None else (None, None, None, {}, None, ascending)
+
+
+def npy_loads(job, trace, data):
+    """(loads, buffer size, array bytes) of numpy.load calls on .npy files: every load reads
+    one buffer's fill at offset 0 through POSIX (the header) and the array through STDIO (one
+    fread by numpy.fromfile); None when the job does not show that (at least STREAM_SHARE of
+    the traced bytes in those header reads, and about as many of them as freads)."""
+    stdio = job.records.get("STDIO")
+    if stdio is None or stdio.empty:
+        return None
+    rows = stdio[stdio["id"].isin(list(data.index))]
+    freads = int(rows["STDIO_READS"].clip(lower=0).sum())
+    fbytes = int(rows["STDIO_BYTES_READ"].clip(lower=0).sum())
+    moved = int(trace["length"].sum())
+    heads = trace[(trace["length"] > 0) & (trace["offset"] == 0)]
+    if not freads or heads.empty or int(heads["length"].sum()) < STREAM_SHARE * moved \
+            or len(heads) < STREAM_SHARE * freads:
+        return None
+    values, counts = np.unique(heads["length"].to_numpy(), return_counts=True)
+    return len(heads), int(values[np.argmax(counts)]), int(round(fbytes / freads))
 
 
 def load_starts(reads, sizes):

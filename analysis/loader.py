@@ -7,6 +7,7 @@ and joins them into one job, as if one MPI job of all their processes had writte
 
 import glob
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -28,7 +29,11 @@ class DarshanJob:
     """The Darshan data of one job, from one log or from the per-process logs of a set.
 
     Ranks are global: the ranks of the i-th log of a set (logs in path order) are shifted by
-    the process counts of the logs before it. Rank -1 marks a record that Darshan reduced over
+    the process counts of the logs before it. A process forked by another of the set (told by
+    Darshan's log names: a child keeps its parent's job id) takes its parent's rank and is
+    listed in ``workers`` (DXT segments then carry a ``process`` column, the index of the log
+    that traced them); with such workers, one-process logs without any record (the
+    launcher's helpers) are no process of the job. Rank -1 marks a record that Darshan reduced over
     all processes of a log (a file every process opened); in a one-process log such a record
     belongs to that process and carries its rank instead.
 
@@ -57,6 +62,9 @@ class DarshanJob:
     # file record id -> the lowest layer the source observed of it, "MPI-IO" or "HDF5" (none:
     # "POSIX", as in every Darshan log; analysis.layers)
     layers: dict = field(default_factory=dict)
+    # rank -> [(start, end) of each forked worker process of that rank (s since start_time)]:
+    # a data loader's workers, each with a non-MPI log of its own, read as threads of the rank
+    workers: dict = field(default_factory=dict)
 
 
 def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):
@@ -121,17 +129,65 @@ def _heatmap_messages(log):
     return messages
 
 
+LOG_NAME_IDS = re.compile(r"_id(\d+)-(\d+)_")
+
+
+def _parents(logs):
+    """For each log, the index of the log of the process it was forked from, or None. Darshan
+    names a non-MPI process's log ..._id<job id>-<pid>_...; a forked child (a data loader's
+    worker) keeps its parent's job id, which is then another log's pid."""
+    ids = []
+    for log in logs:
+        m = LOG_NAME_IDS.search(os.path.basename(log.path)) if log.nprocs == 1 else None
+        ids.append((int(m.group(1)), int(m.group(2))) if m else None)
+    by_pid = {pid: i for i, v in enumerate(ids) if v for job, pid in [v] if job == pid}
+    return [by_pid.get(v[0]) if v and v[0] != v[1] else None for v in ids]
+
+
+def _roles(logs):
+    """(parent of each log or None, logs that are processes of the job). With forked workers
+    in the set, a one-process log that holds no records, no trace and no workers (the
+    launcher's helpers, such as orted, or a shell command the program ran) is none of the
+    job's processes."""
+    parents = _parents(logs)
+    if not any(p is not None for p in parents):
+        return parents, [True] * len(logs)
+    has_workers = {p for p in parents if p is not None}
+    keep = [parents[i] is not None or i in has_workers or log.nprocs > 1
+            or any(not f.empty for f in log.records.values())
+            or any(not f.empty for f in log.dxt_segments.values())
+            for i, log in enumerate(logs)]
+    return parents, keep
+
+
 def _combine(logs, dxt, messages):
     job_start = min(log.start_time for log in logs)
-    first_ranks = np.cumsum([0] + [log.nprocs for log in logs[:-1]])
+    parents, keep = _roles(logs)
+    first_ranks, workers, nprocs = [], {}, 0
+    for i, log in enumerate(logs):
+        root = i
+        while parents[root] is not None:
+            root = parents[root]
+        if root != i:       # a worker takes its root process's rank
+            rank = first_ranks[root]
+            workers.setdefault(int(rank), []).append(
+                (log.start_time - job_start, log.start_time - job_start + log.run_time))
+            first_ranks.append(rank)
+        else:
+            first_ranks.append(nprocs)
+            nprocs += log.nprocs if keep[i] else 0
     records, segments = {}, {}
-    for log, first_rank in zip(logs, first_ranks):
+    for log, first_rank, kept in zip(logs, first_ranks, keep):
+        if not kept:
+            continue
         offset = log.start_time - job_start
         for mod, frame in log.records.items():
             frame["rank"] = _global_ranks(frame["rank"].to_numpy(), log.nprocs, first_rank)
             records.setdefault(mod, []).append(frame)
         for mod, frame in log.dxt_segments.items():
             frame["rank"] = _global_ranks(frame["rank"].to_numpy(), log.nprocs, first_rank)
+            if workers:     # which process of its rank made each call
+                frame["process"] = logs.index(log)
             frame["start"] += offset
             frame["end"] += offset
             segments.setdefault(mod, []).append(frame)
@@ -144,8 +200,8 @@ def _combine(logs, dxt, messages):
                 summed[op] += value
     return DarshanJob(
         paths=tuple(log.path for log in logs),
-        exe=logs[0].exe,
-        nprocs=sum(log.nprocs for log in logs),
+        exe=next(log.exe for log, kept in zip(logs, keep) if kept),
+        nprocs=nprocs,
         start_time=job_start,
         run_time=max(log.start_time - job_start + log.run_time for log in logs),
         log_versions=tuple(dict.fromkeys(log.version for log in logs)),
@@ -158,6 +214,7 @@ def _combine(logs, dxt, messages):
         warnings=messages,
         names=names,
         heatmap_bins=_combine_heatmaps(logs, job_start),
+        workers=workers,
     )
 
 

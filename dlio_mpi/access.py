@@ -105,14 +105,16 @@ def block_reads(size, xfer, align=1):
     return offs, lens
 
 
-def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align=1):
+def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align=1, eof=0):
     """The ReadPlan of a rank streaming `files` (in order) for `steps` steps of `batch` samples,
     reading `lead` samples ahead (a shuffle buffer), in blocks of xfer bytes.
 
     file_sizes[i] is the size of files[i]; sample_ends[i] the end offset of each of its samples
     (in file order). By the end of step k the stream must hold sample (k+1)*batch+lead-1 (of the
     rank's whole stream, capped at its last sample): every block starting before that sample's
-    end is read by then, each block at the first step that needs it."""
+    end is read by then, each block at the first step that needs it. eof reads of xfer bytes
+    (the file's size with xfer 0) at each file's end follow its last block: they return
+    nothing, as a reader's reads to the end do once it is there."""
     files = np.asarray(files, dtype=np.int64)
     sizes = np.asarray(file_sizes, dtype=np.int64)
     base = np.concatenate([[0], np.cumsum(sizes)])
@@ -128,11 +130,15 @@ def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align
         if base[i] >= must[-1]:
             break
         o, n = block_reads(size, xfer, align)
+        if eof and size > 0:
+            o = np.concatenate([o, np.full(eof, size, np.int64)])
+            n = np.concatenate([n, np.full(eof, xfer if xfer > 0 else size, np.int64)])
         fi.append(np.full(len(o), i, np.int64))
         offs.append(o)
         lens.append(n)
     fi, offs, lens = np.concatenate(fi), np.concatenate(offs), np.concatenate(lens)
-    step_of = np.searchsorted(must, base[fi] + offs, side="right")
+    # a read at a file's end belongs with its last block
+    step_of = np.searchsorted(must, base[fi] + np.minimum(offs, sizes[fi] - 1), side="right")
     keep = step_of < steps
     step_of, fi, offs, lens = step_of[keep], fi[keep], offs[keep], lens[keep]
     first = np.searchsorted(step_of, np.arange(steps + 1), side="left").astype(np.int64)

@@ -114,6 +114,10 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
+    if rd.eof_reads and (rd.access != "stream" or io.interface not in ("posix", "stdio",
+                                                                       "mpiio")):
+        raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
+                          "reader.access=stream and io.interface posix, stdio or mpiio")
     if rd.access == "sample":
         if rd.shuffle_size:
             raise ConfigError("reader.shuffle_size is the shuffle buffer of reader.access=stream; "
@@ -150,9 +154,13 @@ def validate_access(cfg):
             raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
                               "(not 0), and there is no shuffle buffer")
     else:
-        if ds.format != "npz":
-            raise ConfigError(f"{where} is numpy.load of NPZ files: dataset.format must be npz, "
-                              f"not {ds.format}")
+        if ds.format not in ("npz", "npy"):
+            raise ConfigError(f"{where} is numpy.load of NPZ or NPY files: dataset.format must "
+                              f"be npz or npy, not {ds.format}")
+        if ds.format == "npy" and io.interface != "posix":
+            raise ConfigError(f"{where} of NPY files reads the header through Python's file "
+                              "and the array through C stdio, as numpy does: io.interface "
+                              f"must be posix, not {io.interface}")
         if ds.compression != "none":
             raise ConfigError(f"{where} reads stored members: dataset.compression must be none")
         if io.interface not in ("posix", "stdio"):

@@ -3,7 +3,11 @@ numpy), planned per epoch by dlio_mpi.access and issued by the native engines, o
 per run of reads of one file (no Python per read).
 
 With reader.access=numpy every sample's file is opened for its reads and closed after, as
-numpy.load does (read-ahead keeps a file open while its requests are queued).
+numpy.load does (read-ahead keeps a file open while its requests are queued). numpy.load of a
+.npy file (dataset.format=npy) reads the header through Python's buffered file (one buffer's
+fill at offset 0, through io.interface) and the array through numpy.fromfile, which reads it
+with C stdio (fread of the whole array after the header, on a stream of its own): each load
+is these two reads, the second through a STDIO stream opened for it.
 
 With reader.read_threads >= 1 (every interface a pattern reads through: POSIX, STDIO,
 independent MPI-IO), C read-ahead threads run the epoch's reads ahead
@@ -77,7 +81,8 @@ class PatternReader(Reader):
             lead = self.cfg.reader.shuffle_size if self.cfg.reader.sample_shuffle != "off" \
                 else 0
             self.reads = access.stream_reads(files, sizes, ends, len(plan), self.batch, lead,
-                                             self.xfer, self.align)
+                                             self.xfer, self.align,
+                                             self.cfg.reader.eof_reads)
         else:
             # numpy.load and an image decoder open the file for every sample they read
             ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
@@ -97,11 +102,21 @@ class PatternReader(Reader):
         the file's directory itself, and those reads are part of the pattern)."""
         return tuple(formats.sample_sizes(self.data.spec, f).tolist())
 
+    def _npy(self):
+        return self.access == "numpy" and self.data.spec.format == "npy"
+
     def _numpy_ranges(self, f, local):
         if self._blksize is None:
             self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
                 or 4096
         spec = self.data.spec
+        if spec.format == "npy":      # every sample's load reads the header, then the array
+            idx = self.data.index(f)
+            start = int(idx.offsets[0]) if len(idx.offsets) else idx.file_size
+            k = len(np.asarray(local))
+            o = np.array([0, start], np.int64)
+            n = np.array([min(self._blksize, idx.file_size), idx.file_size - start], np.int64)
+            return np.tile(o, k), np.tile(n, k)
         if spec.npz_layout != "per_sample":   # each sample's load reads the same (all of x;
             _, o, n = self._whole_load(f)     # the file's one shot)
             k = len(np.asarray(local))
@@ -128,6 +143,8 @@ class PatternReader(Reader):
                                          self._blksize or 4096)
 
     def _file_size(self, f):
+        if self._npy():
+            return self.data.index(f).file_size
         if self.access == "numpy" and self.data.spec.npz_layout != "per_sample":
             return self._whole_load(f)[0]
         if self.access == "numpy":
@@ -148,13 +165,30 @@ class PatternReader(Reader):
             total += self._read_group(f, offs, lens, self.buf, reopen)
         return total
 
+    def _stdio(self, f):
+        """A STDIO stream of file f of its own, as numpy.fromfile makes (closed by the caller)."""
+        return engines.StdioFile(self.path(f), bufsize=self.cfg.io.stdio_buffer,
+                                 file_id=self.data.first_id + f, oplog=self.log)
+
     def _read_group(self, f, offs, lens, out, reopen=False):
         if reopen:
             self.reopen(f)
         h = self._open(f)
         size = self._file_size(f)
         want = int(np.minimum(offs + lens, size).sum() - offs.sum())
-        _, got = h.readv(offs, lens, out=out[:int(lens.sum())])
+        if self._npy():
+            got = 0
+            for j in range(0, len(offs), 2):    # per load: the header, then the array
+                _, g = h.readv(offs[j:j + 1], lens[j:j + 1], out=out[:int(lens[j])])
+                s = self._stdio(f)
+                try:
+                    _, g2 = s.readv(offs[j + 1:j + 2], lens[j + 1:j + 2],
+                                    out=out[:int(lens[j + 1])])
+                finally:
+                    s.close()
+                got += g + g2
+        else:
+            _, got = h.readv(offs, lens, out=out[:int(lens.sum())])
         if got < want:
             raise engines.ShortReadError(
                 61, f"unexpected end of file in {self.path(f)}: wanted {want} bytes from "
@@ -166,6 +200,10 @@ class PatternReader(Reader):
         self.requests.clear()
         for k in range(self.reads.steps):
             for f, offs, lens, _ in self.reads.groups(k):
+                if self._npy():     # a load's header and array through their own handles
+                    for j in range(len(offs)):
+                        self.requests.append((k, f, offs[j:j + 1], lens[j:j + 1]))
+                    continue
                 ends = np.cumsum(lens)
                 cut = [0]
                 while cut[-1] < len(lens):
@@ -187,8 +225,9 @@ class PatternReader(Reader):
             k, f, offs, lens = self.requests.popleft()
             size = self._file_size(f)
             want = int(np.minimum(offs + lens, size).sum() - offs.sum())
-            t = self.ra.submit(self._open(f), offs, lens)
-            self.pending.append((k, t, f, int(offs[0]), want))
+            stream = self._stdio(f) if self._npy() and offs[0] > 0 else None
+            t = self.ra.submit(stream or self._open(f), offs, lens)
+            self.pending.append((k, t, f, int(offs[0]), want, stream))
 
     def _read_ahead(self, k):
         total = 0
@@ -196,9 +235,13 @@ class PatternReader(Reader):
             self._fill()
             if not self.pending or self.pending[0][0] != k:
                 return total
-            _, t, f, where, want = self.pending.popleft()
-            _, got = self.ra.wait(t)
-            self.ra.release(t)
+            _, t, f, where, want, stream = self.pending.popleft()
+            try:
+                _, got = self.ra.wait(t)
+            finally:
+                self.ra.release(t)
+                if stream is not None:
+                    stream.close()
             if got < want:
                 raise engines.ShortReadError(
                     61, f"unexpected end of file in {self.path(f)}: wanted {want} bytes from "
@@ -210,12 +253,14 @@ class PatternReader(Reader):
             return
         self.requests.clear()
         while self.pending:
-            _, t, _, _, _ = self.pending.popleft()
+            _, t, _, _, _, stream = self.pending.popleft()
             try:
                 self.ra.wait(t)
             except engines.EngineError:
                 pass
             self.ra.release(t)
+            if stream is not None:
+                stream.close()
 
     def read_extent(self, f, lo, hi):
         raise NotImplementedError("reader.access=stream and numpy read on demand")

@@ -113,8 +113,9 @@ SCHEMA = {
         # this project's own reader keys
         "access": Key("enum", "sample", "how the input library reads: each sample's byte "
                       "range (sample), the rank's files front to back in transfer_size blocks "
-                      "(stream: TFRecord, pandas), NPZ members as numpy.load reads them "
-                      "(numpy), or a file whole as an image decoder reads it: its header, then "
+                      "(stream: TFRecord, pandas), NPZ members or NPY files as numpy.load "
+                      "reads them (numpy: an NPY file's header through a buffered file, its "
+                      "array through C stdio), or a file whole as an image decoder reads it: its header, then "
                       "transfer_size requests through a buffered file (image: PIL)",
                       ("sample", "stream", "numpy", "image")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
@@ -125,6 +126,9 @@ SCHEMA = {
         "buffer_size": Key("size", 0, "reader.access=numpy and image: the buffered file's size "
                            "(0: the file system's st_blksize, as Python's open uses)",
                            minimum=0),
+        "eof_reads": Key("int", 0, "reader.access=stream: reads at each file's end after its "
+                         "last block, which return nothing (a reader that reads to the end "
+                         "asks again: pandas' CSV reader makes 2)", minimum=0),
         "shuffle_size": Key("int", 0, "reader.access=stream with sample_shuffle: samples in "
                             "the shuffle buffer (reads run this far ahead)", minimum=0),
         "preprocess_time": Key("time", 0.0, "emulated preprocessing per sample (s)"),

@@ -85,6 +85,17 @@ def test_stream_reads_direct_alignment_and_whole_file():
     assert whole.length.tolist() == [10000] and whole.first.tolist() == [0, 1, 1]
 
 
+def test_stream_reads_at_the_end_of_each_file():
+    """eof reads follow each file's last block, in the step of that block, at the file's end."""
+    plan = access.stream_reads([1, 0], [10000, 5000], [np.array([5000, 10000]),
+                                                       np.array([5000])], 3, 1, 0, 4096, eof=2)
+    got = [(k, int(f), int(o), int(n)) for k in range(3) for f, o, n in zip(*plan.step(k))]
+    assert got == [(0, 1, 0, 4096), (0, 1, 4096, 4096),
+                   (1, 1, 8192, 1808), (1, 1, 10000, 4096), (1, 1, 10000, 4096),
+                   (2, 0, 0, 4096), (2, 0, 4096, 904), (2, 0, 5000, 4096),
+                   (2, 0, 5000, 4096)]
+
+
 def returned(offs, lens, size):
     """What reads of (offsets, lengths) return from a file of size bytes."""
     return np.clip(np.minimum(offs + lens, size) - offs, 0, None)
@@ -167,7 +178,10 @@ def test_numpy_reads_wider_dtype(tmp_path):
     (["reader.access=numpy", "dataset.format=raw"], "dataset.format must be npz"),
     (["reader.access=numpy", "dataset.format=npz", "dataset.compression=zip"], "stored"),
     (["reader.access=numpy", "dataset.format=npz", "io.interface=mmap"], "buffered file"),
+    (["reader.access=numpy", "dataset.format=npy", "io.interface=stdio"],
+     "io.interface must be posix"),
     (["reader.shuffle_size=4"], "reader.access=stream"),
+    (["reader.eof_reads=2"], "reader.access=stream"),
     (["reader.access=image", "dataset.num_samples_per_file=2"], "an image per file"),
     (["reader.access=image", "dataset.num_samples_per_file=1", "io.interface=mmap"],
      "buffered file"),

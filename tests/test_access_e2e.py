@@ -128,3 +128,84 @@ def test_a_file_opened_per_sample_reads_each_sample_once(tmp_path):
         seen |= set(zip(fl[op == READ].tolist(), off[op == READ].tolist()))
     assert reads == opens == len(seen) == 24
     assert s["bytes_moved"] == 24 * 8192
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_numpy_access_of_npy_files_is_numpy_load(tmp_path, threads):
+    """numpy.load of a .npy file: the header through Python's buffered file (what numpy reads
+    of it there is recorded), the array through C stdio (numpy.fromfile: one fread of the
+    array's bytes from where numpy's header parse leaves the file): per load, those two reads,
+    the second on a STDIO stream of its own, in that order, also with read-ahead threads."""
+    from dlio_mpi.engines import IFACE
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.format=npy", "dataset.num_files_train=6", "dataset.num_samples_per_file=1",
+            "dataset.record_length=300k", "reader.batch_size=1", "train.epochs=2",
+            "train.computation_time=0", "reader.access=numpy", f"reader.read_threads={threads}",
+            "reader.sample_shuffle=seed", "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    blk = os.stat(data.path(0)).st_blksize
+    for r in range(2):
+        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        for e in range(2):
+            want = []
+            for f in sampler.rank_samples(6, 2, r, 1, e, cfg.train.seed, True).reshape(-1):
+                path, log = data.path(int(f)), []
+                with io.BufferedReader(_Recorder(path, log), buffer_size=blk) as fh:
+                    arr = np.load(fh)
+                with open(path, "rb") as fh:
+                    np.lib.format.read_array_header_1_0(fh) \
+                        if np.lib.format.read_magic(fh) == (1, 0) \
+                        else np.lib.format.read_array_header_2_0(fh)
+                    start = fh.tell()
+                assert log == [(0, min(blk, os.path.getsize(path)))]   # numpy's Python reads
+                want += [(int(f), 0, log[0][1], IFACE["posix"]),
+                         (int(f), start, arr.nbytes, IFACE["stdio"])]
+            op, fl, off, nb, ifc = (z[f"e{e}_{k}"] for k in ("op", "file", "offset", "bytes",
+                                                             "iface"))
+            rd = op == 0
+            got = list(zip(fl[rd].tolist(), off[rd].tolist(), nb[rd].tolist(),
+                           ifc[rd].tolist()))
+            if threads:     # loads of different files overlap; a file's reads stay in order
+                for f in {w[0] for w in want}:
+                    assert [g for g in got if g[0] == f] == [w for w in want if w[0] == f]
+                got, want = sorted(got), sorted(want)
+            assert got == want
+
+
+class _AllReads(io.FileIO):
+    """A file that notes (offset, bytes returned) of every read, those returning nothing too."""
+
+    def __init__(self, path, log):
+        super().__init__(path)
+        self.log = log
+
+    def readinto(self, b):
+        pos = self.tell()
+        n = super().readinto(b)
+        self.log.append((pos, n))
+        return n
+
+
+def test_stream_of_csv_files_is_pandas_read_csv(tmp_path):
+    """pandas.read_csv of a file (its C parser reads 256 KiB at a time to the end, then twice
+    more at the end) against the stream's reads with reader.eof_reads=2, read for read."""
+    import pandas as pd
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.format=csv", "dataset.num_files_train=4", "dataset.num_samples_per_file=3",
+            "dataset.record_length=300k", "reader.batch_size=1", "train.epochs=1",
+            "train.computation_time=0", "reader.access=stream", "reader.transfer_size=256k",
+            "reader.eof_reads=2", "reader.sample_shuffle=off", "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    for r in range(2):
+        got = _reads(load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz"), 0)
+        files = list(dict.fromkeys(f for f, _, _ in got))
+        assert len(files) == 2
+        for f in files:
+            log = []
+            with io.BufferedReader(_AllReads(data.path(f), log)) as fh:
+                pd.read_csv(fh, header=None)
+            assert [(o, n) for ff, o, n in got if ff == f] == log
