@@ -93,8 +93,8 @@ def extensions():
     os.environ["LDSHARED"] = " ".join([cc] + ldshared[1:])
     print(f"dlio_mpi: compiling with {cc}, parallel HDF5 from {where}", file=sys.stderr)
     ext = Extension(
-        "dlio_mpi._engines",
-        sources=["dlio_mpi/_engines.pyx"] + sorted(glob("csrc/*.c")),
+        "dlio_mpi.engines._engines",
+        sources=["dlio_mpi/engines/_engines.pyx"] + sorted(glob("csrc/*.c")),
         include_dirs=["csrc", numpy.get_include(), mpi4py.get_include()] + inc,
         library_dirs=lib,
         runtime_library_dirs=[d for d in lib if d.startswith("/") and not d.startswith("/usr/lib")],

@@ -105,7 +105,7 @@ from .oplog_records import (CLOSE, MMAP, OPEN, READ, SYNC_OPS, VIEW, WRITE, Ops,
 
 SUMMARY = "summary.json"
 OPLOG_GLOB = "oplog_rank*.npz"
-# interface codes (dlio_mpi/_engines.pyx IFACES)
+# interface codes (dlio_mpi/engines/_buffers.pxi IFACES)
 IFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio_ind", "mpiio_coll", "hdf5_ind",
           "hdf5_coll", "hdf5_sec2")
 POSIX_IFACES = (0, 1, 3)

@@ -39,7 +39,7 @@ from darshan.backend import cffi_backend
 
 from .counters import SIZE_BUCKETS
 
-# op codes of dlio_mpi's op log (dlio_mpi/_engines.pyx OPS)
+# op codes of dlio_mpi's op log (dlio_mpi/engines/_buffers.pxi OPS)
 READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP, VIEW = range(10)
 META_OPS = (OPEN, CLOSE, SEEK, STAT, MMAP)
 SYNC_OPS = (FSYNC, FDATASYNC)

@@ -186,7 +186,8 @@ int dm_stdio_readv(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len
                    char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
 int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
                     const char *buf, int64_t *total, dm_err *e);
-int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e);
+/* fflush, then fsync (fdatasync with data_only), logged as its own operation */
+int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e);
 
 /* ------------------------------------------------------------------ MPI-IO */
 typedef struct {

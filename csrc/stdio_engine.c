@@ -154,20 +154,20 @@ int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *le
     return 0;
 }
 
-int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e) {
+int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e) {
     if (fflush(h->fp) != 0) {
         dm_err_set(e, errno, "fflush of %s failed: %s", h->path, strerror(errno));
         return -1;
     }
-    if (sync) {
-        uint64_t t0 = dm_ticks();
-        int r = fsync(fileno(h->fp));
-        uint64_t t1 = dm_ticks();
-        if (r != 0) {
-            dm_err_set(e, errno, "fsync of %s failed: %s", h->path, strerror(errno));
-            return -1;
-        }
-        dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC, DM_IF_STDIO);
+    uint64_t t0 = dm_ticks();
+    int r = data_only ? fdatasync(fileno(h->fp)) : fsync(fileno(h->fp));
+    uint64_t t1 = dm_ticks();
+    if (r != 0) {
+        dm_err_set(e, errno, "%s of %s failed: %s", data_only ? "fdatasync" : "fsync", h->path,
+                   strerror(errno));
+        return -1;
     }
+    dm_log(h->log, t0, t1, -1, 0, h->file_id, data_only ? DM_OP_FDATASYNC : DM_OP_FSYNC,
+           DM_IF_STDIO);
     return 0;
 }

@@ -82,7 +82,7 @@ def process_hdf5_library():
     must not start before Darshan is in place)."""
     import importlib.util
 
-    spec = importlib.util.find_spec("dlio_mpi._engines")
+    spec = importlib.util.find_spec("dlio_mpi.engines._engines")
     if spec is None or not spec.origin:
         return None
     try:

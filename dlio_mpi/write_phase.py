@@ -153,13 +153,13 @@ def write_dataset(cfg, comm, log):
             with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
                 written = _write_file(cfg, comm, h, data, 0, local, collective)
                 if cfg.io.write_fsync:
-                    _sync(h)
+                    h.sync()
         else:
             for f in np.unique(files).tolist():
                 with _open(cfg, comm, data.path(f), False, data.first_id + f, log) as h:
                     written += _write_file(cfg, comm, h, data, f, local[files == f], False)
                     if cfg.io.write_fsync:
-                        _sync(h)
+                        h.sync()
     except engines.EngineError as e:
         if collective:
             raise           # a collective write failed on this rank: the caller ends the job
@@ -189,13 +189,6 @@ def write_dataset(cfg, comm, log):
             "step_wait_hist": np.zeros(engines.HIST_BUCKETS, np.uint64)}
 
 
-def _sync(h):
-    from dlio_mpi import engines
-
-    if isinstance(h, engines.StdioFile):
-        h.flush(True)
-    else:
-        h.sync()
 
 
 def _agree(comm, error):

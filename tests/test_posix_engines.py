@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from datautil import drop_dac_capabilities
 from dlio_mpi import engines
-from dlio_mpi.reference import MmapRef, PosixRef, StdioRef
+from dlio_mpi.engines.reference import MmapRef, PosixRef, StdioRef
 
 SIZE = 300_001          # not a multiple of any block size: the last block is partial
 
@@ -134,10 +134,16 @@ def test_writes_then_sync_and_read_back(tmp_path):
 
 def test_stdio_writes(tmp_path):
     path = tmp_path / "s.bin"
-    with engines.StdioFile(path, "w", bufsize=1 << 16) as f:
+    log = engines.OpLog(64)
+    with engines.StdioFile(path, "w", bufsize=1 << 16, oplog=log, file_id=4) as f:
         f.writev([0, 100], [100, 50], np.full(150, 7, dtype=np.uint8))
-        f.flush(sync=True)
+        f.sync()
+        f.sync(data_only=True)
     assert path.read_bytes() == b"\x07" * 150
+    a = log.arrays()
+    ops = [engines.OPS[o] for o in a["op"]]
+    assert ops.count("fsync") == 1 and ops.count("fdatasync") == 1
+    assert set(a["iface"][a["op"] >= engines.OP["fsync"]]) == {engines.IFACE["stdio"]}
 
 
 def test_stdio_refuses_o_direct(tmp_path):

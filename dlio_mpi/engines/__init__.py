@@ -1,4 +1,4 @@
-"""The native I/O engines (csrc/ through dlio_mpi._engines) and names for the op log's codes.
+"""The native I/O engines (csrc/ through dlio_mpi.engines._engines) and names for the op log's codes.
 
     from dlio_mpi.engines import OpLog, PosixFile
     log = OpLog(1 << 16)
@@ -7,7 +7,7 @@
     ops = log.arrays()          # zero-copy numpy views: start, dur, offset, bytes, file, ...
 
 Importing this module initializes MPI (through mpi4py)."""
-from dlio_mpi._engines import (  # noqa: F401
+from dlio_mpi.engines._engines import (  # noqa: F401
     HIST_BUCKETS,
     IFACES,
     OPS,

@@ -80,7 +80,7 @@ cdef extern from "dm.h" nogil:
                        dm_err *e)
     int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len,
                         int64_t xfer, const char *buf, int64_t *total, dm_err *e)
-    int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e)
+    int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e)
 
     ctypedef struct dm_mpiio:
         int rank
