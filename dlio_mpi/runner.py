@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (collective, config, darshan, datagen, engines, outputs, pipeline,
-                      prefetch, sampler, sysinfo)
+from dlio_mpi import (collective, config, darshan, datagen, engines, oplog_format, outputs,
+                      pipeline, prefetch, sampler, sysinfo)
 from dlio_mpi.metrics import STARTUP_COLUMNS, _mean, _mpi, reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import schedule
 
@@ -279,14 +279,8 @@ def run(cfg, comm, echo=print, job_start_ns=None):
                        root=0)
     out_dir = cfg.output.folder
     if cfg.io.keep_oplog:
-        # phase i's arrays are e{i}_start, e{i}_dur, ...; phases[i] names it
-        np.savez(os.path.join(out_dir, f"oplog_rank{rank:05d}.npz"),
-                 phases=np.array([name for name, _ in oplogs]),
-                 origin_mono_ns=np.int64(log.origin_mono_ns),
-                 window_mono_ns=np.array(window, np.int64),
-                 job_mono_ns=np.array([job[0], engines.mono_ns()], np.int64),
-                 **{f"e{i}_{k}": v for i, (_, ep) in enumerate(oplogs)
-                    for k, v in ep.items()})
+        oplog_format.save(out_dir, rank, oplogs, log.origin_mono_ns, window,
+                          (job[0], engines.mono_ns()))
     if rank == 0:
         buf = io.StringIO()
         w = csv.writer(buf)

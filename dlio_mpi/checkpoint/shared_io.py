@@ -5,7 +5,7 @@ import numpy as np
 from mpi4py import MPI
 
 from dlio_mpi import engines
-from dlio_mpi.checkpoint.common import FILE_ID_BASE
+from dlio_mpi.oplog_format import checkpoint_id
 from dlio_mpi.checkpoint.content import Filler
 
 
@@ -22,7 +22,7 @@ class SharedFile:
         """This rank's share [off, off + n) of the shared file in rounds collective calls;
         returns (error, bytes, fsyncs). A rank with an error keeps joining every call."""
         what = f"checkpoint {index} {'write' if writing else 'read'}"
-        fid, err, nb, syncs = FILE_ID_BASE + (index % (1 << 24)) * 8, None, 0, 0
+        fid, err, nb, syncs = checkpoint_id(index), None, 0, 0
         buf, exp = self._buffers(min(self.chunk, n), verify and not writing)
         fill = Filler(content, buf if writing else exp)
         none = np.zeros(0, dtype=np.int64)

@@ -1,4 +1,5 @@
-"""The native I/O engines (csrc/ through dlio_mpi.engines._engines) and names for the op log's codes.
+"""The native I/O engines (csrc/ through the Cython module _engines) and names for the op
+log's codes (dlio_mpi.oplog_format).
 
     from dlio_mpi.engines import OpLog, PosixFile
     log = OpLog(1 << 16)
@@ -30,8 +31,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     status_guard_disarm,
 )
 
-OP = {name: code for code, name in enumerate(OPS)}
-IFACE = {name: code for code, name in enumerate(IFACES)}
+from dlio_mpi.oplog_format import IFACE, OP  # noqa: F401
 
 
 def end_hdf5_job(comm, line, partial=None, before=None):

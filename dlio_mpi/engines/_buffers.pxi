@@ -1,8 +1,10 @@
 # Argument conversion and small C helpers, included by _engines.pyx.
 
-OPS = ("read", "write", "open", "close", "fsync", "fdatasync", "seek", "stat", "mmap", "view")
-IFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio_ind", "mpiio_coll", "hdf5_ind",
-          "hdf5_coll", "hdf5_sec2")
+from dlio_mpi.oplog_format import IFACES, OPS
+
+if len(OPS) != DM_OP_N or len(IFACES) != DM_IF_N:
+    raise ImportError(f"dlio_mpi.oplog_format has {len(OPS)} operations and {len(IFACES)} "
+                      f"interfaces, csrc/dm.h {DM_OP_N} and {DM_IF_N}: rebuild")
 HIST_BUCKETS = DM_HIST_BUCKETS
 
 

@@ -9,6 +9,8 @@ cdef extern from "dm.h" nogil:
 
     int DM_EOF, DM_EALIGN, DM_EMPI, DM_EHDF5, DM_EARG, DM_ENOMEM
     int DM_HIST_BUCKETS
+    enum: DM_OP_N
+    enum: DM_IF_N
     int DM_O_READ, DM_O_WRITE, DM_O_CREATE, DM_O_TRUNC, DM_O_DIRECT
     int DM_H5_SEC2, DM_H5_MPIO
 
@@ -27,8 +29,8 @@ cdef extern from "dm.h" nogil:
         int enabled
         int64_t mono0_ns
         double ns_per_tick
-        uint64_t over_count[10]
-        int64_t over_bytes[10]
+        uint64_t over_count[DM_OP_N]
+        int64_t over_bytes[DM_OP_N]
 
     dm_oplog *dm_oplog_create(size_t cap, dm_err *e)
     void dm_oplog_free(dm_oplog *L)
