@@ -329,23 +329,3 @@ class H5Reader(Reader):
 
     def read_extent(self, f, lo, hi):
         raise NotImplementedError("HDF5 input is read by rows")
-
-
-def make_reader(cfg, comm, log, split="train"):
-    kind = cfg.io.interface
-    if cfg.dataset.volume_shape:
-        from dlio_mpi.volume_reader import VolumeReader
-        return VolumeReader(cfg, comm, log, split)
-    if cfg.reader.access != "sample":
-        from dlio_mpi.pattern_reader import PatternReader
-        return PatternReader(cfg, comm, log, split)
-    if kind.startswith("hdf5"):
-        inner = H5Reader(cfg, comm, log, split)
-    elif kind in ("mpiio", "mpiio_coll") and cfg.io.layout != "multi":
-        inner = MPIReader(cfg, comm, log, split)
-    else:
-        inner = Reader(cfg, comm, log, split)
-    from dlio_mpi.prefetch import PrefetchReader, read_ahead_threads
-    if read_ahead_threads(cfg):
-        return PrefetchReader(cfg, comm, log, inner)
-    return inner
