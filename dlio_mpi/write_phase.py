@@ -133,14 +133,14 @@ def write_dataset(cfg, comm, log):
     # in memory at once: a piece of content (at least one sample) and the samples' owners
     big = data.max_sample_bytes()
     hold = max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
-    _agree(comm, datagen.memory_error(cfg, comm, hold))
+    collective.agree(comm, datagen.memory_error(cfg, comm, hold))
     error = None
     if rank == 0:
         try:
             error = datagen.room_error(cfg) or datagen.begin(cfg)
         except (OSError, datagen.ManifestError) as e:
             error = f"rank 0: cannot prepare {data.root}: {datagen.error_text(e)}"
-    _agree(comm, error)
+    collective.agree(comm, error)
     mine = _my_samples(cfg, comm, data)
     files, local = data.locate(mine)
     shared = cfg.io.layout != "multi"
@@ -164,7 +164,7 @@ def write_dataset(cfg, comm, log):
         if collective:
             raise           # a collective write failed on this rank: the caller ends the job
         error = f"rank {rank}: io.write_first: {e}"
-    _agree(comm, error)
+    collective.agree(comm, error)
     wall = time.perf_counter() - t0
     error = None
     try:
@@ -175,7 +175,7 @@ def write_dataset(cfg, comm, log):
                 os.truncate(data.path(f), want)
     except OSError as e:
         error = f"rank {rank}: io.write_first: {e.filename}: {e.strerror}"
-    _agree(comm, error)
+    collective.agree(comm, error)
     if rank == 0:
         datagen.write_manifest(cfg)
     comm.Barrier()
@@ -187,9 +187,3 @@ def write_dataset(cfg, comm, log):
             "bytes_moved": written, "read_ops": 0, "write_ops": int(writes.sum()),
             "latency_hist": log.histogram(op="write"),
             "step_wait_hist": np.zeros(engines.HIST_BUCKETS, np.uint64)}
-
-
-
-
-def _agree(comm, error):
-    collective.agree(comm, error)

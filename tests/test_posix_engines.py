@@ -164,3 +164,25 @@ def test_align_range():
     assert engines.align_range(5000, 100, 4096) == (4096, 4096)
     assert engines.align_range(4096, 4096, 4096) == (4096, 4096)
     assert engines.align_range(4000, 200, 512) == (3584, 1024)
+
+
+def test_errors_name_their_rank_and_their_errno():
+    """An engine's error carries the rank its message names, read back by the failure line
+    without parsing the message; the end of a file is ENODATA."""
+    import errno
+
+    from dlio_mpi import collective
+    from dlio_mpi.exits import _error_line
+
+    with pytest.raises(engines.EngineError) as ei:
+        engines.PosixFile("/nonexistent/dir/x.bin")
+    assert ei.value.rank == 0 and ei.value.errno == errno.ENOENT
+    assert _error_line(3, ei.value) == (str(ei.value), 0)
+    short = engines.end_of_file("/d/f.bin", "wanted 8 bytes from offset 4, got 2")
+    assert isinstance(short, engines.ShortReadError) and short.errno == errno.ENODATA
+    assert str(short) == ("rank 0: unexpected end of file in /d/f.bin: wanted 8 bytes from "
+                          "offset 4, got 2") and collective.named_rank(short) == 0
+    plain = OSError(errno.EIO, "rank 0: not named by a type")
+    assert collective.named_rank(plain) is None
+    assert _error_line(3, plain) == ("rank 3: [Errno 5] rank 0: not named by a type", 3)
+    assert collective.named_rank(collective.RankError("rank 2: x", 2)) == 2

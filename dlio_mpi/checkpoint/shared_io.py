@@ -4,7 +4,7 @@ HDF5 reopened with MPI-IO to be synced. A mixin of checkpoint.writer.Checkpointe
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import engines
+from dlio_mpi import collective, engines
 from dlio_mpi.oplog_format import checkpoint_id
 from dlio_mpi.checkpoint.content import Filler
 
@@ -60,7 +60,7 @@ class SharedFile:
             except Exception as e:   # noqa: BLE001
                 err = err or self._err(e)
                 if self._abort_on_io_error:
-                    engines.end_hdf5_job(self.comm, f"{what} failed: {err}",
+                    collective.end_hdf5_job(self.comm, f"{what} failed: {err}",
                                          path if writing else None, self.before_abort)
             if check:      # after the collective call: a mismatch is this rank's alone
                 try:

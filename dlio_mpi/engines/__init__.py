@@ -24,6 +24,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     aligned_empty,
     dio_alignment,
     dio_probe,
+    end_of_file,
     hist_bucket,
     hist_bucket_bounds,
     mono_ns,
@@ -32,31 +33,6 @@ from dlio_mpi.engines._engines import (  # noqa: F401
 )
 
 from dlio_mpi.oplog_format import IFACE, OP  # noqa: F401
-
-
-def end_hdf5_job(comm, line, partial=None, before=None):
-    """HDF5 (1.10) through ROMIO cannot finish a collective call that failed on one rank: that
-    rank leaves it without the MPI_File_set_view the other ranks wait in. The rank whose call
-    failed removes the partial file it was writing (if any), runs before(message) if given,
-    says so in one line and ends the job, instead of hanging in its next collective call."""
-    import os
-    import sys
-
-    if partial is not None:
-        try:
-            os.unlink(partial)
-        except OSError:
-            pass
-    message = (f"{' '.join(line.split())} (HDF5 through ROMIO cannot finish a collective call "
-               "that failed on one rank: the job is ended)")
-    if before is not None:
-        try:
-            before(message)
-        except Exception:   # noqa: BLE001 - the job ends whatever happens here
-            pass
-    sys.stderr.write(f"dlio_mpi: {message}\n")
-    sys.stderr.flush()
-    comm.Abort(1)
 
 
 def align_range(offset, length, alignment):

@@ -4,7 +4,9 @@
 
 class EngineError(OSError):
     """An I/O engine failure; str() is one line naming rank, operation, file and offset, and
-    errno is the system's error number where there is one (EIO for MPI and HDF5 failures)."""
+    errno is the system's error number where there is one (EIO for MPI and HDF5 failures).
+    rank: the rank the message names (-1 where it names none)."""
+    rank = -1
 
     def __str__(self):
         return self.strerror or super().__str__()
@@ -39,12 +41,23 @@ cdef int _rank() noexcept nogil:
     return r
 
 
-cdef raise_err(dm_err *e):
-    msg = e.msg.decode("utf-8", "replace")
+cdef _error(cls, int code, msg):
+    """cls(code, "rank N: msg"), naming this rank (where MPI runs) in its text and its rank."""
     r = _rank()
-    where = f"rank {r}: " if r >= 0 else ""
+    error = cls(code, (f"rank {r}: " if r >= 0 else "") + msg)
+    error.rank = r
+    return error
+
+
+cdef raise_err(dm_err *e):
     cls, code = _ERRORS.get(e.code, (EngineError, e.code))
-    raise cls(code, where + msg)
+    raise _error(cls, code, e.msg.decode("utf-8", "replace"))
+
+
+def end_of_file(path, detail):
+    """The ShortReadError of a read that found the end of path too soon, detail saying what
+    was wanted where: the message the engines give for it, naming this rank."""
+    return _error(ShortReadError, errno.ENODATA, f"unexpected end of file in {path}: {detail}")
 
 
 cdef inline int CHK(int rc, dm_err *e) except -1 nogil:

@@ -7,7 +7,7 @@ A reader addresses samples by row and lets libhdf5 read; the index gives each sa
 for an uncompressed contiguous dataset also the row's byte range in the file."""
 import numpy as np
 
-from dlio_mpi import sysinfo
+from dlio_mpi import collective, sysinfo
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, open_error, open_file  # noqa: F401
 from dlio_mpi.formats.spec import FileIndex, FormatError
@@ -129,13 +129,10 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
                 except Exception as e:  # noqa: BLE001 - keep joining the collective writes
                     error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
                     if romio:           # ROMIO cannot finish the call the others are in
-                        from dlio_mpi import engines
-                        engines.end_hdf5_job(comm, error, path)
+                        collective.end_hdf5_job(comm, error, path)
     except Exception as e:          # agree on the outcome: no rank may be left waiting
         error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
-    errors = [m for m in comm.allgather(error) if m]
-    if errors:
-        raise OSError(errors[0].splitlines()[0])
+    collective.agree(comm, error.splitlines()[0] if error else None)
     idx, error = None, None
     if comm.Get_rank() == 0:
         try:
