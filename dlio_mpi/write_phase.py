@@ -19,7 +19,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, collective, sampler
+from dlio_mpi import access, sampler
+from dlio_mpi.collective import agree
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.formats import content
 
@@ -133,14 +134,14 @@ def write_dataset(cfg, comm, log):
     # in memory at once: a piece of content (at least one sample) and the samples' owners
     big = data.max_sample_bytes()
     hold = max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
-    collective.agree(comm, datagen.memory_error(cfg, comm, hold))
+    agree(comm, datagen.memory_error(cfg, comm, hold))
     error = None
     if rank == 0:
         try:
             error = datagen.room_error(cfg) or datagen.begin(cfg)
         except (OSError, datagen.ManifestError) as e:
             error = f"rank 0: cannot prepare {data.root}: {datagen.error_text(e)}"
-    collective.agree(comm, error)
+    agree(comm, error)
     mine = _my_samples(cfg, comm, data)
     files, local = data.locate(mine)
     shared = cfg.io.layout != "multi"
@@ -164,7 +165,7 @@ def write_dataset(cfg, comm, log):
         if collective:
             raise           # a collective write failed on this rank: the caller ends the job
         error = f"rank {rank}: io.write_first: {e}"
-    collective.agree(comm, error)
+    agree(comm, error)
     wall = time.perf_counter() - t0
     error = None
     try:
@@ -175,7 +176,7 @@ def write_dataset(cfg, comm, log):
                 os.truncate(data.path(f), want)
     except OSError as e:
         error = f"rank {rank}: io.write_first: {e.filename}: {e.strerror}"
-    collective.agree(comm, error)
+    agree(comm, error)
     if rank == 0:
         datagen.write_manifest(cfg)
     comm.Barrier()
