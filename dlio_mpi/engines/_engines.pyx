@@ -11,6 +11,7 @@ part per engine, and read-ahead.
 """
 from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, free, realloc
+from libc.string cimport memset
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
 from cpython.ref cimport Py_INCREF
 from mpi4py cimport MPI

@@ -56,19 +56,27 @@ cdef class _Handle:
 
 cdef class _RangeFile(_Handle):
     """A file read and written as byte ranges (POSIX, STDIO, MPI-IO): read, readv and writev,
-    each range cut into transfers of at most xfer bytes (0: no cut). An engine implements
-    _readv and _writev."""
+    each range cut into transfers of at most xfer bytes (0: no cut) by the one transfer loop
+    (csrc/transfer.c). An engine implements _transfer, its transfers of an operation."""
 
     cdef size_t _out_align(self):
         return 64
 
-    cdef int _readv(self, size_t n, const int64_t *off, const int64_t *ln, int64_t xfer,
-                    char *buf, int64_t *got, int exact, int64_t *total,
-                    dm_err *e) noexcept nogil:
-        return 0
+    cdef dm_transfer _transfer(self, int op, int64_t xfer) noexcept nogil:
+        cdef dm_transfer t
+        memset(&t, 0, sizeof(t))
+        return t
 
-    cdef int _writev(self, size_t n, const int64_t *off, const int64_t *ln, int64_t xfer,
-                     const char *buf, int64_t *total, dm_err *e) noexcept nogil:
+    cdef int _ranges(self, int op, _Batch b, int64_t xfer, int64_t *got, bint exact,
+                     int64_t *total) except -1:
+        cdef dm_err e
+        cdef dm_transfer t = self._transfer(op, xfer)
+        if t.move == NULL:
+            raise TypeError(f"{type(self).__name__} has no transfers")
+        with nogil:
+            CHK(dm_transfer_ranges(&t, b.off.shape[0], <int64_t *>b.off.data,
+                                   <int64_t *>b.ln.data, <char *>b.view.buf, got, exact, total,
+                                   &e), &e)
         return 0
 
     def readv(self, offsets, lengths, *, int64_t xfer=0, out=None, bint exact=False,
@@ -76,7 +84,6 @@ cdef class _RangeFile(_Handle):
         """Read the ranges into out (packed one after another; allocated, aligned, if None).
         Returns (out, total bytes) or, with per_range, (out, array of bytes per range); with
         exact a range cut short by the end of the file raises ShortReadError."""
-        cdef dm_err e
         cdef int64_t total = 0
         self._check()
         offs = _i64(offsets)
@@ -84,10 +91,8 @@ cdef class _RangeFile(_Handle):
         out = _out(_sum(lens), out, self._out_align())
         cdef _Batch b = _batch(offs, lens, out, True)
         cdef cnp.ndarray got = np.zeros(b.off.shape[0], dtype=np.int64) if per_range else None
-        cdef int64_t *gp = <int64_t *>got.data if per_range else NULL
-        with nogil:
-            CHK(self._readv(b.off.shape[0], <int64_t *>b.off.data, <int64_t *>b.ln.data, xfer,
-                            <char *>b.view.buf, gp, exact, &total, &e), &e)
+        self._ranges(DM_OP_READ, b, xfer, <int64_t *>got.data if per_range else NULL, exact,
+                     &total)
         return (out, got) if per_range else (out, total)
 
     def read(self, int64_t offset, int64_t length, *, int64_t xfer=0):
@@ -97,11 +102,8 @@ cdef class _RangeFile(_Handle):
 
     def writev(self, offsets, lengths, buf, *, int64_t xfer=0):
         """Write the ranges from buf (packed one after another); returns the bytes written."""
-        cdef dm_err e
         cdef int64_t total = 0
         self._check()
-        cdef _Batch b = _batch(offsets, lengths, buf, False)
-        with nogil:
-            CHK(self._writev(b.off.shape[0], <int64_t *>b.off.data, <int64_t *>b.ln.data, xfer,
-                             <char *>b.view.buf, &total, &e), &e)
+        self._ranges(DM_OP_WRITE, _batch(offsets, lengths, buf, False), xfer, NULL, False,
+                     &total)
         return total

@@ -29,14 +29,8 @@ cdef class MPIFile(_RangeFile):
     cdef int _sync(self, bint data_only, dm_err *e) noexcept nogil:
         return dm_mpiio_sync(&self.h, e)
 
-    cdef int _readv(self, size_t n, const int64_t *off, const int64_t *ln, int64_t xfer,
-                    char *buf, int64_t *got, int exact, int64_t *total,
-                    dm_err *e) noexcept nogil:
-        return dm_mpiio_readv(&self.h, n, off, ln, xfer, buf, got, exact, total, e)
-
-    cdef int _writev(self, size_t n, const int64_t *off, const int64_t *ln, int64_t xfer,
-                     const char *buf, int64_t *total, dm_err *e) noexcept nogil:
-        return dm_mpiio_writev(&self.h, n, off, ln, xfer, buf, total, e)
+    cdef dm_transfer _transfer(self, int op, int64_t xfer) noexcept nogil:
+        return dm_mpiio_transfer(&self.h, op, xfer)
 
     def size(self):
         cdef dm_err e

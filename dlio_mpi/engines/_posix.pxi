@@ -33,14 +33,8 @@ cdef class PosixFile(_RangeFile):
     cdef size_t _out_align(self):
         return max(self.h.mem_align, 64)
 
-    cdef int _readv(self, size_t n, const int64_t *off, const int64_t *ln, int64_t xfer,
-                    char *buf, int64_t *got, int exact, int64_t *total,
-                    dm_err *e) noexcept nogil:
-        return dm_posix_readv(&self.h, n, off, ln, xfer, buf, got, exact, total, e)
-
-    cdef int _writev(self, size_t n, const int64_t *off, const int64_t *ln, int64_t xfer,
-                     const char *buf, int64_t *total, dm_err *e) noexcept nogil:
-        return dm_posix_writev(&self.h, n, off, ln, xfer, buf, total, e)
+    cdef dm_transfer _transfer(self, int op, int64_t xfer) noexcept nogil:
+        return dm_posix_transfer(&self.h, op, xfer)
 
     @property
     def alignment(self):
