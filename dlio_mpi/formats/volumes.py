@@ -87,15 +87,19 @@ def _chunk(spec, file_index, v, index, shape, dtype):
 
 
 def write_file(path, file_index, spec, comm=None):
-    """Write the file's volumes chunk by chunk, each into its file (path, or a companion of
-    it), by one rank: with a communicator, rank 0 writes and the others return None."""
+    """Write the file's volumes chunk by chunk in row-major chunk order, each into its file
+    (path, or a companion of it), by one rank: with a communicator, rank 0 writes and the
+    others return None. The chunk cache is off, so that each chunk reaches the file when it is
+    written and the chunks lie in the file in row-major order, as in a volume written whole in
+    order (with a cache, HDF5 keeps the partly written edge chunks longer and stores them
+    after their neighbours, which changes the order in which a crop's reads meet them)."""
     import h5py
 
     if comm is not None and comm.Get_rank() != 0:
         return None
     shape = tuple(spec.volume_shape)
     for key in [""] + file_keys(spec):
-        with h5py.File(companion(path, key), "w", libver=spec.libver) as f:
+        with h5py.File(companion(path, key), "w", libver=spec.libver, rdcc_nbytes=0) as f:
             for v, (name, dtype, chunks, compression, _) in enumerate(spec.volumes):
                 if volume_file(spec, v) != key:
                     continue

@@ -71,9 +71,9 @@ def test_paper_table_at_two_ranks(paper_run):
         assert rows[app]["transfer_sizes"][2] == 262144
     # CosmicTagger: each event a crop of six gzip volumes (two products, three planes)
     assert all(last["cosmic_tagger"]["within"].values()), last["cosmic_tagger"]
-    # FFN: 49^3 crops of a gzip label volume (small chunks) and image volume (large ones)
-    assert {k: last["ffn"]["within"][k] for k in ("xfer_mean", "xfer_median", "seq")} == {
-        "xfer_mean": True, "xfer_median": True, "seq": True}
+    # FFN: 49^3 crops of a gzip label volume (small chunks) and image volume (large ones),
+    # the chunks in the files in row-major order
+    assert all(last["ffn"]["within"].values()), last["ffn"]
     # FRNN: a shot file loaded through a 4 MiB buffer: the real run's transfer sizes
     assert {k: last["frnn"]["within"][k] for k in ("xfer_mean", "xfer_median")} == {
         "xfer_mean": True, "xfer_median": True}
