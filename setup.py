@@ -81,11 +81,26 @@ def parallel_hdf5():
     return inc, lib, where
 
 
+def check_oplog_format():
+    """csrc/dm.h's operation and interface codes must be those of dlio_mpi/oplog_format.py,
+    which the engines and the analysis read the op log with."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("oplog_format", "dlio_mpi/oplog_format.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with open("csrc/dm.h") as f:
+        mismatches = module.header_mismatches(f.read())
+    if mismatches:
+        fail("; ".join(mismatches))
+
+
 def extensions():
     import mpi4py
     import numpy
     from Cython.Build import cythonize
 
+    check_oplog_format()
     cc = mpi_compiler()
     inc, lib, where = parallel_hdf5()
     os.environ["CC"] = cc
@@ -93,8 +108,8 @@ def extensions():
     os.environ["LDSHARED"] = " ".join([cc] + ldshared[1:])
     print(f"dlio_mpi: compiling with {cc}, parallel HDF5 from {where}", file=sys.stderr)
     ext = Extension(
-        "dlio_mpi._engines",
-        sources=["dlio_mpi/_engines.pyx"] + sorted(glob("csrc/*.c")),
+        "dlio_mpi.engines._engines",
+        sources=["dlio_mpi/engines/_engines.pyx"] + sorted(glob("csrc/*.c")),
         include_dirs=["csrc", numpy.get_include(), mpi4py.get_include()] + inc,
         library_dirs=lib,
         runtime_library_dirs=[d for d in lib if d.startswith("/") and not d.startswith("/usr/lib")],

@@ -87,7 +87,6 @@ runtime). Where this differs from what Darshan would record for the same run:
 """
 
 import glob
-import hashlib
 import json
 import os
 import warnings
@@ -95,29 +94,17 @@ import zipfile
 import zlib
 
 import numpy as np
-import pandas as pd
+from dlio_mpi import oplog_format
 
 from .errors import LogError, PartialLogWarning
-from .files import EMULATOR_EXTENSIONS
-from .loader import CHARACTERIZED_MODULES, DarshanJob
-from .oplog_records import (CLOSE, MMAP, OPEN, READ, SYNC_OPS, VIEW, WRITE, Ops,
-                            module_records)
+from .loader import DarshanJob
+from .oplog_layers import MMAP_IFACE, layers
+from .oplog_names import checkpoint_files, file_name, record_id  # noqa: F401
+from .oplog_records import READ, Ops
 
 SUMMARY = "summary.json"
-OPLOG_GLOB = "oplog_rank*.npz"
-# interface codes (dlio_mpi/_engines.pyx IFACES)
-IFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio_ind", "mpiio_coll", "hdf5_ind",
-          "hdf5_coll", "hdf5_sec2")
-POSIX_IFACES = (0, 1, 3)
-STDIO_IFACES = (2,)
-MPIIO_IFACES = (4, 5)
-HDF5_MPIIO_IFACES = (6, 7)
-HDF5_IFACES = (6, 7, 8)
-COLLECTIVE_IFACES = (5, 7)
-MPIIO_COLL_IFACE = 5
-HDF5_DATASET = "/records"
+OPLOG_GLOB = oplog_format.FILE_GLOB
 OPLOG_VERSION = "dlio_mpi op log"
-MMAP_IFACE = 3
 GENERATED_NOTE = ("the run generated {files} dataset files before training: its op log does not "
                   "hold that I/O, a Darshan log of it does (generate the dataset first, "
                   "python -m dlio_mpi generate, to compare the training alone)")
@@ -132,43 +119,6 @@ def is_run_dir(path):
     return bool(path) and os.path.isdir(path) \
         and os.path.isfile(os.path.join(path, SUMMARY)) \
         and bool(glob.glob(os.path.join(path, OPLOG_GLOB)))
-
-
-def record_id(name):
-    """The record id of a file (or HDF5 dataset) name: 64-bit BLAKE2b of its UTF-8 bytes."""
-    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
-
-
-COMPANION_ID_BASE = 1 << 28        # dlio_mpi/formats/volumes.py COMPANION_ID_BASE
-
-
-def file_name(config, file_id):
-    """The path of op-log file id ``file_id``: training files first, evaluation files after
-    them (dlio_mpi/dataset.py names them), companion files of HDF5 volumes (their key before
-    the extension); ``<file N>`` for an id beyond all."""
-    ds = config.get("dataset", {})
-    if COMPANION_ID_BASE <= file_id < CHECKPOINT_ID_BASE:
-        rel = file_id - COMPANION_ID_BASE
-        keys = list(dict.fromkeys(v.get("file") for v in ds.get("volumes") or []
-                                  if isinstance(v, dict) and v.get("file")))
-        k, base = rel >> 20, rel & ((1 << 20) - 1)
-        name = file_name(config, base)
-        if not 1 <= k <= len(keys) or name.startswith("<"):
-            return f"<file {file_id}>"
-        i = name.rfind(".h5")
-        return f"{name[:i]}.{keys[k - 1]}{name[i:]}"
-    n_train, n_eval = ds.get("num_files_train", 0), ds.get("num_files_eval", 0)
-    ext = EMULATOR_EXTENSIONS.get(ds.get("format", "raw"), ".bin")
-    if file_id < n_train:
-        split, index, count, subs = "train", file_id, n_train, ds.get("num_subfolders_train", 0)
-    elif file_id < n_train + n_eval:
-        split, index, count = "valid", file_id - n_train, n_eval
-        subs = ds.get("num_subfolders_eval", 0)
-    else:
-        return f"<file {file_id}>"
-    sub = f"{index % subs}/" if subs else ""
-    return os.path.join(ds.get("data_folder", "."),
-                        f"{split}/{sub}{ds.get('file_prefix', 'img')}_{index:07d}_of_{count}{ext}")
 
 
 def load_run(directory):
@@ -220,7 +170,7 @@ def load_run(directory):
                                                                                     []))
     window = max(((w[1] - zero[rank]) / 1e9 for rank, w in windows.items()), default=0.0)
     run_time = max(float(end.max()) if len(end) else 0.0, float(phases), window)
-    table["file"], checkpoint_names = _checkpoint_files(table, summary, ranks)
+    table["file"], checkpoint_names = checkpoint_files(table, summary, ranks)
     files, file_index = np.unique(table["file"], return_inverse=True)
     names = {int(f): checkpoint_names.get(int(f)) or file_name(config, int(f)) for f in files}
     ids = {f: record_id(name) for f, name in names.items()}
@@ -228,8 +178,8 @@ def load_run(directory):
     ops = Ops(rank=table["rank"], id=file_ids, op=table["op"], start=start, end=end,
               offset=table["offset"], length=table["bytes"],
               collective=np.zeros(len(start), bool))
-    records, segments, dataset_names, layers = _layers(ops, table["iface"], config, names,
-                                                       ids)
+    records, segments, dataset_names, observed = layers(ops, table["iface"], config,
+                                                         names, ids)
     names = {ids[f]: name for f, name in names.items()}
     names.update(dataset_names)
     messages = _overflow_messages(directory, summary, ops)
@@ -258,85 +208,31 @@ def load_run(directory):
         warnings=tuple(messages) + tuple(notes),
         names=names,
         source="oplog",
-        layers=layers,
+        layers=observed,
     )
-
-
-CHECKPOINT_ID_BASE = 1 << 30       # dlio_mpi/checkpoint/common.py FILE_ID_BASE
-CHECKPOINT_FOUR_FILES = ("data", "meta", "index", "state")
-
-
-def _checkpoint_files(table, summary, ranks):
-    """Checkpoint entries' file ids made one per file as the checkpointer names it (the op log
-    gives the checkpoint and the file's number in it, not whose file it is): a write session
-    (an open up to its close, holding a write or fsync) is to the writing rank's
-    ``<name>.part`` (the checkpointer renames it when every rank is done, and Darshan keeps
-    the name it was opened by); a read session is of the final name of the rank whose share it
-    reads (``checkpoint.recovery_rank_shift``). Returns (file ids, {new id: path})."""
-    fid = table["file"].astype(np.int64)
-    where = np.flatnonzero(fid >= CHECKPOINT_ID_BASE)
-    if not len(where):
-        return fid, {}
-    config = summary.get("config", {})
-    ck = config.get("checkpoint", {})
-    fmt, folder = ck.get("format", "file_per_rank"), ck.get("checkpoint_folder", ".")
-    shift = 0
-    if ck.get("recovery_rank_shift") and ranks > 1:
-        per_host = int((summary.get("facts") or {}).get("ranks_per_host_max") or ranks)
-        shift = per_host if per_host < ranks else 1
-    out, names = fid.copy(), {}
-    order = where[np.lexsort((table["start"][where], fid[where], table["rank"][where]))]
-    # sessions: a rank's calls on one file from an open up to the next open
-    sessions, current, last = [], None, None
-    for k in order.tolist():
-        key = (int(table["rank"][k]), int(fid[k]))
-        if current is None or key != last or int(table["op"][k]) == OPEN:
-            current = []
-            sessions.append(current)
-        current.append(k)
-        last = key
-    for session in sessions:
-        w = any(int(table["op"][j]) == WRITE or int(table["op"][j]) in SYNC_OPS
-                for j in session)
-        rank, f = int(table["rank"][session[0]]), int(fid[session[0]])
-        index, number = divmod(f - CHECKPOINT_ID_BASE, 8)
-        base = os.path.join(folder, f"ckpt-{index:06d}")
-        if fmt in ("mpiio", "hdf5"):
-            owner, path = 0, base + (".h5" if fmt == "hdf5" else ".bin")
-        else:
-            owner = rank if w else (rank + shift) % max(ranks, 1)
-            ext = f".{CHECKPOINT_FOUR_FILES[number]}" if fmt == "four_files" else ".bin"
-            path = f"{base}-r{owner:06d}{ext}"
-        if w:
-            path += ".part"
-        new = -(1 + ((f - CHECKPOINT_ID_BASE) << 22 | owner << 1 | int(w)))
-        out[session] = new
-        names[new] = path
-    return out, names
 
 
 def _read_oplogs(paths):
     """Every op log's entries, all phases, as one table of arrays; each rank's origin; and each
     rank's window (start and end of its training part on the same clock; older logs have
     none)."""
-    columns = {key: [] for key in ("rank", "start", "dur", "offset", "bytes", "file", "op",
-                                   "iface")}
+    columns = {key: [] for key in ("rank",) + oplog_format.COLUMNS}
     origins, windows = {}, {}
     for path in paths:
         try:
-            rank = int(os.path.basename(path)[len("oplog_rank"):-len(".npz")])
+            rank = oplog_format.rank_of(path)
             with np.load(path) as z:
-                origins[rank] = int(z["origin_mono_ns"])
+                origins[rank] = int(z[oplog_format.ORIGIN])
                 # the job's start and end (older logs: the training part's)
-                for key in ("job_mono_ns", "window_mono_ns"):
+                for key in (oplog_format.JOB, oplog_format.WINDOW):
                     if key in z.files:
                         windows[rank] = tuple(int(t) for t in z[key])
                         break
-                for i in range(len(z["phases"])):
-                    n = len(z[f"e{i}_op"])
+                for i in range(len(z[oplog_format.PHASES])):
+                    n = len(z[oplog_format.column_key(i, "op")])
                     columns["rank"].append(np.full(n, rank, np.int64))
-                    for key in ("start", "dur", "offset", "bytes", "file", "op", "iface"):
-                        column = z[f"e{i}_{key}"]
+                    for key in oplog_format.COLUMNS:
+                        column = z[oplog_format.column_key(i, key)]
                         if column.shape != (n,):
                             raise ValueError(f"phase {i}: {key} holds {column.size} entries "
                                              f"for {n} operations")
@@ -349,105 +245,6 @@ def _read_oplogs(paths):
              "bytes": np.int64, "file": np.int64, "op": np.uint8, "iface": np.uint8}
     return ({key: np.concatenate(parts).astype(types[key]) if parts
              else np.zeros(0, types[key]) for key, parts in columns.items()}, origins, windows)
-
-
-def observed_layers(ops, iface):
-    """File record id -> the lowest layer the op log observed of it, for the files it did not
-    observe at POSIX: "HDF5" for a file read or written through libhdf5's MPI-IO driver,
-    "MPI-IO" for one read or written by collective MPI-IO calls (module docstring)."""
-    moved = np.isin(ops.op, (READ, WRITE))
-    hdf5 = np.unique(ops.id[np.isin(iface, HDF5_MPIIO_IFACES)]).tolist()
-    coll = np.unique(ops.id[(iface == MPIIO_COLL_IFACE) & moved]).tolist()
-    layers = dict.fromkeys(coll, "MPI-IO")
-    layers.update(dict.fromkeys(hdf5, "HDF5"))
-    return layers
-
-
-def _layers(ops, iface, config, names, ids):
-    """Records per module and DXT segments per trace, each file from the lowest layer the op
-    log observed of it up (see the module docstring), and those layers."""
-    shared = config.get("io", {}).get("layout", "multi") != "multi"
-    coll_call = np.isin(iface, COLLECTIVE_IFACES)
-    is_open = ops.op == OPEN
-    data_call = np.isin(ops.op, (READ, WRITE))
-    sync = np.isin(ops.op, SYNC_OPS)
-    observed = observed_layers(ops, iface)
-    above_posix = np.isin(ops.id, np.array(list(observed), dtype=np.uint64))
-    through_hdf5 = np.isin(ops.id, np.array([f for f, layer in observed.items()
-                                             if layer == "HDF5"], dtype=np.uint64))
-    # beneath independent MPI-IO: calls that moved bytes, opens and closes; an MPI_File_sync
-    # is an fsync beneath
-    beneath = (~data_call | (ops.length > 0)) & ~above_posix & (ops.op != VIEW)
-    # what Darshan cannot see: the mmap call and the copies out of the mapping
-    unseen = (iface == MMAP_IFACE) & np.isin(ops.op, (READ, MMAP))
-    posix_mask = (np.isin(iface, POSIX_IFACES) & ~unseen) \
-        | (np.isin(iface, MPIIO_IFACES) & beneath)
-    posix = ops.select(posix_mask)
-    # the open and close beneath an MPI-IO one take a system call's time, not the MPI-IO
-    # call's (an MPI_File_open also makes lock tests, reads hints, agrees among ranks): they are
-    # given no duration
-    modelled = np.isin(iface[posix_mask], MPIIO_IFACES) \
-        & ~np.isin(posix.op, (READ, WRITE)) & ~np.isin(posix.op, SYNC_OPS)
-    posix.end = np.where(modelled, posix.start, posix.end)
-    layers = {
-        # HDF5 through sec2: the logging driver records libhdf5's own POSIX calls
-        "POSIX": posix,
-        "STDIO": ops.select(np.isin(iface, STDIO_IFACES)),
-    }
-    mpiio = np.isin(iface, MPIIO_IFACES) & ~through_hdf5
-    mpi_ops = ops.select(mpiio)
-    mpi_ops.collective = (coll_call[mpiio] & ~is_open[mpiio]) | (is_open[mpiio] & shared)
-    layers["MPI-IO"] = mpi_ops
-    hdf5 = np.isin(iface, HDF5_IFACES)
-    layers["H5F"] = ops.select(hdf5 & ~np.isin(ops.op, (READ, WRITE)))
-    h5d = ops.select(hdf5 & ~sync)  # H5Fflush is a file-level call
-    # the op log's open of an HDF5 file is H5Fopen and H5Dopen in one entry: its time is the
-    # file's (H5F), the dataset's open is given none
-    h5d.end = np.where(np.isin(h5d.op, (OPEN, CLOSE)), h5d.start, h5d.end)
-    dataset_names = {}
-    if len(h5d):
-        by_file = {ids[f]: record_id(names[f] + ":" + HDF5_DATASET) for f in ids}
-        file_ids, index = np.unique(h5d.id, return_inverse=True)
-        h5d.id = np.array([by_file[int(i)] for i in file_ids],
-                          dtype=np.uint64)[index.reshape(-1)]
-        dataset_names = {by_file[ids[f]]: names[f] + ":" + HDF5_DATASET for f in ids}
-    layers["H5D"] = h5d
-    records = {}
-    for module in CHARACTERIZED_MODULES:
-        part = layers[module]
-        if len(part):
-            extra = None
-            if module == "H5D":
-                extra = {"H5D_USE_MPIIO_COLLECTIVE": int(np.isin(iface, (7,)).any())}
-            elif module == "H5F":
-                extra = {"H5F_USE_MPIIO": int(np.isin(iface, HDF5_MPIIO_IFACES).any())}
-            elif module == "POSIX":
-                extra = {"POSIX_MMAPS": -1}     # not kept by Darshan since 3.2
-            records[module] = module_records(module, part, extra)
-    segments = {}
-    for trace, module in (("DXT_POSIX", "POSIX"), ("DXT_MPIIO", "MPI-IO"),
-                          ("DXT_STDIO", "STDIO")):
-        part = layers[module]
-        moved = np.isin(part.op, (READ, WRITE))
-        if moved.any():
-            segments[trace] = _segments(part.select(moved))
-    return records, segments, dataset_names, observed
-
-
-def _segments(ops):
-    """A DXT trace DataFrame (loader columns) of read and write calls, ordered by rank then
-    start time; offsets the op log does not know (-1) are given as 0."""
-    frame = pd.DataFrame({
-        "rank": ops.rank.astype(np.int64),
-        "id": ops.id.astype(np.uint64),
-        "op": pd.Categorical.from_codes((ops.op != READ).astype(np.int8),
-                                        categories=["read", "write"]),
-        "offset": np.maximum(ops.offset, 0).astype(np.int64),
-        "length": ops.length.astype(np.int64),
-        "start": ops.start,
-        "end": ops.end,
-    })
-    return frame.sort_values(["rank", "start"], kind="stable", ignore_index=True)
 
 
 def _overflow_messages(directory, summary, ops):

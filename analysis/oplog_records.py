@@ -36,11 +36,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from darshan.backend import cffi_backend
+from dlio_mpi.oplog_format import OP
 
 from .counters import SIZE_BUCKETS
 
-# op codes of dlio_mpi's op log (dlio_mpi/_engines.pyx OPS)
-READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP, VIEW = range(10)
+# op codes of dlio_mpi's op log
+READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP, VIEW = (
+    OP[name] for name in ("read", "write", "open", "close", "fsync", "fdatasync", "seek", "stat",
+                          "mmap", "view"))
 META_OPS = (OPEN, CLOSE, SEEK, STAT, MMAP)
 SYNC_OPS = (FSYNC, FDATASYNC)
 # upper bounds (inclusive) of Darshan's size buckets but the last

@@ -126,6 +126,39 @@ static inline void dm_log(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t off, in
     }
 }
 
+/* ------------------------------------------------------------------ transfer loop */
+/* How an engine moves byte ranges (transfer.c): move() reads (writes) one transfer of len bytes
+ * at off into (from) buf and returns the bytes moved, fewer only at the end of the file (a
+ * write moves all or fails), or -1 with e set; seek, when not NULL, is called before each
+ * range (a STDIO stream's position). Each engine of byte ranges gives its own
+ * (dm_posix_transfer, dm_stdio_transfer, dm_mpiio_transfer). */
+typedef struct {
+    void *handle;
+    int64_t (*move)(void *handle, char *buf, int64_t len, int64_t off, dm_err *e);
+    int (*seek)(void *handle, int64_t off, dm_err *e);
+    /* when not NULL, called first with the whole request (O_DIRECT's alignment) */
+    int (*check)(void *handle, size_t n, const int64_t *off, const int64_t *len,
+                 const char *buf, int64_t xfer, dm_err *e);
+    int op;                 /* DM_OP_READ or DM_OP_WRITE */
+    int iface;
+    int32_t file_id;
+    dm_oplog *log;
+    const char *path;
+    int64_t xfer;           /* the most bytes of one transfer, 0: a range in one */
+    int chained;            /* one tick read per transfer: each starts where the last ended */
+    int retry_short;        /* an exact read tries again after a short transfer */
+} dm_transfer;
+
+/* Move n ranges packed one after another in buf, each cut into transfers of at most t->xfer
+ * bytes, each transfer one op-log entry. Reads: got[i] (if not NULL) receives the bytes of
+ * range i, fewer at the end of the file; with exact a short range is a DM_EOF error. *total
+ * receives the bytes moved. */
+int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off, const int64_t *len,
+                       char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
+/* fsync (fdatasync with data_only) of fd, logged as an operation of file_id through iface */
+int dm_sync_fd(int fd, int data_only, dm_oplog *log, int32_t file_id, int iface,
+               const char *path, dm_err *e);
+
 /* ------------------------------------------------------------------ POSIX */
 enum { DM_O_READ = 0, DM_O_WRITE = 1, DM_O_CREATE = 2, DM_O_TRUNC = 4, DM_O_DIRECT = 8 };
 enum { DM_ADV_NONE = -1 };   /* else a POSIX_FADV_* value */
@@ -155,15 +188,10 @@ int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int a
 int dm_posix_close(dm_posix *h, dm_err *e);
 int dm_posix_size(dm_posix *h, int64_t *size, dm_err *e);
 int dm_posix_fadvise(dm_posix *h, int64_t off, int64_t len, int advice, dm_err *e);
-/* Read n ranges into buf, packed one after another. Each range is cut into transfers of at most
- * xfer bytes (0: no cut); each transfer is one pread (looping on short reads and EINTR) and one
- * op-log entry. got[i] receives the bytes read for range i (less at EOF); with exact=1 a short
- * range is an error. *total receives the sum. In O_DIRECT mode offsets, lengths, xfer and buf
- * must be aligned. */
-int dm_posix_readv(dm_posix *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
-int dm_posix_writev(dm_posix *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    const char *buf, int64_t *total, dm_err *e);
+/* The POSIX transfers of op (DM_OP_READ, DM_OP_WRITE), each one pread (looping on short reads
+ * and EINTR) or pwrite, or a copy out of the mapping; in O_DIRECT mode offsets, lengths, xfer and
+ * the buffer must be aligned. */
+dm_transfer dm_posix_transfer(dm_posix *h, int op, int64_t xfer);
 int dm_posix_sync(dm_posix *h, int data_only, dm_err *e);
 int dm_posix_check_aligned(const dm_posix *h, int64_t off, int64_t len, const void *buf,
                            dm_err *e);
@@ -182,11 +210,10 @@ typedef struct {
 int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize, int32_t file_id,
                   dm_oplog *log, dm_err *e);
 int dm_stdio_close(dm_stdio *h, dm_err *e);
-int dm_stdio_readv(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
-int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    const char *buf, int64_t *total, dm_err *e);
-int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e);
+/* The STDIO transfers of op: an fseeko where the position changes, then fread or fwrite */
+dm_transfer dm_stdio_transfer(dm_stdio *h, int op, int64_t xfer);
+/* fflush, then fsync (fdatasync with data_only), logged as its own operation */
+int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e);
 
 /* ------------------------------------------------------------------ MPI-IO */
 typedef struct {
@@ -204,16 +231,14 @@ int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int n
                   dm_oplog *log, dm_err *e);
 int dm_mpiio_close(dm_mpiio *h, dm_err *e);
 int dm_mpiio_size(dm_mpiio *h, int64_t *size, dm_err *e);
-/* independent: one MPI_File_read_at per transfer */
-int dm_mpiio_readv(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
+/* The independent MPI-IO transfers of op: one MPI_File_read_at (write_at) each, of at most
+ * 1 GiB (xfer 0: that) */
+dm_transfer dm_mpiio_transfer(dm_mpiio *h, int op, int64_t xfer);
 /* collective: every range of the batch in one MPI_File_read_at_all through a file view built
  * from the ranges (sorted by offset) and a memory type that puts each range at its place in buf.
  * Every rank of the communicator must call it; n may be 0. */
 int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, char *buf,
                       int64_t *total, dm_err *e);
-int dm_mpiio_writev(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    const char *buf, int64_t *total, dm_err *e);
 int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
                        const char *buf, int64_t *total, dm_err *e);
 int dm_mpiio_sync(dm_mpiio *h, dm_err *e);
@@ -284,10 +309,12 @@ typedef struct dm_engine_ops {
     /* bytes n requested ranges take in the buffer (HDF5: rows times the row's bytes) */
     int64_t (*span)(const void *h, size_t n, const int64_t *len);
     dm_oplog *(*log)(const void *h);
+    /* the engine's transfers (engines of byte ranges), or NULL */
+    dm_transfer (*transfer)(void *h, int op, int64_t xfer);
     /* read the n ranges (HDF5: row ranges) into buf, packed one after another, cut into xfer
      * pieces where the engine cuts; *total receives the bytes read (short at end of file) */
-    int (*readv)(void *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                 char *buf, int64_t *total, dm_err *e);
+    int (*readv)(const struct dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
+                 const int64_t *len, int64_t xfer, char *buf, int64_t *total, dm_err *e);
 } dm_engine_ops;
 
 extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops;

@@ -1,6 +1,7 @@
 /* The engine table: one struct of read operations per engine. Each entry calls the engine's
- * own function, so that a read through the table is the read the engine makes when called
- * directly (same transfers, op-log entries and errors). */
+ * own functions, so that a read through the table is the read the engine makes when called
+ * directly (same transfers, op-log entries and errors): the engines of byte ranges through their
+ * transfers and the one transfer loop, HDF5 through its row reads. */
 #define _GNU_SOURCE
 #include "dm.h"
 
@@ -13,37 +14,42 @@ static int64_t bytes_span(const void *h, size_t n, const int64_t *len) {
     return s;
 }
 
-/* ---- POSIX (buffered, O_DIRECT, mmap) */
-static dm_oplog *posix_log(const void *h) { return ((const dm_posix *)h)->log; }
-
-static int posix_readv(void *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                       char *buf, int64_t *total, dm_err *e) {
-    return dm_posix_readv(h, n, off, len, xfer, buf, NULL, 0, total, e);
+/* engines of byte ranges: their own transfers through the one transfer loop */
+static int ranges_readv(const dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
+                        const int64_t *len, int64_t xfer, char *buf, int64_t *total,
+                        dm_err *e) {
+    dm_transfer t = ops->transfer(h, DM_OP_READ, xfer);
+    return dm_transfer_ranges(&t, n, off, len, buf, NULL, 0, total, e);
 }
 
-const dm_engine_ops dm_posix_ops = {"posix", 0, always, bytes_span, posix_log, posix_readv};
+/* ---- POSIX (buffered, O_DIRECT, mmap) */
+static dm_oplog *posix_log(const void *h) { return ((const dm_posix *)h)->log; }
+static dm_transfer posix_transfer(void *h, int op, int64_t xfer) {
+    return dm_posix_transfer(h, op, xfer);
+}
+
+const dm_engine_ops dm_posix_ops = {"posix", 0, always, bytes_span, posix_log, posix_transfer,
+                                    ranges_readv};
 
 /* ---- STDIO */
 static dm_oplog *stdio_log(const void *h) { return ((const dm_stdio *)h)->log; }
-
-static int stdio_readv(void *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                       char *buf, int64_t *total, dm_err *e) {
-    return dm_stdio_readv(h, n, off, len, xfer, buf, NULL, 0, total, e);
+static dm_transfer stdio_transfer(void *h, int op, int64_t xfer) {
+    return dm_stdio_transfer(h, op, xfer);
 }
 
-const dm_engine_ops dm_stdio_ops = {"stdio", 1, always, bytes_span, stdio_log, stdio_readv};
+const dm_engine_ops dm_stdio_ops = {"stdio", 1, always, bytes_span, stdio_log, stdio_transfer,
+                                    ranges_readv};
 
 /* ---- MPI-IO, independent reads (the collective read_all is not in the table): explicit
  * offsets, so a handle's reads may run side by side; from read-ahead threads they need an MPI
  * initialized with MPI_THREAD_MULTIPLE (the readers check it) */
 static dm_oplog *mpiio_log(const void *h) { return ((const dm_mpiio *)h)->log; }
-
-static int mpiio_readv(void *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                       char *buf, int64_t *total, dm_err *e) {
-    return dm_mpiio_readv(h, n, off, len, xfer, buf, NULL, 0, total, e);
+static dm_transfer mpiio_transfer(void *h, int op, int64_t xfer) {
+    return dm_mpiio_transfer(h, op, xfer);
 }
 
-const dm_engine_ops dm_mpiio_ops = {"mpiio", 0, always, bytes_span, mpiio_log, mpiio_readv};
+const dm_engine_ops dm_mpiio_ops = {"mpiio", 0, always, bytes_span, mpiio_log, mpiio_transfer,
+                                    ranges_readv};
 
 /* ---- HDF5: ranges are rows (start, count) of dimension 0. libhdf5 is not thread-safe in
  * this build: every HDF5 call of the engine holds one lock (dm_h5_lock), so read-ahead threads
@@ -62,10 +68,11 @@ static int64_t h5_span(const void *hp, size_t n, const int64_t *len) {
     return bytes_span(hp, n, len) * ((const dm_h5 *)hp)->row_bytes;
 }
 
-static int h5_readv(void *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    char *buf, int64_t *total, dm_err *e) {
+static int h5_readv(const dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
+                    const int64_t *len, int64_t xfer, char *buf, int64_t *total, dm_err *e) {
+    (void)ops;
     (void)xfer;     /* libhdf5 decides its transfers */
     return dm_h5_read_rows(h, n, off, len, buf, total, e);
 }
 
-const dm_engine_ops dm_h5_ops = {"hdf5", 0, h5_threadable, h5_span, h5_log, h5_readv};
+const dm_engine_ops dm_h5_ops = {"hdf5", 0, h5_threadable, h5_span, h5_log, NULL, h5_readv};

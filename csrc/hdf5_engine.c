@@ -88,9 +88,9 @@ static void close_ids(dm_h5 *h) {
     h->dtype = h->space = h->dset = h->file = -1;
 }
 
-int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
-               int collective, int writing, int nhints, const char *const *keys,
-               const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e) {
+/* A handle's fields before its file is opened or created. */
+static void start(dm_h5 *h, const char *path, const char *dset, int driver, int collective,
+                  int writing, int32_t file_id, dm_oplog *log) {
     pthread_once(&g_h5_once, h5_init);
     memset(h, 0, sizeof *h);
     h->file = h->dset = h->space = h->dtype = -1;
@@ -101,6 +101,25 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
     h->file_id = file_id;
     h->log = log;
     h->writing = writing;
+}
+
+/* The end of an open or a create (called holding the lock, which it releases): the dataset
+ * described, the open logged from t0 to t1. */
+static int opened(dm_h5 *h, uint64_t t0, uint64_t t1, dm_err *e) {
+    int rc = describe(h, e);
+    if (rc != 0) close_ids(h);
+    dm_h5_unlock();
+    if (rc == 0)
+        dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_OPEN,
+               h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                                       : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
+    return rc;
+}
+
+int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
+               int collective, int writing, int nhints, const char *const *keys,
+               const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e) {
+    start(h, path, dset, driver, collective, writing, file_id, log);
     /* a missing or unreadable file is named with its errno, not HDF5's stack */
     if (access(path, writing ? (R_OK | W_OK) : R_OK) != 0) {
         dm_err_set(e, errno, "cannot open %s: %s", path, strerror(errno));
@@ -129,30 +148,14 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
         dm_h5_unlock();
         return -1;
     }
-    int rc = describe(h, e);
-    if (rc != 0) close_ids(h);
-    dm_h5_unlock();
-    if (rc == 0)
-        dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN,
-               driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
-                                    : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
-    return rc;
+    return opened(h, t0, t1, e);
 }
 
 int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const hsize_t *dims,
                  hsize_t chunk_rows, int driver, MPI_Comm comm, int collective, int nhints,
                  const char *const *keys, const char *const *vals, int32_t file_id,
                  dm_oplog *log, dm_err *e) {
-    pthread_once(&g_h5_once, h5_init);
-    memset(h, 0, sizeof *h);
-    h->file = h->dset = h->space = h->dtype = -1;
-    snprintf(h->path, sizeof h->path, "%s", path);
-    snprintf(h->name, sizeof h->name, "%s", dset);
-    h->driver = driver;
-    h->collective = collective && driver == DM_H5_MPIO;
-    h->file_id = file_id;
-    h->log = log;
-    h->writing = 1;
+    start(h, path, dset, driver, collective, 1, file_id, log);
     if (ndims < 1 || ndims > 8) {
         dm_err_set(e, DM_EARG, "cannot create a %d-dimensional dataset", ndims);
         return -1;
@@ -186,14 +189,7 @@ int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const 
         dm_h5_unlock();
         return -1;
     }
-    int rc = describe(h, e);
-    if (rc != 0) close_ids(h);
-    dm_h5_unlock();
-    if (rc == 0)
-        dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN,
-               driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
-                                    : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
-    return rc;
+    return opened(h, t0, t1, e);
 }
 
 int dm_h5_close(dm_h5 *h, dm_err *e) {

@@ -90,67 +90,34 @@ int dm_mpiio_size(dm_mpiio *h, int64_t *size, dm_err *e) {
     return 0;
 }
 
-int dm_mpiio_readv(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e) {
-    int64_t pos = 0;
-    *total = 0;
-    if (xfer <= 0 || xfer > DM_MPI_CHUNK) xfer = DM_MPI_CHUNK;
-    for (size_t i = 0; i < n; i++) {
-        int64_t o = off[i], l = len[i], done = 0;
-        while (done < l) {
-            int64_t t = l - done > xfer ? xfer : l - done;
-            MPI_Status st;
-            uint64_t t0 = dm_ticks();
-            int rc = MPI_File_read_at(h->fh, (MPI_Offset)(o + done), buf + pos + done, (int)t,
-                                      MPI_BYTE, &st);
-            uint64_t t1 = dm_ticks();
-            if (rc != MPI_SUCCESS) {
-                mpi_err(e, rc, "MPI_File_read_at", h, o + done);
-                return -1;
-            }
-            int cnt = 0;
-            MPI_Get_count(&st, MPI_BYTE, &cnt);
-            dm_log(h->log, t0, t1, o + done, cnt, h->file_id, DM_OP_READ, DM_IF_MPIIO_IND);
-            done += cnt;
-            if (cnt < t) break;
-        }
-        if (got) got[i] = done;
-        *total += done;
-        if (done < l && exact) {
-            dm_err_set(e, DM_EOF, "unexpected end of file in %s: wanted %lld bytes at offset "
-                       "%lld, got %lld", h->path, (long long)l, (long long)o, (long long)done);
-            return -1;
-        }
-        pos += l;
+/* One independent transfer at an explicit offset: the bytes moved, or -1. */
+static int64_t at(dm_mpiio *h, char *buf, int64_t len, int64_t off, int writing, dm_err *e) {
+    MPI_Status st;
+    int cnt = 0;
+    int rc = writing ? MPI_File_write_at(h->fh, (MPI_Offset)off, buf, (int)len, MPI_BYTE, &st)
+                     : MPI_File_read_at(h->fh, (MPI_Offset)off, buf, (int)len, MPI_BYTE, &st);
+    if (rc != MPI_SUCCESS) {
+        mpi_err(e, rc, writing ? "MPI_File_write_at" : "MPI_File_read_at", h, off);
+        return -1;
     }
-    return 0;
+    if (writing) return len;
+    MPI_Get_count(&st, MPI_BYTE, &cnt);
+    return cnt;
 }
 
-int dm_mpiio_writev(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    const char *buf, int64_t *total, dm_err *e) {
-    int64_t pos = 0;
-    *total = 0;
+static int64_t mpiio_read(void *h, char *buf, int64_t len, int64_t off, dm_err *e) {
+    return at(h, buf, len, off, 0, e);
+}
+
+static int64_t mpiio_write(void *h, char *buf, int64_t len, int64_t off, dm_err *e) {
+    return at(h, buf, len, off, 1, e);
+}
+
+dm_transfer dm_mpiio_transfer(dm_mpiio *h, int op, int64_t xfer) {
     if (xfer <= 0 || xfer > DM_MPI_CHUNK) xfer = DM_MPI_CHUNK;
-    for (size_t i = 0; i < n; i++) {
-        int64_t o = off[i], l = len[i], done = 0;
-        while (done < l) {
-            int64_t t = l - done > xfer ? xfer : l - done;
-            MPI_Status st;
-            uint64_t t0 = dm_ticks();
-            int rc = MPI_File_write_at(h->fh, (MPI_Offset)(o + done), (void *)(buf + pos + done),
-                                       (int)t, MPI_BYTE, &st);
-            uint64_t t1 = dm_ticks();
-            if (rc != MPI_SUCCESS) {
-                mpi_err(e, rc, "MPI_File_write_at", h, o + done);
-                return -1;
-            }
-            dm_log(h->log, t0, t1, o + done, t, h->file_id, DM_OP_WRITE, DM_IF_MPIIO_IND);
-            done += t;
-        }
-        *total += done;
-        pos += l;
-    }
-    return 0;
+    return (dm_transfer){.handle = h, .move = op == DM_OP_READ ? mpiio_read : mpiio_write,
+                         .op = op, .iface = DM_IF_MPIIO_IND, .file_id = h->file_id,
+                         .log = h->log, .path = h->path, .xfer = xfer};
 }
 
 /* ---- collective batches */

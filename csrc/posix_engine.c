@@ -256,117 +256,60 @@ static inline int64_t pwrite_full(int fd, const char *buf, int64_t len, int64_t 
     return done;
 }
 
-int dm_posix_readv(dm_posix *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e) {
-    int direct = h->flags & DM_O_DIRECT;
-    int64_t pos = 0;
-    *total = 0;
-    if (direct) {
-        if (xfer > 0 && (xfer % (int64_t)h->off_align) != 0) {
-            dm_err_set(e, DM_EALIGN, "O_DIRECT transfer size %lld on %s is not a multiple of %zu",
-                       (long long)xfer, h->path, h->off_align);
-            return -1;
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (dm_posix_check_aligned(h, off[i], len[i], buf + pos, e) != 0) return -1;
-            pos += len[i];
-        }
-        pos = 0;
+/* One read transfer: pread, or a copy out of the mapping. */
+static int64_t posix_read(void *hp, char *buf, int64_t len, int64_t off, dm_err *e) {
+    dm_posix *h = hp;
+    if (h->map) {
+        int64_t avail = (int64_t)h->map_len - off;
+        int64_t r = avail <= 0 ? 0 : (len < avail ? len : avail);
+        if (r > 0) memcpy(buf, h->map + off, (size_t)r);
+        return r;
     }
-    dm_oplog *L = h->log;
-    int iface = h->iface;
-    /* one tick read per transfer: each transfer ends where the next one starts */
-    int timed = L && L->enabled;
-    uint64_t t0 = timed ? dm_ticks() : 0;
+    if (h->iface == DM_IF_MMAP) return 0;     /* an empty file: nothing mapped */
+    int err = 0;
+    int64_t r = pread_full(h->fd, buf, len, off, &err);
+    if (r < 0)
+        dm_err_set(e, err, "read of %lld bytes at offset %lld of %s failed: %s",
+                   (long long)len, (long long)off, h->path, strerror(err));
+    return r;
+}
+
+static int64_t posix_write(void *hp, char *buf, int64_t len, int64_t off, dm_err *e) {
+    dm_posix *h = hp;
+    int err = 0;
+    int64_t r = pwrite_full(h->fd, buf, len, off, &err);
+    if (r < 0)
+        dm_err_set(e, err, "write of %lld bytes at offset %lld of %s failed: %s",
+                   (long long)len, (long long)off, h->path, strerror(err));
+    return r;
+}
+
+/* In O_DIRECT mode the transfer size, every range and its place in buf must be aligned. */
+static int check_direct(void *hp, size_t n, const int64_t *off, const int64_t *len,
+                        const char *buf, int64_t xfer, dm_err *e) {
+    dm_posix *h = hp;
+    if (xfer > 0 && (xfer % (int64_t)h->off_align) != 0) {
+        dm_err_set(e, DM_EALIGN, "O_DIRECT transfer size %lld on %s is not a multiple of %zu",
+                   (long long)xfer, h->path, h->off_align);
+        return -1;
+    }
+    int64_t pos = 0;
     for (size_t i = 0; i < n; i++) {
-        int64_t o = off[i], l = len[i], done = 0;
-        if (l < 0 || o < 0) {
-            dm_err_set(e, DM_EARG, "negative offset or length (%lld, %lld) for %s",
-                       (long long)o, (long long)l, h->path);
-            return -1;
-        }
-        while (done < l) {
-            int64_t t = (xfer > 0 && l - done > xfer) ? xfer : l - done;
-            int64_t r;
-            int err = 0;
-            if (h->map) {
-                int64_t avail = (int64_t)h->map_len - (o + done);
-                r = avail <= 0 ? 0 : (t < avail ? t : avail);
-                if (r > 0) memcpy(buf + pos + done, h->map + o + done, (size_t)r);
-            } else if (!h->map && iface == DM_IF_MMAP) {
-                r = 0;   /* empty file */
-            } else {
-                r = pread_full(h->fd, buf + pos + done, t, o + done, &err);
-            }
-            if (r < 0) {
-                dm_err_set(e, err, "read of %lld bytes at offset %lld of %s failed: %s",
-                           (long long)t, (long long)(o + done), h->path, strerror(err));
-                return -1;
-            }
-            if (timed) {
-                uint64_t t1 = dm_ticks();
-                dm_log(L, t0, t1, o + done, r, h->file_id, DM_OP_READ, iface);
-                t0 = t1;
-            }
-            done += r;
-            /* end of file; a read that must be whole tries again after a short one */
-            if (r == 0 || (r < t && !exact)) break;
-        }
-        if (got) got[i] = done;
-        *total += done;
-        if (done < l && exact) {
-            dm_err_set(e, DM_EOF, "unexpected end of file in %s: wanted %lld bytes at offset "
-                       "%lld, got %lld", h->path, (long long)l, (long long)o, (long long)done);
-            return -1;
-        }
-        pos += l;
+        if (dm_posix_check_aligned(h, off[i], len[i], buf + pos, e) != 0) return -1;
+        pos += len[i];
     }
     return 0;
 }
 
-int dm_posix_writev(dm_posix *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    const char *buf, int64_t *total, dm_err *e) {
-    int64_t pos = 0;
-    *total = 0;
-    if (h->flags & DM_O_DIRECT) {
-        for (size_t i = 0; i < n; i++) {
-            if (dm_posix_check_aligned(h, off[i], len[i], buf + pos, e) != 0) return -1;
-            pos += len[i];
-        }
-        pos = 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        int64_t o = off[i], l = len[i], done = 0;
-        while (done < l) {
-            int64_t t = (xfer > 0 && l - done > xfer) ? xfer : l - done;
-            int err = 0;
-            uint64_t t0 = dm_ticks();
-            int64_t r = pwrite_full(h->fd, buf + pos + done, t, o + done, &err);
-            uint64_t t1 = dm_ticks();
-            if (r < 0) {
-                dm_err_set(e, err, "write of %lld bytes at offset %lld of %s failed: %s",
-                           (long long)t, (long long)(o + done), h->path, strerror(err));
-                return -1;
-            }
-            dm_log(h->log, t0, t1, o + done, r, h->file_id, DM_OP_WRITE, h->iface);
-            done += r;
-        }
-        *total += done;
-        pos += l;
-    }
-    return 0;
+dm_transfer dm_posix_transfer(dm_posix *h, int op, int64_t xfer) {
+    int reading = op == DM_OP_READ;
+    return (dm_transfer){.handle = h, .move = reading ? posix_read : posix_write,
+                         .check = (h->flags & DM_O_DIRECT) ? check_direct : NULL, .op = op,
+                         .iface = h->iface, .file_id = h->file_id, .log = h->log,
+                         .path = h->path, .xfer = xfer, .chained = reading,
+                         .retry_short = 1};
 }
 
 int dm_posix_sync(dm_posix *h, int data_only, dm_err *e) {
-    uint64_t t0 = dm_ticks();
-    int r = data_only ? fdatasync(h->fd) : fsync(h->fd);
-    uint64_t t1 = dm_ticks();
-    if (r != 0) {
-        dm_err_set(e, errno, "%s of %s failed: %s", data_only ? "fdatasync" : "fsync", h->path,
-                   strerror(errno));
-        return -1;
-    }
-    dm_log(h->log, t0, t1, -1, 0, h->file_id, data_only ? DM_OP_FDATASYNC : DM_OP_FSYNC,
-           h->iface);
-    return 0;
+    return dm_sync_fd(h->fd, data_only, h->log, h->file_id, h->iface, h->path, e);
 }

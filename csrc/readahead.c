@@ -126,7 +126,7 @@ static void *worker(void *arg) {
         if (!skip) {
             dm_err_clear(&err);
             char *dst = own ? own : s->buf + g->bufpos;
-            rc = g->seg.ops->readv(g->seg.handle, g->seg.n, s->off + g->first,
+            rc = g->seg.ops->readv(g->seg.ops, g->seg.handle, g->seg.n, s->off + g->first,
                                    s->len + g->first, g->seg.xfer, dst, &got, &err);
             /* the worker preprocesses the samples before handing them over */
             if (rc == 0 && g->seg.busy_ns > 0) preprocess(g->seg.busy_ns);

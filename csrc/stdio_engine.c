@@ -72,7 +72,8 @@ int dm_stdio_close(dm_stdio *h, dm_err *e) {
     return rc;
 }
 
-static int seek_to(dm_stdio *h, int64_t off, dm_err *e) {
+static int seek_to(void *hp, int64_t off, dm_err *e) {
+    dm_stdio *h = hp;
     if (h->pos == off) return 0;
     uint64_t t0 = dm_ticks();
     int r = fseeko(h->fp, (off_t)off, SEEK_SET);
@@ -88,86 +89,49 @@ static int seek_to(dm_stdio *h, int64_t off, dm_err *e) {
     return 0;
 }
 
-int dm_stdio_readv(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                   char *buf, int64_t *got, int exact, int64_t *total, dm_err *e) {
-    int64_t pos = 0;
-    *total = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t o = off[i], l = len[i], done = 0;
-        if (seek_to(h, o, e) != 0) return -1;
-        while (done < l) {
-            int64_t t = (xfer > 0 && l - done > xfer) ? xfer : l - done;
-            uint64_t t0 = dm_ticks();
-            size_t r = fread(buf + pos + done, 1, (size_t)t, h->fp);
-            uint64_t t1 = dm_ticks();
-            if (r < (size_t)t && ferror(h->fp)) {
-                int err = errno;
-                clearerr(h->fp);
-                h->pos = -1;
-                dm_err_set(e, err, "fread of %lld bytes at offset %lld of %s failed: %s",
-                           (long long)t, (long long)(o + done), h->path, strerror(err));
-                return -1;
-            }
-            dm_log(h->log, t0, t1, o + done, (int64_t)r, h->file_id, DM_OP_READ, DM_IF_STDIO);
-            done += (int64_t)r;
-            h->pos = o + done;
-            if ((int64_t)r < t) { clearerr(h->fp); break; }
-        }
-        if (got) got[i] = done;
-        *total += done;
-        if (done < l && exact) {
-            dm_err_set(e, DM_EOF, "unexpected end of file in %s: wanted %lld bytes at offset "
-                       "%lld, got %lld", h->path, (long long)l, (long long)o, (long long)done);
+/* One fread at the stream's position (off); a short one is the end of the file. */
+static int64_t stdio_read(void *hp, char *buf, int64_t len, int64_t off, dm_err *e) {
+    dm_stdio *h = hp;
+    size_t r = fread(buf, 1, (size_t)len, h->fp);
+    if (r < (size_t)len) {
+        if (ferror(h->fp)) {
+            int err = errno;
+            clearerr(h->fp);
+            h->pos = -1;
+            dm_err_set(e, err, "fread of %lld bytes at offset %lld of %s failed: %s",
+                       (long long)len, (long long)off, h->path, strerror(err));
             return -1;
         }
-        pos += l;
+        clearerr(h->fp);
     }
-    return 0;
+    h->pos = off + (int64_t)r;
+    return (int64_t)r;
 }
 
-int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    const char *buf, int64_t *total, dm_err *e) {
-    int64_t pos = 0;
-    *total = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t o = off[i], l = len[i], done = 0;
-        if (seek_to(h, o, e) != 0) return -1;
-        while (done < l) {
-            int64_t t = (xfer > 0 && l - done > xfer) ? xfer : l - done;
-            uint64_t t0 = dm_ticks();
-            size_t r = fwrite(buf + pos + done, 1, (size_t)t, h->fp);
-            uint64_t t1 = dm_ticks();
-            if (r < (size_t)t) {
-                int err = errno ? errno : ENOSPC;
-                h->pos = -1;
-                dm_err_set(e, err, "fwrite of %lld bytes at offset %lld of %s failed: %s",
-                           (long long)t, (long long)(o + done), h->path, strerror(err));
-                return -1;
-            }
-            dm_log(h->log, t0, t1, o + done, (int64_t)r, h->file_id, DM_OP_WRITE, DM_IF_STDIO);
-            done += (int64_t)r;
-            h->pos = o + done;
-        }
-        *total += done;
-        pos += l;
+static int64_t stdio_write(void *hp, char *buf, int64_t len, int64_t off, dm_err *e) {
+    dm_stdio *h = hp;
+    size_t r = fwrite(buf, 1, (size_t)len, h->fp);
+    if (r < (size_t)len) {
+        int err = errno ? errno : ENOSPC;
+        h->pos = -1;
+        dm_err_set(e, err, "fwrite of %lld bytes at offset %lld of %s failed: %s",
+                   (long long)len, (long long)off, h->path, strerror(err));
+        return -1;
     }
-    return 0;
+    h->pos = off + (int64_t)r;
+    return (int64_t)r;
 }
 
-int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e) {
+dm_transfer dm_stdio_transfer(dm_stdio *h, int op, int64_t xfer) {
+    return (dm_transfer){.handle = h, .move = op == DM_OP_READ ? stdio_read : stdio_write,
+                         .seek = seek_to, .op = op, .iface = DM_IF_STDIO, .file_id = h->file_id,
+                         .log = h->log, .path = h->path, .xfer = xfer};
+}
+
+int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e) {
     if (fflush(h->fp) != 0) {
         dm_err_set(e, errno, "fflush of %s failed: %s", h->path, strerror(errno));
         return -1;
     }
-    if (sync) {
-        uint64_t t0 = dm_ticks();
-        int r = fsync(fileno(h->fp));
-        uint64_t t1 = dm_ticks();
-        if (r != 0) {
-            dm_err_set(e, errno, "fsync of %s failed: %s", h->path, strerror(errno));
-            return -1;
-        }
-        dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC, DM_IF_STDIO);
-    }
-    return 0;
+    return dm_sync_fd(fileno(h->fp), data_only, h->log, h->file_id, DM_IF_STDIO, h->path, e);
 }

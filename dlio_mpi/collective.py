@@ -1,7 +1,10 @@
-"""Errors every rank agrees on. A rank's error (a bad file, a full disk) is shared with an
-allgather, so every rank stops at the same point and raises the same RankError, which names the
-first failing rank. The job then ends without MPI_Abort: the named rank says it and marks the
-run, the others wait for it (bounded), and every rank exits with status 1."""
+"""Errors across ranks. A rank's error (a bad file, a full disk) is shared with an allgather,
+so every rank stops at the same point and raises the same RankError, which names the first
+failing rank. The job then ends without MPI_Abort: the named rank says it and marks the run,
+the others wait for it (bounded), and every rank exits with status 1. A collective HDF5 call
+that failed on one rank cannot be agreed on: that rank ends the job (end_hdf5_job)."""
+import os
+import sys
 import time
 
 
@@ -33,3 +36,32 @@ def wait_all(comm, timeout):
             return False
         time.sleep(0.005)
     return True
+
+
+def named_rank(error):
+    """The rank an error names as the one it happened on (a RankError's; an engine error's,
+    whose message starts with it), or None."""
+    rank = getattr(error, "rank", None)
+    return rank if isinstance(rank, int) and rank >= 0 else None
+
+
+def end_hdf5_job(comm, line, partial=None, before=None):
+    """HDF5 (1.10) through ROMIO cannot finish a collective call that failed on one rank: that
+    rank leaves it without the MPI_File_set_view the other ranks wait in. The rank whose call
+    failed removes the partial file it was writing (if any), runs before(message) if given,
+    says so in one line and ends the job, instead of hanging in its next collective call."""
+    if partial is not None:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+    message = (f"{' '.join(line.split())} (HDF5 through ROMIO cannot finish a collective call "
+               "that failed on one rank: the job is ended)")
+    if before is not None:
+        try:
+            before(message)
+        except Exception:   # noqa: BLE001 - the job ends whatever happens here
+            pass
+    sys.stderr.write(f"dlio_mpi: {message}\n")
+    sys.stderr.flush()
+    comm.Abort(1)

@@ -80,9 +80,11 @@ def has_hdf5_module(lib):
 def process_hdf5_library():
     """The libhdf5 this package's extension is linked with, found with ldd (no import: MPI
     must not start before Darshan is in place)."""
-    import importlib.util
+    import importlib.machinery
 
-    spec = importlib.util.find_spec("dlio_mpi._engines")
+    # found in the engines' folder without importing dlio_mpi.engines (which starts MPI)
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engines")
+    spec = importlib.machinery.PathFinder.find_spec("_engines", [folder])
     if spec is None or not spec.origin:
         return None
     try:

@@ -151,10 +151,6 @@ def check(cfg, comm):
         error = f"rank {rank}: dataset check: {e}"
     except OSError as e:
         error = f"rank {rank}: dataset check: {e.filename}: {e.strerror}"
-    _agree(comm, error)
-
-
-def _agree(comm, error):
     collective.agree(comm, error)
 
 
@@ -164,14 +160,15 @@ def generate(cfg, comm):
     rank = comm.Get_rank()
     parts = splits(cfg)
     root = cfg.dataset.data_folder
-    _agree(comm, memory_error(cfg, comm, max(formats.write_memory(d.spec) for d in parts)))
+    collective.agree(comm, memory_error(cfg, comm,
+                                        max(formats.write_memory(d.spec) for d in parts)))
     error = None
     if rank == 0:
         try:
             error = room_error(cfg) or begin(cfg)
         except (OSError, ManifestError) as e:
             error = f"rank 0: cannot prepare {root}: {error_text(e)}"
-    _agree(comm, error)
+    collective.agree(comm, error)
     written = sum(_generate_split(d, cfg, comm) for d in parts)
     if rank == 0:
         write_manifest(cfg)
@@ -342,7 +339,7 @@ def _generate_split(d, cfg, comm):
         error = f"rank {rank}: generating {where}: {e.strerror}"
     except ValueError as e:
         error = f"rank {rank}: generating {d.root}: {e}"
-    _agree(comm, error)
+    collective.agree(comm, error)
     return written
 
 
@@ -373,16 +370,16 @@ def _shared_hdf5(d, comm):
     # HDF5's collective calls cannot always be recovered (the samples' bytes: a lower bound)
     error = sysinfo.space_error(os.path.dirname(final), d.total_bytes(),
                                 f"rank 0: generating {final}") if rank == 0 else None
-    _agree(comm, error)
+    collective.agree(comm, error)
     try:
         formats.write_file(tmp, 0, d.spec, comm=comm)
     except (OSError, ValueError, RuntimeError) as e:
         text = " ".join(str(e).split())
         # an error the ranks agreed on already names the rank it happened on
-        error = text if re.match(r"rank \d+: ", text) else \
+        error = text if collective.named_rank(e) is not None else \
             f"rank {rank}: generating {final}: {text}"
     try:
-        _agree(comm, error)
+        collective.agree(comm, error)
     except RuntimeError:
         if rank == 0:
             for p in formats.file_paths(d.spec, tmp):

@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from dlio_mpi import formats
+from dlio_mpi import formats, oplog_format
 
 _COMPRESSION = {"none": "none", "zip": "zip", "gzip": "gzip", "lzf": "lzf"}
 
@@ -110,8 +110,8 @@ class Dataset:
         return self.num_files * self.spf
 
     def name(self, i):
-        sub = f"{i % self.subfolders}/" if self.subfolders > 0 else ""
-        return f"{self.split}/{sub}{self.prefix}_{i:07d}_of_{self.num_files}{self.ext}"
+        return oplog_format.data_file_name(self.split, i, self.num_files, self.prefix, self.ext,
+                                           self.subfolders)
 
     def path(self, i):
         return os.path.join(self.root, self.name(i))

@@ -1,6 +1,5 @@
 """How a command run under mpiexec ends: exit statuses, SIGINT and SIGTERM as an exception,
 and the one line of a failure, said by the rank it names, with no rank left waiting."""
-import re
 import sys
 
 import click
@@ -32,16 +31,14 @@ def _stop_on_signals():
 
 def _error_line(rank, exc):
     """(line, rank that says it) for an exception: the line names the failing rank ("rank N:
-    what"). An error agreed on by every rank (it names the rank, or, a checkpoint's, carries
-    the failing ranks in .errors) is said by the rank it names only: one line for the job."""
+    what"). An error that names its rank (agreed on by every rank, a RankError, or an engine's
+    error) is said by the rank it names only: one line for the job."""
     from dlio_mpi import collective
 
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, collective.RankError):
-        return text, exc.rank
-    m = re.match(r"rank (\d+): ", text)
-    if m:
-        return text, int(m.group(1))
+    named = collective.named_rank(exc)
+    if named is not None:
+        return text, named
     return f"rank {rank}: {text}", rank
 
 

@@ -1,10 +1,11 @@
 """A run's figures across ranks: each phase's job-wide figures reduced from every rank's (never
-gathered), the start-up figures, and the summary's text."""
+gathered), the start-up figures, the summary, per_rank.csv's rows, and the summary's text."""
 import os
+import time
 
 import numpy as np
 
-from dlio_mpi import sysinfo
+from dlio_mpi import sampler, sysinfo
 
 
 def reduce_epochs(epochs, comm):
@@ -39,9 +40,64 @@ def reduce_epochs(epochs, comm):
     return out
 
 
+def summary(cfg, size, everything, checkpoints, *, facts, startup, generated, not_emulated,
+            read_threads, darshan_logs, bucket_bounds, started):
+    """summary.json's content: the configuration, the job-wide figures of every phase
+    (everything, from reduce_epochs), the checkpoints, what the run ran on (facts), start-up
+    figures, and when the run started (seconds since the epoch)."""
+    load = [e for e in everything if e["phase"] == "load"]
+    wrote = [e for e in everything if e["phase"] == "write"]
+    trained = [e for e in everything if e["phase"] == "train"]
+    evals = [e for e in everything if e["phase"] == "eval"]
+    au = float(np.mean([e["au"] for e in trained])) if trained else 0.0
+    unread = (cfg.num_samples - (trained[0]["steps"] if trained else 0) * cfg.reader.batch_size
+              * size if cfg.reader.access == "stream" else
+              sampler.unread_per_epoch(cfg.num_samples, size, cfg.reader.batch_size,
+                                       cfg.io.remainder, cfg.io.layout, cfg.io.read_type))
+    return {
+        "config": cfg.to_dict(),
+        "ranks": size,
+        "hosts": facts["hosts"],
+        "steps_per_epoch": trained[0]["steps"] if trained else 0,
+        "samples_dropped_per_epoch": max(0, unread),
+        "samples_padded_per_epoch": max(0, -unread),
+        "load": load[0] if load else None,
+        "write": {"duration_s": wrote[0]["duration_s"], "bytes_written": wrote[0]["bytes_moved"],
+                  "bandwidth_bytes_per_s": wrote[0]["bytes_per_s"]} if wrote else None,
+        "evaluations": evals,
+        "checkpoints": checkpoints,
+        "checkpoint_write_duration_s_mean": _mean([c["duration_s"] for c in checkpoints
+                                                   if c["op"] == "write"]),
+        "checkpoint_write_bandwidth_bytes_per_s_mean": _mean(
+            [c["bandwidth_bytes_per_s"] for c in checkpoints if c["op"] == "write"]),
+        "workload": cfg.workload,
+        "not_emulated": not_emulated,
+        "read_threads": read_threads,
+        "files_generated": generated,
+        "darshan_logs": darshan_logs,
+        # a run without training epochs (checkpoints only) has no AU and no throughput
+        "train_au_mean_percentage": 100 * au if trained else None,
+        "train_au_meet_expectation": ("success" if au >= cfg.metric.au else "fail")
+        if trained else "not applicable",
+        "au_threshold_percentage": 100 * cfg.metric.au,
+        "train_throughput_mean_samples_per_second":
+            float(np.mean([e["samples_per_s"] for e in trained])) if trained else None,
+        "train_io_mean_MB_per_second":
+            float(np.mean([e["bytes_per_s"] for e in trained])) / 1e6 if trained else None,
+        "bytes_moved": int(sum(e["bytes_moved"] for e in everything if e["phase"] != "write")),
+        "epochs": trained,
+        "histogram_bucket_lower_ns": bucket_bounds,
+        "facts": facts,
+        "startup": startup,
+        "started": started,
+        "duration_s": time.time() - started,
+    }
+
+
 # per_rank.csv's columns after the rank: when (seconds since the epoch) and after how long
 # (seconds and CPU seconds) the rank had its first batch, and its peak RSS
 STARTUP_COLUMNS = ("first_batch_unix_s", "first_batch_s", "first_batch_cpu_s", "peak_rss_mib")
+PER_PHASE = ("wall_s", "io_wait_s", "compute_s", "bytes_moved")     # then per phase
 
 
 def startup_figures(comm, first_batch):
@@ -60,6 +116,19 @@ def startup_figures(comm, first_batch):
             "first_batch_cpu_s_mean": comm.allreduce(cpu) / comm.Get_size(),
             "from_launch": "DLIO_MPI_LAUNCH_TIME" in os.environ,
             "peak_rss_mib_max": comm.allreduce(rss, op=MPI.MAX)}, mine
+
+
+def per_rank_header(epochs):
+    """per_rank.csv's header: the rank, its start-up figures, then each phase's figures."""
+    return ["rank", *STARTUP_COLUMNS] + [
+        f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch']}_{k}" for e in epochs
+        for k in PER_PHASE]
+
+
+def per_rank_row(rank, startup, epochs):
+    """This rank's row of per_rank.csv (its own figures, from startup_figures and its phases)."""
+    return [rank] + [round(startup[k], 6) for k in STARTUP_COLUMNS] + [
+        round(e[k], 6) for e in epochs for k in PER_PHASE]
 
 
 def _mean(xs):

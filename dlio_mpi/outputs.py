@@ -1,6 +1,8 @@
 """The output directory of a run: one run at a time (a lock), and a status that says whether the
 run completed. summary.json and per_rank.csv appear only when a run completes; a run that starts
 removes the previous run's, so an interrupted run never leaves results that look valid."""
+import csv
+import io
 import json
 import os
 import socket
@@ -252,3 +254,23 @@ def mark_stopped(cfg, status, why, rank=None):
         pass
     release(out_dir)
     return status
+
+
+def write_atomic(path, text):
+    tmp = f"{path}.part"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_results(directory, summary, header, rows):
+    """A completed run's results: per_rank.csv (header, then a row per rank) and summary.json,
+    each written whole or not at all."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    write_atomic(os.path.join(directory, "per_rank.csv"), buf.getvalue())
+    write_atomic(os.path.join(directory, "summary.json"), json.dumps(summary, indent=1))

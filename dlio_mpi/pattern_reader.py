@@ -190,9 +190,8 @@ class PatternReader(Reader):
         else:
             _, got = h.readv(offs, lens, out=out[:int(lens.sum())])
         if got < want:
-            raise engines.ShortReadError(
-                61, f"unexpected end of file in {self.path(f)}: wanted {want} bytes from "
-                f"offset {int(offs[0])}, got {got}")
+            raise engines.end_of_file(
+                self.path(f), f"wanted {want} bytes from offset {int(offs[0])}, got {got}")
         return got
 
     def _queue_requests(self):
@@ -243,9 +242,8 @@ class PatternReader(Reader):
                 if stream is not None:
                     stream.close()
             if got < want:
-                raise engines.ShortReadError(
-                    61, f"unexpected end of file in {self.path(f)}: wanted {want} bytes from "
-                    f"offset {where}, got {got}")
+                raise engines.end_of_file(
+                    self.path(f), f"wanted {want} bytes from offset {where}, got {got}")
             total += got
 
     def _drain(self):

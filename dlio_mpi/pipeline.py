@@ -4,7 +4,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, engines, prefetch, readers, sampler, sysinfo, timing
+from dlio_mpi import (access, engines, prefetch, reader_choice, readers, sampler, sysinfo,
+                      timing)
 from dlio_mpi.checkpoint import schedule
 
 
@@ -117,7 +118,7 @@ def computing(reader, start, seconds):
 def evaluate(cfg, comm, log, epoch, rng):
     """An evaluation phase: every rank reads its share of the evaluation files in batches of
     reader.batch_size_eval, with evaluation.eval_time of compute per step, then all meet."""
-    reader = readers.make_reader(cfg, comm, log, "valid")
+    reader = reader_choice.make_reader(cfg, comm, log, "valid")
     bs = cfg.reader.batch_size_eval
     if cfg.reader.access == "stream":
         plan, files = epoch_plan(cfg, comm, reader, bs, epoch, False)
@@ -167,7 +168,7 @@ def run_epochs(cfg, comm, log, progress=None):
         from dlio_mpi import write_phase
         phases.append(write_phase.write_dataset(cfg, comm, log))
         keep_log("write")
-    reader = readers.make_reader(cfg, comm, log)
+    reader = reader_choice.make_reader(cfg, comm, log)
     exchange = Exchange(comm, cfg.io.allreduce_bytes)
     rng = np.random.default_rng([cfg.train.seed, rank])
     shuffle = cfg.reader.sample_shuffle != "off"

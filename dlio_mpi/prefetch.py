@@ -132,9 +132,9 @@ class PrefetchReader(Reader):
             per = self.ra.segment_bytes(t, len(files)).tolist()
             self.ra.release(t)
             k = next(i for i, (g, w) in enumerate(zip(per, wants)) if g < w)
-            raise engines.ShortReadError(
-                61, f"unexpected end of file in {self.data.path(files[k])}: wanted {wants[k]} "
-                f"bytes from offset {wheres[k]}, got {per[k]}")
+            raise engines.end_of_file(
+                self.data.path(files[k]), f"wanted {wants[k]} bytes from offset {wheres[k]}, "
+                f"got {per[k]}")
         self.ra.release(t)
         return got
 

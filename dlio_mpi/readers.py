@@ -121,9 +121,8 @@ class Reader:
         size, need = h.size(), self.data.index(i).file_size
         if size < need:
             h.close()
-            raise engines.ShortReadError(
-                61, f"unexpected end of file in {self.path(i)}: {size} bytes, the dataset's "
-                f"samples need {need} (truncated?)")
+            raise engines.end_of_file(
+                self.path(i), f"{size} bytes, the dataset's samples need {need} (truncated?)")
 
     def sample_ranges(self, f, local):
         """What is read for the samples: their byte ranges, or with O_DIRECT the aligned ranges
@@ -166,9 +165,8 @@ class Reader:
             short = got < (want_o + want_l - offs)
             if short.any():
                 k = int(short.argmax())
-                raise engines.ShortReadError(
-                    61, f"unexpected end of file in {self.path(int(f))}: wanted "
-                    f"{int(want_l[k])} bytes at offset {int(want_o[k])}")
+                raise engines.end_of_file(
+                    self.path(int(f)), f"wanted {int(want_l[k])} bytes at offset {int(want_o[k])}")
             total += int(got.sum())
         return total
 
@@ -265,9 +263,9 @@ class MPIReader(Reader):
                 h.read_all([], [], out=empty)
         if got < want:
             # the collective calls returned on every rank: this rank can stop on its own
-            raise engines.ShortReadError(
-                61, f"unexpected end of file in {self.path(0)}: a collective read of "
-                f"{want} bytes from offset {int(offs.min())} got {got}")
+            raise engines.end_of_file(
+                self.path(0), f"a collective read of {want} bytes from offset "
+                f"{int(offs.min())} got {got}")
         return got
 
 
@@ -329,23 +327,3 @@ class H5Reader(Reader):
 
     def read_extent(self, f, lo, hi):
         raise NotImplementedError("HDF5 input is read by rows")
-
-
-def make_reader(cfg, comm, log, split="train"):
-    kind = cfg.io.interface
-    if cfg.dataset.volume_shape:
-        from dlio_mpi.volume_reader import VolumeReader
-        return VolumeReader(cfg, comm, log, split)
-    if cfg.reader.access != "sample":
-        from dlio_mpi.pattern_reader import PatternReader
-        return PatternReader(cfg, comm, log, split)
-    if kind.startswith("hdf5"):
-        inner = H5Reader(cfg, comm, log, split)
-    elif kind in ("mpiio", "mpiio_coll") and cfg.io.layout != "multi":
-        inner = MPIReader(cfg, comm, log, split)
-    else:
-        inner = Reader(cfg, comm, log, split)
-    from dlio_mpi.prefetch import PrefetchReader, read_ahead_threads
-    if read_ahead_threads(cfg):
-        return PrefetchReader(cfg, comm, log, inner)
-    return inner

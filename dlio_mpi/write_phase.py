@@ -19,7 +19,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, collective, sampler
+from dlio_mpi import access, sampler
+from dlio_mpi.collective import agree
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.formats import content
 
@@ -133,14 +134,14 @@ def write_dataset(cfg, comm, log):
     # in memory at once: a piece of content (at least one sample) and the samples' owners
     big = data.max_sample_bytes()
     hold = max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
-    _agree(comm, datagen.memory_error(cfg, comm, hold))
+    agree(comm, datagen.memory_error(cfg, comm, hold))
     error = None
     if rank == 0:
         try:
             error = datagen.room_error(cfg) or datagen.begin(cfg)
         except (OSError, datagen.ManifestError) as e:
             error = f"rank 0: cannot prepare {data.root}: {datagen.error_text(e)}"
-    _agree(comm, error)
+    agree(comm, error)
     mine = _my_samples(cfg, comm, data)
     files, local = data.locate(mine)
     shared = cfg.io.layout != "multi"
@@ -153,18 +154,18 @@ def write_dataset(cfg, comm, log):
             with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
                 written = _write_file(cfg, comm, h, data, 0, local, collective)
                 if cfg.io.write_fsync:
-                    _sync(h)
+                    h.sync()
         else:
             for f in np.unique(files).tolist():
                 with _open(cfg, comm, data.path(f), False, data.first_id + f, log) as h:
                     written += _write_file(cfg, comm, h, data, f, local[files == f], False)
                     if cfg.io.write_fsync:
-                        _sync(h)
+                        h.sync()
     except engines.EngineError as e:
         if collective:
             raise           # a collective write failed on this rank: the caller ends the job
         error = f"rank {rank}: io.write_first: {e}"
-    _agree(comm, error)
+    agree(comm, error)
     wall = time.perf_counter() - t0
     error = None
     try:
@@ -175,7 +176,7 @@ def write_dataset(cfg, comm, log):
                 os.truncate(data.path(f), want)
     except OSError as e:
         error = f"rank {rank}: io.write_first: {e.filename}: {e.strerror}"
-    _agree(comm, error)
+    agree(comm, error)
     if rank == 0:
         datagen.write_manifest(cfg)
     comm.Barrier()
@@ -187,16 +188,3 @@ def write_dataset(cfg, comm, log):
             "bytes_moved": written, "read_ops": 0, "write_ops": int(writes.sum()),
             "latency_hist": log.histogram(op="write"),
             "step_wait_hist": np.zeros(engines.HIST_BUCKETS, np.uint64)}
-
-
-def _sync(h):
-    from dlio_mpi import engines
-
-    if isinstance(h, engines.StdioFile):
-        h.flush(True)
-    else:
-        h.sync()
-
-
-def _agree(comm, error):
-    collective.agree(comm, error)

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from dlio_mpi import engines
-from dlio_mpi.reference import PosixRef
+from dlio_mpi.engines.reference import PosixRef
 
 MIB = 1 << 20
 

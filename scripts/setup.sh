@@ -78,10 +78,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$mpi_id" ] \
 fi
 
 # 4. the package, with its test extras; rebuilt only when its sources changed
-src_id=$(cd "$here" && cat setup.py pyproject.toml csrc/*.c csrc/*.h dlio_mpi/*.pyx dlio_mpi/*.pxi dlio_mpi/*.pxd 2>/dev/null | sha1sum | cut -c1-40)
+src_id=$(cd "$here" && cat setup.py pyproject.toml csrc/*.c csrc/*.h dlio_mpi/engines/*.pyx dlio_mpi/engines/*.pxi dlio_mpi/engines/*.pxd dlio_mpi/oplog_format.py 2>/dev/null | sha1sum | cut -c1-40)
 pkg_stamp="$venv/.dlio_mpi-pkg"
 if [ ! -f "$pkg_stamp" ] || [ "$(cat "$pkg_stamp")" != "$src_id $here" ] \
-   || ! "$py" -c "import dlio_mpi._engines" 2>/dev/null; then
+   || ! "$py" -c "import dlio_mpi.engines._engines" 2>/dev/null; then
   log "building and installing dlio_mpi"
   (cd "$here" && pip install --no-build-isolation -e ".[test]")
   echo "$src_id $here" > "$pkg_stamp"

@@ -40,3 +40,40 @@ def test_hdf5_dir_without_headers(tmp_path):
     p = build_probe({"HDF5_DIR": str(tmp_path)})
     assert p.returncode != 0
     assert "HDF5 headers not found" in last_line(p)
+
+
+def test_a_header_whose_op_log_codes_differ_is_refused(tmp_path):
+    """setup.py checks csrc/dm.h's operation and interface codes against
+    dlio_mpi/oplog_format.py before compiling anything."""
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "dlio_mpi").mkdir()
+    with open(os.path.join(ROOT, "csrc", "dm.h")) as f:
+        header = f.read()
+    (tmp_path / "csrc" / "dm.h").write_text(header.replace("DM_OP_MMAP = 8", "DM_OP_MAP = 8"))
+    for name in ("setup.py", os.path.join("dlio_mpi", "oplog_format.py")):
+        with open(os.path.join(ROOT, name)) as f:
+            (tmp_path / name).write_text(f.read())
+    p = subprocess.run([sys.executable, "setup.py", "--version"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    line = last_line(p)
+    assert line.startswith("dlio_mpi build error: csrc/dm.h enum dm_op") and "MAP=8" in line
+
+
+def test_setup_rebuilds_when_any_engine_source_changes():
+    """scripts/setup.sh rebuilds the package when the hash of its sources changes: every
+    C, Cython (.pyx, .pxi, .pxd) and op-log format source is among them."""
+    import glob
+    import shlex
+
+    with open(os.path.join(ROOT, "scripts", "setup.sh")) as f:
+        line = next(x for x in f if x.startswith("src_id="))
+    words = shlex.split(line[line.index("cat ") + 4:line.index("2>/dev/null")])
+    hashed = {os.path.normpath(p) for w in words for p in glob.glob(os.path.join(ROOT, w))}
+    sources = [p for pattern in ("csrc/*.c", "csrc/*.h", "dlio_mpi/**/*.pyx",
+                                 "dlio_mpi/**/*.pxi", "dlio_mpi/**/*.pxd")
+               for p in glob.glob(os.path.join(ROOT, pattern), recursive=True)]
+    sources.append(os.path.join(ROOT, "dlio_mpi", "oplog_format.py"))
+    assert len(sources) > 15
+    missing = [os.path.relpath(p, ROOT) for p in sources if os.path.normpath(p) not in hashed]
+    assert not missing, missing

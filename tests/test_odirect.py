@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlio_mpi import engines
-from dlio_mpi.reference import PosixRef
+from dlio_mpi.engines.reference import PosixRef
 
 
 @pytest.fixture(scope="module")

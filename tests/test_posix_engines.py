@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from datautil import drop_dac_capabilities
 from dlio_mpi import engines
-from dlio_mpi.reference import MmapRef, PosixRef, StdioRef
+from dlio_mpi.engines.reference import MmapRef, PosixRef, StdioRef
 
 SIZE = 300_001          # not a multiple of any block size: the last block is partial
 
@@ -134,10 +134,16 @@ def test_writes_then_sync_and_read_back(tmp_path):
 
 def test_stdio_writes(tmp_path):
     path = tmp_path / "s.bin"
-    with engines.StdioFile(path, "w", bufsize=1 << 16) as f:
+    log = engines.OpLog(64)
+    with engines.StdioFile(path, "w", bufsize=1 << 16, oplog=log, file_id=4) as f:
         f.writev([0, 100], [100, 50], np.full(150, 7, dtype=np.uint8))
-        f.flush(sync=True)
+        f.sync()
+        f.sync(data_only=True)
     assert path.read_bytes() == b"\x07" * 150
+    a = log.arrays()
+    ops = [engines.OPS[o] for o in a["op"]]
+    assert ops.count("fsync") == 1 and ops.count("fdatasync") == 1
+    assert set(a["iface"][a["op"] >= engines.OP["fsync"]]) == {engines.IFACE["stdio"]}
 
 
 def test_stdio_refuses_o_direct(tmp_path):
@@ -158,3 +164,25 @@ def test_align_range():
     assert engines.align_range(5000, 100, 4096) == (4096, 4096)
     assert engines.align_range(4096, 4096, 4096) == (4096, 4096)
     assert engines.align_range(4000, 200, 512) == (3584, 1024)
+
+
+def test_errors_name_their_rank_and_their_errno():
+    """An engine's error carries the rank its message names, read back by the failure line
+    without parsing the message; the end of a file is ENODATA."""
+    import errno
+
+    from dlio_mpi import collective
+    from dlio_mpi.exits import _error_line
+
+    with pytest.raises(engines.EngineError) as ei:
+        engines.PosixFile("/nonexistent/dir/x.bin")
+    assert ei.value.rank == 0 and ei.value.errno == errno.ENOENT
+    assert _error_line(3, ei.value) == (str(ei.value), 0)
+    short = engines.end_of_file("/d/f.bin", "wanted 8 bytes from offset 4, got 2")
+    assert isinstance(short, engines.ShortReadError) and short.errno == errno.ENODATA
+    assert str(short) == ("rank 0: unexpected end of file in /d/f.bin: wanted 8 bytes from "
+                          "offset 4, got 2") and collective.named_rank(short) == 0
+    plain = OSError(errno.EIO, "rank 0: not named by a type")
+    assert collective.named_rank(plain) is None
+    assert _error_line(3, plain) == ("rank 3: [Errno 5] rank 0: not named by a type", 3)
+    assert collective.named_rank(collective.RankError("rank 2: x", 2)) == 2

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from dlio_mpi import config, formats
+from dlio_mpi import config, formats, oplog_format
 from dlio_mpi.dataset import format_spec
 from dlio_mpi.formats import volumes
 from datautil import load_npz
@@ -126,14 +126,14 @@ def test_a_volume_kept_in_a_companion_file(tmp_path):
     with h5py.File(train / "img_0000000_of_1.raw.h5") as f:
         assert list(f) == ["raw"] and f["raw"].chunks == (11, 11, 22)
     spec = format_spec(config.load(split))
-    assert volumes.volume_file_id(spec, 1, 0) == volumes.COMPANION_ID_BASE + (1 << 20)
+    assert volumes.volume_file_id(spec, 1, 0) == oplog_format.COMPANION_ID_BASE + (1 << 20)
     for r in range(2):
         z = load_npz(tmp_path / "o" / f"oplog_rank{r:05d}.npz")
         op, iface, nb, fid = z["e0_op"], z["e0_iface"], z["e0_bytes"], z["e0_file"]
         h5 = (op == 0) & (iface == 8)
         # per sample: the labels' crop from the dataset's file, the raw crop from its own
         assert sorted(set(zip(fid[h5].tolist(), nb[h5].tolist()))) == [
-            (0, 17 ** 3 * 8), (volumes.COMPANION_ID_BASE + (1 << 20), 17 ** 3)]
+            (0, 17 ** 3 * 8), (oplog_format.COMPANION_ID_BASE + (1 << 20), 17 ** 3)]
     c = characterize(tmp_path / "o")
     assert c.data_formats["hdf5"]["files"] == 2
     # a companion missing: generation makes the file again; clean removes both

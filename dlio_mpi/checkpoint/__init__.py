@@ -41,7 +41,7 @@ any collective I/O; an error during the I/O is caught, the rank keeps joining th
 collective calls with nothing, and the outcome is agreed again after them. Every rank then
 raises the same one-line CheckpointError naming the lowest failing rank and its path.
 One exception: HDF5 (1.10) through ROMIO cannot finish a collective H5Dwrite or H5Dread that
-failed on one rank, so there the rank whose call failed ends the job (engines.end_hdf5_job,
+failed on one rank, so there the rank whose call failed ends the job (collective.end_hdf5_job,
 after ``before_abort(message)`` if set) instead of hanging. With ompio, and for plain MPI-IO
 with either, every rank raises the same error. ompio reports a failed pwrite as a short write
 without an error code: the bytes moved are checked against the bytes asked for.

@@ -4,11 +4,12 @@ import os
 from dataclasses import dataclass
 
 from dlio_mpi import collective, engines
+from dlio_mpi.oplog_format import CHECKPOINT_ID_BASE
 
 FORMATS = ("file_per_rank", "mpiio", "hdf5", "four_files")
 FOUR_FILES = (("data", 4 << 20), ("meta", 64 << 10), ("index", 4 << 10), ("state", 1 << 10))
 SYNCS = ("fsync", "fdatasync", "none")
-FILE_ID_BASE = 1 << 30      # op-log file ids: FILE_ID_BASE + (index % 2**24) * 8 + file number
+FILE_ID_BASE = CHECKPOINT_ID_BASE     # op-log file ids: oplog_format.checkpoint_id
 
 
 class CheckpointError(collective.RankError):

@@ -4,8 +4,8 @@ HDF5 reopened with MPI-IO to be synced. A mixin of checkpoint.writer.Checkpointe
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import engines
-from dlio_mpi.checkpoint.common import FILE_ID_BASE
+from dlio_mpi import collective, engines
+from dlio_mpi.oplog_format import checkpoint_id
 from dlio_mpi.checkpoint.content import Filler
 
 
@@ -22,7 +22,7 @@ class SharedFile:
         """This rank's share [off, off + n) of the shared file in rounds collective calls;
         returns (error, bytes, fsyncs). A rank with an error keeps joining every call."""
         what = f"checkpoint {index} {'write' if writing else 'read'}"
-        fid, err, nb, syncs = FILE_ID_BASE + (index % (1 << 24)) * 8, None, 0, 0
+        fid, err, nb, syncs = checkpoint_id(index), None, 0, 0
         buf, exp = self._buffers(min(self.chunk, n), verify and not writing)
         fill = Filler(content, buf if writing else exp)
         none = np.zeros(0, dtype=np.int64)
@@ -60,7 +60,7 @@ class SharedFile:
             except Exception as e:   # noqa: BLE001
                 err = err or self._err(e)
                 if self._abort_on_io_error:
-                    engines.end_hdf5_job(self.comm, f"{what} failed: {err}",
+                    collective.end_hdf5_job(self.comm, f"{what} failed: {err}",
                                          path if writing else None, self.before_abort)
             if check:      # after the collective call: a mismatch is this rank's alone
                 try:

@@ -8,12 +8,13 @@ from mpi4py import MPI
 
 from dlio_mpi import engines, sysinfo
 from dlio_mpi.checkpoint import record as checkpoint_record
-from dlio_mpi.checkpoint.common import (FILE_ID_BASE, FORMATS, FOUR_FILES, SYNCS,
-                                        CheckpointError, CheckpointResult, _line, _unlink)
+from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, SYNCS, CheckpointError,
+                                        CheckpointResult, _line, _unlink)
 from dlio_mpi.checkpoint.content import Content
 from dlio_mpi.checkpoint.posix_io import PosixFiles
 from dlio_mpi.checkpoint.shared_io import SharedFile
 from dlio_mpi.checkpoint.size import PAGE
+from dlio_mpi.oplog_format import checkpoint_id
 
 
 class Checkpointer(PosixFiles, SharedFile):
@@ -69,7 +70,7 @@ class Checkpointer(PosixFiles, SharedFile):
 
     def _posix_files(self, index, rank, n):
         """(path, share start, bytes, op-log file id, in one operation) of rank's files."""
-        fid = FILE_ID_BASE + (index % (1 << 24)) * 8
+        fid = checkpoint_id(index)
         if self.fmt == "file_per_rank":
             return [(self.paths(index, rank)[0], 0, n, fid, False)] if n else []
         starts = np.cumsum([0] + [s for _, s in FOUR_FILES])

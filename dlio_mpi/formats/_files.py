@@ -1,4 +1,5 @@
 """Small file helpers shared by the format modules."""
+import errno as errnos
 import io
 import os
 
@@ -67,3 +68,27 @@ def write_all(f, data):
     while len(mv):
         n = f.write(mv)
         mv = mv[n:]
+
+
+def open_file(path):
+    """The HDF5 file at path, open for reading, or FormatError (one line) naming it."""
+    import h5py
+
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise open_error(path, e) from None
+
+
+def open_error(path, error):
+    """The FormatError of an HDF5 file that h5py could not open: a file the system refused
+    (permission, missing, a directory) is named by its errno; only a file that opened but is
+    not HDF5 as far as libhdf5 can tell may be truncated."""
+    code = getattr(error, "errno", None)
+    if code in (errnos.EISDIR, errnos.ENOENT, errnos.EACCES, errnos.EPERM, errnos.ENOTDIR,
+                errnos.ELOOP, errnos.ENAMETOOLONG):
+        return FormatError(path, f"cannot open: {os.strerror(code)}")
+    msg = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if code:
+        return FormatError(path, f"not a readable HDF5 file ({msg})")
+    return FormatError(path, f"not a readable HDF5 file ({msg}; truncated?)")

@@ -7,9 +7,9 @@ A reader addresses samples by row and lets libhdf5 read; the index gives each sa
 for an uncompressed contiguous dataset also the row's byte range in the file."""
 import numpy as np
 
-from dlio_mpi import sysinfo
+from dlio_mpi import collective, sysinfo
 from dlio_mpi.formats import content
-from dlio_mpi.formats._files import check_count, file_size
+from dlio_mpi.formats._files import check_count, file_size, open_error, open_file  # noqa: F401
 from dlio_mpi.formats.spec import FileIndex, FormatError
 
 NAME = "hdf5"
@@ -129,13 +129,10 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
                 except Exception as e:  # noqa: BLE001 - keep joining the collective writes
                     error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
                     if romio:           # ROMIO cannot finish the call the others are in
-                        from dlio_mpi import engines
-                        engines.end_hdf5_job(comm, error, path)
+                        collective.end_hdf5_job(comm, error, path)
     except Exception as e:          # agree on the outcome: no rank may be left waiting
         error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
-    errors = [m for m in comm.allgather(error) if m]
-    if errors:
-        raise OSError(errors[0].splitlines()[0])
+    collective.agree(comm, error.splitlines()[0] if error else None)
     idx, error = None, None
     if comm.Get_rank() == 0:
         try:
@@ -146,33 +143,6 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     if error:
         raise error
     return idx
-
-
-def open_file(path):
-    """The HDF5 file at path, open for reading, or FormatError (one line) naming it."""
-    import h5py
-
-    try:
-        return h5py.File(path, "r")
-    except OSError as e:
-        raise open_error(path, e) from None
-
-
-def open_error(path, error):
-    """The FormatError of an HDF5 file that h5py could not open: a file the system refused
-    (permission, missing, a directory) is named by its errno; only a file that opened but is
-    not HDF5 as far as libhdf5 can tell may be truncated."""
-    import errno as errnos
-    import os
-
-    code = getattr(error, "errno", None)
-    if code in (errnos.EISDIR, errnos.ENOENT, errnos.EACCES, errnos.EPERM, errnos.ENOTDIR,
-                errnos.ELOOP, errnos.ENAMETOOLONG):
-        return FormatError(path, f"cannot open: {os.strerror(code)}")
-    msg = str(error).splitlines()[0] if str(error) else type(error).__name__
-    if code:
-        return FormatError(path, f"not a readable HDF5 file ({msg})")
-    return FormatError(path, f"not a readable HDF5 file ({msg}; truncated?)")
 
 
 def index_file(path, spec, file_index=None):

@@ -13,17 +13,17 @@ A volume may be kept in a companion file (spec.volume_files, dataset.volumes[i].
 applications keep their image and label volumes in files of their own: the dataset's file
 ``img_0000000_of_1.h5`` holds the volumes without a file, ``img_0000000_of_1.raw.h5`` those of
 file "raw" (the same name with the key before the extension, also for the temporary names
-generation writes). Op-log file ids of companions: COMPANION_ID_BASE + (k << 20) + the
-dataset file's id, k counting the companion keys from 1 in the order the volumes name them
+generation writes). Op-log file ids of companions: dlio_mpi.oplog_format.companion_id(k, the
+dataset file's id), k counting the companion keys from 1 in the order the volumes name them
 (analysis.oplog names them back)."""
 import numpy as np
 
-from dlio_mpi.formats._files import file_size
+from dlio_mpi.formats._files import file_size, open_file
 from dlio_mpi.formats.spec import FileIndex, FormatError
+from dlio_mpi.oplog_format import companion_id
 
 CROP_SALT = 0xC0
 EXT = ".h5"
-COMPANION_ID_BASE = 1 << 28
 
 
 def file_keys(spec):
@@ -55,7 +55,7 @@ def volume_file_id(spec, v, file_id):
     key = volume_file(spec, v)
     if not key:
         return file_id
-    return COMPANION_ID_BASE + ((file_keys(spec).index(key) + 1) << 20) + file_id
+    return companion_id(file_keys(spec).index(key) + 1, file_id)
 
 
 def volume_dtype(vol):
@@ -119,8 +119,6 @@ def index_file(path, spec, file_index=None):
     """The file's index (a crop per sample); FormatError unless it holds the spec's volumes
     in their shapes, types, chunks and compression."""
     import h5py
-
-    from dlio_mpi.formats.hdf5 import open_file
 
     size = file_size(path)
     for v, (name, dtype, chunks, compression, _) in enumerate(spec.volumes):

@@ -14,7 +14,7 @@ import numpy as np
 from mpi4py import MPI
 
 from dlio_mpi import engines
-from dlio_mpi.reference import H5Ref, MPIRef, StdioRef
+from dlio_mpi.engines.reference import H5Ref, MPIRef, StdioRef
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

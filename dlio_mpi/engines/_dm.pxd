@@ -9,6 +9,10 @@ cdef extern from "dm.h" nogil:
 
     int DM_EOF, DM_EALIGN, DM_EMPI, DM_EHDF5, DM_EARG, DM_ENOMEM
     int DM_HIST_BUCKETS
+    enum: DM_OP_READ
+    enum: DM_OP_WRITE
+    enum: DM_OP_N
+    enum: DM_IF_N
     int DM_O_READ, DM_O_WRITE, DM_O_CREATE, DM_O_TRUNC, DM_O_DIRECT
     int DM_H5_SEC2, DM_H5_MPIO
 
@@ -27,8 +31,8 @@ cdef extern from "dm.h" nogil:
         int enabled
         int64_t mono0_ns
         double ns_per_tick
-        uint64_t over_count[10]
-        int64_t over_bytes[10]
+        uint64_t over_count[DM_OP_N]
+        int64_t over_bytes[DM_OP_N]
 
     dm_oplog *dm_oplog_create(size_t cap, dm_err *e)
     void dm_oplog_free(dm_oplog *L)
@@ -39,6 +43,12 @@ cdef extern from "dm.h" nogil:
     int dm_hist_bucket(int64_t ns)
     double dm_hist_bucket_lower_ns(int b)
     int64_t dm_mono_ns()
+
+    ctypedef struct dm_transfer:
+        void *move
+    int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off,
+                           const int64_t *len, char *buf, int64_t *got, int exact,
+                           int64_t *total, dm_err *e)
 
     ctypedef struct dm_posix:
         int fd
@@ -60,11 +70,7 @@ cdef extern from "dm.h" nogil:
     int dm_posix_close(dm_posix *h, dm_err *e)
     int dm_posix_size(dm_posix *h, int64_t *size, dm_err *e)
     int dm_posix_fadvise(dm_posix *h, int64_t off, int64_t len, int advice, dm_err *e)
-    int dm_posix_readv(dm_posix *h, size_t n, const int64_t *off, const int64_t *len,
-                       int64_t xfer, char *buf, int64_t *got, int exact, int64_t *total,
-                       dm_err *e)
-    int dm_posix_writev(dm_posix *h, size_t n, const int64_t *off, const int64_t *len,
-                        int64_t xfer, const char *buf, int64_t *total, dm_err *e)
+    dm_transfer dm_posix_transfer(dm_posix *h, int op, int64_t xfer)
     int dm_posix_sync(dm_posix *h, int data_only, dm_err *e)
 
     ctypedef struct FILE
@@ -75,12 +81,8 @@ cdef extern from "dm.h" nogil:
     int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize,
                       int32_t file_id, dm_oplog *log, dm_err *e)
     int dm_stdio_close(dm_stdio *h, dm_err *e)
-    int dm_stdio_readv(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len,
-                       int64_t xfer, char *buf, int64_t *got, int exact, int64_t *total,
-                       dm_err *e)
-    int dm_stdio_writev(dm_stdio *h, size_t n, const int64_t *off, const int64_t *len,
-                        int64_t xfer, const char *buf, int64_t *total, dm_err *e)
-    int dm_stdio_flush(dm_stdio *h, int sync, dm_err *e)
+    dm_transfer dm_stdio_transfer(dm_stdio *h, int op, int64_t xfer)
+    int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e)
 
     ctypedef struct dm_mpiio:
         int rank
@@ -91,13 +93,9 @@ cdef extern from "dm.h" nogil:
                       dm_oplog *log, dm_err *e)
     int dm_mpiio_close(dm_mpiio *h, dm_err *e)
     int dm_mpiio_size(dm_mpiio *h, int64_t *size, dm_err *e)
-    int dm_mpiio_readv(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
-                       int64_t xfer, char *buf, int64_t *got, int exact, int64_t *total,
-                       dm_err *e)
+    dm_transfer dm_mpiio_transfer(dm_mpiio *h, int op, int64_t xfer)
     int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
                           char *buf, int64_t *total, dm_err *e)
-    int dm_mpiio_writev(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
-                        int64_t xfer, const char *buf, int64_t *total, dm_err *e)
     int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
                            const char *buf, int64_t *total, dm_err *e)
     int dm_mpiio_sync(dm_mpiio *h, dm_err *e)

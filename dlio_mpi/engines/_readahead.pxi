@@ -2,27 +2,11 @@
 
 cdef int _engine_of(handle, const dm_engine_ops **ops, void **hp) except -1:
     """The engine table and C handle of an open engine object."""
-    cdef bint is_open
-    if isinstance(handle, PosixFile):
-        ops[0] = &dm_posix_ops
-        hp[0] = &(<PosixFile>handle).h
-        is_open = (<PosixFile>handle).is_open
-    elif isinstance(handle, StdioFile):
-        ops[0] = &dm_stdio_ops
-        hp[0] = &(<StdioFile>handle).h
-        is_open = (<StdioFile>handle).is_open
-    elif isinstance(handle, MPIFile):
-        ops[0] = &dm_mpiio_ops
-        hp[0] = &(<MPIFile>handle).h
-        is_open = (<MPIFile>handle).is_open
-    elif isinstance(handle, H5Dataset):
-        ops[0] = &dm_h5_ops
-        hp[0] = &(<H5Dataset>handle).h
-        is_open = (<H5Dataset>handle).is_open
-    else:
+    if not isinstance(handle, _Handle):
         raise TypeError("read-ahead takes a PosixFile, StdioFile, MPIFile or H5Dataset")
-    if not is_open:
-        raise ValueError(f"I/O on closed file {handle.path}")
+    (<_Handle>handle)._check()
+    ops[0] = (<_Handle>handle).ops
+    hp[0] = (<_Handle>handle).hp
     return 0
 
 
@@ -160,7 +144,7 @@ cdef class ReadAhead:
             rc = dm_ra_wait(self.ra, ticket, &buf, &need, &total, &e)
         if rc != 0:
             self.release(ticket)
-            raise_err(&e)
+            CHK(rc, &e)
         if buf == NULL:
             return None, total
         cdef cnp.npy_intp dims[1]
@@ -175,8 +159,7 @@ cdef class ReadAhead:
         """The bytes each of the nseg segments of a done request read (before release)."""
         cdef dm_err e
         cdef cnp.ndarray got = np.zeros(nseg, dtype=np.int64)
-        if dm_ra_segment_bytes(self.ra, ticket, nseg, <int64_t *>got.data, &e) != 0:
-            raise_err(&e)
+        CHK(dm_ra_segment_bytes(self.ra, ticket, nseg, <int64_t *>got.data, &e), &e)
         return got
 
     def release(self, int64_t ticket):
@@ -187,5 +170,4 @@ cdef class ReadAhead:
         with nogil:
             rc = dm_ra_release(self.ra, ticket, &e)
         self.handles.pop(ticket, None)
-        if rc != 0:
-            raise_err(&e)
+        CHK(rc, &e)

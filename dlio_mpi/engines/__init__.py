@@ -1,0 +1,43 @@
+"""The native I/O engines (csrc/ through the Cython module _engines) and names for the op
+log's codes (dlio_mpi.oplog_format).
+
+    from dlio_mpi.engines import OpLog, PosixFile
+    log = OpLog(1 << 16)
+    with PosixFile("data.bin", oplog=log, file_id=3) as f:
+        buf, n = f.readv([0, 8192], [4096, 4096], xfer=1 << 20)
+    ops = log.arrays()          # zero-copy numpy views: start, dur, offset, bytes, file, ...
+
+Importing this module initializes MPI (through mpi4py)."""
+from dlio_mpi.engines._engines import (  # noqa: F401
+    HIST_BUCKETS,
+    IFACES,
+    OPS,
+    AlignmentError,
+    EngineError,
+    H5Dataset,
+    MPIFile,
+    OpLog,
+    PosixFile,
+    ReadAhead,
+    ShortReadError,
+    StdioFile,
+    aligned_empty,
+    dio_alignment,
+    dio_probe,
+    end_of_file,
+    hist_bucket,
+    hist_bucket_bounds,
+    mono_ns,
+    status_guard_arm,
+    status_guard_disarm,
+)
+
+from dlio_mpi.oplog_format import IFACE, OP  # noqa: F401
+
+
+def align_range(offset, length, alignment):
+    """The smallest aligned range covering [offset, offset+length): what an O_DIRECT reader
+    transfers to serve an unaligned request."""
+    start = offset - offset % alignment
+    end = -(-(offset + length) // alignment) * alignment
+    return start, end - start

@@ -1,0 +1,127 @@
+# H5Dataset, included by _engines.pyx.
+
+
+cdef int _driver(driver) except -1:
+    if driver == "mpio":
+        return DM_H5_MPIO
+    if driver == "sec2":
+        return DM_H5_SEC2
+    raise ValueError(f"unknown HDF5 driver {driver!r}: use 'mpio' or 'sec2'")
+
+
+cdef class H5Dataset(_Handle):
+    """One dataset of an HDF5 file, through the MPI-IO driver ("mpio", collective or
+    independent transfers) or sec2. A sample is a row (index along dimension 0)."""
+    cdef dm_h5 h
+    cdef readonly object name
+
+    def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
+                  mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
+                  chunk_rows=0):
+        cdef dm_err e
+        cdef int drv = _driver(driver)
+        cdef bytes p = _path(path)
+        cdef bytes n = str(name).encode()
+        cdef const char *cp = p
+        cdef const char *cn = n
+        cdef _Hints hi = _Hints(hints)
+        cdef dm_oplog *L = _log_of(oplog)
+        cdef MPI_Comm c = MPI_COMM_SELF
+        cdef hsize_t dims[8]
+        cdef int nd = 0
+        cdef hsize_t chunk = chunk_rows
+        cdef int writing = 1 if mode != "r" else 0
+        if comm is not None:
+            c = (<MPI.Comm>comm).ob_mpi
+        self._init(path, file_id, oplog, &dm_h5_ops, &self.h)
+        self.name = name
+        if create is not None:
+            nd = len(create)
+            if nd < 1 or nd > 8:
+                raise ValueError(f"dataset shape {create!r} must have 1 to 8 dimensions")
+            for i in range(nd):
+                dims[i] = create[i]
+            with nogil:
+                CHK(dm_h5_create(&self.h, cp, cn, nd, dims, chunk, drv, c, collective,
+                                 hi.n, hi.keys, hi.vals, file_id, L, &e), &e)
+        else:
+            with nogil:
+                CHK(dm_h5_open(&self.h, cp, cn, drv, c, collective, writing, hi.n, hi.keys,
+                               hi.vals, file_id, L, &e), &e)
+        self.is_open = True
+
+    cdef int _close(self, dm_err *e) noexcept nogil:
+        return dm_h5_close(&self.h, e)
+
+    cdef int _sync(self, bint data_only, dm_err *e) noexcept nogil:
+        return dm_h5_flush(&self.h, e)
+
+    @property
+    def shape(self):
+        return tuple(self.h.dims[i] for i in range(self.h.rank_ndims))
+
+    @property
+    def itemsize(self):
+        return self.h.elem_size
+
+    @property
+    def row_bytes(self):
+        return self.h.row_bytes
+
+    @property
+    def collective(self):
+        return bool(self.h.collective)
+
+    def read_rows(self, starts, counts, *, out=None):
+        """Rows [starts[i], starts[i]+counts[i]) for every i, as one union of hyperslabs in one
+        H5Dread; they arrive in ascending row order, overlaps read once. Collective datasets:
+        every rank calls it (with no rows if it has none). Returns (out, bytes)."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        self._check()
+        st = _i64(starts)
+        ct = _i64(counts)
+        out = _out(_sum(ct) * self.h.row_bytes, out, 64)
+        cdef _Batch b = _batch(st, ct, out, True, self.h.row_bytes)
+        with nogil:
+            CHK(dm_h5_read_rows(&self.h, b.off.shape[0], <int64_t *>b.off.data,
+                                <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
+        return out, total
+
+    def read_box(self, start, count, *, out=None):
+        """The box [start[d], start[d]+count[d]) of every dimension in one independent
+        H5Dread (C order into out). Returns (out, bytes)."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        cdef int rc = 0
+        self._check()
+        cdef cnp.ndarray st = _i64(start)
+        cdef cnp.ndarray ct = _i64(count)
+        if st.shape[0] != ct.shape[0]:
+            raise ValueError(f"{st.shape[0]} start values but {ct.shape[0]} counts")
+        cdef int64_t need = int(np.prod(ct)) * self.h.elem_size
+        out = _out(need, out, 64)
+        cdef Py_buffer view
+        PyObject_GetBuffer(out, &view, PyBUF_WRITABLE)
+        try:
+            if view.len < need:
+                raise ValueError(f"out holds {view.len} bytes, the box needs {need}")
+            with nogil:
+                rc = dm_h5_read_box(&self.h, <int>st.shape[0], <int64_t *>st.data,
+                                    <int64_t *>ct.data, <char *>view.buf, &total, &e)
+        finally:
+            PyBuffer_Release(&view)
+        CHK(rc, &e)
+        return out, total
+
+    def write_rows(self, starts, counts, buf):
+        cdef dm_err e
+        cdef int64_t total = 0
+        self._check()
+        st = _i64(starts)
+        ct = _i64(counts)
+        cdef _Batch b = _batch(st, ct, buf, False, self.h.row_bytes)
+        with nogil:
+            CHK(dm_h5_write_rows(&self.h, b.off.shape[0], <int64_t *>b.off.data,
+                                 <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
+        return total

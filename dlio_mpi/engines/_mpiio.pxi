@@ -1,0 +1,66 @@
+# MPIFile, included by _engines.pyx.
+
+
+cdef class MPIFile(_RangeFile):
+    """A file through MPI-IO, opened collectively on comm with info hints (a dict such as
+    {"romio_cb_read": "enable", "cb_buffer_size": 16777216}). readv and writev are independent
+    (one MPI_File_read_at / write_at per transfer); read_all and write_all collective."""
+    cdef dm_mpiio h
+    cdef readonly object comm
+
+    def __cinit__(self, MPI.Comm comm, path, mode="r", *, hints=None, int32_t file_id=0,
+                  OpLog oplog=None):
+        cdef dm_err e
+        cdef int flags = _mode_flags(mode)
+        cdef bytes p = _path(path)
+        cdef const char *cp = p
+        cdef _Hints hi = _Hints(hints)
+        cdef dm_oplog *L = _log_of(oplog)
+        cdef MPI_Comm c = comm.ob_mpi
+        self._init(path, file_id, oplog, &dm_mpiio_ops, &self.h)
+        self.comm = comm
+        with nogil:
+            CHK(dm_mpiio_open(&self.h, c, cp, flags, hi.n, hi.keys, hi.vals, file_id, L, &e), &e)
+        self.is_open = True
+
+    cdef int _close(self, dm_err *e) noexcept nogil:
+        return dm_mpiio_close(&self.h, e)
+
+    cdef int _sync(self, bint data_only, dm_err *e) noexcept nogil:
+        return dm_mpiio_sync(&self.h, e)
+
+    cdef dm_transfer _transfer(self, int op, int64_t xfer) noexcept nogil:
+        return dm_mpiio_transfer(&self.h, op, xfer)
+
+    def size(self):
+        cdef dm_err e
+        cdef int64_t s = 0
+        self._check()
+        CHK(dm_mpiio_size(&self.h, &s, &e), &e)
+        return s
+
+    def read_all(self, offsets, lengths, *, out=None):
+        """Collective: every range in one MPI_File_read_at_all. Every rank of the communicator
+        must call it (with no ranges if it has none). Returns (out, total)."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        self._check()
+        offs = _i64(offsets)
+        lens = _i64(lengths)
+        out = _out(_sum(lens), out, 64)
+        cdef _Batch b = _batch(offs, lens, out, True)
+        with nogil:
+            CHK(dm_mpiio_read_all(&self.h, b.off.shape[0], <int64_t *>b.off.data,
+                                  <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
+        return out, total
+
+    def write_all(self, offsets, lengths, buf):
+        """Collective write of non-overlapping ranges in one MPI_File_write_at_all."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        self._check()
+        cdef _Batch b = _batch(offsets, lengths, buf, False)
+        with nogil:
+            CHK(dm_mpiio_write_all(&self.h, b.off.shape[0], <int64_t *>b.off.data,
+                                   <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
+        return total

@@ -1,0 +1,73 @@
+"""What a run ran on, for its summary: the MPI library and MPI-IO component, ranks and hosts,
+the data's file system, the dataset against one host's memory, the CPUs per rank against the
+read threads, and how O_DIRECT alignment widens sample reads; with the warnings they call for."""
+import os
+
+import numpy as np
+
+from dlio_mpi import engines, prefetch, sysinfo
+from dlio_mpi.metrics import _mpi
+
+
+def run_facts(cfg, comm):
+    """What the run ran on, for the summary: MPI library and MPI-IO component, ranks and
+    hosts, file system of the data, dataset size against one host's memory."""
+    hosts = comm.allgather(os.uname().nodename)
+    memory = comm.allreduce(sysinfo.memory_bytes(), op=_mpi().MIN)
+    dataset = cfg.num_samples * cfg.dataset.record_length
+    facts = {"mpi": sysinfo.mpi_library(), "mpiio": sysinfo.mpiio_component(),
+             "ranks": comm.Get_size(), "hosts": len(set(hosts)),
+             "ranks_per_host_max": max(hosts.count(h) for h in set(hosts)),
+             "filesystem": sysinfo.filesystem_type(cfg.dataset.data_folder),
+             "dataset_bytes": dataset, "host_memory_bytes": memory,
+             "warnings": []}
+    warn = sysinfo.dataset_vs_memory(dataset, memory) if cfg.workflow.train else None
+    if warn:
+        facts["warnings"].append(warn)
+    threads = prefetch.read_ahead_threads(cfg)
+    widening = odirect_widening(cfg) if comm.Get_rank() == 0 else None
+    widening = comm.bcast(widening, root=0)
+    if widening:
+        facts["odirect_widening"] = widening
+        facts["warnings"].append(
+            f"io.interface=posix_direct: O_DIRECT alignment ({widening['alignment']} bytes on "
+            f"{cfg.dataset.data_folder}) widens each sample read to up to "
+            f"{widening['read_bytes_max']} bytes (samples of {widening['sample_bytes_max']} "
+            f"bytes at most); bytes moved include the widening (file 0: "
+            f"{widening['file0_read_bytes']} bytes read for {widening['file0_sample_bytes']} "
+            "bytes of samples)")
+    cpus = comm.allreduce(len(os.sched_getaffinity(0)), op=_mpi().MIN)
+    facts["cpus_per_rank_min"] = cpus
+    if threads > 1 and threads > cpus:
+        facts["warnings"].append(
+            f"reader.read_threads={threads} on {cpus} CPU{'s' if cpus > 1 else ''} per rank "
+            "(the launcher's binding): the threads share the rank's CPUs (they give way to "
+            "the rank's own thread), so reads that the CPU does, as from the page cache, go no "
+            "faster than with fewer threads; bind each rank to "
+            f"{threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
+            "--cpus-per-task) or not at all (--bind-to none)")
+    return facts
+
+
+def odirect_widening(cfg):
+    """With io.interface=posix_direct and per-sample reads, how O_DIRECT alignment widens the
+    reads of the samples of the first training file (the aligned ranges covering them, cut at
+    the file's end, as the reader reads them), or None when no read is widened."""
+    if (cfg.io.interface != "posix_direct" or not cfg.workflow.train
+            or cfg.reader.access != "sample" or cfg.io.read_type != "on_demand"):
+        return None
+    from dlio_mpi.dataset import Dataset
+    data = Dataset(cfg)
+    if not data.byte_ranges or data.num_files == 0:
+        return None
+    align = engines.dio_alignment(data.root)[1]
+    idx = data.index(0)
+    offs, lens = idx.ranges(np.arange(data.spf))
+    start = offs - offs % align
+    end = np.minimum(-(-(offs + lens) // align) * align, max(int(idx.file_size), 0))
+    read = np.maximum(end - start, lens)
+    if int(read.sum()) == int(lens.sum()):
+        return None
+    return {"alignment": int(align), "sample_bytes_max": int(lens.max()),
+            "read_bytes_max": int(read.max()), "file0_sample_bytes": int(lens.sum()),
+            "file0_read_bytes": int(read.sum())}
