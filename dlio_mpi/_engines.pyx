@@ -651,6 +651,38 @@ cdef class MPIFile:
             raise_err(&e)
         return total
 
+    def write_at_all(self, int64_t offset, buf):
+        """Collective: buf (all of it) at offset in one MPI_File_write_at_all, without a file
+        view (dm_mpiio_write_at_all). Every rank calls it, an empty buf if it has nothing."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        cdef Py_buffer v
+        PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+        try:
+            with nogil:
+                rc = dm_mpiio_write_at_all(&self.h, offset, v.len, <char *>v.buf, &total, &e)
+        finally:
+            PyBuffer_Release(&v)
+        if rc != 0:
+            raise_err(&e)
+        return total
+
+    def read_at_all(self, int64_t offset, out):
+        """Collective: len(out) bytes at offset into out in one MPI_File_read_at_all, without
+        a file view. Returns the bytes read (fewer at the end of the file)."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        cdef Py_buffer v
+        PyObject_GetBuffer(out, &v, PyBUF_WRITABLE)
+        try:
+            with nogil:
+                rc = dm_mpiio_read_at_all(&self.h, offset, v.len, <char *>v.buf, &total, &e)
+        finally:
+            PyBuffer_Release(&v)
+        if rc != 0:
+            raise_err(&e)
+        return total
+
     def sync(self):
         """Collective MPI_File_sync."""
         cdef dm_err e

@@ -33,6 +33,7 @@ medians over rounds with the spread (min-max) of the ratios. IOR is found on PAT
 without it the IOR ratios are null.
 
     scripts/bench-checkpoint [--rounds 5] [--size 1g] [--ranks 2] [--dir DIR] [--ior PATH]
+                             [--formats file_per_rank,mpiio,hdf5]
 """
 import argparse
 import ast
@@ -234,7 +235,13 @@ def main():
     ap.add_argument("--ranks", type=int, default=2, help="ranks, fio jobs (default 2)")
     ap.add_argument("--dir", default=None, help="directory for the files (default: TMPDIR)")
     ap.add_argument("--ior", default=None, help="IOR binary (default: ior on PATH)")
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help=f"comma-separated formats to run (default {','.join(FORMATS)})")
     args = ap.parse_args()
+    formats = tuple(f for f in args.formats.split(",") if f)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        fail(f"--formats {args.formats}: use some of {', '.join(FORMATS)}")
     n, size = args.ranks, parse_size(args.size)
     if size % (n * MIB) or size <= 0:
         fail(f"--size {args.size} must be a positive multiple of {n} MiB ({n} ranks)")
@@ -251,7 +258,7 @@ def main():
     cache = Cache()
     tmp = tempfile.mkdtemp(prefix="dlio_mpi_bench_ckpt_", dir=args.dir)
     IOR_DIR = os.path.join(tmp, "ior")
-    res = {(f, side, op): [] for f in FORMATS for side in ("emu", "tool")
+    res = {(f, side, op): [] for f in formats for side in ("emu", "tool")
            for op in ("write", "read")}
     residue = []    # bytes of the read files still cached after a drop (fincore)
     print(f"# {n} ranks, checkpoint {size} bytes ({share} per rank), {args.rounds} rounds, "
@@ -263,7 +270,7 @@ def main():
         print(f"{ior_bin} has no HDF5 API: hdf5 is compared against IOR MPIIO")
     try:
         for i in range(args.rounds):
-            for fmt in FORMATS:
+            for fmt in formats:
                 if tool[fmt] is None:
                     sides = ("emu",)
                 else:   # the order alternates between rounds
@@ -295,7 +302,7 @@ def main():
     ratios, figures = {}, {}
     print(f"{'format':<15}{'op':<7}{'baseline':<12}{'emulator GB/s':>15}{'tool GB/s':>11}"
           f"{'ratio':>8}{'min':>8}{'max':>8}")
-    for fmt in FORMATS:
+    for fmt in formats:
         name = "fio" if fmt == "file_per_rank" else "ior"
         for op in ("write", "read"):
             emu, base = res[fmt, "emu", op], res[fmt, "tool", op]
