@@ -669,7 +669,8 @@ cdef class MPIFile:
 
     def read_at_all(self, int64_t offset, out):
         """Collective: len(out) bytes at offset into out in one MPI_File_read_at_all, without
-        a file view. Returns the bytes read (fewer at the end of the file)."""
+        a file view. Returns the bytes MPI reports read (ompio reports a read across the end of
+        the file as whole: check the size first)."""
         cdef dm_err e
         cdef int64_t total = 0
         cdef Py_buffer v
