@@ -19,7 +19,10 @@ fsync), each side as it reports it: the emulator's summary.json (a checkpoint's 
 duration, the slowest rank from the agreed start to its file published, content generation left
 out), fio's JSON (the jobs' bytes over the longest job runtime, which includes the end fsync),
 IOR's summary lines (aggregate bytes over open + writes + fsync + close). Transfer and chunk
-sizes are read from dlio_mpi (checkpoint.transfer_size's default, Checkpointer's chunk).
+sizes are read from dlio_mpi (checkpoint.transfer_size's default, Checkpointer's chunk). The
+emulator's write also publishes the checkpoint (renames from .part, a directory fsync), which
+the tools, writing in place, do not: its share of the duration is printed apart
+(emulator_publish_ms_*, emulator_publish_share_*).
 
 Every write starts with the side's old files removed and the page cache synced; between the
 write and the read the files are evicted from the page cache (posix_fadvise DONTNEED, checked
@@ -135,9 +138,13 @@ def clear(d):
 
 
 # -- the emulator ------------------------------------------------------------------------------
+PUBLISH = {}     # format: [seconds of each emulator write spent publishing it]
+
+
 def emulator(fmt, n, size, ck_dir, out, writing):
     """Bandwidth (bytes/s) of the emulator's one checkpoint write (or its read back, in a
-    second run that writes none), from its summary.json."""
+    second run that writes none), from its summary.json; a write's publish_s (renames from
+    .part, directory fsync: what a tool writing in place does not do) goes to PUBLISH."""
     args = ["run", "workflow.train=false", "workflow.checkpoint=true", f"checkpoint.format={fmt}",
             "checkpoint.fsync=true", "checkpoint.writers=all", f"model.model_size_bytes={size}",
             f"checkpoint.num_checkpoints_write={1 if writing else 0}",
@@ -151,6 +158,8 @@ def emulator(fmt, n, size, ck_dir, out, writing):
         fail(f"the emulator's {fmt} {op} moved {c['bytes']} bytes, not {size}")
     if writing and c["fsyncs"] < 1:
         fail(f"the emulator's {fmt} write issued no fsync")
+    if writing:
+        PUBLISH.setdefault(fmt, []).append((c["publish_s"], c["duration_s"]))
     return c["bandwidth_bytes_per_s"]
 
 
@@ -319,11 +328,19 @@ def main():
                 return f"{x:>{w}.{p}f}" if x is not None else f"{'-':>{w}}"
             print(f"{fmt:<15}{op:<7}{tool[fmt] or 'none':<12}{cell(e / 1e9, 15)}"
                   f"{cell(b and b / 1e9, 11)}{cell(med, 8)}{cell(lo, 8)}{cell(hi, 8)}")
+    publish = {}
+    for fmt, v in PUBLISH.items():
+        ms = statistics.median(p for p, _ in v) * 1e3
+        share = statistics.median(p / d for p, d in v)
+        publish[f"emulator_publish_ms_{fmt}"] = r3(ms)
+        publish[f"emulator_publish_share_{fmt}"] = r3(share)
+        print(f"{fmt}: publishing the write (renames from .part, directory fsync) took "
+              f"{ms:.1f} ms, {100 * share:.1f}% of its duration (medians)")
     if from_cache:
         print(f"reads come from the page cache (up to {max(residue)} of {size} bytes stayed "
               "cached after eviction)")
     print(json.dumps({
-        **ratios, **figures,
+        **ratios, **figures, **publish,
         "hdf5_baseline": None if not ior_bin else f"ior_{hdf5_api.lower()}",
         "ior": ior_bin, "page_cache": "reads from the cache" if from_cache else
         f"evicted before reads ({cache.method})" if residue else

@@ -32,7 +32,27 @@ def test_bench_checkpoint_tiny(tmp_path):
     assert out["ratio_mpiio_vs_ior"] is None and out["ior"] is None
     assert sum("IOR not found" in x for x in lines) == 1
     assert out["rounds"] == 1 and out["size_bytes"] == 8 << 20
+    for fmt in ("file_per_rank", "mpiio", "hdf5"):     # publishing measured apart
+        assert out[f"emulator_publish_ms_{fmt}"] > 0
+        assert 0 < out[f"emulator_publish_share_{fmt}"] < 1
+        assert sum(x.startswith(f"{fmt}: publishing the write") for x in lines) == 1
     assert not os.listdir(tmp_path)         # its files are gone
+
+
+def test_bench_checkpoint_formats(tmp_path):
+    """--formats runs only those formats; an unknown one is one line and exit status 1."""
+    cmd = [sys.executable, os.path.join(SCRIPTS, "bench_checkpoint.py"), "--rounds", "1",
+           "--size", "4m", "--dir", str(tmp_path)]
+    p = subprocess.run(cmd + ["--formats", "mpiio"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["emulator_write_gb_per_s_mpiio"] > 0
+    assert not any("file_per_rank" in k or "hdf5" in k for k in out if k != "hdf5_baseline")
+    p = subprocess.run(cmd + ["--formats", "mpiio,tar"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and p.stderr.strip().splitlines() == [
+        "bench-checkpoint: --formats mpiio,tar: use some of file_per_rank, mpiio, hdf5"]
 
 
 def test_bench_read_threads_tiny(tmp_path):
