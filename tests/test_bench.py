@@ -46,13 +46,13 @@ def test_bench_checkpoint_formats(tmp_path):
     cmd = [sys.executable, os.path.join(SCRIPTS, "bench_checkpoint.py"), "--rounds", "1",
            "--size", "4m", "--dir", str(tmp_path), "--settle", "0"]
     p = subprocess.run(cmd + ["--formats", "mpiio"], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, env=dict(os.environ))   # (see test_bench_read_threads_tiny)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["emulator_write_gb_per_s_mpiio"] > 0
     assert not any("file_per_rank" in k or "hdf5" in k for k in out if k != "hdf5_baseline")
     p = subprocess.run(cmd + ["--formats", "mpiio,tar"], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, env=dict(os.environ))
     assert p.returncode == 1 and p.stderr.strip().splitlines() == [
         "bench-checkpoint: --formats mpiio,tar: use some of file_per_rank, mpiio, hdf5"]
 

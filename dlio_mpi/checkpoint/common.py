@@ -25,9 +25,10 @@ class CheckpointResult:
     and successful), dir_fsyncs, seconds (from the agreed start to this rank's end, less the
     time spent making and verifying content), files, publish (seconds of a write's seconds
     spent publishing it once every rank's files are whole: the renames from .part and the
-    directory fsync, a cost a tool writing in place does not pay). Whole job (reduced with MPI): total_bytes, total_fsyncs, movers (ranks
-    that moved bytes), duration (the slowest rank's seconds), publish_duration (the largest
-    publish) and bandwidth (total_bytes / duration, bytes/s)."""
+    directory fsync, a cost a tool writing in place does not pay). Whole job (reduced with
+    MPI): total_bytes, total_fsyncs, movers (ranks that moved bytes), duration (the slowest
+    rank's seconds), publish_duration (the largest publish) and bandwidth (total_bytes /
+    duration, bytes/s)."""
     index: int
     op: str
     fmt: str
