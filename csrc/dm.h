@@ -241,6 +241,12 @@ int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *
                       int64_t *total, dm_err *e);
 int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
                        const char *buf, int64_t *total, dm_err *e);
+/* collective: one contiguous range at an explicit offset through the default view, with no
+ * MPI_File_set_view (no wait for the slowest rank in ompio); len 0 joins with nothing */
+int dm_mpiio_write_at_all(dm_mpiio *h, int64_t off, int64_t len, const char *buf,
+                          int64_t *total, dm_err *e);
+int dm_mpiio_read_at_all(dm_mpiio *h, int64_t off, int64_t len, char *buf, int64_t *total,
+                         dm_err *e);
 int dm_mpiio_sync(dm_mpiio *h, dm_err *e);
 
 /* ------------------------------------------------------------------ HDF5 */

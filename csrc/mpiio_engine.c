@@ -1,5 +1,6 @@
-/* MPI-IO engine: independent read_at/write_at, and collective read_at_all/write_at_all of a
- * whole batch of (offset, length) ranges in one call through a file view. */
+/* MPI-IO engine: independent read_at/write_at, collective read_at_all/write_at_all of a whole
+ * batch of (offset, length) ranges in one call through a file view, and of one contiguous range
+ * at an explicit offset without a view. */
 #define _GNU_SOURCE
 #include "dm.h"
 
@@ -309,6 +310,53 @@ int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *
 int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
                        const char *buf, int64_t *total, dm_err *e) {
     return collective(h, n, off, len, (char *)buf, total, 1, e);
+}
+
+/* ---- one contiguous range at an explicit offset */
+/* MPI_File_write_at_all / read_at_all of len bytes at off through the handle's view (the
+ * default byte view): no MPI_File_set_view, which is collective and, in ompio, makes every call
+ * wait for the slowest rank. A local error joins the call with nothing and is reported after. */
+static int at_all(dm_mpiio *h, int64_t off, int64_t len, char *buf, int64_t *total, int writing,
+                  dm_err *e) {
+    const char *what = writing ? "MPI_File_write_at_all" : "MPI_File_read_at_all";
+    *total = 0;
+    int bad = off < 0 || len < 0 || len > INT_MAX;
+    if (bad)
+        dm_err_set(e, DM_EARG, "%s of %lld bytes at offset %lld of %s: the range must be "
+                   "non-negative and at most %d bytes", what, (long long)len, (long long)off,
+                   h->path, INT_MAX);
+    int count = bad ? 0 : (int)len;
+    MPI_Offset at = bad ? 0 : (MPI_Offset)off;
+    MPI_Status st;
+    memset(&st, 0, sizeof st);
+    uint64_t t0 = dm_ticks();
+    int rc = writing ? MPI_File_write_at_all(h->fh, at, buf, count, MPI_BYTE, &st)
+                     : MPI_File_read_at_all(h->fh, at, buf, count, MPI_BYTE, &st);
+    uint64_t t1 = dm_ticks();
+    if (bad) return -1;
+    if (rc != MPI_SUCCESS) {
+        mpi_err(e, rc, what, h, off);
+        return -1;
+    }
+    MPI_Count cnt = 0;
+    if (count > 0) {
+        MPI_Get_elements_x(&st, MPI_BYTE, &cnt);
+        if (cnt == MPI_UNDEFINED) cnt = 0;
+    }
+    *total = (int64_t)cnt;
+    dm_log(h->log, t0, t1, count > 0 ? off : -1, (int64_t)cnt, h->file_id,
+           writing ? DM_OP_WRITE : DM_OP_READ, DM_IF_MPIIO_COLL);
+    return 0;
+}
+
+int dm_mpiio_write_at_all(dm_mpiio *h, int64_t off, int64_t len, const char *buf,
+                          int64_t *total, dm_err *e) {
+    return at_all(h, off, len, (char *)buf, total, 1, e);
+}
+
+int dm_mpiio_read_at_all(dm_mpiio *h, int64_t off, int64_t len, char *buf, int64_t *total,
+                         dm_err *e) {
+    return at_all(h, off, len, buf, total, 0, e);
 }
 
 int dm_mpiio_sync(dm_mpiio *h, dm_err *e) {

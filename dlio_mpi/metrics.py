@@ -152,9 +152,11 @@ def format_summary(s):
              f" ({_remainder_words(s)})" if s["epochs"]
              else f"ranks {s['ranks']}, checkpoints only"]
     for c in s.get("checkpoints") or []:
+        published = f", published in {c['publish_s'] * 1e3:.1f} ms" \
+            if c["op"] == "write" and "publish_s" in c else ""
         lines.append(f"checkpoint {c['index']} {c['op']}: {c['bytes']} bytes in "
                      f"{c['duration_s']:.3f} s ({c['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s, "
-                     f"{c['fsyncs']} fsyncs)")
+                     f"{c['fsyncs']} fsyncs{published})")
     for e in s.get("evaluations") or []:
         lines.append(f"evaluation after epoch {e['epoch'] + 1}: {e['samples']} samples in "
                      f"{e['duration_s']:.3f} s, {e['bytes_per_s'] / 2**20:.1f} MiB/s moved")

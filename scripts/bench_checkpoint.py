@@ -19,7 +19,10 @@ fsync), each side as it reports it: the emulator's summary.json (a checkpoint's 
 duration, the slowest rank from the agreed start to its file published, content generation left
 out), fio's JSON (the jobs' bytes over the longest job runtime, which includes the end fsync),
 IOR's summary lines (aggregate bytes over open + writes + fsync + close). Transfer and chunk
-sizes are read from dlio_mpi (checkpoint.transfer_size's default, Checkpointer's chunk).
+sizes are read from dlio_mpi (checkpoint.transfer_size's default, Checkpointer's chunk). The
+emulator's write also publishes the checkpoint (renames from .part, a directory fsync), which
+the tools, writing in place, do not: its share of the duration is printed apart
+(emulator_publish_ms_*, emulator_publish_share_*).
 
 Every write starts with the side's old files removed and the page cache synced; between the
 write and the read the files are evicted from the page cache (posix_fadvise DONTNEED, checked
@@ -27,12 +30,22 @@ with fincore, drop_caches as root when pages stay; see Cache), so reads come fro
 emulator's read is a second run with checkpoint.num_checkpoints_write=0 (it reads the checkpoint
 the first run wrote). When pages stay cached the output says that reads come from the cache.
 
+Settle: after the old files are removed and synced, and after the eviction before a read, both
+sides start only after --settle seconds (3 by default). On a virtual machine whose balloon
+reports free pages to the host (free page reporting, 2 s after memory is freed; printed as
+free_page_reporting), page-cache pages taken from memory reported back must be faulted in by
+the host again: measured here, IOR wrote 1 GiB at 1.6 GB/s when started at once after the
+previous files were removed and at 0.32 GB/s when started 3 s later. fio and IOR start
+writing about 0.3 s after they are launched, the emulator 2-3 s after (Python start-up), so
+without the wait they write into memory still backed and it into memory handed back.
+
 A round runs every format once, the emulator and the tool back to back, the order alternating
 between rounds; a ratio is the emulator's over the tool's in the same round, and the figures are
 medians over rounds with the spread (min-max) of the ratios. IOR is found on PATH or with --ior;
 without it the IOR ratios are null.
 
     scripts/bench-checkpoint [--rounds 5] [--size 1g] [--ranks 2] [--dir DIR] [--ior PATH]
+                             [--formats file_per_rank,mpiio,hdf5] [--settle 3]
 """
 import argparse
 import ast
@@ -44,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from launch import mpiexec
 
@@ -124,6 +138,19 @@ class Cache:
         return left
 
 
+def free_page_reporting():
+    """Whether a virtio balloon reports this guest's free pages to its host (feature bit 5,
+    VIRTIO_BALLOON_F_REPORTING); None when no balloon is found."""
+    found = None
+    for dev in glob.glob("/sys/bus/virtio/drivers/virtio_balloon/virtio*"):
+        try:
+            bits = open(os.path.join(dev, "features")).read().strip()
+        except OSError:
+            continue
+        found = bool(found) or (len(bits) > 5 and bits[5] == "1")
+    return found
+
+
 def files_in(d):
     return sorted(p for p in glob.glob(os.path.join(d, "*")) if os.path.isfile(p))
 
@@ -134,9 +161,13 @@ def clear(d):
 
 
 # -- the emulator ------------------------------------------------------------------------------
+PUBLISH = {}     # format: [seconds of each emulator write spent publishing it]
+
+
 def emulator(fmt, n, size, ck_dir, out, writing):
     """Bandwidth (bytes/s) of the emulator's one checkpoint write (or its read back, in a
-    second run that writes none), from its summary.json."""
+    second run that writes none), from its summary.json; a write's publish_s (renames from
+    .part, directory fsync: what a tool writing in place does not do) goes to PUBLISH."""
     args = ["run", "workflow.train=false", "workflow.checkpoint=true", f"checkpoint.format={fmt}",
             "checkpoint.fsync=true", "checkpoint.writers=all", f"model.model_size_bytes={size}",
             f"checkpoint.num_checkpoints_write={1 if writing else 0}",
@@ -150,6 +181,8 @@ def emulator(fmt, n, size, ck_dir, out, writing):
         fail(f"the emulator's {fmt} {op} moved {c['bytes']} bytes, not {size}")
     if writing and c["fsyncs"] < 1:
         fail(f"the emulator's {fmt} write issued no fsync")
+    if writing:
+        PUBLISH.setdefault(fmt, []).append((c["publish_s"], c["duration_s"]))
     return c["bandwidth_bytes_per_s"]
 
 
@@ -234,7 +267,18 @@ def main():
     ap.add_argument("--ranks", type=int, default=2, help="ranks, fio jobs (default 2)")
     ap.add_argument("--dir", default=None, help="directory for the files (default: TMPDIR)")
     ap.add_argument("--ior", default=None, help="IOR binary (default: ior on PATH)")
+    ap.add_argument("--settle", type=float, default=3.0,
+                    help="seconds to wait after removing or evicting files, before each side "
+                         "starts (default 3; see the module doc, Settle)")
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help=f"comma-separated formats to run (default {','.join(FORMATS)})")
     args = ap.parse_args()
+    formats = tuple(f for f in args.formats.split(",") if f)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        fail(f"--formats {args.formats}: use some of {', '.join(FORMATS)}")
+    if args.settle < 0:
+        fail(f"--settle {args.settle}: must be at least 0")
     n, size = args.ranks, parse_size(args.size)
     if size % (n * MIB) or size <= 0:
         fail(f"--size {args.size} must be a positive multiple of {n} MiB ({n} ranks)")
@@ -251,7 +295,7 @@ def main():
     cache = Cache()
     tmp = tempfile.mkdtemp(prefix="dlio_mpi_bench_ckpt_", dir=args.dir)
     IOR_DIR = os.path.join(tmp, "ior")
-    res = {(f, side, op): [] for f in FORMATS for side in ("emu", "tool")
+    res = {(f, side, op): [] for f in formats for side in ("emu", "tool")
            for op in ("write", "read")}
     residue = []    # bytes of the read files still cached after a drop (fincore)
     print(f"# {n} ranks, checkpoint {size} bytes ({share} per rank), {args.rounds} rounds, "
@@ -263,7 +307,7 @@ def main():
         print(f"{ior_bin} has no HDF5 API: hdf5 is compared against IOR MPIIO")
     try:
         for i in range(args.rounds):
-            for fmt in FORMATS:
+            for fmt in formats:
                 if tool[fmt] is None:
                     sides = ("emu",)
                 else:   # the order alternates between rounds
@@ -278,6 +322,7 @@ def main():
                             left = cache.drop(files_in(d))
                             if left is not None:
                                 residue.append(left)
+                        time.sleep(args.settle)     # the same start for both sides (Settle)
                         writing = op == "write"
                         if side == "emu":
                             bw = emulator(fmt, n, size, d, os.path.join(tmp, "out"), writing)
@@ -295,7 +340,7 @@ def main():
     ratios, figures = {}, {}
     print(f"{'format':<15}{'op':<7}{'baseline':<12}{'emulator GB/s':>15}{'tool GB/s':>11}"
           f"{'ratio':>8}{'min':>8}{'max':>8}")
-    for fmt in FORMATS:
+    for fmt in formats:
         name = "fio" if fmt == "file_per_rank" else "ior"
         for op in ("write", "read"):
             emu, base = res[fmt, "emu", op], res[fmt, "tool", op]
@@ -312,15 +357,24 @@ def main():
                 return f"{x:>{w}.{p}f}" if x is not None else f"{'-':>{w}}"
             print(f"{fmt:<15}{op:<7}{tool[fmt] or 'none':<12}{cell(e / 1e9, 15)}"
                   f"{cell(b and b / 1e9, 11)}{cell(med, 8)}{cell(lo, 8)}{cell(hi, 8)}")
+    publish = {}
+    for fmt, v in PUBLISH.items():
+        ms = statistics.median(p for p, _ in v) * 1e3
+        frac = statistics.median(p / d for p, d in v)
+        publish[f"emulator_publish_ms_{fmt}"] = r3(ms)
+        publish[f"emulator_publish_share_{fmt}"] = r3(frac)
+        print(f"{fmt}: publishing the write (renames from .part, directory fsync) took "
+              f"{ms:.1f} ms, {100 * frac:.1f}% of its duration (medians)")
     if from_cache:
         print(f"reads come from the page cache (up to {max(residue)} of {size} bytes stayed "
               "cached after eviction)")
     print(json.dumps({
-        **ratios, **figures,
+        **ratios, **figures, **publish,
         "hdf5_baseline": None if not ior_bin else f"ior_{hdf5_api.lower()}",
         "ior": ior_bin, "page_cache": "reads from the cache" if from_cache else
         f"evicted before reads ({cache.method})" if residue else
         f"evicted before reads ({cache.method}, not checked: no fincore)",
+        "settle_s": args.settle, "free_page_reporting": free_page_reporting(),
         "ranks": n, "size_bytes": size, "transfer_bytes": XFER, "chunk_bytes": CHUNK,
         "ior_transfer_bytes": ior_transfer(share), "rounds": args.rounds}))
 

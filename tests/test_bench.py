@@ -19,7 +19,8 @@ def test_bench_checkpoint_tiny(tmp_path):
         d for d in os.environ.get("PATH", "").split(os.pathsep)
         if not os.path.exists(os.path.join(d, "ior"))))
     p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_checkpoint.py"),
-                        "--rounds", "1", "--size", "8m", "--dir", str(tmp_path)],
+                        "--rounds", "1", "--size", "8m", "--dir", str(tmp_path),
+                        "--settle", "0.1"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     lines = p.stdout.strip().splitlines()
@@ -31,8 +32,29 @@ def test_bench_checkpoint_tiny(tmp_path):
     assert out["ratio_file_per_rank_vs_fio"] > 0 and out["read_ratio_file_per_rank_vs_fio"] > 0
     assert out["ratio_mpiio_vs_ior"] is None and out["ior"] is None
     assert sum("IOR not found" in x for x in lines) == 1
-    assert out["rounds"] == 1 and out["size_bytes"] == 8 << 20
+    assert out["rounds"] == 1 and out["size_bytes"] == 8 << 20 and out["settle_s"] == 0.1
+    assert out["free_page_reporting"] in (True, False, None)
+    for fmt in ("file_per_rank", "mpiio", "hdf5"):     # publishing measured apart
+        assert out[f"emulator_publish_ms_{fmt}"] > 0
+        assert 0 < out[f"emulator_publish_share_{fmt}"] < 1
+        assert sum(x.startswith(f"{fmt}: publishing the write") for x in lines) == 1
     assert not os.listdir(tmp_path)         # its files are gone
+
+
+def test_bench_checkpoint_formats(tmp_path):
+    """--formats runs only those formats; an unknown one is one line and exit status 1."""
+    cmd = [sys.executable, os.path.join(SCRIPTS, "bench_checkpoint.py"), "--rounds", "1",
+           "--size", "4m", "--dir", str(tmp_path), "--settle", "0"]
+    p = subprocess.run(cmd + ["--formats", "mpiio"], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ))   # (see test_bench_read_threads_tiny)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["emulator_write_gb_per_s_mpiio"] > 0
+    assert not any("file_per_rank" in k or "hdf5" in k for k in out if k != "hdf5_baseline")
+    p = subprocess.run(cmd + ["--formats", "mpiio,tar"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ))
+    assert p.returncode == 1 and p.stderr.strip().splitlines() == [
+        "bench-checkpoint: --formats mpiio,tar: use some of file_per_rank, mpiio, hdf5"]
 
 
 def test_bench_read_threads_tiny(tmp_path):

@@ -70,8 +70,10 @@ def test_llama3_8b_checkpoint_only_shrunk(tmp_path, fmt):
     assert ops == [("write", 0), ("write", 1), ("read", 0), ("read", 1)]
     for c in s["checkpoints"]:
         assert c["bytes"] == size.total_bytes
-        if c["op"] == "write":
-            assert c["fsyncs"] >= 1
+        if c["op"] == "write":      # publishing (renames, directory fsync) timed apart
+            assert c["fsyncs"] >= 1 and 0 < c["publish_s"] < c["duration_s"]
+        else:
+            assert c["publish_s"] == 0
     files = checkpoint_files(tmp_path / "c")
     if fmt == "file_per_rank":
         assert len(files) == 2 * n
@@ -133,6 +135,9 @@ def test_checkpoint_only_run_reports_no_training_figures(tmp_path):
     assert "page cache" not in out
     wrote = sum(c["bytes"] for c in s["checkpoints"] if c["op"] == "write")
     assert wrote == 1 << 20 and f"checkpoint bytes written {wrote}" in out
+    pub = [c["publish_s"] for c in s["checkpoints"] if c["op"] == "write"][0]
+    assert re.search(rf"checkpoint 0 write: {wrote} bytes in .*, published in "
+                     rf"{pub * 1e3:.1f} ms\)", out), out
 
 
 @pytest.mark.parametrize("writers,files", [("all", 3), ("rank0", 1)])

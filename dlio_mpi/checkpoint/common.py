@@ -24,9 +24,12 @@ class CheckpointError(collective.RankError):
 class CheckpointResult:
     """One checkpoint write or read. This rank: bytes, fsyncs (of files, counted when issued
     and successful), dir_fsyncs, seconds (from the agreed start to this rank's end, less the
-    time spent making and verifying content), files. Whole job (reduced with MPI): total_bytes,
-    total_fsyncs, movers (ranks that moved bytes), duration (the slowest rank's seconds) and
-    bandwidth (total_bytes / duration, bytes/s)."""
+    time spent making and verifying content), files, publish (seconds of a write's seconds
+    spent publishing it once every rank's files are whole: the renames from .part and the
+    directory fsync, a cost a tool writing in place does not pay). Whole job (reduced with
+    MPI): total_bytes, total_fsyncs, movers (ranks that moved bytes), duration (the slowest
+    rank's seconds), publish_duration (the largest publish) and bandwidth (total_bytes /
+    duration, bytes/s)."""
     index: int
     op: str
     fmt: str
@@ -39,6 +42,8 @@ class CheckpointResult:
     total_fsyncs: int
     movers: int
     duration: float
+    publish: float = 0.0
+    publish_duration: float = 0.0
 
     @property
     def bandwidth(self):

@@ -81,7 +81,8 @@ def record(result, index, op):
     """A checkpoint's figures for the summary (the same on every rank)."""
     return {"index": index, "op": op, "bytes": int(result.total_bytes),
             "fsyncs": int(result.total_fsyncs), "duration_s": float(result.duration),
-            "bandwidth_bytes_per_s": float(result.bandwidth), "writers": int(result.movers)}
+            "bandwidth_bytes_per_s": float(result.bandwidth), "writers": int(result.movers),
+            "publish_s": float(result.publish_duration)}
 
 
 def checkpoint_only(cfg, comm, log, ranks_per_host):

@@ -1,6 +1,12 @@
 """The shared formats' file (mpiio, hdf5): every rank's share in collective calls of
 ``chunk`` bytes per rank, a rank with an error joining every remaining call with nothing;
-HDF5 reopened with MPI-IO to be synced. A mixin of checkpoint.writer.Checkpointer."""
+HDF5 reopened with MPI-IO to be synced. A mixin of checkpoint.writer.Checkpointer.
+
+mpiio calls MPI_File_write_at_all / read_at_all at explicit offsets through the default view,
+as IOR -a MPIIO -c does: a rank's share is one contiguous range per call, so no file view is
+needed, and MPI_File_set_view, being collective, would make every call wait for the slowest
+rank (measured with Open MPI's ompio: a rank 200 ms late delays the other's every call by
+200 ms, where explicit offsets let each rank run at its own pace until MPI_File_sync)."""
 import numpy as np
 from mpi4py import MPI
 
@@ -45,18 +51,23 @@ class SharedFile:
             k = max(0, min(self.chunk, n - pos))
             check = False
             try:
-                if k and not err and writing:
-                    put = h.write_all if self.fmt == "mpiio" else h.write_rows
-                    nb += put([off + pos], [k], self._content(fill, pos, k))
+                if self.fmt == "mpiio":     # explicit offsets, no file view (module doc)
+                    k = 0 if err else k
+                    if writing:
+                        nb += h.write_at_all(off + pos, self._content(fill, pos, k) if k
+                                             else buf[:0])
+                    else:
+                        nb += h.read_at_all(off + pos, buf[:k])
+                        check = verify and k > 0
+                elif k and not err and writing:
+                    nb += h.write_rows([off + pos], [k], self._content(fill, pos, k))
                 elif k and not err:
-                    get = h.read_all if self.fmt == "mpiio" else h.read_rows
-                    nb += get([off + pos], [k], out=buf[:k])[1]
+                    nb += h.read_rows([off + pos], [k], out=buf[:k])[1]
                     check = verify
                 elif writing:
-                    (h.write_all if self.fmt == "mpiio" else h.write_rows)(none, none, buf[:0])
+                    h.write_rows(none, none, buf[:0])
                 else:
-                    (h.read_all if self.fmt == "mpiio" else h.read_rows)(none, none,
-                                                                         out=buf[:0])
+                    h.read_rows(none, none, out=buf[:0])
             except Exception as e:   # noqa: BLE001
                 err = err or self._err(e)
                 if self._abort_on_io_error:

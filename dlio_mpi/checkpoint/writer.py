@@ -107,10 +107,12 @@ class Checkpointer(PosixFiles, SharedFile):
             self._raise(what, errs)
         return int(m[1])
 
-    def _finish(self, index, op, err, nbytes, fsyncs, dsyncs, secs, files, owned=()):
+    def _finish(self, index, op, err, nbytes, fsyncs, dsyncs, secs, files, owned=(),
+                publish=0.0):
         """Collective: reduce the results; on an error anywhere delete owned (a failed
-        checkpoint leaves no file) and raise on every rank."""
-        mx = np.array([1.0 if err else 0.0, secs], dtype=np.float64)
+        checkpoint leaves no file) and raise on every rank. publish: this rank's seconds of
+        secs spent publishing (the renames from .part, the directory fsync)."""
+        mx = np.array([1.0 if err else 0.0, secs, publish], dtype=np.float64)
         sm = np.array([nbytes, fsyncs, 1 if nbytes else 0], dtype=np.int64)
         self.comm.Allreduce(MPI.IN_PLACE, mx, op=MPI.MAX)
         self.comm.Allreduce(MPI.IN_PLACE, sm, op=MPI.SUM)
@@ -119,7 +121,7 @@ class Checkpointer(PosixFiles, SharedFile):
             self._raise(f"checkpoint {index} {op}", self.comm.allgather(err))
         return CheckpointResult(index, op, self.fmt, int(nbytes), int(fsyncs), int(dsyncs),
                                 float(secs), tuple(files), int(sm[0]), int(sm[1]), int(sm[2]),
-                                float(mx[1]))
+                                float(mx[1]), float(publish), float(mx[2]))
 
     # -- checks before I/O -----------------------------------------------------------------
     def _my_bytes(self, nbytes):
@@ -164,12 +166,20 @@ class Checkpointer(PosixFiles, SharedFile):
         return err
 
     def _buffers(self, n, verify):
+        """The reused buffers of n bytes (the second for verify), allocated with every page
+        touched, so that no timed call pays their page faults."""
         need, align = max(n, 1), max(PAGE, self._align[0] if self._align else 1)
         if self._buf is None or self._buf.shape[0] < need:
-            self._buf = engines.aligned_empty(need, align)
+            self._buf = _touched(engines.aligned_empty(need, align))
         if verify and (self._exp is None or self._exp.shape[0] < need):
-            self._exp = engines.aligned_empty(need, align)
+            self._exp = _touched(engines.aligned_empty(need, align))
         return self._buf, self._exp
+
+    def _largest(self, n):
+        """Bytes of the largest engine call of a share of n bytes (the buffers' size)."""
+        if self.fmt == "four_files":
+            return max(s for _, s in FOUR_FILES)
+        return min(self.chunk, n)
 
     # The emulator's own work (making the content, verifying it) is timed apart and left out
     # of the seconds reported: they are the storage's.
@@ -244,6 +254,7 @@ class Checkpointer(PosixFiles, SharedFile):
             err = self._err(room) if room else None
         rounds = self._agree(what, err, -(-n // self.chunk) if self.shared else 0)
         content = Content(index, self.rank)
+        self._buffers(self._largest(n), False)    # ready before the clock, as IOR's buffer
         self._own, t0 = 0.0, time.perf_counter()
         nb = syncs = dsyncs = 0
         files = []
@@ -258,6 +269,7 @@ class Checkpointer(PosixFiles, SharedFile):
             # no file gets its final name before every rank's files are whole: a rank that
             # fails, or dies, here leaves only .part files
             self._agree(what, err, cleanup=lambda: _unlink(*[p + ".part" for p in files]))
+            t1 = time.perf_counter()
             try:
                 for path in files:
                     os.replace(path + ".part", path)
@@ -267,13 +279,15 @@ class Checkpointer(PosixFiles, SharedFile):
                 err = self._err(e, "cannot publish the checkpoint:")
             return self._finish(index, "write", err, nb, syncs, dsyncs,
                                 self._elapsed(t0), files,
-                                owned=files + [p + ".part" for p in files])
+                                owned=files + [p + ".part" for p in files],
+                                publish=time.perf_counter() - t1)
         path = self.paths(index)[0]
         if total:
             err, nb, syncs = self._collective(index, path + ".part", off, n, total, rounds,
                                               content, True, False)
             self._agree(what, err,
                         cleanup=lambda: self.rank == 0 and _unlink(path + ".part"))
+            t1 = time.perf_counter()
             if self.rank == 0:   # every rank is done: publish the file
                 try:
                     os.replace(path + ".part", path)
@@ -282,7 +296,9 @@ class Checkpointer(PosixFiles, SharedFile):
                     err = self._err(e, "cannot publish the checkpoint:")
         return self._finish(index, "write", err, nb, syncs, dsyncs, self._elapsed(t0),
                             [path] if total else [],
-                            owned=[path, path + ".part"] if total and self.rank == 0 else [])
+                            owned=[path, path + ".part"] if total and self.rank == 0 else [],
+                            publish=time.perf_counter() - t1 if total and self.rank == 0
+                            else 0.0)
 
     def read(self, index, nbytes, *, shift=0, verify=False):
         """Collective: read checkpoint index back. nbytes as for write() (the shares that were
@@ -306,6 +322,7 @@ class Checkpointer(PosixFiles, SharedFile):
             err = self._err(f"checkpoint file {missing[0]} does not exist")
         rounds = self._agree(what, err, -(-n // self.chunk) if self.shared else 0)
         content = Content(index, w)
+        self._buffers(self._largest(n), verify)
         self._own, t0 = 0.0, time.perf_counter()
         nb, done = 0, []
         if not self.shared:
@@ -328,6 +345,12 @@ class Checkpointer(PosixFiles, SharedFile):
             for p in self.paths(index):
                 _unlink(p, p + ".part")
         self.comm.Barrier()
+
+
+def _touched(buf):
+    """buf with every page written (its page faults taken now)."""
+    buf[::PAGE] = 0
+    return buf
 
 
 def write_then_read(ckpt, nbytes, writes, reads, *, shift=0, verify=False):

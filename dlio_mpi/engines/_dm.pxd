@@ -98,6 +98,10 @@ cdef extern from "dm.h" nogil:
                           char *buf, int64_t *total, dm_err *e)
     int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
                            const char *buf, int64_t *total, dm_err *e)
+    int dm_mpiio_write_at_all(dm_mpiio *h, int64_t off, int64_t len, const char *buf,
+                              int64_t *total, dm_err *e)
+    int dm_mpiio_read_at_all(dm_mpiio *h, int64_t off, int64_t len, char *buf,
+                             int64_t *total, dm_err *e)
     int dm_mpiio_sync(dm_mpiio *h, dm_err *e)
 
     ctypedef unsigned long long hsize_t

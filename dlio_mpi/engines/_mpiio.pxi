@@ -54,6 +54,39 @@ cdef class MPIFile(_RangeFile):
                                   <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
         return out, total
 
+    def write_at_all(self, int64_t offset, buf):
+        """Collective: buf (all of it) at offset in one MPI_File_write_at_all, without a file
+        view (dm_mpiio_write_at_all). Every rank calls it, an empty buf if it has nothing."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        cdef Py_buffer v
+        self._check()
+        PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+        try:
+            with nogil:
+                CHK(dm_mpiio_write_at_all(&self.h, offset, v.len, <char *>v.buf, &total, &e),
+                    &e)
+        finally:
+            PyBuffer_Release(&v)
+        return total
+
+    def read_at_all(self, int64_t offset, out):
+        """Collective: len(out) bytes at offset into out in one MPI_File_read_at_all, without
+        a file view. Returns the bytes MPI reports read (ompio reports a read across the end of
+        the file as whole: check the size first)."""
+        cdef dm_err e
+        cdef int64_t total = 0
+        cdef Py_buffer v
+        self._check()
+        PyObject_GetBuffer(out, &v, PyBUF_WRITABLE)
+        try:
+            with nogil:
+                CHK(dm_mpiio_read_at_all(&self.h, offset, v.len, <char *>v.buf, &total, &e),
+                    &e)
+        finally:
+            PyBuffer_Release(&v)
+        return total
+
     def write_all(self, offsets, lengths, buf):
         """Collective write of non-overlapping ranges in one MPI_File_write_at_all."""
         cdef dm_err e

@@ -104,6 +104,21 @@ def check_write(ck, sz, index, res, log):
     assert res.movers == comm.allreduce(1 if n else 0)
     assert res.duration == comm.allreduce(res.seconds, op=MPI.MAX) and res.duration > 0
     assert abs(res.bandwidth - total / res.duration) < 1e-6 * res.bandwidth
+    # publishing (renames, directory fsync) is timed apart, part of the seconds; a shared file
+    # is published by rank 0 alone
+    assert 0 <= res.publish <= res.seconds, (res.publish, res.seconds)
+    assert res.publish_duration == comm.allreduce(res.publish, op=MPI.MAX)
+    if ck.shared and rank != 0:
+        assert res.publish == 0
+    if ck.fmt == "mpiio":   # explicit offsets, no file view: one write per round, in order
+        rounds = comm.allreduce(-(-n // ck.chunk), op=MPI.MAX)
+        assert not (ent["op"] == engines.OP["view"]).any()
+        assert (ent["iface"][writes] == engines.IFACE["mpiio_coll"]).all()
+        off = sz.offset(rank)
+        want = [(off + p, min(ck.chunk, n - p)) for p in range(0, n, ck.chunk)]
+        want += [(-1, 0)] * (rounds - len(want))
+        got = list(zip(ent["offset"][writes].tolist(), ent["bytes"][writes].tolist()))
+        assert got == want, (got, want)
     if ck.fmt == "four_files":   # each file in one write of its whole size
         assert sorted(ent["bytes"][writes].tolist()) == sorted(s for _, s in FOUR_FILES)
     if ck.fmt == "file_per_rank" and n:

@@ -198,6 +198,53 @@ def check_writes(dirname):
             assert (got[r * 4:(r + 1) * 4] == r + 3).all()
 
 
+def check_at_all(dirname):
+    """write_at_all / read_at_all: each rank's block at an explicit offset, the last rank
+    joining with nothing; bytes on disk, counts, no view in the op log, the blocks read back; a
+    negative offset fails on its rank alone, the others go on."""
+    path = os.path.join(dirname, "at_all.bin")
+    per = 30_000 + 7 * rank
+    base = sum(30_000 + 7 * r for r in range(rank))
+    empty = size > 1 and rank == size - 1
+    payload = pattern(per, 50 + rank)
+    log = engines.OpLog(100)
+    with engines.MPIFile(comm, path, "w", oplog=log, file_id=9) as f:
+        for half in (0, 1):                     # two calls, the second half after the first
+            lo, hi = (0, per // 2) if half == 0 else (per // 2, per)
+            got = f.write_at_all(base + lo, payload[lo:hi] if not empty else payload[:0])
+            assert got == (0 if empty else hi - lo), got
+        f.sync()
+    comm.Barrier()
+    total = sum(30_000 + 7 * r for r in range(size - 1 if size > 1 else size))
+    raw = np.fromfile(path, dtype=np.uint8)
+    assert raw.size == total, (raw.size, total)
+    if not empty:
+        assert np.array_equal(raw[base:base + per], payload)
+    ent = log.arrays()
+    ops = [engines.OPS[o] for o in ent["op"]]
+    assert ops.count("view") == 0 and ops.count("write") == 2 and ops.count("fsync") == 1, ops
+    w = ent["op"] == engines.OP["write"]
+    assert (ent["iface"][w] == engines.IFACE["mpiio_coll"]).all()
+    if not empty:
+        assert ent["offset"][w].tolist() == [base, base + per // 2]
+        assert ent["bytes"][w].tolist() == [per // 2, per - per // 2]
+    else:
+        assert ent["offset"][w].tolist() == [-1, -1] and ent["bytes"][w].tolist() == [0, 0]
+    with engines.MPIFile(comm, path, "r") as f:
+        # (not across the end of the file: ompio counts such a read's missing bytes as read)
+        out = np.zeros(per, dtype=np.uint8)
+        got = f.read_at_all(0 if empty else base, out[:0] if empty else out)
+        assert got == (0 if empty else per), got
+        assert empty or np.array_equal(out, payload)
+        try:
+            f.read_at_all(-5 if rank == 0 else 0, out[:10] if rank == 0 else out[:0])
+        except engines.EngineError as e:
+            assert rank == 0 and "offset -5" in str(e) and "at_all.bin" in str(e), str(e)
+        else:
+            assert rank != 0, "a negative offset did not fail"
+    comm.Barrier()
+
+
 def check_errors(dirname):
     missing = os.path.join(dirname, "missing.bin")
     try:
@@ -231,6 +278,7 @@ def main():
     check_collective_is_collective(path)
     check_hdf5(dirname, rows)
     check_writes(dirname)
+    check_at_all(dirname)
     check_errors(dirname)
     comm.Barrier()
     print(f"rank {rank}: ok", flush=True)
