@@ -105,20 +105,21 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     from mpi4py import MPI
 
     started_ns = time.monotonic_ns()        # MPI_Init is done: where Darshan's job starts
-    from dlio_mpi import collective, config, outputs, runner
+    from dlio_mpi import collective, config, runner
+    from dlio_mpi import status as run_status
 
     comm = MPI.COMM_WORLD
     _stop_on_signals()
     try:
         summary = runner.run(cfg, comm, job_start_ns=started_ns)
     except config.ConfigError as e:
-        outputs.mark_stopped(cfg, "failed", str(e))
+        run_status.mark_stopped(cfg, "failed", str(e))
         if comm.Get_rank() == 0:
             click.echo(f"dlio_mpi: config error: {e}", err=True)
         sys.exit(CONFIG_ERROR)
     except Interrupted as e:
         # one line for the job, from rank 0 (the launcher signals every rank)
-        marked = outputs.mark_stopped(cfg, "interrupted", str(e), rank=comm.Get_rank())
+        marked = run_status.mark_stopped(cfg, "interrupted", str(e), rank=comm.Get_rank())
         if marked == "failed":
             click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e} after another rank "
                        "failed; the run is marked failed", err=True)
@@ -132,8 +133,8 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
         # an error of one rank: that rank marks the run, as rank 0 may be ended before it
         # can; an error every rank raised: rank 0 marks it (and the job ends without Abort)
         agreed = isinstance(e, collective.RankError)
-        outputs.mark_stopped(cfg, "failed", line,
-                             rank=rank if by == rank and not agreed else None)
+        run_status.mark_stopped(cfg, "failed", line,
+                                 rank=rank if by == rank and not agreed else None)
         _fail(comm, e)
     if comm.Get_rank() == 0:
         from dlio_mpi.metrics import format_summary

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from dlio_mpi import (collective, config, darshan, datagen, engines, metrics, oplog_format,
-                      outputs, pipeline, prefetch, run_facts)
+                      outputs, pipeline, prefetch, run_facts, status)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import schedule
 
@@ -37,8 +37,8 @@ def prepare(cfg, comm):
             os.unlink(probe)
             outputs.acquire(out_dir)
             outputs.clear_results(out_dir)
-            outputs.set_status(out_dir, "running", ranks=comm.Get_size())
-            outputs.guard_status(out_dir)
+            status.set_status(out_dir, "running", ranks=comm.Get_size())
+            status.guard_status(out_dir)
         except OSError as e:
             error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
         except outputs.OutputInUse as e:
@@ -47,7 +47,7 @@ def prepare(cfg, comm):
     owner = comm.bcast(outputs.owned if rank == 0 else None, root=0)
     if rank != 0:
         outputs.owned = owner
-        outputs.guard_status_beside(out_dir, rank)
+        status.guard_status_beside(out_dir, rank)
     if cfg.workflow.checkpoint:
         schedule.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:
@@ -156,11 +156,11 @@ def run(cfg, comm, echo=print, job_start_ns=None):
                           (job[0], engines.mono_ns()))
     if rank == 0:
         outputs.write_results(out_dir, summary, metrics.per_rank_header(epochs), rows)
-        outputs.unguard_status()
-        outputs.set_status(out_dir, "complete")
+        status.unguard_status()
+        status.set_status(out_dir, "complete")
         outputs.release(out_dir)
     else:
-        outputs.unguard_status()
+        status.unguard_status()
         outputs.owned = None
     comm.Barrier()
     return summary

@@ -136,7 +136,7 @@ class Advisor:
     def run(self, doc, out, keep_oplog=False):
         """One run of ``doc`` into ``out``; returns its summary, or raises ConfigError or
         RankError (every rank raises it alike)."""
-        from dlio_mpi import outputs, runner
+        from dlio_mpi import runner, status
         from dlio_mpi.exits import Interrupted
 
         extra = [f"output.folder={out}", "workflow.generate_data=true"]
@@ -149,10 +149,10 @@ class Advisor:
         try:
             summary = runner.run(cfg, self.comm)
         except Interrupted as e:
-            outputs.mark_stopped(cfg, "interrupted", str(e), rank=self.rank)
+            status.mark_stopped(cfg, "interrupted", str(e), rank=self.rank)
             raise
         except Exception as e:
-            outputs.mark_stopped(cfg, "failed", str(e))
+            status.mark_stopped(cfg, "failed", str(e))
             raise
         self.longest = max(self.longest, time.monotonic() - t)
         return summary

@@ -48,7 +48,7 @@ def size_of(cfg, world):
 
 def make(cfg, comm, log):
     from dlio_mpi.checkpoint.writer import Checkpointer     # imported when a run checkpoints
-    from dlio_mpi.outputs import mark_stopped
+    from dlio_mpi.status import mark_stopped
 
     ck = cfg.checkpoint
     c = Checkpointer(
