@@ -14,10 +14,11 @@ import os
 import resource
 import signal
 import sys
-import traceback
 
 import numpy as np
 from mpi4py import MPI
+
+import abort_on_error
 
 from dlio_mpi import engines
 from dlio_mpi.checkpoint import (FOUR_FILES, CheckpointError, Checkpointer, Content,
@@ -288,12 +289,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except SystemExit:
-        raise
-    except BaseException:
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        comm.Abort(1)
+    abort_on_error.run(main)

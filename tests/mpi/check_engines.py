@@ -1,4 +1,4 @@
-"""Run under mpiexec by tests/test_mpi_engines.py: every rank checks its own bytes from the
+"""Run under mpiexec by tests/mpi/test_check_engines.py: every rank checks its own bytes from the
 MPI-IO and HDF5 engines against the reference engines and the known content, checks its op log,
 and, with ROMIO and one collective-buffering aggregator, that collective reads really are
 collective (one rank reads for all, seen in /proc/self/io).
@@ -6,10 +6,11 @@ collective (one rank reads for all, seen in /proc/self/io).
 usage: check_engines.py DIRECTORY"""
 import os
 import sys
-import traceback
 
 import numpy as np
 from mpi4py import MPI
+
+import abort_on_error
 
 from dlio_mpi import engines
 from dlio_mpi.engines.reference import H5Ref, MPIRef
@@ -285,10 +286,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BaseException:
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        comm.Abort(1)
+    abort_on_error.run(main)

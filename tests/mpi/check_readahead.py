@@ -1,4 +1,4 @@
-"""Run under mpiexec by tests/test_readahead_engines.py: read-ahead threads reading STDIO
+"""Run under mpiexec by tests/mpi/test_check_readahead.py: read-ahead threads reading STDIO
 streams, independent MPI-IO (a rank's own file and the shared file) and HDF5 through the MPI-IO
 driver (independent transfers; a rank's own file and the shared file), while the rank's own
 thread makes MPI calls. Every request's bytes must equal the reference engine's, and the op log
@@ -8,10 +8,11 @@ log must be the same sequence (its requests read one at a time, in order).
 usage: check_readahead.py DIRECTORY"""
 import os
 import sys
-import traceback
 
 import numpy as np
 from mpi4py import MPI
+
+import abort_on_error
 
 from dlio_mpi import engines
 from dlio_mpi.engines.reference import H5Ref, MPIRef, StdioRef
@@ -159,9 +160,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BaseException:
-        traceback.print_exc()
-        sys.stdout.flush()
-        comm.Abort(1)
+    abort_on_error.run(main)
