@@ -52,9 +52,10 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
             notes.append("the data files were written after being read: the writes are not "
                          "emulated")
             return {}
-    if fmt != "raw":
+    if fmt not in ("raw", "hdf5"):
         notes.append(f"the {fmt} data files were written in the job before being read: "
-                     "not emulated (io.write_first writes raw files); generate them first")
+                     "not emulated (io.write_first writes raw or HDF5 files); generate them "
+                     "first")
         return {}
     syncs = sum(int(rows[c].clip(lower=0).sum()) for c in spec.ops.get("syncs", ())
                 if c in rows)

@@ -4,10 +4,9 @@ and compare the run with the log.
 
 ``replay(source, out_dir)`` returns a :class:`Replay`: the fit, the run directory, the
 comparison (analysis.compare; the log is the first job) and the side-by-side structure of the
-two jobs (files, shared files, interfaces, bytes and calls, transfer sizes), both counted at the
-comparison's layer. Files written to
-``out_dir``: ``fitted.yaml``, ``data/`` (the dataset), ``run/`` (the emulator's outputs) and
-``replay.json``.
+two jobs (files, shared files, interfaces, bytes and calls read and written, mean read size),
+both counted at the comparison's layer. Files written to ``out_dir``: ``fitted.yaml``,
+``data/`` (the dataset), ``run/`` (the emulator's outputs) and ``replay.json``.
 """
 
 import json
@@ -25,7 +24,7 @@ from .module_metrics import file_counts
 
 RUN_TIMEOUT_S = 1800
 STRUCTURE = ("files", "shared_files", "interfaces", "bytes_read", "read_ops",
-             "mean_read_size")
+             "mean_read_size", "bytes_written", "write_ops")
 
 
 @dataclass
@@ -50,7 +49,7 @@ def structure(c, layer="POSIX"):
     """The shape of a characterized job, its files counted at ``layer`` (analysis.layers): data
     files (analysis.files: not code, libraries or the tools' own files such as Open MPI's
     lock-test files) and those shared by several ranks, interfaces, bytes and calls read, mean
-    read size."""
+    read size, bytes and calls written."""
     values = profile(c, layer)
     parts, _ = parts_at(c.records, c.names, c.layers, layer)
     data = data_formats(c.names, c.records, parts)
@@ -58,7 +57,8 @@ def structure(c, layer="POSIX"):
         else file_counts(parts).shared
     return {"files": values["files"], "shared_files": shared,
             "interfaces": values["interfaces"], "bytes_read": values["bytes_read"],
-            "read_ops": values["read_ops"], "mean_read_size": values["mean_read_size"]}
+            "read_ops": values["read_ops"], "mean_read_size": values["mean_read_size"],
+            "bytes_written": values["bytes_written"], "write_ops": values["write_ops"]}
 
 
 def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=None):
