@@ -64,10 +64,28 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
         notes.append(f"the data files were written in {sizes}-byte pieces and read in "
                      f"{transfer_size}-byte ones: io.write_first writes in the read size")
     evidence["write_first"] = {"bytes_written": total, "syncs": syncs, "write_size": sizes}
+    if fmt == "hdf5":
+        notes.append(_hdf5_writes_note(job, set(data["name"])))
     out = {"write_first": True}
     if syncs:
         out["write_fsync"] = True
     return out
+
+
+def _hdf5_writes_note(job, data_names):
+    """What io.write_first makes of a job's HDF5 writes, with the job's H5D write calls and
+    datasets when the log has H5D records."""
+    h5d = job.records.get("H5D")
+    what = ""
+    if h5d is not None and not h5d.empty and "H5D_WRITES" in h5d:
+        names = [job.names.get(int(i), "") for i in h5d["id"]]
+        mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+        if not mine.empty:
+            what = (f" ({int(mine['H5D_WRITES'].clip(lower=0).sum())} H5Dwrite calls to "
+                    f"{mine['id'].nunique()} datasets)")
+    return (f"the HDF5 data files were written in the job before being read{what}: "
+            "io.write_first writes them through libhdf5, a row per sample of one dataset per "
+            "file, each row written by the rank that reads it first")
 
 
 def _write_size(job, ids):
