@@ -11,8 +11,10 @@ as the rank with the most, joining with an empty selection). Under io.layout=mul
 created and written whole by the rank that owns its first sample (a file per process, as IOR
 writes them), alone (MPI_COMM_SELF or sec2).
 
-The H5Dwrite calls are in the op log (phase "write"), as the engine logs them: the H5D call,
-and beneath it, under hdf5_sec2, the POSIX writes of the file driver."""
+io.write_fsync flushes each file (H5Fflush, which the MPI-IO driver turns into MPI_File_sync)
+after its writes. The H5Dwrite calls are in the op log (phase "write"), as the engine logs
+them: the H5D call, and beneath it, under hdf5_sec2, the POSIX calls of the file driver
+(libhdf5's sieve buffer: 64 KiB writes, and reads of the rest of a buffer it fills)."""
 import numpy as np
 
 from dlio_mpi.formats import content
@@ -34,6 +36,10 @@ def check(cfg):
         raise ConfigError(f"io.write_first: one HDF5 file written by all ranks needs the MPI-IO "
                           f"driver (io.interface hdf5 or hdf5_coll), not hdf5_sec2 with "
                           f"io.layout={io.layout}")
+    if io.write_fsync and io.interface == "hdf5_sec2":
+        raise ConfigError("io.write_fsync: libhdf5's sec2 driver never syncs a file (H5Fflush "
+                          "syncs through the MPI-IO driver): use io.interface hdf5 or "
+                          "hdf5_coll, or io.write_fsync=false")
     if ds.compression != "none":
         raise ConfigError(f"io.write_first writes uncompressed HDF5 datasets: not "
                           f"dataset.compression={ds.compression}")

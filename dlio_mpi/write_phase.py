@@ -1,5 +1,6 @@
 """io.write_first: the run writes the dataset it then reads, as a write-then-read benchmark
-(IOR) does, through io.interface and in reader.transfer_size pieces, before the first epoch.
+(IOR) does, through io.interface and in reader.transfer_size pieces, before the first epoch:
+raw records here, HDF5 files through libhdf5 in dlio_mpi.write_hdf5.
 
 Each rank writes the samples it reads in the first epoch, file by file in ascending order
 (IOR writes its blocks in order, whatever order it reads them in); a sample read by several

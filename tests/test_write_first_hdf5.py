@@ -61,16 +61,18 @@ def _h5d_writes(log, iface):
 
 def test_shared_file_written_in_transfer_size_rows(tmp_path):
     """2 ranks, each its contiguous half (block sharding, no shuffle) of 32 rows, in H5Dwrite
-    calls of 2 rows (80 KiB), independent, into a chunked dataset (2 rows a chunk)."""
+    calls of 2 rows (80 KiB), independent, into a chunked dataset (2 rows a chunk), the file
+    flushed (H5Fflush) once after."""
     cfg, d, logs, chunks = _run(
         tmp_path, 2, "io.interface=hdf5", "io.layout=shared", "dataset.num_files_train=1",
         "dataset.num_samples_per_file=32", "reader.sample_shuffle=off",
         f"reader.transfer_size={2 * REC}", "dataset.enable_chunking=true",
-        f"dataset.chunk_size={2 * REC}")
+        f"dataset.chunk_size={2 * REC}", "io.write_fsync=true")
     assert chunks == (2, REC)
     for r, log in enumerate(logs):
         want = [(0, (16 * r + 2 * k) * REC, 2 * REC) for k in range(8)]
         assert _h5d_writes(log, H5D["hdf5"]) == want
+        assert int((log["op"] == 4).sum()) == 1
 
 
 def test_shared_file_collective_round_robin(tmp_path):
@@ -110,6 +112,7 @@ def test_file_per_rank_through_sec2(tmp_path):
     (["io.interface=hdf5_sec2", "io.layout=shared", "dataset.num_files_train=1"],
      "needs the MPI-IO driver"),
     (["io.interface=hdf5", "dataset.compression=gzip"], "writes uncompressed HDF5"),
+    (["io.interface=hdf5_sec2", "io.write_fsync=true"], "sec2 driver never syncs"),
     (["io.interface=hdf5", "dataset.enable_chunking=true", "dataset.chunk_size=8k"],
      "HDF5 chunks of whole rows"),
 ])
