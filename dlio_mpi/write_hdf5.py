@@ -53,13 +53,15 @@ def check(cfg):
 
 
 def _pieces(rows, most):
-    """Runs of consecutive rows of rows (sorted), each at most `most` rows: (first, count)."""
+    """Runs of consecutive rows of rows (sorted, distinct), each at most `most` rows:
+    [(first, count), ...]."""
+    rows = np.asarray(rows, np.int64)
+    if not rows.size:
+        return []
+    cut = np.flatnonzero(np.diff(rows) != 1) + 1
     out = []
-    for r in rows.tolist():
-        if out and out[-1][0] + out[-1][1] == r and out[-1][1] < most:
-            out[-1][1] += 1
-        else:
-            out.append([r, 1])
+    for lo, hi in zip([0] + cut.tolist(), cut.tolist() + [rows.size]):
+        out += [(int(rows[a]), min(most, hi - a)) for a in range(lo, hi, most)]
     return out
 
 

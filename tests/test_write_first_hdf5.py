@@ -120,3 +120,12 @@ def test_write_first_hdf5_config_errors(tmp_path, extra, message):
     with pytest.raises(ConfigError, match=message) as e:
         config.load(["workload=default"] + _args(tmp_path, *extra))
     assert "\n" not in str(e.value)
+
+
+def test_rows_cut_into_runs_of_consecutive_rows():
+    from dlio_mpi.write_hdf5 import _pieces
+
+    assert _pieces(np.array([], np.int64), 2) == []
+    assert _pieces(np.array([0, 1, 2, 3, 4, 7, 8, 10]), 2) == [(0, 2), (2, 2), (4, 1), (7, 2),
+                                                                (10, 1)]
+    assert _pieces(np.arange(5, 12), 1) == [(r, 1) for r in range(5, 12)]
