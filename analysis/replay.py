@@ -103,11 +103,11 @@ def render_replay(result):
              f"{w['train']['epochs']} epochs, compute {w['train']['computation_time']} s/step, "
              f"{result.fit.ranks} ranks"]
     lines += [f"note: {n}" for n in result.fit.notes]
-    lines += ["", f"{'':16}{'real':>20}{'emulated':>20}"]
-    for key in STRUCTURE:
-        a, b = result.real[key], result.emulated[key]
-        text = (lambda v: ", ".join(v) if isinstance(v, list) else
-                "-" if v is None else f"{v:,.0f}" if isinstance(v, float) else f"{v:,}")
-        lines.append(f"{key:16}{text(a):>20}{text(b):>20}")
+    text = (lambda v: ", ".join(v) if isinstance(v, list) else
+            "-" if v is None else f"{v:,.0f}" if isinstance(v, float) else f"{v:,}")
+    cells = [(key, text(result.real[key]), text(result.emulated[key])) for key in STRUCTURE]
+    width = max([20] + [len(c) + 2 for _, a, b in cells for c in (a, b)])
+    lines += ["", f"{'':16}{'real':>{width}}{'emulated':>{width}}"]
+    lines += [f"{key:16}{a:>{width}}{b:>{width}}" for key, a, b in cells]
     lines += ["", f"similarity of the replay to the real job: {result.score:.3f}"]
     return "\n".join(lines) + "\n"
