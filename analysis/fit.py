@@ -52,9 +52,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   and the step's compute, STEP_GAP_RATIO apart or more), only the long ones are steps.
 - ``train.epochs``: data bytes read / (dataset bytes), rounded, at least 1 (1 when read at
   start).
-- ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw data files' bytes,
-  each file's first write before its first read (a write-then-read benchmark such as IOR);
-  ``io.write_fsync`` when it synced them.
+- ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw or HDF5 data files'
+  bytes, each file's first write before its first read (a write-then-read benchmark such as
+  IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them.
 - Forked worker processes (a data loader's, each with a non-MPI log; analysis.loader gives
   them their parent's rank): ``reader.read_threads`` is the most workers of a rank alive at
   once.

@@ -52,9 +52,10 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
             notes.append("the data files were written after being read: the writes are not "
                          "emulated")
             return {}
-    if fmt != "raw":
+    if fmt not in ("raw", "hdf5"):
         notes.append(f"the {fmt} data files were written in the job before being read: "
-                     "not emulated (io.write_first writes raw files); generate them first")
+                     "not emulated (io.write_first writes raw or HDF5 files); generate them "
+                     "first")
         return {}
     syncs = sum(int(rows[c].clip(lower=0).sum()) for c in spec.ops.get("syncs", ())
                 if c in rows)
@@ -63,10 +64,28 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
         notes.append(f"the data files were written in {sizes}-byte pieces and read in "
                      f"{transfer_size}-byte ones: io.write_first writes in the read size")
     evidence["write_first"] = {"bytes_written": total, "syncs": syncs, "write_size": sizes}
+    if fmt == "hdf5":
+        notes.append(_hdf5_writes_note(job, set(data["name"])))
     out = {"write_first": True}
     if syncs:
         out["write_fsync"] = True
     return out
+
+
+def _hdf5_writes_note(job, data_names):
+    """What io.write_first makes of a job's HDF5 writes, with the job's H5D write calls and
+    datasets when the log has H5D records."""
+    h5d = job.records.get("H5D")
+    what = ""
+    if h5d is not None and not h5d.empty and "H5D_WRITES" in h5d:
+        names = [job.names.get(int(i), "") for i in h5d["id"]]
+        mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+        if not mine.empty:
+            what = (f" ({int(mine['H5D_WRITES'].clip(lower=0).sum())} H5Dwrite calls to "
+                    f"{mine['id'].nunique()} datasets)")
+    return (f"the HDF5 data files were written in the job before being read{what}: "
+            "io.write_first writes them through libhdf5, a row per sample of one dataset per "
+            "file, each row written by the rank that reads it first")
 
 
 def _write_size(job, ids):

@@ -4,10 +4,9 @@ and compare the run with the log.
 
 ``replay(source, out_dir)`` returns a :class:`Replay`: the fit, the run directory, the
 comparison (analysis.compare; the log is the first job) and the side-by-side structure of the
-two jobs (files, shared files, interfaces, bytes and calls, transfer sizes), both counted at the
-comparison's layer. Files written to
-``out_dir``: ``fitted.yaml``, ``data/`` (the dataset), ``run/`` (the emulator's outputs) and
-``replay.json``.
+two jobs (files, shared files, interfaces, bytes and calls read and written, mean read size),
+both counted at the comparison's layer. Files written to ``out_dir``: ``fitted.yaml``,
+``data/`` (the dataset), ``run/`` (the emulator's outputs) and ``replay.json``.
 """
 
 import json
@@ -25,7 +24,7 @@ from .module_metrics import file_counts
 
 RUN_TIMEOUT_S = 1800
 STRUCTURE = ("files", "shared_files", "interfaces", "bytes_read", "read_ops",
-             "mean_read_size")
+             "mean_read_size", "bytes_written", "write_ops")
 
 
 @dataclass
@@ -50,7 +49,7 @@ def structure(c, layer="POSIX"):
     """The shape of a characterized job, its files counted at ``layer`` (analysis.layers): data
     files (analysis.files: not code, libraries or the tools' own files such as Open MPI's
     lock-test files) and those shared by several ranks, interfaces, bytes and calls read, mean
-    read size."""
+    read size, bytes and calls written."""
     values = profile(c, layer)
     parts, _ = parts_at(c.records, c.names, c.layers, layer)
     data = data_formats(c.names, c.records, parts)
@@ -58,7 +57,8 @@ def structure(c, layer="POSIX"):
         else file_counts(parts).shared
     return {"files": values["files"], "shared_files": shared,
             "interfaces": values["interfaces"], "bytes_read": values["bytes_read"],
-            "read_ops": values["read_ops"], "mean_read_size": values["mean_read_size"]}
+            "read_ops": values["read_ops"], "mean_read_size": values["mean_read_size"],
+            "bytes_written": values["bytes_written"], "write_ops": values["write_ops"]}
 
 
 def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=None):
@@ -103,11 +103,11 @@ def render_replay(result):
              f"{w['train']['epochs']} epochs, compute {w['train']['computation_time']} s/step, "
              f"{result.fit.ranks} ranks"]
     lines += [f"note: {n}" for n in result.fit.notes]
-    lines += ["", f"{'':16}{'real':>20}{'emulated':>20}"]
-    for key in STRUCTURE:
-        a, b = result.real[key], result.emulated[key]
-        text = (lambda v: ", ".join(v) if isinstance(v, list) else
-                "-" if v is None else f"{v:,.0f}" if isinstance(v, float) else f"{v:,}")
-        lines.append(f"{key:16}{text(a):>20}{text(b):>20}")
+    text = (lambda v: ", ".join(v) if isinstance(v, list) else
+            "-" if v is None else f"{v:,.0f}" if isinstance(v, float) else f"{v:,}")
+    cells = [(key, text(result.real[key]), text(result.emulated[key])) for key in STRUCTURE]
+    width = max([20] + [len(c) + 2 for _, a, b in cells for c in (a, b)])
+    lines += ["", f"{'':16}{'real':>{width}}{'emulated':>{width}}"]
+    lines += [f"{key:16}{a:>{width}}{b:>{width}}" for key, a, b in cells]
     lines += ["", f"similarity of the replay to the real job: {result.score:.3f}"]
     return "\n".join(lines) + "\n"

@@ -271,10 +271,12 @@ typedef struct {
 int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
                int collective, int writing, int nhints, const char *const *keys,
                const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e);
-/* Create file + 2-D-or-more dataset of uint8 (for checkpoints and tests): dims[0] rows,
- * chunk_rows>0 for a chunked layout. Collective under DM_H5_MPIO. */
+/* Create file + 2-D-or-more dataset of uint8 (checkpoints, datasets written by the run, tests):
+ * dims[0] rows, chunk_rows>0 for a chunked layout, latest=1 for the latest file format (h5py's
+ * libver="latest"), else the earliest. Collective under DM_H5_MPIO. */
 int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const hsize_t *dims,
-                 hsize_t chunk_rows, int driver, MPI_Comm comm, int collective, int nhints,
+                 hsize_t chunk_rows, int latest, int driver, MPI_Comm comm, int collective,
+                 int nhints,
                  const char *const *keys, const char *const *vals, int32_t file_id,
                  dm_oplog *log, dm_err *e);
 int dm_h5_close(dm_h5 *h, dm_err *e);

@@ -214,8 +214,9 @@ SCHEMA = {
         "keep_oplog": Key("bool", False, "keep every rank's op log in the output"),
         "oplog_capacity": Key("int", 1 << 20, "op-log entries per rank", minimum=1),
         "fail_below_au": Key("bool", False, "exit status 3 when AU is under metric.au"),
-        "write_first": Key("bool", False, "before the first epoch, write the (raw) files the "
-                           "run reads through io.interface in reader.transfer_size pieces, "
+        "write_first": Key("bool", False, "before the first epoch, write the (raw or HDF5) "
+                           "files the run reads through io.interface in "
+                           "reader.transfer_size pieces (HDF5: H5Dwrite calls of whole rows), "
                            "as a write-then-read benchmark (IOR) does"),
         "write_fsync": Key("bool", False, "io.write_first: fsync each file after its writes"),
         "check_dataset": Key("bool", False, "before training, check every file of the dataset "

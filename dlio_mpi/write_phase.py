@@ -1,5 +1,6 @@
 """io.write_first: the run writes the dataset it then reads, as a write-then-read benchmark
-(IOR) does, through io.interface and in reader.transfer_size pieces, before the first epoch.
+(IOR) does, through io.interface and in reader.transfer_size pieces, before the first epoch:
+raw records here, HDF5 files through libhdf5 in dlio_mpi.write_hdf5.
 
 Each rank writes the samples it reads in the first epoch, file by file in ascending order
 (IOR writes its blocks in order, whatever order it reads them in); a sample read by several
@@ -36,10 +37,13 @@ def check(cfg):
         if cfg.io.write_fsync:
             raise ConfigError("io.write_fsync=true needs io.write_first=true")
         return
-    if cfg.dataset.format != "raw":
-        raise ConfigError(f"io.write_first writes raw records: dataset.format must be raw, "
-                          f"not {cfg.dataset.format}")
-    if cfg.io.interface not in INTERFACES:
+    if cfg.dataset.format not in ("raw", "hdf5"):
+        raise ConfigError(f"io.write_first writes raw records or HDF5 files: dataset.format "
+                          f"must be raw or hdf5, not {cfg.dataset.format}")
+    if cfg.dataset.format == "hdf5":
+        from dlio_mpi import write_hdf5
+        write_hdf5.check(cfg)
+    elif cfg.io.interface not in INTERFACES:
         raise ConfigError(f"io.write_first writes through {', '.join(INTERFACES)}: not "
                           f"io.interface={cfg.io.interface}")
     if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
@@ -47,8 +51,8 @@ def check(cfg):
                           "dataset.num_files_eval=0 or workflow.evaluation=false")
 
 
-def _my_samples(cfg, comm, data):
-    """The sorted samples this rank writes."""
+def _owners(cfg, comm, data):
+    """Every sample's writer (rank), the same array on every rank."""
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -68,7 +72,7 @@ def _my_samples(cfg, comm, data):
     comm.Allreduce(MPI.IN_PLACE, owner, op=MPI.MIN)
     nobody = np.flatnonzero(owner == size)
     owner[nobody] = (np.arange(nobody.size) % size).astype(np.int32)
-    return np.flatnonzero(owner == rank)
+    return owner
 
 
 def _open(cfg, comm, path, shared, fid, log):
@@ -142,15 +146,20 @@ def write_dataset(cfg, comm, log):
         except (OSError, datagen.ManifestError) as e:
             error = f"rank 0: cannot prepare {data.root}: {datagen.error_text(e)}"
     agree(comm, error)
-    mine = _my_samples(cfg, comm, data)
+    owner = _owners(cfg, comm, data)
+    mine = np.flatnonzero(owner == rank)
     files, local = data.locate(mine)
     shared = cfg.io.layout != "multi"
-    collective = shared and cfg.io.interface == "mpiio_coll"
+    hdf5 = cfg.dataset.format == "hdf5"
+    collective = shared and cfg.io.interface in ("mpiio_coll", "hdf5", "hdf5_coll")
     comm.Barrier()
     t0 = time.perf_counter()
-    written, error = 0, None
+    written, error, count = 0, None, int(mine.size)
     try:
-        if shared:
+        if hdf5:
+            from dlio_mpi import write_hdf5
+            written, count = write_hdf5.write(cfg, comm, data, owner, log)
+        elif shared:
             with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
                 written = _write_file(cfg, comm, h, data, 0, local, collective)
                 if cfg.io.write_fsync:
@@ -170,7 +179,7 @@ def write_dataset(cfg, comm, log):
     error = None
     try:
         # a file longer than its samples (an earlier dataset) is cut to its size
-        for f in range(rank, data.num_files, size):
+        for f in range(rank, data.num_files if not hdf5 else 0, size):
             want = data.index(f).file_size
             if os.stat(data.path(f)).st_size > want:
                 os.truncate(data.path(f), want)
@@ -183,7 +192,7 @@ def write_dataset(cfg, comm, log):
     log.finalize()
     ops = log.arrays()
     writes = ops["op"] == engines.OP["write"]
-    return {"phase": "write", "epoch": -1, "steps": 0, "samples": int(mine.size),
+    return {"phase": "write", "epoch": -1, "steps": 0, "samples": count,
             "wall_s": wall, "io_wait_s": wall, "compute_s": 0.0, "first_step_io_s": wall,
             "bytes_moved": written, "read_ops": 0, "write_ops": int(writes.sum()),
             "latency_hist": log.histogram(op="write"),

@@ -77,8 +77,8 @@ def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
     assert len(cover) == (1 if shared else d.num_files)
 
 
-def test_write_first_needs_raw_files(tmp_path):
-    with pytest.raises(ConfigError, match="dataset.format must be raw"):
+def test_write_first_needs_raw_or_hdf5_files(tmp_path):
+    with pytest.raises(ConfigError, match="dataset.format must be raw or hdf5, not npz"):
         config.load(["workload=default"] + _args(tmp_path, "dataset.format=npz"))
     with pytest.raises(ConfigError, match="io.write_first writes through"):
         config.load(["workload=default"] + _args(tmp_path, "io.interface=mmap"))

@@ -119,7 +119,8 @@ cdef extern from "dm.h" nogil:
                    int collective, int writing, int nhints, const char *const *keys,
                    const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
     int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims,
-                     const hsize_t *dims, hsize_t chunk_rows, int driver, MPI_Comm comm,
+                     const hsize_t *dims, hsize_t chunk_rows, int latest, int driver,
+                     MPI_Comm comm,
                      int collective, int nhints, const char *const *keys,
                      const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
     int dm_h5_close(dm_h5 *h, dm_err *e)

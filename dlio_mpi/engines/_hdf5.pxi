@@ -17,7 +17,7 @@ cdef class H5Dataset(_Handle):
 
     def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
                   mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
-                  chunk_rows=0):
+                  chunk_rows=0, libver="earliest"):
         cdef dm_err e
         cdef int drv = _driver(driver)
         cdef bytes p = _path(path)
@@ -31,6 +31,9 @@ cdef class H5Dataset(_Handle):
         cdef int nd = 0
         cdef hsize_t chunk = chunk_rows
         cdef int writing = 1 if mode != "r" else 0
+        cdef int latest = 1 if libver == "latest" else 0
+        if libver not in ("earliest", "latest"):
+            raise ValueError(f"unknown HDF5 libver {libver!r}: use 'earliest' or 'latest'")
         if comm is not None:
             c = (<MPI.Comm>comm).ob_mpi
         self._init(path, file_id, oplog, &dm_h5_ops, &self.h)
@@ -42,7 +45,7 @@ cdef class H5Dataset(_Handle):
             for i in range(nd):
                 dims[i] = create[i]
             with nogil:
-                CHK(dm_h5_create(&self.h, cp, cn, nd, dims, chunk, drv, c, collective,
+                CHK(dm_h5_create(&self.h, cp, cn, nd, dims, chunk, latest, drv, c, collective,
                                  hi.n, hi.keys, hi.vals, file_id, L, &e), &e)
         else:
             with nogil:
