@@ -113,16 +113,17 @@ def _with_probe(log, size):
 
 
 class _Recorder(io.FileIO):
-    """A file that notes (offset, bytes) of every read that returns data."""
+    """A file that notes (offset, bytes) of every read that returns data (with empty=True,
+    of those returning nothing too)."""
 
-    def __init__(self, path, log):
+    def __init__(self, path, log, empty=False):
         super().__init__(path)
-        self.log = log
+        self.log, self.empty = log, empty
 
     def readinto(self, b):
         pos = self.tell()
         n = super().readinto(b)
-        if n:
+        if n or self.empty:
             self.log.append((pos, n))
         return n
 

@@ -174,20 +174,6 @@ def test_numpy_access_of_npy_files_is_numpy_load(tmp_path, threads):
             assert got == want
 
 
-class _AllReads(io.FileIO):
-    """A file that notes (offset, bytes returned) of every read, those returning nothing too."""
-
-    def __init__(self, path, log):
-        super().__init__(path)
-        self.log = log
-
-    def readinto(self, b):
-        pos = self.tell()
-        n = super().readinto(b)
-        self.log.append((pos, n))
-        return n
-
-
 def test_stream_of_csv_files_is_pandas_read_csv(tmp_path):
     """pandas.read_csv of a file (its C parser reads 256 KiB at a time to the end, then twice
     more at the end) against the stream's reads with reader.eof_reads=2, read for read."""
@@ -206,6 +192,6 @@ def test_stream_of_csv_files_is_pandas_read_csv(tmp_path):
         assert len(files) == 2
         for f in files:
             log = []
-            with io.BufferedReader(_AllReads(data.path(f), log)) as fh:
+            with io.BufferedReader(_Recorder(data.path(f), log, empty=True)) as fh:
                 pd.read_csv(fh, header=None)
             assert [(o, n) for ff, o, n in got if ff == f] == log
