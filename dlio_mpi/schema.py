@@ -211,6 +211,11 @@ SCHEMA = {
                          "padded with repeats", ("drop", "pad")),
         "allreduce_bytes": Key("size", 0, "gradient exchange: 0 a barrier, else an "
                                "MPI_Allreduce of this many bytes", minimum=0),
+        "exchange_wait": Key("enum", "sleep", "how a rank waits for the gradient exchange: "
+                             "sleep (the nonblocking call tested every 50 us, sleeping "
+                             "between) or mpi (the blocking call, which spins in most MPI "
+                             "libraries and takes the cores read threads need)",
+                             ("sleep", "mpi")),
         "keep_oplog": Key("bool", False, "keep every rank's op log in the output"),
         "oplog_capacity": Key("int", 1 << 20, "op-log entries per rank", minimum=1),
         "fail_below_au": Key("bool", False, "exit status 3 when AU is under metric.au"),

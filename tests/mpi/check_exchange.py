@@ -1,0 +1,58 @@
+"""Run under mpiexec by tests/mpi/test_check_exchange.py: the gradient exchange closing every
+step (dlio_mpi.pipeline.Exchange), as a barrier and as an MPI_Allreduce, waiting by sleeping or
+in the blocking MPI call. Rank r enters each exchange r * DELAY seconds after the others; every
+rank must leave after the last one entered, the allreduce must give the sum over the ranks,
+and with wait=sleep the ranks that wait must take little CPU time while they wait.
+
+usage: check_exchange.py WAIT NBYTES"""
+import resource
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import abort_on_error
+
+from dlio_mpi.pipeline import Exchange
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+DELAY = 0.15
+ROUNDS = 3
+
+
+def cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def main():
+    wait, nbytes = sys.argv[1], int(sys.argv[2])
+    ex = Exchange(comm, nbytes, wait)
+    waited = cpu = 0.0
+    for i in range(ROUNDS):
+        if ex.send is not None:
+            ex.send[:] = rank + i
+        comm.Barrier()
+        time.sleep(rank * DELAY)
+        entered = time.time()
+        c0 = cpu_s()
+        ex()
+        left = time.time()
+        cpu += cpu_s() - c0
+        waited += left - entered
+        last_entry = comm.allreduce(entered, op=MPI.MAX)
+        assert left >= last_entry - 1e-3, (rank, left, last_entry)
+        if ex.send is not None:
+            want = sum(r + i for r in range(size))
+            assert ex.recv.size == nbytes // 4
+            assert np.all(ex.recv == want), (rank, ex.recv[:4], want)
+    if wait == "sleep" and rank < size - 1:
+        # the first ranks wait (size - 1 - rank) * DELAY a round: a spinning wait would take
+        # about that much CPU, a sleeping one a small part of it
+        assert cpu < 0.3 * waited, (rank, cpu, waited)
+    print(f"rank {rank}: ok waited {waited:.3f} s, cpu {cpu:.3f} s", flush=True)
+
+
+abort_on_error.run(main)
