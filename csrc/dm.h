@@ -103,6 +103,11 @@ static inline uint64_t dm_ticks(void) {
 #define DM_TICKS_ARE_NS 1
 #endif
 int64_t dm_mono_ns(void);
+/* Sets the calling thread's time slice under Linux's fair scheduler (EEVDF, 6.12 and later),
+ * its policy and nice value kept (ns 0: the kernel's default). Returns the slice the kernel
+ * then reports for the thread in ns (0 where it has no slices: Linux before 6.12, real-time
+ * policies), or -errno when sched_getattr/sched_setattr refused. */
+int64_t dm_thread_slice(uint64_t ns);
 
 void dm_oplog_overflow_add(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t bytes, int op);
 

@@ -19,7 +19,10 @@
  * against 0.4 s without. What such priorities were for, that a woken thread not take the core
  * from the rank's thread between its steps, the pipeline gets by queueing the next batches
  * while the step computes (pipeline.computing): a wake-up then costs the emulated accelerator
- * nothing. */
+ * nothing. Under EEVDF (Linux 6.12 and later) the rank's thread asks for a short time slice
+ * (io.rank_slice_us) so that, woken at a step's end or in the gradient exchange, it takes a
+ * core from read threads at once; the threads set the kernel's default slice back for
+ * themselves, as they would otherwise inherit the short one from the thread creating them. */
 #define _GNU_SOURCE
 #include "dm.h"
 
@@ -101,6 +104,7 @@ static void preprocess(int64_t ns) {
 
 static void *worker(void *arg) {
     dm_readahead *ra = arg;
+    dm_thread_slice(0);     /* the kernel's default slice, not the rank thread's short one */
     pthread_mutex_lock(&ra->mu);
     int me = ra->started++;
     char *own = ra->keep ? NULL : ra->tbuf[me];

@@ -1,11 +1,16 @@
-/* Helpers every engine uses: error records, aligned buffers, the monotonic clock. */
+/* Helpers every engine uses: error records, aligned buffers, the monotonic clock, a thread's
+ * time slice. */
 #define _GNU_SOURCE
 #include "dm.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 void dm_err_set(dm_err *e, int code, const char *fmt, ...) {
     if (!e) return;
@@ -34,4 +39,34 @@ int64_t dm_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* struct sched_attr as the kernel defines it (include/uapi/linux/sched/types.h); glibc 2.36
+ * has no wrapper for sched_getattr/sched_setattr. */
+struct dm_sched_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+};
+
+int64_t dm_thread_slice(uint64_t ns) {
+#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
+    struct dm_sched_attr a;
+    memset(&a, 0, sizeof a);
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) != 0) return -errno;
+    if (a.policy != 0 && a.policy != 3) return 0;     /* SCHED_OTHER, SCHED_BATCH only */
+    a.size = sizeof a;
+    a.flags = 0;
+    a.runtime = ns;
+    if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) return -errno;
+    memset(&a, 0, sizeof a);
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) != 0) return -errno;
+    return (int64_t)a.runtime;
+#else
+    (void)ns;
+    return -ENOSYS;
+#endif
 }

@@ -54,6 +54,9 @@ def validate(cfg):
                           f"{ds.format}")
     if ds.compression == "zip" and ds.format != "npz":
         raise ConfigError("dataset.compression=zip applies to npz")
+    if io.rank_slice_us and not 100 <= io.rank_slice_us <= 100_000:
+        raise ConfigError(f"io.rank_slice_us={io.rank_slice_us}: Linux takes time slices of "
+                          "100 to 100000 us (0: the kernel's default)")
     io_checks.validate_access(cfg)
     io_checks.validate_volumes(cfg)
     from dlio_mpi import write_phase

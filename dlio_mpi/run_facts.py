@@ -36,6 +36,7 @@ def run_facts(cfg, comm):
             f"bytes at most); bytes moved include the widening (file 0: "
             f"{widening['file0_read_bytes']} bytes read for {widening['file0_sample_bytes']} "
             "bytes of samples)")
+    facts.update(rank_slice(cfg, comm))
     cpus = comm.allreduce(len(os.sched_getaffinity(0)), op=_mpi().MIN)
     facts["cpus_per_rank_min"] = cpus
     if threads > 1 and threads > cpus:
@@ -47,6 +48,26 @@ def run_facts(cfg, comm):
             f"{threads} CPUs or more (mpiexec --map-by slot:PE={threads}, srun "
             "--cpus-per-task) or not at all (--bind-to none)")
     return facts
+
+
+def rank_slice(cfg, comm):
+    """Ask for io.rank_slice_us for the rank's thread (engines.thread_slice); the fact: the
+    slice every rank was given (us), or 0 and why not."""
+    want = cfg.io.rank_slice_us
+    try:
+        got, why = engines.thread_slice(want * 1e-6), ""
+    except OSError as e:
+        got, why = 0.0, e.strerror
+    got = comm.allreduce(round(got * 1e6), op=_mpi().MIN)
+    fact = {"rank_slice_us": got}
+    if want and got != want:
+        why = comm.allgather(why)
+        fact["rank_slice_note"] = (
+            f"io.rank_slice_us={want}: "
+            + (next(w for w in why if w) if any(why) else
+               "the kernel takes no time slice for a thread (Linux before 6.12)")
+            + "; woken rank threads wait for the read threads' slices")
+    return fact
 
 
 def odirect_widening(cfg):

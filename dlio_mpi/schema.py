@@ -216,6 +216,10 @@ SCHEMA = {
                              "between) or mpi (the blocking call, which spins in most MPI "
                              "libraries and takes the cores read threads need)",
                              ("sleep", "mpi")),
+        "rank_slice_us": Key("int", 100, "time slice (us) the rank's thread asks of Linux's "
+                             "fair scheduler (EEVDF, 6.12 and later): woken at a step's end or "
+                             "in the exchange, it takes a core from read threads (which keep "
+                             "the default slice) at once; 0: the kernel's default", minimum=0),
         "keep_oplog": Key("bool", False, "keep every rank's op log in the output"),
         "oplog_capacity": Key("int", 1 << 20, "op-log entries per rank", minimum=1),
         "fail_below_au": Key("bool", False, "exit status 3 when AU is under metric.au"),

@@ -30,6 +30,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     mono_ns,
     status_guard_arm,
     status_guard_disarm,
+    thread_slice,
 )
 
 from dlio_mpi.oplog_format import IFACE, OP  # noqa: F401

@@ -123,6 +123,19 @@ def hist_bucket(int64_t ns):
     return dm_hist_bucket(ns)
 
 
+def thread_slice(double seconds):
+    """Ask Linux's fair scheduler (EEVDF, 6.12 and later) for a time slice of `seconds` for
+    the calling thread, its policy and nice value kept; 0 gives back the kernel's default. A
+    short slice lets a woken thread take a core from threads with longer ones at once.
+    Returns the slice the kernel then reports for the thread, in seconds (0.0 where it has
+    none: Linux before 6.12), or raises OSError when it refused."""
+    cdef int64_t r = dm_thread_slice(<uint64_t>(seconds * 1e9))
+    if r < 0:
+        raise OSError(<int>-r, f"sched_setattr (time slice of {seconds * 1e6:.0f} us): "
+                      f"{os.strerror(<int>-r)}")
+    return r * 1e-9
+
+
 def mono_ns():
     """CLOCK_MONOTONIC in ns, the clock of the op log's origin."""
     return dm_mono_ns()

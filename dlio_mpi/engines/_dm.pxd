@@ -43,6 +43,7 @@ cdef extern from "dm.h" nogil:
     int dm_hist_bucket(int64_t ns)
     double dm_hist_bucket_lower_ns(int b)
     int64_t dm_mono_ns()
+    int64_t dm_thread_slice(uint64_t ns)
 
     ctypedef struct dm_transfer:
         void *move

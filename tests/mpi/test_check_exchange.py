@@ -1,7 +1,8 @@
 """The gradient exchange of every step (tests/mpi/check_exchange.py) at 2 and 4 ranks: a
 barrier and an allreduce, waiting by sleeping (the default) or in the blocking MPI call; every
 rank leaves after the last one entered, the allreduce gives the sum, and a sleeping wait takes
-little CPU. A run with io.allreduce_bytes and each io.exchange_wait completes its steps."""
+little CPU. A run with io.allreduce_bytes and each io.exchange_wait completes its steps and
+records the time slice its rank threads were given."""
 import json
 
 import pytest
@@ -30,3 +31,6 @@ def test_run_with_each_exchange_wait(tmp_path, wait):
     assert s["config"]["io"]["exchange_wait"] == wait
     assert [e["steps"] for e in s["epochs"]] == [8, 8]
     assert [e["samples"] for e in s["epochs"]] == [32, 32]
+    # the rank's thread asked for io.rank_slice_us (default 100): given, or said why not
+    facts = s["facts"]
+    assert facts["rank_slice_us"] == 100 or "rank_slice_note" in facts, facts
