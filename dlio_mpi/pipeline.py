@@ -6,41 +6,8 @@ import numpy as np
 
 from dlio_mpi import (access, engines, prefetch, reader_choice, readers, sampler, sysinfo,
                       timing)
+from dlio_mpi.exchange import Exchange
 from dlio_mpi.checkpoint import schedule
-
-
-class Exchange:
-    """The gradient exchange closing every step: a barrier, or an MPI_Allreduce of a
-    configured size. With wait="sleep" the rank starts the nonblocking call and tests it every
-    POLL_S seconds, sleeping between: the accelerators of a real job exchange gradients
-    (NCCL on the device) without taking the host's cores, while a blocking MPI call spins on
-    its core (Open MPI, MPICH) and, with more ranks and read threads than cores, takes the
-    time the read threads need (measured: unet3d at 3 ranks on 2 cores, AU 83 % spinning,
-    91 % sleeping; scripts/bench-accelerators). wait="mpi" makes the blocking call."""
-
-    POLL_S = 50e-6
-
-    def __init__(self, comm, nbytes, wait="sleep"):
-        self.comm = comm
-        self.sleep = wait == "sleep"
-        n = max(nbytes // 4, 0)
-        self.send = np.ones(n, dtype=np.float32) if n else None
-        self.recv = np.empty_like(self.send) if n else None
-
-    def __call__(self):
-        from mpi4py import MPI
-        if not self.sleep:
-            if self.send is None:
-                self.comm.Barrier()
-            else:
-                self.comm.Allreduce(self.send, self.recv, op=MPI.SUM)
-            return
-        if self.send is None:
-            req = self.comm.Ibarrier()
-        else:
-            req = self.comm.Iallreduce(self.send, self.recv, op=MPI.SUM)
-        while not req.Test():
-            time.sleep(self.POLL_S)
 
 
 def _log_totals(log):
@@ -256,4 +223,5 @@ def run_epochs(cfg, comm, log, progress=None):
     # closed after success only: a failing rank must not enter a collective close of shared
     # files while the others wait in another call; the caller ends the job
     reader.close()
+    exchange.close()
     return phases, oplogs, first_batch, checkpoints

@@ -16,6 +16,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     EngineError,
     H5Dataset,
     MPIFile,
+    NodeBarrier,
     OpLog,
     PosixFile,
     ReadAhead,

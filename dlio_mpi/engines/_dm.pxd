@@ -1,5 +1,5 @@
 # C declarations of csrc/dm.h, the native engines.
-from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
 from mpi4py.libmpi cimport MPI_Comm
 
 cdef extern from "dm.h" nogil:
@@ -44,6 +44,11 @@ cdef extern from "dm.h" nogil:
     double dm_hist_bucket_lower_ns(int b)
     int64_t dm_mono_ns()
     int64_t dm_thread_slice(uint64_t ns)
+    ctypedef struct dm_nbar:
+        uint32_t count
+        uint32_t gen
+    uint32_t dm_nbar_arrive(dm_nbar *b, uint32_t n, int *last)
+    int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t timeout_ns)
 
     ctypedef struct dm_transfer:
         void *move

@@ -7,9 +7,9 @@ the rank, the file and the offset.
 
 The module is made of included parts: errors (the C codes' exceptions and CHK), buffers
 (argument conversion, aligned memory, small C helpers), the op log, the handle base class, one
-part per engine, and read-ahead.
+part per engine, read-ahead, and the node barrier.
 """
-from libc.stdint cimport int64_t, int32_t, uint64_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memset
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
@@ -36,3 +36,4 @@ include "_stdio.pxi"
 include "_mpiio.pxi"
 include "_hdf5.pxi"
 include "_readahead.pxi"
+include "_barrier.pxi"

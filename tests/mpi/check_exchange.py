@@ -4,7 +4,10 @@ in the blocking MPI call. Rank r enters each exchange r * DELAY seconds after th
 rank must leave after the last one entered, the allreduce must give the sum over the ranks,
 and with wait=sleep the ranks that wait must take little CPU time while they wait.
 
-usage: check_exchange.py WAIT NBYTES"""
+With GROUPS > 1 the ranks are grouped into GROUPS "nodes" (rank % GROUPS) for the barrier's
+path across nodes.
+
+usage: check_exchange.py WAIT NBYTES [GROUPS]"""
 import resource
 import sys
 import time
@@ -14,7 +17,7 @@ from mpi4py import MPI
 
 import abort_on_error
 
-from dlio_mpi.pipeline import Exchange
+from dlio_mpi.exchange import Exchange
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -29,7 +32,10 @@ def cpu_s():
 
 def main():
     wait, nbytes = sys.argv[1], int(sys.argv[2])
-    ex = Exchange(comm, nbytes, wait)
+    groups = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    ex = Exchange(comm, nbytes, wait, node_color=rank % groups if groups > 1 else None)
+    if wait == "sleep" and nbytes == 0:
+        assert ex.barrier is not None and ex.nodes == groups, (ex.barrier, ex.nodes)
     waited = cpu = 0.0
     for i in range(ROUNDS):
         if ex.send is not None:
@@ -52,6 +58,7 @@ def main():
         # the first ranks wait (size - 1 - rank) * DELAY a round: a spinning wait would take
         # about that much CPU, a sleeping one a small part of it
         assert cpu < 0.3 * waited, (rank, cpu, waited)
+    ex.close()
     print(f"rank {rank}: ok waited {waited:.3f} s, cpu {cpu:.3f} s", flush=True)
 
 

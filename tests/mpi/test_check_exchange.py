@@ -1,5 +1,5 @@
 """The gradient exchange of every step (tests/mpi/check_exchange.py) at 2 and 4 ranks: a
-barrier and an allreduce, waiting by sleeping (the default) or in the blocking MPI call; every
+barrier (a futex barrier per node, across "nodes" too) and an allreduce, waiting by sleeping (the default) or in the blocking MPI call; every
 rank leaves after the last one entered, the allreduce gives the sum, and a sleeping wait takes
 little CPU. A run with io.allreduce_bytes and each io.exchange_wait completes its steps and
 records the time slice its rank threads were given."""
@@ -15,6 +15,15 @@ from mpirun import run_mpi
 @pytest.mark.parametrize("nbytes", [0, 4096])
 def test_exchange_under_mpiexec(n, wait, nbytes):
     p = run_mpi(n, "check_exchange.py", wait, nbytes, timeout=120)
+    for r in range(n):
+        assert f"rank {r}: ok" in p.stdout, p.stdout[-3000:]
+
+
+@pytest.mark.parametrize("n,groups", [(2, 2), (4, 2), (5, 3)])
+def test_node_barrier_across_nodes(n, groups):
+    """The futex barrier of each "node" (ranks grouped by rank % groups), the nodes' leaders'
+    MPI_Ibarrier, and the second node barrier."""
+    p = run_mpi(n, "check_exchange.py", "sleep", 0, groups, timeout=120)
     for r in range(n):
         assert f"rank {r}: ok" in p.stdout, p.stdout[-3000:]
 
