@@ -111,11 +111,11 @@ int64_t dm_thread_slice(uint64_t ns);
 
 /* node_barrier.c: a barrier of one node's processes in shared memory (zeroed before first
  * use), waited on with futexes. arrive adds the caller to the round and returns the round
- * (last: set when the caller completed it); wait sleeps until that round is complete, at most
- * timeout_ns: 0 when complete, 1 on timeout (call again). */
+ * (last: set when the caller completed it); wait spins at most spin_ns, then sleeps until
+ * that round is complete, at most timeout_ns: 0 when complete, 1 on timeout (call again). */
 typedef struct { uint32_t count, gen; } dm_nbar;
 uint32_t dm_nbar_arrive(dm_nbar *b, uint32_t n, int *last);
-int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t timeout_ns);
+int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t spin_ns, int64_t timeout_ns);
 
 void dm_oplog_overflow_add(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t bytes, int op);
 

@@ -19,6 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 uint32_t dm_nbar_arrive(dm_nbar *b, uint32_t n, int *last) {
     uint32_t round = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
     if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == n) {
@@ -32,8 +40,15 @@ uint32_t dm_nbar_arrive(dm_nbar *b, uint32_t n, int *last) {
     return round;
 }
 
-int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t timeout_ns) {
+int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t spin_ns, int64_t timeout_ns) {
     struct timespec ts = {timeout_ns / 1000000000ll, timeout_ns % 1000000000ll};
+    /* ranks that arrive together (steps without compute) leave without sleeping: a wake-up
+     * from the futex costs tens of microseconds, spin_ns of spinning at most this much */
+    for (int64_t end = dm_mono_ns() + spin_ns;
+         __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == round;) {
+        if (dm_mono_ns() >= end) break;
+        cpu_relax();
+    }
     while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == round) {
         /* not FUTEX_PRIVATE: the word is shared between processes */
         if (syscall(SYS_futex, &b->gen, FUTEX_WAIT, round, &ts, NULL, 0) != 0 &&

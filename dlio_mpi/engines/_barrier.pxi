@@ -7,14 +7,15 @@ cdef class NodeBarrier:
     """A barrier of the n processes of one node over shared memory (csrc/node_barrier.c):
     `mem` is a writable buffer of at least 8 bytes, aligned to 4, that every process maps (an
     MPI shared-memory window) and that was zeroed before any process used it. A process that
-    arrives early sleeps in the kernel (no CPU) and the last one wakes them all. The waiters
-    wake every `check_s` seconds to run Python's signal handlers."""
+    arrives early spins at most `spin_s` seconds (for processes with a core each, whose steps
+    end together), then sleeps in the kernel (no CPU) until the last one wakes them all. The
+    waiters wake every `check_s` seconds to run Python's signal handlers."""
     cdef dm_nbar *b
     cdef uint32_t n
     cdef object mem
-    cdef readonly double check_s
+    cdef readonly double check_s, spin_s
 
-    def __cinit__(self, mem, int n, double check_s=0.1):
+    def __cinit__(self, mem, int n, double spin_s=0.0, double check_s=0.1):
         cdef Py_buffer view
         if n < 1:
             raise ValueError(f"a barrier of {n} processes")
@@ -29,19 +30,22 @@ cdef class NodeBarrier:
         self.mem = mem
         self.n = n
         self.check_s = check_s
+        self.spin_s = spin_s
 
     def wait(self):
         """Arrive, and return once all n processes have arrived in this round."""
         cdef int last = 0, rc
         cdef uint32_t rnd
         cdef int64_t ns = <int64_t>(self.check_s * 1e9)
+        cdef int64_t spin = <int64_t>(self.spin_s * 1e9)
         with nogil:
             rnd = dm_nbar_arrive(self.b, self.n, &last)
         if last:
             return
         while True:
             with nogil:
-                rc = dm_nbar_wait(self.b, rnd, ns)
+                rc = dm_nbar_wait(self.b, rnd, spin, ns)
+            spin = 0
             if rc == 0:
                 return
             PyErr_CheckSignals()

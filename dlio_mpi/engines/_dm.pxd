@@ -48,7 +48,7 @@ cdef extern from "dm.h" nogil:
         uint32_t count
         uint32_t gen
     uint32_t dm_nbar_arrive(dm_nbar *b, uint32_t n, int *last)
-    int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t timeout_ns)
+    int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t spin_ns, int64_t timeout_ns)
 
     ctypedef struct dm_transfer:
         void *move
