@@ -27,12 +27,15 @@ The rule, per file (record id), over all the logs of a job:
 
 What is recomputed for a cleaned record, exactly, from the operations kept (as
 :mod:`analysis.oplog_records` computes counters from calls): reads, writes, bytes, size
-histograms, ``MAX_BYTE_*``, ``RW_SWITCHES``, ``ACCESS1..4``, ``F_READ_TIME``, read and write
-start and end timestamps, the longest read and write with their sizes. Sequential and
-consecutive counts lose the contributions of the operations left out (each judged, as Darshan
-judges it, against the record's previous access of its kind); ``F_WRITE_TIME`` loses the left
-out writes' time. Opens, seeks, stats, strides and metadata time stay as logged. The trace
-loses the operations left out.
+histograms, ``MAX_BYTE_*``, ``RW_SWITCHES``, ``F_READ_TIME``, read and write start and end
+timestamps, the longest read and write with their sizes, and ``ACCESS1..4`` (without accesses
+of 0 bytes, which Darshan does not count there). ``FILE_NOT_ALIGNED`` loses the operations left
+out at unaligned offsets, ``F_WRITE_TIME`` the left out writes' time. Sequential and
+consecutive counts lose the contributions of the operations left out, each judged as Darshan
+judges it against the record's previous access of its kind, or against none for the first of a
+run of them (the stale number's I/O comes after the file was closed, which resets Darshan's
+last offset). Opens, seeks, stats, strides, memory alignment and metadata time stay as logged.
+The trace loses the operations left out.
 
 Without a (complete) trace, the counts cannot be recomputed: a record with duplicates that
 writes a file the job otherwise only reads, or reads past its extent, is kept as logged, and
@@ -61,8 +64,7 @@ RECOMPUTED = (
      "POSIX_F_WRITE_START_TIMESTAMP", "POSIX_F_WRITE_END_TIMESTAMP",
      "POSIX_F_MAX_READ_TIME", "POSIX_MAX_READ_TIME_SIZE",
      "POSIX_F_MAX_WRITE_TIME", "POSIX_MAX_WRITE_TIME_SIZE"]
-    + [f"POSIX_SIZE_{op}_{b}" for op in ("READ", "WRITE") for b in SIZE_BUCKETS]
-    + [f"POSIX_ACCESS{k}_{w}" for k in range(1, 5) for w in ("ACCESS", "COUNT")])
+    + [f"POSIX_SIZE_{op}_{b}" for op in ("READ", "WRITE") for b in SIZE_BUCKETS])
 
 
 def clean(logs, read_trace=None):
@@ -179,11 +181,19 @@ def _recompute(frame, row, ops, foreign):
     for name in RECOMPUTED:
         value = fresh.at[0, name] if len(fresh) else 0
         frame.at[row, name] = value
+    _common_sizes(frame, row, kept["length"].to_numpy())
+    alignment = int(frame.at[row, "POSIX_FILE_ALIGNMENT"])
+    if alignment > 0:
+        unaligned = int((ops["offset"].to_numpy()[foreign] % alignment != 0).sum())
+        frame.at[row, "POSIX_FILE_NOT_ALIGNED"] = max(
+            0, int(frame.at[row, "POSIX_FILE_NOT_ALIGNED"]) - unaligned)
     for op, word in (("read", "READS"), ("write", "WRITES")):
         mask = (ops["op"] == op).to_numpy()
         offset, length = ops["offset"].to_numpy()[mask], ops["length"].to_numpy()[mask]
-        seq, consec = sequential_flags(np.zeros(mask.sum(), np.int64), offset, length)
         gone = foreign[mask]
+        # the stale number's I/O follows a close of the file, which resets Darshan's last offset
+        era = np.cumsum(np.r_[gone[:1], gone[1:] & ~gone[:-1]])
+        seq, consec = sequential_flags(np.zeros(mask.sum(), np.int64), offset, length, era)
         for counter, flags in (("SEQ", seq), ("CONSEC", consec)):
             name = f"POSIX_{counter}_{word}"
             frame.at[row, name] = max(0, int(frame.at[row, name]) - int((flags & gone).sum()))
@@ -198,6 +208,18 @@ def _recompute(frame, row, ops, foreign):
                                               - lost)
 
 
+def _common_sizes(frame, row, lengths):
+    """ACCESS1..4 of the record from the sizes of its accesses kept, as Darshan keeps them:
+    the most frequent first (ties: the larger size first), accesses of 0 bytes not counted."""
+    sizes, counts = np.unique(lengths[lengths > 0], return_counts=True)
+    order = np.lexsort((-sizes, -counts))[:4]
+    for slot in range(4):
+        size, count = (int(sizes[order[slot]]), int(counts[order[slot]])) \
+            if slot < len(order) else (0, 0)
+        frame.at[row, f"POSIX_ACCESS{slot + 1}_ACCESS"] = size
+        frame.at[row, f"POSIX_ACCESS{slot + 1}_COUNT"] = count
+
+
 def _files(names):
     names = list(dict.fromkeys(os.path.basename(n) or n for n in names))
     if len(names) <= FILES_NAMED + 1:
@@ -205,23 +227,29 @@ def _files(names):
     return f"{', '.join(names[:FILES_NAMED])} and {len(names) - FILES_NAMED} more files"
 
 
+def _count(n, word):
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _cleaned_note(cleaned):
     if not cleaned:
         return None
     ops = pd.concat([frame for _, frame in cleaned])
     reads, writes = ops[ops["op"] == "read"], ops[ops["op"] == "write"]
-    return (f"{NOTE_MARK} {len(reads)} reads ({int(reads['length'].sum())} B) and "
-            f"{len(writes)} writes ({int(writes['length'].sum())} B) at or past the end of "
-            f"{_files(n for n, _ in cleaned)} left out of {len(cleaned)} POSIX records with "
-            "duplicated descriptors (POSIX_DUPS): another descriptor's I/O, counted under "
-            "the file once a duplicate was closed out of Darshan's sight (C stdio's fclose)")
+    return (f"{NOTE_MARK} left out of the POSIX records of {_files(n for n, _ in cleaned)} "
+            f"(with duplicated descriptors, POSIX_DUPS): {_count(len(reads), 'read')} "
+            f"({int(reads['length'].sum())} B) and {_count(len(writes), 'write')} "
+            f"({int(writes['length'].sum())} B) at or past the file's end, another "
+            "descriptor's I/O counted under the file once a duplicate was closed out of "
+            "Darshan's sight (by C stdio's fclose)")
 
 
 def _doubtful_note(doubtful):
     if not doubtful:
         return None
     writes = sum(w for _, w in doubtful)
-    return (f"{NOTE_MARK} {len(doubtful)} POSIX records with duplicated descriptors "
-            f"(POSIX_DUPS) of {_files(n for n, _ in doubtful)} write ({writes} writes) or read "
-            "past the end of files the job otherwise only reads: they may hold another "
-            "descriptor's I/O; without a complete DXT trace of them they are counted as logged")
+    return (f"{NOTE_MARK} the POSIX records of {_files(n for n, _ in doubtful)} (with "
+            f"duplicated descriptors, POSIX_DUPS) write ({_count(writes, 'write')}) or read "
+            "past the end of files the job otherwise only reads: another descriptor's I/O may "
+            "be counted under them; without a complete DXT trace of them it cannot be told "
+            "apart, and they are counted as logged")
