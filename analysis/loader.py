@@ -3,6 +3,8 @@
 ``load(path)`` reads a single log. ``load(directory)`` or ``load([path, ...])`` reads a set of
 logs written by the processes of one job (Darshan in non-MPI mode writes one log per process)
 and joins them into one job, as if one MPI job of all their processes had written one log.
+I/O that Darshan counted under a file through a reused descriptor number is left out of the
+file's POSIX records and trace, with a note (:mod:`analysis.reused_descriptors`).
 """
 
 import glob

@@ -75,6 +75,9 @@ def clean(logs, read_trace=None):
     it from ``read_trace(log)`` (a DataFrame of DXT_COLUMNS, or None) when one of its records
     needs it; the trace is then used and not kept. Returns the notes: at most one line for
     the records cleaned and one for those that may hold another descriptor's I/O."""
+    if not any(log.records.get("POSIX") is not None
+               and (log.records["POSIX"]["POSIX_DUPS"].to_numpy() > 0).any() for log in logs):
+        return []
     extents, written = _evidence(logs)
     cleaned, doubtful = [], []
     for log in logs:
