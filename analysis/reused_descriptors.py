@@ -92,7 +92,7 @@ def clean(logs, read_trace=None):
         if trace is None and read_trace is not None and TRACE in log.modules:
             trace = read_trace(log)
         left_out = []
-        for row in np.flatnonzero(suspects):
+        for row in frame.index[suspects]:
             outcome = _clean_record(frame, row, trace, extents)
             name = log.names.get(int(frame.at[row, "id"]), str(frame.at[row, "id"]))
             if outcome is None:
@@ -147,9 +147,9 @@ def _suspects(frame, extents, written, nprocs):
 
 
 def _clean_record(frame, row, trace, extents):
-    """The trace index of the operations left out of record ``row`` (empty: none), after
-    recomputing its counters; None when the trace cannot tell (absent, or incomplete, or
-    the record writes below the extent)."""
+    """The trace index of the operations left out of the record labelled ``row`` (empty:
+    none), after recomputing its counters; None when the trace cannot tell (absent, or
+    incomplete, or the record writes below the extent)."""
     if trace is None:
         return None
     rid, rank = np.uint64(frame.at[row, "id"]), int(frame.at[row, "rank"])
