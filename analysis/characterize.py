@@ -63,7 +63,8 @@ class Characterization:
     opened files; for files a source observed from HDF5 down only, the MPI-IO of libhdf5's
     driver, collective by H5D_USE_MPIIO_COLLECTIVE); "HDF5" when H5F or H5D hold records;
     "PnetCDF", "DAOS DFS", "DAOS" when the log has those modules. ``warnings`` repeats the
-    messages of the warnings emitted while loading and characterizing. ``dxt_segments`` (DXT
+    messages of the warnings emitted while loading and characterizing, and the notes on what
+    the counters leave out (a reused descriptor's I/O, the tools' own files, mmap reads). ``dxt_segments`` (DXT
     module -> DataFrame of operations) is only in :meth:`tables`, not in :meth:`to_dict`, nor
     are ``records`` (module -> the records characterized, the tools' own files left out),
     ``names`` and ``layers`` (the source's, see :mod:`analysis.layers`), which compare uses.

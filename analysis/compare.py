@@ -50,7 +50,9 @@ were all observed at POSIX, is compared at POSIX.
 
 Reads through mmap are invisible to Darshan; an emulator run's op log leaves them out of its
 counters as Darshan does (so an mmap run compares with its Darshan log like for like), and the
-comparison's ``notes`` say how many bytes each job left out that way.
+comparison's ``notes`` say how many bytes each job left out that way. They also repeat the
+loader's note on I/O that Darshan counted under a file through a reused descriptor number,
+which the jobs' counters leave out (:mod:`analysis.reused_descriptors`).
 
 Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
 similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
@@ -72,6 +74,7 @@ from .layers import job_layer, parts_at
 from .layers import rank as layer_rank
 from .module_metrics import file_counts, io_time, rank_balance
 from .oplog import MMAP_MARK
+from .reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 # (metric, kind, weight, description)
 METRICS = (
@@ -115,7 +118,8 @@ class Comparison:
     labels: list
     table: pd.DataFrame
     scores: dict
-    notes: list = None      # "label: note" for what a job's counters leave out (mmap reads)
+    notes: list = None      # "label: note" for what a job's counters leave out (mmap reads,
+    # a reused descriptor's I/O)
     layer: str = "POSIX"    # the layer the jobs' files are counted at (module docstring)
 
     @property
@@ -273,7 +277,7 @@ def compare(sources, labels=None, *, dxt=True):
                      "relative_difference": None, "similarity": gate, "weight": None})
         scores[label] = gate * weighted / total if total else None
     notes = [f"{label}: {w}" for label, c in zip(labels, chars) for w in c.warnings
-             if MMAP_MARK in w]
+             if MMAP_MARK in w or w.startswith(REUSED_NOTE)]
     return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores, notes=notes,
                       layer=layer)
 

@@ -58,6 +58,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - Forked worker processes (a data loader's, each with a non-MPI log; analysis.loader gives
   them their parent's rank): ``reader.read_threads`` is the most workers of a rank alive at
   once.
+- Everything above counts without the I/O that the loader found Darshan had counted under a
+  data file through a reused descriptor (analysis.reused_descriptors); its note is the fit's
+  first note.
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
 it. Checkpoints are not fitted.
 """
@@ -75,6 +78,7 @@ from .fit_measures import (_counted_reads, _data_trace, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
                            _shuffle, _stem, _timeline, _transfer_size, _write_first)
 from .fit_patterns import FRAMING
+from .reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 SHARED_SHARE = 0.5
 REPLICATED_COVERAGE = 0.9
@@ -132,7 +136,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     """Fit a workload to ``source`` (see the module docstring)."""
     job = load_job(source, dxt=True)
     char = characterize(job)
-    notes, evidence = [], {}
+    notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
     files, basis, reading = _file_table(job)
     data = files[files["data"] & (files["bytes_read"] > 0)]
     if data.empty:

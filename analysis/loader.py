@@ -3,6 +3,8 @@
 ``load(path)`` reads a single log. ``load(directory)`` or ``load([path, ...])`` reads a set of
 logs written by the processes of one job (Darshan in non-MPI mode writes one log per process)
 and joins them into one job, as if one MPI job of all their processes had written one log.
+I/O that Darshan counted under a file through a reused descriptor number is left out of the
+file's POSIX records and trace, with a note (:mod:`analysis.reused_descriptors`).
 """
 
 import glob
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import reused_descriptors
 from .counters import SPECS
 from .errors import HeatmapMismatchWarning, LogError, PartialLogWarning
 from .logfile import read_log
@@ -54,7 +57,9 @@ class DarshanJob:
     records: dict  # module -> DataFrame: id, rank, then counters and fcounters by name
     dxt_segments: dict | None  # DXT module -> DataFrame (logfile.DXT_COLUMNS); None if not read
     heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes}, from HEATMAP records
-    warnings: tuple  # the messages of the warnings emitted while loading
+    # the messages of the warnings emitted while loading, then the loader's notes (I/O of a
+    # reused descriptor left out, analysis.reused_descriptors)
+    warnings: tuple
     names: dict = field(default_factory=dict)  # record id -> file name (as the log has it)
     # module -> {"edges": bin edges (s since start_time), "read": bytes per bin, "write": ...}
     heatmap_bins: dict = field(default_factory=dict)
@@ -75,6 +80,11 @@ def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):
     partial and (HeatmapMismatchWarning) when a log's HEATMAP byte totals differ from its
     POSIX, STDIO or MPI-IO byte counters by more than 1%. Raises LogError for a file that
     cannot be read.
+
+    Then leaves out of the POSIX records (and traces) the I/O that Darshan counted under a
+    file through a reused descriptor number, where a DXT trace shows it (read for that even
+    without ``dxt=True``), and notes it (:mod:`analysis.reused_descriptors`; the notes follow
+    the warnings' messages in ``DarshanJob.warnings``, without a warning).
     """
     paths = log_paths(source)
     logs = [read_log(path, modules, DXT_MODULES if dxt else ()) for path in paths]
@@ -84,7 +94,13 @@ def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):
         messages += [(HeatmapMismatchWarning, message) for message in _heatmap_messages(log)]
     for category, message in messages:
         warnings.warn(message, category, stacklevel=2)
-    return _combine(logs, dxt, tuple(message for _, message in messages))
+    notes = reused_descriptors.clean(logs, _posix_trace)
+    return _combine(logs, dxt, tuple(message for _, message in messages) + tuple(notes))
+
+
+def _posix_trace(log):
+    """The DXT_POSIX trace of a log read without its traces (None if it has none)."""
+    return read_log(log.path, (), ("DXT_POSIX",)).dxt_segments.get("DXT_POSIX")
 
 
 def log_paths(source):

@@ -101,8 +101,11 @@ def test_worker_processes_are_read_threads(name):
     assert any("forked worker processes" in n for n in f.notes)
 
 
+# torch_npy_workers: 1.00 measured (2026-12-05), with its workers' pipe traffic that Darshan
+# counted under the .npy files left out by the loader (analysis.reused_descriptors)
 @pytest.mark.parametrize("name,least", [("numpy_npy", 0.95), ("h5py_chunked", 0.95),
-                                        ("pandas_csv", 0.95), ("dlio_npz_workers", 0.95)])
+                                        ("pandas_csv", 0.95), ("dlio_npz_workers", 0.95),
+                                        ("torch_npy_workers", 0.97)])
 def test_replay_looks_like_the_real_program(tmp_path, name, least):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= least, r.comparison.table
