@@ -1,8 +1,9 @@
 """The gradient exchange of every step (tests/mpi/check_exchange.py) at 2 and 4 ranks: a
-barrier (a futex barrier per node, across "nodes" too) and an allreduce, waiting by sleeping (the default) or in the blocking MPI call; every
-rank leaves after the last one entered, the allreduce gives the sum, and a sleeping wait takes
-little CPU. A run with io.allreduce_bytes and each io.exchange_wait completes its steps and
-records the time slice its rank threads were given."""
+barrier (a futex barrier per node, across "nodes" too) and an allreduce, waiting by sleeping
+(the default) or in the blocking MPI call; every rank leaves after the last one entered, the
+allreduce gives the sum, and a sleeping wait takes less CPU than a spinning one. A run with
+io.allreduce_bytes and each io.exchange_wait completes its steps and records the time slice
+its rank threads were given."""
 import json
 
 import pytest
