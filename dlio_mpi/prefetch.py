@@ -57,10 +57,10 @@ class PrefetchReader(Reader):
 
     Byte-range formats read without O_DIRECT build an epoch's requests at start_epoch
     (dlio_mpi.epoch_requests, engines.EpochRequests): a step's submit is then one C call, and
-    the step loop can run in C (dlio_mpi.steploop). Files are opened, and headers read for
-    their index, when the first step reading them is queued, as above; an epoch that would
-    close a file (more files than max_open) or drop an index read from headers from the
-    dataset's cache is queued batch by batch instead."""
+    the step loop can run in C (dlio_mpi.steploop). Files are opened (and closed beyond
+    max_open), and headers read for their index, when the first step reading them is queued,
+    as above (epoch_requests.EpochQueue); a format whose index is read from headers and whose
+    files' indexes do not all fit the dataset's cache is queued batch by batch."""
 
     def __init__(self, cfg, comm, log, inner):
         self.inner = inner
@@ -82,8 +82,7 @@ class PrefetchReader(Reader):
                                     align=align, keep=False)   # steps discard the samples
         self.steps = []
         self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
-        self.ep = self.lay = None     # the epoch's requests, when built at start_epoch
-        self.offs = self.lens = None
+        self.queue = self.ep = None   # the epoch's requests, when built at start_epoch
 
     def start_epoch(self, plan, files=None):
         self._settle()
@@ -94,97 +93,27 @@ class PrefetchReader(Reader):
         self.steps = list(plan)[::-1]
         self._fill()
 
-    def _indexed_without_io(self):
-        """Whether a file's index is computed (no I/O), or every index of the split stays in
-        the dataset's cache once read (so it is read once, whenever it is asked for)."""
-        d = self.data
-        try:
-            formats.layout(d.spec, 0)
-            return True
-        except ValueError:
-            return d.num_files <= d.CACHE_FILES and d.num_samples <= d.CACHE_SAMPLES
-
     def _plan_epoch(self, plan):
-        """Build the epoch's requests (engines.EpochRequests); False where it is read batch by
-        batch instead (see the class)."""
-        inner = self.inner
-        if self.h5 or inner.align != 1 or not self._indexed_without_io():
+        """Build the epoch's requests (epoch_requests.EpochQueue); False where it is queued
+        batch by batch instead (see the class)."""
+        if self.h5 or self.inner.align != 1 or not epoch_requests.indexed_without_io(self.data):
             return False
-        spf = self.data.spf
-        lay = epoch_requests.layout(plan, spf)
-        open_now = np.array([int(f) in inner.handles for f in lay.files.tolist()], dtype=bool)
-        if len(inner.handles) + int((~open_now).sum()) > inner.max_open:
-            return False
-        busy = None
-        if self.pre.active:
-            busy = epoch_requests.segment_busy(lay, [self.pre.draw(plan.shape[1])
-                                                    for _ in range(len(plan))])
-        self.offs = np.zeros(len(lay.files) * spf, dtype=np.int64)
-        self.lens = np.zeros_like(self.offs)
-        ep = engines.EpochRequests(self.ra, lay.step_seg, lay.seg_slot, lay.seg_range,
-                                   lay.range_at, self.offs, self.lens, busy, xfer=self.xfer,
-                                   ahead=self.ahead)
-        self.ready = np.zeros(len(lay.files), dtype=bool)   # index entries filled
-        cached = self.data._indexes
-        for slot, f in enumerate(lay.files.tolist()):
-            if open_now[slot]:
-                ep.set_handle(slot, inner.handles[f])
-            if f in cached or open_now[slot]:
-                self._fill_index(slot, f)
-        first = lay.first_steps()
-        ep.prepare[first[~(self.ready & open_now)]] = 1
-        self.ep, self.lay = ep, lay
+        self.queue = epoch_requests.EpochQueue(self, plan)
+        self.ep = self.queue.ep
         return True
 
-    def _fill_index(self, slot, f):
-        idx = self.data.index(f)
-        spf = self.data.spf
-        self.offs[slot * spf:(slot + 1) * spf] = idx.offsets
-        self.lens[slot * spf:(slot + 1) * spf] = idx.lengths
-        self.ready[slot] = True
-
     def prepare(self, step):
-        """Before step `step` is queued: its files' indexes and handles, in the order the
-        batch reads them (as _fill does for a batch)."""
-        slots, _, _ = self.lay.step_segments(step)
-        for slot in slots.tolist():
-            f = int(self.lay.files[slot])
-            if not self.ready[slot]:
-                self._fill_index(slot, f)
-            if not self.ep.has_handle(slot):
-                self.ep.set_handle(slot, self.inner._open(f))
-        self.ep.prepare[step] = 0
-
-    def _settle(self):
-        """After an epoch of built requests: its files become the most recently used, in
-        the order of their last use, as queueing batch by batch leaves them."""
-        if self.lay is not None:
-            handles = self.inner.handles
-            for slot in self.lay.last_use().tolist():
-                f = int(self.lay.files[slot])
-                if f in handles:
-                    handles.move_to_end(f)
-                if f in self.data._indexes:
-                    self.data._indexes.move_to_end(f)
-        self.ep = self.lay = None
+        """Before step `step` of the built requests is queued (EpochQueue.prepare)."""
+        self.queue.prepare(step)
 
     def short_batch(self, step):
-        """The error of a step whose batch came short (held by the read-ahead): names the
-        first short file, what it wanted from which offset, and what it got."""
-        ep, lay = self.ep, self.lay
-        t = ep.ticket0 + step
-        slots, first, count = lay.step_segments(step)
-        per = self.ra.segment_bytes(t, len(slots)).tolist()
-        self.ra.release(t)
-        for k, (slot, a, n) in enumerate(zip(slots.tolist(), first.tolist(), count.tolist())):
-            at = lay.range_at[a:a + n]
-            want = int(self.lens[at].sum())
-            if per[k] < want:
-                return engines.end_of_file(
-                    self.data.path(int(lay.files[slot])),
-                    f"wanted {want} bytes from offset {int(self.offs[at[0]])}, got {per[k]}")
-        return engines.end_of_file(self.data.path(int(lay.files[slots[0]])),
-                                   f"wanted {int(ep.want[step])} bytes, got less")
+        """The error of a built step whose batch came short (EpochQueue.short_batch)."""
+        return self.queue.short_batch(self.ra, step)
+
+    def _settle(self):
+        if self.queue is not None:
+            self.queue.settle()
+        self.queue = self.ep = None
 
     def _segment(self, f, ks):
         """Ranges of samples ks of file f: (offsets, lengths, bytes wanted, first offset)."""
@@ -207,7 +136,7 @@ class PrefetchReader(Reader):
         if ep is not None:
             while ep.nsub < ep.nsteps and ep.nsub - ep.step < self.ahead:
                 if ep.prepare[ep.nsub]:
-                    self.prepare(ep.nsub)
+                    self.queue.prepare(ep.nsub)
                 ep.submit_next()
             return
         while self.steps and len(self.pending) < self.ahead:
@@ -244,7 +173,7 @@ class PrefetchReader(Reader):
             step = ep.step
             got = ep.wait_next()
             if got < ep.want[step]:
-                raise self.short_batch(step)
+                raise self.queue.short_batch(self.ra, step)
             return got
         if not self.pending:
             self._fill()
@@ -272,7 +201,7 @@ class PrefetchReader(Reader):
                 except engines.EngineError:
                     continue        # released by wait
                 self.ra.release(t)
-            self.ep = self.lay = None
+            self.queue = self.ep = None
         for t, _, _, _ in self.pending:
             try:
                 self.ra.wait(t)

@@ -104,8 +104,18 @@ cdef class EpochRequests:
 
     def set_handle(self, int64_t slot, handle):
         """The open engine object of the file in `slot`."""
+        if not 0 <= slot < len(self.handles):
+            raise IndexError(f"slot {slot} of {len(self.handles)}")
         _engine_of(handle, &self.ep.ops[slot], &self.ep.hp[slot])
         self.handles[slot] = handle
+
+    def clear_handle(self, int64_t slot):
+        """The file in `slot` is closed: a step reading it must set a handle again first."""
+        if not 0 <= slot < len(self.handles):
+            raise IndexError(f"slot {slot} of {len(self.handles)}")
+        self.ep.ops[slot] = NULL
+        self.ep.hp[slot] = NULL
+        self.handles[slot] = None
 
     cdef int _check_ra(self) except -1:
         if self.ra.ra == NULL or self.ra.ra != self.st.ra:

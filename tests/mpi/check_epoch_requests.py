@@ -12,7 +12,10 @@ as the read-ahead threads' order varies), the files opened in the same order, an
 the same steps, samples, bytes and read operations; the built ways must have built every
 epoch's requests and the loop must have run.
 
-usage: check_epoch_requests.py DATA_DIR key=value ..."""
+--max-open N: a rank keeps at most N files open (Reader.MAX_OPEN; the read-ahead queue's files
+stay open), so that files are closed and opened again within epochs.
+
+usage: check_epoch_requests.py DATA_DIR [--max-open N] key=value ..."""
 import sys
 
 import numpy as np
@@ -20,11 +23,11 @@ from mpi4py import MPI
 
 import abort_on_error
 
-from dlio_mpi import config, datagen, engines, pipeline, prefetch, steploop
+from dlio_mpi import config, datagen, engines, pipeline, prefetch, readers, steploop
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
-OPEN = engines.OP["open"]
+OPEN, CLOSE = engines.OP["open"], engines.OP["close"]
 
 
 def run(cfg, way):
@@ -57,14 +60,18 @@ def ops(a):
 
 
 def opens(a):
-    return a["file"][a["op"] == OPEN].tolist()
+    """The files opened and closed, in order (the rank's own thread opens and closes them)."""
+    m = (a["op"] == OPEN) | (a["op"] == CLOSE)
+    return list(zip(a["op"][m].tolist(), a["file"][m].tolist()))
 
 
 def main():
-    data = sys.argv[1]
+    data, args = sys.argv[1], sys.argv[2:]
+    if args[0] == "--max-open":
+        readers.Reader.MAX_OPEN = int(args[1])
+        args = args[2:]
     cfg = config.load([f"dataset.data_folder={data}", "io.keep_oplog=true",
-                       "workflow.checkpoint=false", "workflow.evaluation=false"]
-                      + sys.argv[2:])
+                       "workflow.checkpoint=false", "workflow.evaluation=false"] + args)
     datagen.generate(cfg, comm)
     runs = {way: run(cfg, way) for way in ("batch", "built", "loop")}
     ref_phases, ref_logs, _, _ = runs["batch"]
@@ -78,6 +85,9 @@ def main():
             assert len(a["op"]) == len(b["op"]) > 0, (way, name, len(a["op"]), len(b["op"]))
             assert ops(a) == ops(b), (way, name)
             assert opens(a) == opens(b), (way, name, opens(a), opens(b))
+            if readers.Reader.MAX_OPEN < 20 and name == "train1":
+                closes = sum(1 for op, _ in opens(b) if op == CLOSE)
+                assert closes > 10, (way, name, closes)    # files closed within the epoch
         for p, q in zip(ref_phases, phases):
             for key in ("phase", "epoch", "steps", "samples", "bytes_moved", "read_ops"):
                 assert p[key] == q[key], (way, key, p[key], q[key])
