@@ -35,12 +35,16 @@ sides start only after --settle seconds (3 by default). On a virtual machine who
 reports free pages to the host (free page reporting, 2 s after memory is freed; printed as
 free_page_reporting), page-cache pages taken from memory reported back must be faulted in by
 the host again: measured here, IOR wrote 1 GiB at 1.6 GB/s when started at once after the
-previous files were removed and at 0.32 GB/s when started 3 s later. fio and IOR start
-writing about 0.3 s after they are launched, the emulator 2-3 s after (Python start-up), so
-without the wait they write into memory still backed and it into memory handed back.
-
-A round runs every format once, the emulator and the tool back to back, the order alternating
-between rounds; a ratio is the emulator's over the tool's in the same round, and the figures are
+previous files were removed and at 0.32 GB/s when started 3 s later (and 0.70-0.78 GiB/s
+against 0.54-0.55 when launched 2.5 s after the settle). fio and IOR start writing about
+TOOL_START_S (0.3 s) after they are launched, the emulator later (Python and MPI start-up: its
+summary's `started` less its launch, measured at every emulator run; 0.4-0.5 s with warm
+caches, up to 2-3 s cold). A tool is therefore launched later by the emulator's start-up less
+TOOL_START_S (the median of the emulator's runs so far; printed as emulator_startup_s and
+tool_delay_s): both sides start their I/O the same time after the settle. The rest is noise
+from round to round (back to back, mpiio writes: the emulator 0.44-0.61 GB/s and IOR 0.32-0.44
+in one sequence, 0.31-0.69 against 1.15-1.22 in another). So a round runs every format once,
+the emulator and the tool back to back, the order alternating between rounds; a ratio is the emulator's over the tool's in the same round, and the figures are
 medians over rounds with the spread (min-max) of the ratios. IOR is found on PATH or with --ior;
 without it the IOR ratios are null.
 
@@ -88,6 +92,12 @@ FORMATS = ("file_per_rank", "mpiio", "hdf5")
 
 def fail(msg):
     sys.exit(f"bench-checkpoint: {msg}")
+
+
+def tool_delay():
+    """Seconds to wait before launching a tool, so that it starts its I/O when the emulator
+    would (Settle): the emulator's start-up so far (median) less the tool's own."""
+    return max(0.0, statistics.median(STARTUP) - TOOL_START_S) if STARTUP else 0.0
 
 
 def run(cmd, what):
@@ -162,6 +172,8 @@ def clear(d):
 
 # -- the emulator ------------------------------------------------------------------------------
 PUBLISH = {}     # format: [seconds of each emulator write spent publishing it]
+STARTUP = []     # seconds from each emulator launch to its run's start (summary's started)
+TOOL_START_S = 0.3
 
 
 def emulator(fmt, n, size, ck_dir, out, writing):
@@ -173,8 +185,10 @@ def emulator(fmt, n, size, ck_dir, out, writing):
             f"checkpoint.num_checkpoints_write={1 if writing else 0}",
             f"checkpoint.num_checkpoints_read={0 if writing else 1}",
             f"checkpoint.checkpoint_folder={ck_dir}", f"output.folder={out}"]
+    launched = time.time()
     run(mpiexec(n) + [sys.executable, "-m", "dlio_mpi"] + args, f"dlio_mpi run ({fmt})")
     s = json.load(open(os.path.join(out, "summary.json")))
+    STARTUP.append(s["started"] - launched)
     op = "write" if writing else "read"
     (c,) = [c for c in s["checkpoints"] if c["op"] == op]
     if c["bytes"] != size:
@@ -326,11 +340,11 @@ def main():
                         writing = op == "write"
                         if side == "emu":
                             bw = emulator(fmt, n, size, d, os.path.join(tmp, "out"), writing)
-                        elif fmt == "file_per_rank":
-                            bw = fio(n, share, d, writing)
                         else:
-                            bw = ior(ior_bin, "MPIIO" if fmt == "mpiio" else hdf5_api, n,
-                                     share, writing)
+                            time.sleep(tool_delay())    # starts its I/O when the emulator would
+                            bw = fio(n, share, d, writing) if fmt == "file_per_rank" else \
+                                ior(ior_bin, "MPIIO" if fmt == "mpiio" else hdf5_api, n, share,
+                                    writing)
                         res[fmt, side, op].append(bw)
                     shutil.rmtree(d, ignore_errors=True)
     finally:
@@ -374,7 +388,9 @@ def main():
         "ior": ior_bin, "page_cache": "reads from the cache" if from_cache else
         f"evicted before reads ({cache.method})" if residue else
         f"evicted before reads ({cache.method}, not checked: no fincore)",
-        "settle_s": args.settle, "free_page_reporting": free_page_reporting(),
+        "settle_s": args.settle,
+        "emulator_startup_s": round(statistics.median(STARTUP), 2) if STARTUP else None,
+        "tool_delay_s": round(tool_delay(), 2), "free_page_reporting": free_page_reporting(),
         "ranks": n, "size_bytes": size, "transfer_bytes": XFER, "chunk_bytes": CHUNK,
         "ior_transfer_bytes": ior_transfer(share), "rounds": args.rounds}))
 

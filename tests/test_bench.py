@@ -34,6 +34,10 @@ def test_bench_checkpoint_tiny(tmp_path):
     assert sum("IOR not found" in x for x in lines) == 1
     assert out["rounds"] == 1 and out["size_bytes"] == 8 << 20 and out["settle_s"] == 0.1
     assert out["free_page_reporting"] in (True, False, None)
+    # the tools start their I/O when the emulator would: launched later by its start-up
+    assert out["emulator_startup_s"] > 0
+    assert out["tool_delay_s"] == pytest.approx(max(0.0, out["emulator_startup_s"] - 0.3),
+                                                abs=0.011)
     for fmt in ("file_per_rank", "mpiio", "hdf5"):     # publishing measured apart
         assert out[f"emulator_publish_ms_{fmt}"] > 0
         assert 0 < out[f"emulator_publish_share_{fmt}"] < 1
