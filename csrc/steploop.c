@@ -59,20 +59,11 @@ static int refill(dm_steps *s, dm_err *e) {
     return DM_STEPS_DONE;
 }
 
-/* The step's compute: DM_STEPS_DONE when it is over, DM_STEPS_CHECK to return first. */
-static int compute(dm_steps *s) {
-    int64_t ns = s->sleep_ns[s->step];
-    if (ns <= 0) {
-        s->compute_s[s->step] = 0.0;
-        return DM_STEPS_DONE;
-    }
-    int64_t end = s->t_batch + ns, now = dm_mono_ns();
-    if (now >= end && !s->slept) {         /* the host's work outlasted the compute */
-        s->compute_s[s->step] = ns * 1e-9;
-        return DM_STEPS_DONE;
-    }
+/* Sleep until end (CLOCK_MONOTONIC): DM_STEPS_DONE once there, DM_STEPS_CHECK to return
+ * first (check_ns since the call, or a signal). */
+static int sleep_until(dm_steps *s, int64_t end) {
+    int64_t now = dm_mono_ns();
     while (now < end) {
-        s->slept = 1;
         int64_t until = end, limit = s->t_call + s->check_ns;
         if (until > limit) until = limit;
         if (until > now) {
@@ -83,7 +74,25 @@ static int compute(dm_steps *s) {
         now = dm_mono_ns();
         if (now < end) return DM_STEPS_CHECK;
     }
-    s->compute_s[s->step] = (now - s->t_batch) * 1e-9;
+    return DM_STEPS_DONE;
+}
+
+/* The step's compute: DM_STEPS_DONE when it is over, DM_STEPS_CHECK to return first. */
+static int compute(dm_steps *s) {
+    int64_t ns = s->sleep_ns[s->step];
+    if (ns <= 0) {
+        s->compute_s[s->step] = 0.0;
+        return DM_STEPS_DONE;
+    }
+    int64_t end = s->t_batch + ns;
+    if (!s->slept && dm_mono_ns() >= end) {    /* the host's work outlasted the compute */
+        s->compute_s[s->step] = ns * 1e-9;
+        return DM_STEPS_DONE;
+    }
+    s->slept = 1;
+    int rc = sleep_until(s, end);
+    if (rc != DM_STEPS_DONE) return rc;
+    s->compute_s[s->step] = (dm_mono_ns() - s->t_batch) * 1e-9;
     return DM_STEPS_DONE;
 }
 
@@ -122,6 +131,13 @@ int dm_steps_run(dm_steps *s, dm_err *e) {
             if (dm_ra_release(s->ra, ticket, e) != 0) return DM_STEPS_ERROR;
             s->t_batch = dm_mono_ns();
             s->wait_s[s->step] = (s->t_batch - t0) * 1e-9;
+            s->phase = DM_PH_DEFER;
+            break;
+        }
+        case DM_PH_DEFER: {     /* the queueing deferred into the compute */
+            int64_t ns = s->sleep_ns[s->step] / 2;
+            if (ns > s->defer_ns) ns = s->defer_ns;
+            if (ns > 0 && (rc = sleep_until(s, s->t_batch + ns)) != DM_STEPS_DONE) return rc;
             s->phase = DM_PH_REFILL;
             break;
         }

@@ -28,7 +28,7 @@ typedef struct {
 int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e);
 
 /* The step loop's state between calls of dm_steps_run. */
-enum { DM_PH_WAIT = 0, DM_PH_REFILL, DM_PH_SLEEP, DM_PH_EXCHANGE, DM_PH_NEXT };
+enum { DM_PH_WAIT = 0, DM_PH_DEFER, DM_PH_REFILL, DM_PH_SLEEP, DM_PH_EXCHANGE, DM_PH_NEXT };
 /* What dm_steps_run returned for. */
 enum {
     DM_STEPS_DONE = 0,      /* the epoch's last step is done */
@@ -49,6 +49,7 @@ typedef struct {
     int phase;
     uint8_t *prepare;       /* per step: Python prepares it before its submit */
     const int64_t *sleep_ns;    /* per step: emulated compute */
+    int64_t defer_ns;       /* queue the next batches this far into the compute (at most half) */
     dm_nbar *bar;           /* the node barrier, or NULL: Python runs the exchange */
     uint32_t nbar;
     int64_t spin_ns, check_ns;

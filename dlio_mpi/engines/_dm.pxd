@@ -196,6 +196,7 @@ cdef extern from "steploop.h" nogil:
         int phase
         uint8_t *prepare
         const int64_t *sleep_ns
+        int64_t defer_ns
         dm_nbar *bar
         uint32_t nbar
         int64_t spin_ns

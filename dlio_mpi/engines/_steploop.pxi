@@ -161,15 +161,17 @@ cdef class EpochRequests:
             self.st.step += 1
         return total
 
-    def start_loop(self, sleep_ns, NodeBarrier barrier=None):
-        """Before run(): each step's compute in ns, and the node barrier that closes each step
-        (None: run() returns STEPS_EXCHANGE for Python to run the exchange)."""
+    def start_loop(self, sleep_ns, NodeBarrier barrier=None, double defer_s=0.0):
+        """Before run(): each step's compute in ns, the node barrier that closes each step
+        (None: run() returns STEPS_EXCHANGE for Python to run the exchange), and how far into
+        a step's compute (at most half of it) the next batches are queued."""
         cdef cnp.ndarray sl = _i64(sleep_ns)
         if sl.shape[0] != self.nsteps:
             raise ValueError(f"{sl.shape[0]} compute times for {self.nsteps} steps")
         self.keep.append(sl)
         self.barrier = barrier
         self.st.sleep_ns = <int64_t *>sl.data
+        self.st.defer_ns = <int64_t>(defer_s * 1e9)
         self.st.bar = NULL if barrier is None else barrier.b
         self.st.nbar = 0 if barrier is None else barrier.n
         self.st.spin_ns = 0 if barrier is None else <int64_t>(barrier.spin_s * 1e9)
