@@ -34,11 +34,14 @@ def defer_s(exchange):
     once, a batch's read threads, woken at the rank's priority, take the CPUs from ranks that
     have not yet started their compute, and the last one to start sets the next barrier
     (scripts/bench-accelerators, resnet50 at 16 ranks on 2 cores: AU 86-88 % queueing at
-    once, 97 % 2 ms into the compute). With an exchange other than the node barrier: at once."""
+    once, 97 % 2 ms into the compute). At once with a CPU per rank (no rank waits for another's
+    CPU; the deferral would cost the rank's thread one more wake-up a step) and with an
+    exchange other than the node barrier."""
     node = getattr(exchange, "node", None)
-    if node is None:
+    cpus = max(os.cpu_count() or 1, 1)
+    if node is None or node.Get_size() <= cpus:
         return 0.0
-    return DEFER_PER_RANK_S * node.Get_size() / max(os.cpu_count() or 1, 1)
+    return DEFER_PER_RANK_S * node.Get_size() / cpus
 
 
 def run(reader, exchange, sleeps, on_check=None):
