@@ -4,8 +4,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (access, engines, prefetch, reader_choice, readers, sampler, sysinfo,
-                      timing)
+from dlio_mpi import (access, engines, prefetch, reader_choice, readers, sampler, steploop,
+                      sysinfo, timing)
 from dlio_mpi.exchange import Exchange
 from dlio_mpi.checkpoint import schedule
 
@@ -190,7 +190,12 @@ def run_epochs(cfg, comm, log, progress=None):
         t_start = time.perf_counter()
         io_wait = compute = first_io = ckpt_s = 0.0
         waits = np.zeros(len(plan))
-        for step, batch in enumerate(plan):
+        # the C step loop where it applies (dlio_mpi.steploop); step 0 of the run in Python,
+        # which notes when the first batch arrived
+        py_steps = len(plan)
+        if steploop.usable(cfg, reader, plan, done_steps, in_memory):
+            py_steps = 1 if first_batch is None else 0
+        for step, batch in enumerate(plan[:py_steps]):
             t0 = time.perf_counter()
             if not in_memory:
                 reader.read_batch(batch)
@@ -209,6 +214,17 @@ def run_epochs(cfg, comm, log, progress=None):
                 ckpt_s += write_checkpoint(done_steps + step + 1, epoch)
             if progress and rank == 0:
                 progress(epoch, step + 1, len(plan))
+        if py_steps < len(plan):
+            shown = (lambda at: progress(epoch, at, len(plan))) if progress and rank == 0 \
+                else None
+            w, c, _ = steploop.run(reader, exchange, sleeps, shown)
+            if py_steps == 0:
+                first_io = float(w[0])
+            waits[py_steps:] = w[py_steps:]
+            io_wait += float(w[py_steps:].sum())
+            compute += float(c[py_steps:].sum())
+            if shown:
+                shown(len(plan))
         # checkpoints during the epoch are not training time (AU)
         wall = time.perf_counter() - t_start - ckpt_s
         done_steps += len(plan)

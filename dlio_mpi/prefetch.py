@@ -4,7 +4,7 @@ from collections import deque
 
 import numpy as np
 
-from dlio_mpi import engines, formats
+from dlio_mpi import engines, epoch_requests, formats
 from dlio_mpi.readers import H5Reader, Reader, by_file
 
 COLLECTIVE_INTERFACES = ("mpiio_coll", "hdf5_coll")
@@ -53,7 +53,14 @@ class PrefetchReader(Reader):
     waits once, for its whole batch. The engine table lets the threads read every interface's
     handles: a STDIO stream's segments run one at a time, in order; MPI-IO and HDF5 through the
     MPI-IO driver need MPI_THREAD_MULTIPLE (read_ahead_off); libhdf5 calls take turns under the
-    engine's one lock."""
+    engine's one lock.
+
+    Byte-range formats read without O_DIRECT build an epoch's requests at start_epoch
+    (dlio_mpi.epoch_requests, engines.EpochRequests): a step's submit is then one C call, and
+    the step loop can run in C (dlio_mpi.steploop). Files are opened (and closed beyond
+    max_open), and headers read for their index, when the first step reading them is queued,
+    as above (epoch_requests.EpochQueue); a format whose index is read from headers and whose
+    files' indexes do not all fit the dataset's cache is queued batch by batch."""
 
     def __init__(self, cfg, comm, log, inner):
         self.inner = inner
@@ -75,10 +82,38 @@ class PrefetchReader(Reader):
                                     align=align, keep=False)   # steps discard the samples
         self.steps = []
         self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
+        self.queue = self.ep = None   # the epoch's requests, when built at start_epoch
 
     def start_epoch(self, plan, files=None):
-        self.steps = list(np.asarray(plan))[::-1]
+        self._settle()
+        plan = np.asarray(plan)
+        if plan.ndim == 2 and len(plan) and self._plan_epoch(plan):
+            self._fill()
+            return
+        self.steps = list(plan)[::-1]
         self._fill()
+
+    def _plan_epoch(self, plan):
+        """Build the epoch's requests (epoch_requests.EpochQueue); False where it is queued
+        batch by batch instead (see the class)."""
+        if self.h5 or self.inner.align != 1 or not epoch_requests.indexed_without_io(self.data):
+            return False
+        self.queue = epoch_requests.EpochQueue(self, plan)
+        self.ep = self.queue.ep
+        return True
+
+    def prepare(self, step):
+        """Before step `step` of the built requests is queued (EpochQueue.prepare)."""
+        self.queue.prepare(step)
+
+    def short_batch(self, step):
+        """The error of a built step whose batch came short (EpochQueue.short_batch)."""
+        return self.queue.short_batch(self.ra, step)
+
+    def _settle(self):
+        if self.queue is not None:
+            self.queue.settle()
+        self.queue = self.ep = None
 
     def _segment(self, f, ks):
         """Ranges of samples ks of file f: (offsets, lengths, bytes wanted, first offset)."""
@@ -97,6 +132,13 @@ class PrefetchReader(Reader):
         return offs.tolist(), lens.tolist(), want, int(idx.offsets[ks[0]])
 
     def _fill(self):
+        ep = self.ep
+        if ep is not None:
+            while ep.nsub < ep.nsteps and ep.nsub - ep.step < self.ahead:
+                if ep.prepare[ep.nsub]:
+                    self.queue.prepare(ep.nsub)
+                ep.submit_next()
+            return
         while self.steps and len(self.pending) < self.ahead:
             samples = self.steps.pop()
             groups = by_file(samples, self.data.spf)   # as the main thread reads them
@@ -124,6 +166,15 @@ class PrefetchReader(Reader):
         self._fill()
 
     def read_batch(self, samples):
+        ep = self.ep
+        if ep is not None:
+            if ep.step >= ep.nsub:
+                self._fill()
+            step = ep.step
+            got = ep.wait_next()
+            if got < ep.want[step]:
+                raise self.queue.short_batch(self.ra, step)
+            return got
         if not self.pending:
             self._fill()
         t, files, wants, wheres = self.pending.popleft()
@@ -142,6 +193,15 @@ class PrefetchReader(Reader):
         return self.inner.read_extent(f, lo, hi)
 
     def close(self):
+        ep = self.ep
+        if ep is not None:
+            for t in range(ep.ticket0 + ep.step, ep.ticket0 + ep.nsub):
+                try:
+                    self.ra.wait(t)
+                except engines.EngineError:
+                    continue        # released by wait
+                self.ra.release(t)
+            self.queue = self.ep = None
         for t, _, _, _ in self.pending:
             try:
                 self.ra.wait(t)

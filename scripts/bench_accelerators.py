@@ -157,10 +157,17 @@ def bandwidth(p, files, dataset_bytes, rounds):
     """Median over rounds of the aggregate read bytes/s of p processes over the files."""
     reps = max(1, math.ceil((1 << 30) / max(dataset_bytes, 1)))   # ~1 GiB or more per process
     xs = []
-    for _ in range(rounds):
-        out, _, _ = launch(p, [sys.executable, os.path.join(HERE, "read_bw.py"), str(reps),
-                               str(BLOCK), "1" if ARGS.direct else "0"] + files)
-        xs.append(float(out.split()[-1]))
+    # the list in a file: thousands of paths exceed the command line's limit
+    fd, listing = tempfile.mkstemp(prefix="read_bw_", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(files) + "\n")
+    try:
+        for _ in range(rounds):
+            out, _, _ = launch(p, [sys.executable, os.path.join(HERE, "read_bw.py"), str(reps),
+                                   str(BLOCK), "1" if ARGS.direct else "0", "@" + listing])
+            xs.append(float(out.split()[-1]))
+    finally:
+        os.unlink(listing)
     return statistics.median(xs), xs
 
 

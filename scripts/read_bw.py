@@ -4,6 +4,7 @@ buffer (4 KiB), starting at its own place in the list, PASSES times; rank 0 prin
 by all ranks over the slowest rank's time (from a barrier), in bytes/s.
 
     mpiexec -n N python scripts/read_bw.py PASSES BLOCK DIRECT FILE...
+    mpiexec -n N python scripts/read_bw.py PASSES BLOCK DIRECT @LIST   (LIST: a path a line)
 """
 import os
 import sys
@@ -18,6 +19,9 @@ def main():
     comm = MPI.COMM_WORLD
     passes, block, direct = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
     files = sys.argv[4:]
+    if len(files) == 1 and files[0].startswith("@"):       # a file listing the files
+        with open(files[0][1:]) as f:
+            files = [ln for ln in f.read().splitlines() if ln]
     buf = engines.aligned_empty(block, 4096)
     buf[:] = 0
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)

@@ -158,15 +158,18 @@ def test_shared_file_padded_remainder(tmp_path):
     assert np.bincount(seen, minlength=20).max() == 2
 
 
-@pytest.mark.parametrize("damage", ["missing", "truncated"])
+@pytest.mark.parametrize("damage", ["missing", "truncated", "cut_later"])
 def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
+    """A missing file, or one cut short, ends the job with one line naming rank and file; cut
+    in its second sample, file 5 is read at rank 2's third step (the C step loop's): the line
+    says what the batch wanted of it from which offset, and what it got."""
     data, out = tmp_path / "data", tmp_path / "out"
     args = ["run", f"dataset.data_folder={data}", f"output.folder={out}",
             "dataset.num_files_train=6", "dataset.num_samples_per_file=4",
             f"dataset.record_length={REC}", "reader.batch_size=2", "train.epochs=1",
             "reader.sample_shuffle=off", "train.computation_time=0"]
     run_mpi(3, "run_cli.py", *args, timeout=120)
-    victim = data / "train" / "img_0000004_of_6.bin"
+    victim = data / "train" / f"img_000000{5 if damage == 'cut_later' else 4}_of_6.bin"
     if damage == "missing":
         victim.unlink()
     else:
@@ -177,10 +180,12 @@ def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
     assert p.returncode != 0
     errs = [l for l in p.stdout.splitlines() if l.startswith("dlio_mpi: rank")]
     assert errs, p.stdout
-    # file 4 holds samples 16..19: rank 2's share without shuffling
-    assert errs[0].startswith("dlio_mpi: rank 2: ") and "img_0000004_of_6.bin" in errs[0]
+    # files 4 and 5 hold samples 16..23: rank 2's share without shuffling
+    assert errs[0].startswith("dlio_mpi: rank 2: ") and victim.name in errs[0]
     assert ("cannot open" in errs[0]) if damage == "missing" else \
         ("unexpected end of file" in errs[0])
+    if damage == "cut_later":
+        assert errs[0].endswith(f"wanted {2 * REC} bytes from offset 0, got {REC + 100}"), errs
     assert not (out / "summary.json").exists()
 
 

@@ -160,3 +160,50 @@ cdef extern from "dm.h" nogil:
                             dm_err *e)
     int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e)
     size_t dm_ra_slot_bytes(const dm_readahead *ra)
+
+cdef extern from "steploop.h" nogil:
+    ctypedef struct dm_epoch:
+        int64_t nsteps
+        const int64_t *step_seg
+        const int64_t *seg_slot
+        const int64_t *seg_range
+        const int64_t *seg_busy
+        const int64_t *range_at
+        const int64_t *offs
+        const int64_t *lens
+        const dm_engine_ops **ops
+        void **hp
+        int64_t xfer
+        int64_t *want
+        dm_ra_seg *segs
+        int64_t *off
+        int64_t *len
+    int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e)
+    enum: DM_PH_WAIT
+    enum: DM_STEPS_DONE
+    enum: DM_STEPS_CHECK
+    enum: DM_STEPS_PREPARE
+    enum: DM_STEPS_EXCHANGE
+    enum: DM_STEPS_SHORT
+    enum: DM_STEPS_ERROR
+    ctypedef struct dm_steps:
+        dm_readahead *ra
+        dm_epoch *ep
+        int64_t ticket0
+        int64_t ahead
+        int64_t nsub
+        int64_t step
+        int phase
+        uint8_t *prepare
+        const int64_t *sleep_ns
+        int64_t defer_ns
+        dm_nbar *bar
+        uint32_t nbar
+        int64_t spin_ns
+        int64_t check_ns
+        double *wait_s
+        double *compute_s
+        double *exchange_s
+        int64_t got
+        int arrived
+    int dm_steps_run(dm_steps *s, dm_err *e)

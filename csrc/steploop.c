@@ -1,0 +1,168 @@
+/* An epoch's read-ahead requests built ahead of its steps, and the step loop of a rank's
+ * training epoch, run without the GIL (dlio_mpi/steploop.py says when).
+ *
+ * A step does what dlio_mpi.pipeline.run_epochs does: wait for the step's batch and release
+ * it; queue the next batches (up to `ahead` queued); sleep until the step's compute time has
+ * passed since the batch arrived (an absolute deadline; when the host's own work outlasted it,
+ * the compute counted is the step's time, else until the end of the sleep, oversleep
+ * included); then the gradient exchange, the node barrier. It records the wait, compute and
+ * exchange time of each step. The loop returns to Python at the epoch's end and wherever
+ * Python must act: a step whose files are not open yet, an exchange other than the node
+ * barrier, a failed or short read, and at least every check_ns, so that signal handlers run
+ * and rank 0 shows progress; state kept in dm_steps, it resumes where it stopped. */
+#define _GNU_SOURCE
+#include "steploop.h"
+
+#include <errno.h>
+#include <time.h>
+
+int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e) {
+    int64_t g0 = ep->step_seg[step], g1 = ep->step_seg[step + 1];
+    int64_t r0 = ep->seg_range[g0], nr = ep->seg_range[g1] - r0, want = 0;
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t at = ep->range_at[r0 + r];
+        ep->off[r] = ep->offs[at];
+        ep->len[r] = ep->lens[at];
+        want += ep->len[r];
+    }
+    for (int64_t g = g0; g < g1; g++) {
+        dm_ra_seg *d = &ep->segs[g - g0];
+        int64_t slot = ep->seg_slot[g];
+        if (!ep->ops[slot]) {
+            dm_err_set(e, DM_EARG, "step %lld: file slot %lld is not open",
+                       (long long)step, (long long)slot);
+            return -1;
+        }
+        d->ops = ep->ops[slot];
+        d->handle = ep->hp[slot];
+        d->n = (size_t)(ep->seg_range[g + 1] - ep->seg_range[g]);
+        d->xfer = ep->xfer;
+        d->busy_ns = ep->seg_busy ? ep->seg_busy[g] : 0;
+    }
+    ep->want[step] = want;
+    return dm_ra_submit(ra, (size_t)(g1 - g0), ep->segs, ep->off, ep->len, e);
+}
+
+static int refill(dm_steps *s, dm_err *e) {
+    dm_epoch *ep = s->ep;
+    while (s->nsub < ep->nsteps && s->nsub - (s->step + 1) < s->ahead) {
+        if (s->prepare[s->nsub]) return DM_STEPS_PREPARE;
+        int64_t t = dm_epoch_submit(s->ra, ep, s->nsub, e);
+        if (t < 0) return DM_STEPS_ERROR;
+        if (t != s->ticket0 + s->nsub) {
+            dm_err_set(e, DM_EARG, "step %lld got read-ahead ticket %lld, not %lld",
+                       (long long)s->nsub, (long long)t, (long long)(s->ticket0 + s->nsub));
+            return DM_STEPS_ERROR;
+        }
+        s->nsub++;
+    }
+    return DM_STEPS_DONE;
+}
+
+/* Sleep until end (CLOCK_MONOTONIC): DM_STEPS_DONE once there, DM_STEPS_CHECK to return
+ * first (check_ns since the call, or a signal). */
+static int sleep_until(dm_steps *s, int64_t end) {
+    int64_t now = dm_mono_ns();
+    while (now < end) {
+        int64_t until = end, limit = s->t_call + s->check_ns;
+        if (until > limit) until = limit;
+        if (until > now) {
+            struct timespec ts = {until / 1000000000ll, until % 1000000000ll};
+            if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                return DM_STEPS_CHECK;
+        }
+        now = dm_mono_ns();
+        if (now < end) return DM_STEPS_CHECK;
+    }
+    return DM_STEPS_DONE;
+}
+
+/* The step's compute: DM_STEPS_DONE when it is over, DM_STEPS_CHECK to return first. */
+static int compute(dm_steps *s) {
+    int64_t ns = s->sleep_ns[s->step];
+    if (ns <= 0) {
+        s->compute_s[s->step] = 0.0;
+        return DM_STEPS_DONE;
+    }
+    int64_t end = s->t_batch + ns;
+    if (!s->slept && dm_mono_ns() >= end) {    /* the host's work outlasted the compute */
+        s->compute_s[s->step] = ns * 1e-9;
+        return DM_STEPS_DONE;
+    }
+    s->slept = 1;
+    int rc = sleep_until(s, end);
+    if (rc != DM_STEPS_DONE) return rc;
+    s->compute_s[s->step] = (dm_mono_ns() - s->t_batch) * 1e-9;
+    return DM_STEPS_DONE;
+}
+
+/* The node barrier: DM_STEPS_DONE when every rank arrived, DM_STEPS_CHECK to return first. */
+static int exchange(dm_steps *s) {
+    if (!s->arrived) {
+        int last = 0;
+        s->t_ex0 = dm_mono_ns();
+        s->round = dm_nbar_arrive(s->bar, s->nbar, &last);
+        s->arrived = last ? 2 : 1;
+        s->spun = 0;
+    }
+    if (s->arrived == 1) {
+        int rc = dm_nbar_wait(s->bar, s->round, s->spun ? 0 : s->spin_ns, s->check_ns);
+        s->spun = 1;
+        if (rc != 0) return DM_STEPS_CHECK;
+    }
+    s->arrived = 0;
+    s->exchange_s[s->step] = (dm_mono_ns() - s->t_ex0) * 1e-9;
+    return DM_STEPS_DONE;
+}
+
+int dm_steps_run(dm_steps *s, dm_err *e) {
+    dm_epoch *ep = s->ep;
+    int rc;
+    s->t_call = dm_mono_ns();
+    for (;;) {
+        switch (s->phase) {
+        case DM_PH_WAIT: {
+            if (s->step >= ep->nsteps) return DM_STEPS_DONE;
+            int64_t t0 = dm_mono_ns(), need = 0, total = 0, ticket = s->ticket0 + s->step;
+            char *buf = NULL;
+            if (dm_ra_wait(s->ra, ticket, &buf, &need, &total, e) != 0) return DM_STEPS_ERROR;
+            s->got = total;
+            if (total < ep->want[s->step]) return DM_STEPS_SHORT;
+            if (dm_ra_release(s->ra, ticket, e) != 0) return DM_STEPS_ERROR;
+            s->t_batch = dm_mono_ns();
+            s->wait_s[s->step] = (s->t_batch - t0) * 1e-9;
+            s->phase = DM_PH_DEFER;
+            break;
+        }
+        case DM_PH_DEFER: {     /* the queueing deferred into the compute */
+            int64_t ns = s->sleep_ns[s->step] / 2;
+            if (ns > s->defer_ns) ns = s->defer_ns;
+            if (ns > 0 && (rc = sleep_until(s, s->t_batch + ns)) != DM_STEPS_DONE) return rc;
+            s->phase = DM_PH_REFILL;
+            break;
+        }
+        case DM_PH_REFILL:
+            if ((rc = refill(s, e)) != DM_STEPS_DONE) return rc;
+            s->phase = DM_PH_SLEEP;
+            s->slept = 0;
+            break;
+        case DM_PH_SLEEP:
+            if ((rc = compute(s)) != DM_STEPS_DONE) return rc;
+            s->phase = DM_PH_EXCHANGE;
+            break;
+        case DM_PH_EXCHANGE:
+            if (!s->bar) {
+                s->phase = DM_PH_NEXT;
+                return DM_STEPS_EXCHANGE;
+            }
+            if ((rc = exchange(s)) != DM_STEPS_DONE) return rc;
+            s->phase = DM_PH_NEXT;
+            break;
+        default:    /* DM_PH_NEXT */
+            s->step++;
+            s->phase = DM_PH_WAIT;
+            if (s->step >= ep->nsteps) return DM_STEPS_DONE;
+            if (dm_mono_ns() - s->t_call >= s->check_ns) return DM_STEPS_CHECK;
+        }
+    }
+}

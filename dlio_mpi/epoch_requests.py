@@ -1,0 +1,214 @@
+"""An epoch's read-ahead requests, built at once with numpy before its first step: each step's
+batch grouped by file in the order files first appear in the batch (as readers.by_file groups
+it, the order a loop over the samples reads them), one segment per file, its samples' byte
+ranges from the file's index. The arrays are those engines.EpochRequests takes."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlio_mpi import engines, formats
+
+
+@dataclass
+class Layout:
+    """Where an epoch's samples lie in its requests (all int64 arrays).
+
+    files      the files the epoch reads, one per slot (sorted)
+    step_seg   segments of step s: step_seg[s]:step_seg[s+1]
+    seg_slot   the slot of each segment's file
+    seg_range  ranges of segment g: seg_range[g]:seg_range[g+1]
+    range_at   each range's entry in the per-slot tables: slot * spf + sample within the file
+    order      the steps' samples in request order, (steps, batch)"""
+    files: np.ndarray
+    step_seg: np.ndarray
+    seg_slot: np.ndarray
+    seg_range: np.ndarray
+    range_at: np.ndarray
+    order: np.ndarray
+
+    def first_steps(self):
+        """The step that first reads each slot."""
+        slots, first_seg = np.unique(self.seg_slot, return_index=True)
+        out = np.zeros(len(self.files), dtype=np.int64)
+        out[slots] = np.searchsorted(self.step_seg, first_seg, side="right") - 1
+        return out
+
+    def last_use(self):
+        """The slots in the order of their last use in the epoch (least recent first)."""
+        rev = self.seg_slot[::-1]
+        slots, at = np.unique(rev, return_index=True)
+        return slots[np.argsort(-at, kind="stable")]
+
+    def step_segments(self, step):
+        """(slots, first range, range count) of each segment of a step."""
+        g0, g1 = int(self.step_seg[step]), int(self.step_seg[step + 1])
+        first = self.seg_range[g0:g1]
+        return self.seg_slot[g0:g1], first, self.seg_range[g0 + 1:g1 + 1] - first
+
+
+def group_by_file(plan, spf):
+    """Each row of plan (steps, batch) reordered so that a file's samples follow each other,
+    files in the order they first appear in the row, samples of a file in their order."""
+    plan = np.asarray(plan, dtype=np.int64)
+    steps, batch = plan.shape
+    files = plan // spf
+    srt = np.argsort(files, axis=1, kind="stable")
+    fs = np.take_along_axis(files, srt, 1)
+    start = np.ones(fs.shape, dtype=bool)
+    start[:, 1:] = fs[:, 1:] != fs[:, :-1]
+    # each sorted sample's group start, then the column where its file first appears
+    at = np.maximum.accumulate(np.where(start, np.arange(batch), 0), axis=1)
+    first = np.take_along_axis(srt, at, 1)
+    cols = np.take_along_axis(srt, np.argsort(first * batch + srt, axis=1, kind="stable"), 1)
+    return np.take_along_axis(plan, cols, 1)
+
+
+def layout(plan, spf):
+    """The Layout of an epoch's plan (steps, batch) of global sample numbers."""
+    order = group_by_file(plan, spf)
+    steps, batch = order.shape
+    files = order // spf
+    new = np.ones(files.shape, dtype=bool)
+    new[:, 1:] = files[:, 1:] != files[:, :-1]
+    flat_new = new.reshape(-1)
+    seg_first = np.flatnonzero(flat_new)
+    uniq, slot = np.unique(files.reshape(-1), return_inverse=True)
+    slot = slot.reshape(-1).astype(np.int64)
+    step_seg = np.zeros(steps + 1, dtype=np.int64)
+    np.cumsum(new.sum(axis=1), out=step_seg[1:])
+    return Layout(files=uniq.astype(np.int64), step_seg=step_seg,
+                  seg_slot=slot[seg_first],
+                  seg_range=np.append(seg_first, steps * batch).astype(np.int64),
+                  range_at=slot * spf + (order.reshape(-1) % spf), order=order)
+
+
+def segment_busy(lay, draws):
+    """Per segment, the preprocessing in ns of its samples: draws (steps, batch) are the
+    seconds drawn per sample in request order (as a loader draws them for its samples)."""
+    flat = np.asarray(draws, dtype=np.float64).reshape(-1)
+    if flat.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return (np.add.reduceat(flat, lay.seg_range[:-1]) * 1e9).astype(np.int64)
+
+
+def indexed_without_io(data):
+    """Whether a file's index is computed (no I/O), or every index of the split stays in the
+    dataset's cache once read (so that it is read once, whenever it is first asked for)."""
+    try:
+        formats.layout(data.spec, 0)
+        return True
+    except ValueError:
+        return data.num_files <= data.CACHE_FILES and data.num_samples <= data.CACHE_SAMPLES
+
+
+class EpochQueue:
+    """A PrefetchReader's epoch of requests built at once (engines.EpochRequests), and what
+    Python still does for it, as queueing batch by batch does: before the first step reading a
+    file is queued, the file's index (read from its headers where the format needs it) and
+    handle (Reader._open: the least recently used file closed when max_open are open); the
+    open files' order of use, brought up to date before any file is opened or closed and at
+    the epoch's end. A step that needs this is flagged (EpochRequests.prepare): steps reading
+    a file first, and, when a file is closed, the next step reading it."""
+
+    def __init__(self, owner, plan):
+        inner, data = owner.inner, owner.data
+        self.inner, self.data = inner, data
+        spf = data.spf
+        self.lay = lay = layout(plan, spf)
+        busy = None
+        if owner.pre.active:        # drawn per batch, in order, as batch-by-batch queueing does
+            busy = segment_busy(lay, [owner.pre.draw(plan.shape[1]) for _ in range(len(plan))])
+        self.offs = np.zeros(len(lay.files) * spf, dtype=np.int64)
+        self.lens = np.zeros_like(self.offs)
+        self.ep = ep = engines.EpochRequests(owner.ra, lay.step_seg, lay.seg_slot, lay.seg_range,
+                                             lay.range_at, self.offs, self.lens, busy,
+                                             xfer=owner.xfer, ahead=owner.ahead)
+        self.ready = np.zeros(len(lay.files), dtype=bool)  # index entries filled
+        self.synced = 0     # segments whose use the open files' order holds
+        opened = np.zeros(len(lay.files), dtype=bool)
+        for slot, f in enumerate(lay.files.tolist()):
+            h = inner.handles.get(f)
+            if h is not None:
+                ep.set_handle(slot, h)
+                opened[slot] = True
+            if h is not None or f in data._indexes:
+                self._fill_index(slot, f)
+        ep.prepare[lay.first_steps()[~(self.ready & opened)]] = 1
+        # each slot's steps, sorted, to find the next step reading a closed file
+        steps = np.repeat(np.arange(len(plan), dtype=np.int64), np.diff(lay.step_seg))
+        self.use_key = np.unique(lay.seg_slot * (len(plan) + 1) + steps)
+
+    def _fill_index(self, slot, f):
+        idx = self.data.index(f)
+        spf = self.data.spf
+        self.offs[slot * spf:(slot + 1) * spf] = idx.offsets
+        self.lens[slot * spf:(slot + 1) * spf] = idx.lengths
+        self.ready[slot] = True
+
+    def _touch(self, end):
+        """The open files' order of use after segments synced:end were queued."""
+        seq = self.lay.seg_slot[self.synced:end][::-1]
+        if len(seq):
+            slots, at = np.unique(seq, return_index=True)
+            handles = self.inner.handles
+            for f in self.lay.files[slots[np.argsort(-at, kind="stable")]].tolist():
+                if f in handles:
+                    handles.move_to_end(f)
+        self.synced = max(self.synced, end)
+
+    def _closing(self, step):
+        """Before a file is opened at `step`: the file Reader._open will close to make room
+        (as Reader._make_room chooses it) loses its handle here, and the next step reading it
+        is flagged."""
+        inner = self.inner
+        if len(inner.handles) < inner.max_open:
+            return
+        victim = next((j for j in inner.handles if j not in inner.pinned), None)
+        at = np.searchsorted(self.lay.files, victim) if victim is not None else -1
+        if at < 0 or at >= len(self.lay.files) or self.lay.files[at] != victim:
+            return
+        self.ep.clear_handle(int(at))
+        n = len(self.lay.step_seg)      # steps + 1
+        k = np.searchsorted(self.use_key, at * n + step + 1)
+        if k < len(self.use_key) and self.use_key[k] // n == at:
+            self.ep.prepare[int(self.use_key[k] % n)] = 1
+
+    def prepare(self, step):
+        """Before step `step` is queued: its files' indexes and handles, in the order the
+        batch reads them."""
+        lay, ep, inner = self.lay, self.ep, self.inner
+        g0, g1 = int(lay.step_seg[step]), int(lay.step_seg[step + 1])
+        self._touch(g0)
+        for slot in lay.seg_slot[g0:g1].tolist():
+            f = int(lay.files[slot])
+            if not self.ready[slot]:
+                self._fill_index(slot, f)
+            if ep.has_handle(slot):
+                inner.handles.move_to_end(f)
+            else:
+                self._closing(step)
+                ep.set_handle(slot, inner._open(f))
+        self.synced = g1
+        ep.prepare[step] = 0
+
+    def settle(self):
+        """At the epoch's end: the open files' order of use after all its steps."""
+        self._touch(len(self.lay.seg_slot))
+
+    def short_batch(self, ra, step):
+        """The error of a step whose batch came short (held by the read-ahead, released here):
+        names the first short file, what it wanted from which offset, and what it got."""
+        ep, lay = self.ep, self.lay
+        t = ep.ticket0 + step
+        slots, first, count = lay.step_segments(step)
+        per = ra.segment_bytes(t, len(slots)).tolist()
+        ra.release(t)
+        for k, (slot, a, n) in enumerate(zip(slots.tolist(), first.tolist(), count.tolist())):
+            at = lay.range_at[a:a + n]
+            want = int(self.lens[at].sum())
+            if per[k] < want:
+                return engines.end_of_file(
+                    self.data.path(int(lay.files[slot])),
+                    f"wanted {want} bytes from offset {int(self.offs[at[0]])}, got {per[k]}")
+        return engines.end_of_file(self.data.path(int(lay.files[slots[0]])),
+                                   f"wanted {int(ep.want[step])} bytes, got less")
