@@ -212,8 +212,9 @@ SCHEMA = {
         "allreduce_bytes": Key("size", 0, "gradient exchange: 0 a barrier, else an "
                                "MPI_Allreduce of this many bytes", minimum=0),
         "exchange_wait": Key("enum", "sleep", "how a rank waits for the gradient exchange: "
-                             "sleep (the nonblocking call tested every 50 us, sleeping "
-                             "between) or mpi (the blocking call, which spins in most MPI "
+                             "sleep (a futex barrier of the node's ranks, early ones asleep; "
+                             "across nodes and for an allreduce the nonblocking MPI call "
+                             "tested every 50 us with sleeps between) or mpi (the blocking call, which spins in most MPI "
                              "libraries and takes the cores read threads need)",
                              ("sleep", "mpi")),
         "rank_slice_us": Key("int", 100, "time slice (us) the rank's thread asks of Linux's "
