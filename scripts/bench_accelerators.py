@@ -9,8 +9,12 @@ Scale: a step's bytes and its compute time are divided by the same factor S (--s
 16), so that the demand in bytes/s per accelerator is the workload's and the dataset stays in
 the page cache: unet3d's record length (7 records of 146.6 MB / 16 every 0.323 s / 16),
 resnet50's batch (400 / 16 = 25 records of 114,660 bytes every 0.014 s); cosmoflow is run
-unscaled (one record of 2.8 MB every 3.5 ms: smaller steps would be overhead, not I/O). The
-number of files is set so that a rank has at least STEPS steps per epoch at --max-ranks. Each
+unscaled (one record of 2.8 MB every 3.5 ms: smaller steps would be overhead, not I/O).
+resnet50's dataset is the workload's files of 1,251 records, 1,024 / 16 = 64 of them (8.6 GiB):
+an epoch has the workload's steps at every rank count (3,202 / N), so that the start of an
+epoch (the read-ahead filling, every rank at once) weighs in its AU as in the workload's (with
+16 steps per epoch at 32 ranks, 12 at 40, it cost 10 points of AU). Elsewhere the number of
+files is set so that a rank has at least `steps` steps per epoch at --max-ranks. Each
 run has EPOCHS epochs; the first (page cache and buffers warming) is left out: a run's AU is
 the mean AU of its later epochs. Reads go through the workload's interface and read threads
 (--read-threads overrides them), ranks bound as mpiexec binds them by default (Open MPI: each
@@ -52,12 +56,13 @@ EPOCHS = 3
 BLOCK = 8 << 20
 ARGS = None
 
-# per workload: (shipped figures, how the step is scaled, steps per epoch at --max-ranks)
+# per workload: shipped figures, how the step is scaled, and the dataset: the workload's files
+# (their number divided by the scale) or enough for `steps` steps per epoch at --max-ranks
 WORKLOADS = {
     "unet3d": dict(batch=7, record=146600628, stdev=68341808, resize=2097152, compute=0.323,
                    au=0.90, spf=1, scale="record", steps=8),
     "resnet50": dict(batch=400, record=114660, stdev=0, resize=0, compute=0.224, au=0.90,
-                     spf=64, scale="batch", steps=16),
+                     spf=1251, scale="batch", files=1024),
     "cosmoflow": dict(batch=1, record=2828486, stdev=71311, resize=0, compute=0.0035,
                       au=0.70, spf=1, scale=None, steps=64),
 }
@@ -74,8 +79,11 @@ def scaled(name, s, max_ranks, quick):
     elif w["scale"] == "batch":
         batch = max(1, batch // s)
     compute = w["compute"] / s * (batch * s / w["batch"] if w["scale"] == "batch" else 1)
-    steps = 2 if quick else w["steps"]
-    files = math.ceil(batch * max_ranks * steps / w["spf"])
+    if "files" in w and not quick:     # the workload's files, their number divided by s
+        files = math.ceil(w["files"] / s)
+    else:
+        steps = 2 if quick else w["steps"]
+        files = math.ceil(batch * max_ranks * steps / w["spf"])
     over = [f"workload={name}", f"dataset.num_files_train={files}",
             f"dataset.num_samples_per_file={w['spf']}", f"dataset.record_length={record}",
             f"dataset.record_length_stdev={stdev}", f"dataset.record_length_resize={resize}",

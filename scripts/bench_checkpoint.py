@@ -31,25 +31,23 @@ emulator's read is a second run with checkpoint.num_checkpoints_write=0 (it read
 the first run wrote). When pages stay cached the output says that reads come from the cache.
 
 Settle: after the old files are removed and synced, and after the eviction before a read, both
-sides start only after --settle seconds (3 by default). On a virtual machine whose balloon
-reports free pages to the host (free page reporting, 2 s after memory is freed; printed as
-free_page_reporting), page-cache pages taken from memory reported back must be faulted in by
-the host again: measured here, IOR wrote 1 GiB at 1.6 GB/s when started at once after the
-previous files were removed and at 0.32 GB/s when started 3 s later (and 0.70-0.78 GiB/s
-against 0.54-0.55 when launched 2.5 s after the settle). fio and IOR start writing about
-TOOL_START_S (0.3 s) after they are launched, the emulator later (Python and MPI start-up: its
-summary's `started` less its launch, measured at every emulator run; 0.4-0.5 s with warm
-caches, up to 2-3 s cold). A tool is therefore launched later by the emulator's start-up less
-TOOL_START_S (the median of the emulator's runs so far; printed as emulator_startup_s and
-tool_delay_s): both sides start their I/O the same time after the settle. The rest is noise
-from round to round (back to back, mpiio writes: the emulator 0.44-0.61 GB/s and IOR 0.32-0.44
-in one sequence, 0.31-0.69 against 1.15-1.22 in another). So a round runs every format once,
-the emulator and the tool back to back, the order alternating between rounds; a ratio is the emulator's over the tool's in the same round, and the figures are
-medians over rounds with the spread (min-max) of the ratios. IOR is found on PATH or with --ior;
-without it the IOR ratios are null.
+sides start only after --settle seconds (3 by default). Memory: on a virtual machine whose
+balloon reports free pages to the host (free page reporting, 2 s after memory is freed; printed
+as free_page_reporting), page-cache pages taken from memory reported back must be faulted in by
+the host again (IOR wrote 1 GiB at 1.6 GB/s started at once after the previous files were
+removed, at 0.32 GB/s started 3 s later). So after the settle, before either side is launched,
+the benchmark writes --back-memory times the checkpoint's bytes of fresh memory and frees it
+(back_memory_s): both sides then write (and read) into memory the host backs. Start: fio and
+IOR start their I/O about TOOL_START_S (0.3 s) after launch, the emulator later (its summary's
+`started` less its launch, measured at every run: 0.4-0.5 s warm, 2-3 s cold); a tool is
+launched later by the emulator's start-up (median so far) less TOOL_START_S (emulator_startup_s,
+tool_delay_s). A round runs every format once, the emulator and the tool back to back, the
+order alternating between rounds; a ratio is the emulator's over the tool's in the same round,
+the figures are medians over rounds with the spread (min-max) of the ratios. IOR is found on
+PATH or with --ior; without it the IOR ratios are null.
 
     scripts/bench-checkpoint [--rounds 5] [--size 1g] [--ranks 2] [--dir DIR] [--ior PATH]
-                             [--formats file_per_rank,mpiio,hdf5] [--settle 3]
+                             [--formats file_per_rank,mpiio,hdf5] [--settle 3] [--back-memory 2]
 """
 import argparse
 import ast
@@ -64,6 +62,7 @@ import tempfile
 import time
 
 from launch import mpiexec
+from memstate import Cache, back_memory, free_page_reporting
 
 import dlio_mpi
 from dlio_mpi.config import parse_size
@@ -105,60 +104,6 @@ def run(cmd, what):
     if p.returncode != 0:
         fail(f"{what} failed ({p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")
     return p.stdout
-
-
-class Cache:
-    """Evicts the benchmark's files from the page cache between a write and its read:
-    posix_fadvise(DONTNEED) on each (fsynced, so clean) file, checked with fincore; when pages
-    stay, the whole cache is dropped (drop_caches, as root). Not dropped before the writes:
-    drop_caches also evicts the file system's block bitmaps, and the next write then waits for
-    them to be read back (seconds here, on either side)."""
-
-    def __init__(self):
-        self.method = "fadvise"
-        self.fincore = shutil.which("fincore")
-
-    def cached(self, paths):
-        """Bytes of paths in the page cache (None without fincore)."""
-        if not self.fincore or not paths:
-            return None
-        out = subprocess.run([self.fincore, "--bytes", "--noheadings", "--output", "RES"]
-                             + paths, capture_output=True, text=True)
-        return sum(int(x) for x in out.stdout.split()) if out.returncode == 0 else None
-
-    def drop(self, paths):
-        """Evicts paths; returns the bytes of them still cached (None if unknown)."""
-        os.sync()
-        for p in paths:
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                os.fdatasync(fd)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-        left = self.cached(paths)
-        if left:
-            try:
-                with open("/proc/sys/vm/drop_caches", "w") as f:
-                    f.write("3\n")
-                self.method = "fadvise, then drop_caches"
-                left = self.cached(paths)
-            except OSError:
-                pass
-        return left
-
-
-def free_page_reporting():
-    """Whether a virtio balloon reports this guest's free pages to its host (feature bit 5,
-    VIRTIO_BALLOON_F_REPORTING); None when no balloon is found."""
-    found = None
-    for dev in glob.glob("/sys/bus/virtio/drivers/virtio_balloon/virtio*"):
-        try:
-            bits = open(os.path.join(dev, "features")).read().strip()
-        except OSError:
-            continue
-        found = bool(found) or (len(bits) > 5 and bits[5] == "1")
-    return found
 
 
 def files_in(d):
@@ -286,6 +231,9 @@ def main():
                          "starts (default 3; see the module doc, Settle)")
     ap.add_argument("--formats", default=",".join(FORMATS),
                     help=f"comma-separated formats to run (default {','.join(FORMATS)})")
+    ap.add_argument("--back-memory", type=float, default=2.0,
+                    help="before each side starts, write then free this many times the "
+                         "checkpoint's bytes of memory (default 2; 0: not; see Settle)")
     args = ap.parse_args()
     formats = tuple(f for f in args.formats.split(",") if f)
     bad = [f for f in formats if f not in FORMATS]
@@ -293,6 +241,8 @@ def main():
         fail(f"--formats {args.formats}: use some of {', '.join(FORMATS)}")
     if args.settle < 0:
         fail(f"--settle {args.settle}: must be at least 0")
+    if args.back_memory < 0:
+        fail(f"--back-memory {args.back_memory}: must be at least 0")
     n, size = args.ranks, parse_size(args.size)
     if size % (n * MIB) or size <= 0:
         fail(f"--size {args.size} must be a positive multiple of {n} MiB ({n} ranks)")
@@ -312,6 +262,7 @@ def main():
     res = {(f, side, op): [] for f in formats for side in ("emu", "tool")
            for op in ("write", "read")}
     residue = []    # bytes of the read files still cached after a drop (fincore)
+    backing = []    # seconds each back_memory took
     print(f"# {n} ranks, checkpoint {size} bytes ({share} per rank), {args.rounds} rounds, "
           f"transfer {XFER}, chunk {CHUNK}, dir {tmp}",
           file=sys.stderr)
@@ -337,6 +288,8 @@ def main():
                             if left is not None:
                                 residue.append(left)
                         time.sleep(args.settle)     # the same start for both sides (Settle)
+                        if args.back_memory:
+                            backing.append(back_memory(int(args.back_memory * size)))
                         writing = op == "write"
                         if side == "emu":
                             bw = emulator(fmt, n, size, d, os.path.join(tmp, "out"), writing)
@@ -388,7 +341,8 @@ def main():
         "ior": ior_bin, "page_cache": "reads from the cache" if from_cache else
         f"evicted before reads ({cache.method})" if residue else
         f"evicted before reads ({cache.method}, not checked: no fincore)",
-        "settle_s": args.settle,
+        "settle_s": args.settle, "back_memory_bytes": int(args.back_memory * size),
+        "back_memory_s": round(statistics.median(backing), 3) if backing else None,
         "emulator_startup_s": round(statistics.median(STARTUP), 2) if STARTUP else None,
         "tool_delay_s": round(tool_delay(), 2), "free_page_reporting": free_page_reporting(),
         "ranks": n, "size_bytes": size, "transfer_bytes": XFER, "chunk_bytes": CHUNK,

@@ -34,6 +34,8 @@ def test_bench_checkpoint_tiny(tmp_path):
     assert sum("IOR not found" in x for x in lines) == 1
     assert out["rounds"] == 1 and out["size_bytes"] == 8 << 20 and out["settle_s"] == 0.1
     assert out["free_page_reporting"] in (True, False, None)
+    # memory written then freed before each side starts: twice the checkpoint by default
+    assert out["back_memory_bytes"] == 2 * (8 << 20) and out["back_memory_s"] > 0
     # the tools start their I/O when the emulator would: launched later by its start-up
     assert out["emulator_startup_s"] > 0
     assert out["tool_delay_s"] == pytest.approx(max(0.0, out["emulator_startup_s"] - 0.3),
@@ -59,6 +61,10 @@ def test_bench_checkpoint_formats(tmp_path):
                        timeout=60, env=dict(os.environ))
     assert p.returncode == 1 and p.stderr.strip().splitlines() == [
         "bench-checkpoint: --formats mpiio,tar: use some of file_per_rank, mpiio, hdf5"]
+    p = subprocess.run(cmd + ["--back-memory", "-1"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ))
+    assert p.returncode == 1 and p.stderr.strip().splitlines() == [
+        "bench-checkpoint: --back-memory -1.0: must be at least 0"]
 
 
 def test_bench_read_threads_tiny(tmp_path):

@@ -1,5 +1,6 @@
 """scripts/bench-accelerators --quick: one workload at tiny sizes ends with one JSON object
 holding the accelerators found, the limit and their ratio."""
+import argparse
 import json
 import os
 import subprocess
@@ -24,3 +25,25 @@ def test_quick_run_prints_the_figures(tmp_path):
                                             / last["limit_cosmoflow"], 3)
     assert last["scale"] == {"cosmoflow": 1}
     assert os.listdir(tmp_path) == []          # the datasets are removed
+
+
+def test_resnet50_runs_on_the_workloads_files():
+    """resnet50's dataset is the workload's files (1,024 of 1,251 records), their number
+    divided by the scale, whatever --max-ranks: an epoch has the workload's steps."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        import bench_accelerators as ba
+    finally:
+        sys.path.pop(0)
+    ba.ARGS = argparse.Namespace(read_threads=None, direct=False)
+    for max_ranks in (8, 64):
+        over, demand, s, dataset_bytes = ba.scaled("resnet50", 16, max_ranks, False)
+        assert s == 16
+        for kv in ("dataset.num_files_train=64", "dataset.num_samples_per_file=1251",
+                   "dataset.record_length=114660", "reader.batch_size=25",
+                   "train.computation_time=0.014"):
+            assert kv in over
+        assert dataset_bytes == 64 * 1251 * 114660
+        assert demand == 25 * 114660 / 0.014       # the workload's: 400 records every 0.224 s
+    over, _, _, _ = ba.scaled("cosmoflow", 16, 32, False)   # elsewhere: steps at --max-ranks
+    assert "dataset.num_files_train=2048" in over
