@@ -142,6 +142,21 @@ class Dataset:
             self._cached_samples -= self.spf
         return idx
 
+    def compute_indexes(self, files):
+        """Computes and caches the indexes of files (global file numbers) where the format's
+        layout gives them without I/O and all of them fit the cache; else does nothing (an
+        index read from a file's headers is the application's I/O, made when the file is
+        first read). Returns how many were computed."""
+        if not hasattr(formats.get(self.spec.format), "layout"):
+            return 0
+        files = np.asarray(files, dtype=np.int64)
+        if len(files) > self.CACHE_FILES or len(files) * self.spf > self.CACHE_SAMPLES:
+            return 0
+        new = [f for f in dict.fromkeys(files.tolist()) if f not in self._indexes]
+        for f in new:
+            self.index(f)
+        return len(new)
+
     def locate(self, samples):
         """(file index, sample index within its file) of global sample numbers."""
         samples = np.asarray(samples, dtype=np.int64)

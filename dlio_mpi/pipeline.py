@@ -185,6 +185,7 @@ def run_epochs(cfg, comm, log, progress=None):
             plan = plan[:max_steps - done_steps]
         sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
                              cfg.train.computation_time_stdev)
+        reader.plan_epoch(plan, files)      # the emulator's bookkeeping, untimed
         comm.Barrier()
         reader.start_epoch(plan, files)
         t_start = time.perf_counter()
