@@ -246,6 +246,10 @@ def main():
     n, size = args.ranks, parse_size(args.size)
     if size % (n * MIB) or size <= 0:
         fail(f"--size {args.size} must be a positive multiple of {n} MiB ({n} ranks)")
+    free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if args.back_memory * size > free / 2:
+        fail(f"--back-memory {args.back_memory} x --size {args.size}: "
+             f"{int(args.back_memory * size)} bytes, more than half the free memory ({free})")
     share = size // n
     if not shutil.which("fio"):
         fail("fio not found (scripts/setup.sh installs it)")

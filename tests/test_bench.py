@@ -65,6 +65,13 @@ def test_bench_checkpoint_formats(tmp_path):
                        timeout=60, env=dict(os.environ))
     assert p.returncode == 1 and p.stderr.strip().splitlines() == [
         "bench-checkpoint: --back-memory -1.0: must be at least 0"]
+    p = subprocess.run(cmd + ["--back-memory", "1e9"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ))     # checked before any run
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 1 and len(err) == 1 and err[0].startswith(
+        "bench-checkpoint: --back-memory 1000000000.0 x --size 4m: ") \
+        and "more than half the free memory" in err[0]
+    assert not os.listdir(tmp_path)
 
 
 def test_bench_read_threads_tiny(tmp_path):
