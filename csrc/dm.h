@@ -108,6 +108,21 @@ int64_t dm_mono_ns(void);
  * then reports for the thread in ns (0 where it has no slices: Linux before 6.12, real-time
  * policies), or -errno when sched_getattr/sched_setattr refused. */
 int64_t dm_thread_slice(uint64_t ns);
+/* struct sched_attr as the kernel defines it (include/uapi/linux/sched/types.h); glibc 2.36
+ * has no wrapper for sched_getattr/sched_setattr. */
+typedef struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+} dm_sched_attr;
+/* Runs the calling thread under SCHED_FIFO at priority (1-99), its attributes before kept in
+ * *was: 0, or -errno (EPERM without CAP_SYS_NICE or an RLIMIT_RTPRIO that allows it). */
+int dm_thread_fifo(int priority, dm_sched_attr *was);
+/* Gives the calling thread back the attributes *was: 0 or -errno. */
+int dm_thread_sched_restore(const dm_sched_attr *was);
 
 /* node_barrier.c: a barrier of one node's processes in shared memory (zeroed before first
  * use), waited on with futexes. arrive adds the caller to the round and returns the round

@@ -5,8 +5,15 @@
  * slot is held by an earlier request not yet released. Threads claim segments in submission
  * order, the oldest request's first, so the batch a step waits for is read before later ones
  * and threads share a batch rather than read later ones beside it. A request is handed over
- * whole: its waiter wakes once, when the last segment is done. With keep, a request's segments
+ * whole: its waiter wakes once, when the last segment is done, woken after the mutex is let go
+ * (a waiter of higher priority would block at once on it). With keep, a request's segments
  * lie packed in its slot; otherwise each thread reads into its own buffer, reused.
+ *
+ * Idle threads wait on a futex word (an event count), not a condition variable: a submit wakes
+ * at most as many as the request has segments and never blocks. glibc's
+ * pthread_cond_broadcast can wait for earlier waiters to leave the condition variable, and the
+ * rank's thread, under SCHED_FIFO in the step loop, waited there for read threads' time slices
+ * (resnet50 at 48 ranks on 2 cores: queueing a batch took 10-20 ms in one step of ten).
  *
  * Handles of an engine with a position (ops->ordered: a STDIO stream) take their segments one
  * at a time, in submission order: a thread that claims a segment while an earlier one of the
@@ -27,7 +34,10 @@
 #include "dm.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -66,7 +76,8 @@ typedef struct {            /* the segment a thread reads, for ordered handles *
 
 struct dm_readahead {
     pthread_mutex_t mu;
-    pthread_cond_t cv_work;     /* threads wait for a queued segment */
+    uint32_t work_seq;          /* futex word threads wait on for a queued segment */
+    int idle;                   /* threads waiting on it */
     pthread_cond_t cv_state;    /* submitters and waiters wait for a slot state change */
     pthread_cond_t cv_order;    /* a thread waits for an earlier segment of its handle */
     pthread_t *threads;
@@ -107,10 +118,17 @@ static void *worker(void *arg) {
     dm_thread_slice(0);     /* the kernel's default slice, not the rank thread's short one */
     pthread_mutex_lock(&ra->mu);
     int me = ra->started++;
+    if (ra->started == ra->nfly) pthread_cond_broadcast(&ra->cv_state);
     char *own = ra->keep ? NULL : ra->tbuf[me];
     for (;;) {
-        while (!ra->stop && ra->next_pick >= ra->next_submit)
-            pthread_cond_wait(&ra->cv_work, &ra->mu);
+        while (!ra->stop && ra->next_pick >= ra->next_submit) {
+            uint32_t seen = __atomic_load_n(&ra->work_seq, __ATOMIC_ACQUIRE);
+            ra->idle++;
+            pthread_mutex_unlock(&ra->mu);
+            syscall(SYS_futex, &ra->work_seq, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+            pthread_mutex_lock(&ra->mu);
+            ra->idle--;
+        }
         if (ra->next_pick >= ra->next_submit && ra->stop) break;
         slot_t *s = &ra->slots[ra->next_pick % ra->depth];
         seg_t *g = &s->segs[s->claimed++];
@@ -149,7 +167,11 @@ static void *worker(void *arg) {
         }
         if (++s->finished == s->nseg) {
             s->state = SLOT_DONE;
+            /* woken after the unlock: a waiter running at a higher priority (the rank's
+             * thread in the step loop) would otherwise block at once on the mutex held here */
+            pthread_mutex_unlock(&ra->mu);
             pthread_cond_broadcast(&ra->cv_state);
+            pthread_mutex_lock(&ra->mu);
         }
     }
     pthread_mutex_unlock(&ra->mu);
@@ -204,7 +226,6 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
     for (int i = 0; i < nthreads && !keep; i++)
         if (!(ra->tbuf[i] = touched(align, bytes))) goto nomem_free;
     pthread_mutex_init(&ra->mu, NULL);
-    pthread_cond_init(&ra->cv_work, NULL);
     pthread_cond_init(&ra->cv_state, NULL);
     pthread_cond_init(&ra->cv_order, NULL);
     for (int i = 0; i < nthreads; i++) {
@@ -215,6 +236,10 @@ dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t al
         }
         ra->nthreads = i + 1;
     }
+    /* every thread has its scheduling attributes and buffer before the first request */
+    pthread_mutex_lock(&ra->mu);
+    while (ra->started < nthreads) pthread_cond_wait(&ra->cv_state, &ra->mu);
+    pthread_mutex_unlock(&ra->mu);
     return ra;
 nomem_free:
     free_parts(ra);
@@ -228,11 +253,11 @@ void dm_ra_free(dm_readahead *ra) {
     if (!ra) return;
     pthread_mutex_lock(&ra->mu);
     ra->stop = 1;
-    pthread_cond_broadcast(&ra->cv_work);
+    __atomic_add_fetch(&ra->work_seq, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ra->mu);
+    syscall(SYS_futex, &ra->work_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     for (int i = 0; i < ra->nthreads; i++) pthread_join(ra->threads[i], NULL);
     pthread_mutex_destroy(&ra->mu);
-    pthread_cond_destroy(&ra->cv_work);
     pthread_cond_destroy(&ra->cv_state);
     pthread_cond_destroy(&ra->cv_order);
     free_parts(ra);
@@ -311,9 +336,10 @@ int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const
     s->failed = 0;
     s->state = SLOT_QUEUED;
     ra->next_submit = t + 1;
-    if (nseg > 1) pthread_cond_broadcast(&ra->cv_work);
-    else pthread_cond_signal(&ra->cv_work);
+    __atomic_add_fetch(&ra->work_seq, 1, __ATOMIC_RELEASE);
+    int wake = ra->idle < (int)nseg ? ra->idle : (int)nseg;
     pthread_mutex_unlock(&ra->mu);
+    if (wake > 0) syscall(SYS_futex, &ra->work_seq, FUTEX_WAKE_PRIVATE, wake, NULL, NULL, 0);
     return t;
 }
 

@@ -53,6 +53,8 @@ typedef struct {
     dm_nbar *bar;           /* the node barrier, or NULL: Python runs the exchange */
     uint32_t nbar;
     int64_t spin_ns, check_ns;
+    int rt_priority;        /* SCHED_FIFO priority of the thread inside the loop, 0: none */
+    int rt_errno;           /* why that priority was refused (the loop then runs without it) */
     double *wait_s, *compute_s, *exchange_s;    /* per step, what it measured */
     /* within a step */
     int64_t t_batch, t_ex0, t_call;
@@ -61,7 +63,8 @@ typedef struct {
     uint32_t round;
 } dm_steps;
 
-/* Run steps from s->step and s->phase until the epoch ends or Python must act. */
+/* Run steps from s->step and s->phase until the epoch ends or Python must act; with
+ * rt_priority, under SCHED_FIFO until it returns (refused: rt_priority set to 0, rt_errno). */
 int dm_steps_run(dm_steps *s, dm_err *e);
 
 #ifdef __cplusplus

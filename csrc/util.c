@@ -41,20 +41,9 @@ int64_t dm_mono_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* struct sched_attr as the kernel defines it (include/uapi/linux/sched/types.h); glibc 2.36
- * has no wrapper for sched_getattr/sched_setattr. */
-struct dm_sched_attr {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-    uint32_t util_min, util_max;
-};
-
 int64_t dm_thread_slice(uint64_t ns) {
 #if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
-    struct dm_sched_attr a;
+    dm_sched_attr a;
     memset(&a, 0, sizeof a);
     if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) != 0) return -errno;
     if (a.policy != 0 && a.policy != 3) return 0;     /* SCHED_OTHER, SCHED_BATCH only */
@@ -67,6 +56,36 @@ int64_t dm_thread_slice(uint64_t ns) {
     return (int64_t)a.runtime;
 #else
     (void)ns;
+    return -ENOSYS;
+#endif
+}
+
+int dm_thread_fifo(int priority, dm_sched_attr *was) {
+#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
+    memset(was, 0, sizeof *was);
+    if (syscall(SYS_sched_getattr, 0, was, (unsigned)sizeof *was, 0) != 0) return -errno;
+    was->size = sizeof *was;
+    dm_sched_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.policy = 1;           /* SCHED_FIFO */
+    a.priority = (uint32_t)priority;
+    if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) return -errno;
+    return 0;
+#else
+    (void)priority; (void)was;
+    return -ENOSYS;
+#endif
+}
+
+int dm_thread_sched_restore(const dm_sched_attr *was) {
+#if defined(SYS_sched_setattr)
+    dm_sched_attr a = *was;
+    a.flags = 0;
+    if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) return -errno;
+    return 0;
+#else
+    (void)was;
     return -ENOSYS;
 #endif
 }

@@ -57,6 +57,9 @@ def validate(cfg):
     if io.rank_slice_us and not 100 <= io.rank_slice_us <= 100_000:
         raise ConfigError(f"io.rank_slice_us={io.rank_slice_us}: Linux takes time slices of "
                           "100 to 100000 us (0: the kernel's default)")
+    if io.rank_priority > 99:
+        raise ConfigError(f"io.rank_priority={io.rank_priority}: SCHED_FIFO priorities are "
+                          "1 to 99 (0: the thread's own policy)")
     io_checks.validate_access(cfg)
     io_checks.validate_volumes(cfg)
     from dlio_mpi import write_phase

@@ -218,7 +218,7 @@ def run_epochs(cfg, comm, log, progress=None):
         if py_steps < len(plan):
             shown = (lambda at: progress(epoch, at, len(plan))) if progress and rank == 0 \
                 else None
-            w, c, _ = steploop.run(reader, exchange, sleeps, shown)
+            w, c, _ = steploop.run(reader, exchange, sleeps, shown, cfg.io.rank_priority)
             if py_steps == 0:
                 first_io = float(w[0])
             waits[py_steps:] = w[py_steps:]

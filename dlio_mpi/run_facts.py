@@ -37,6 +37,7 @@ def run_facts(cfg, comm):
             f"{widening['file0_read_bytes']} bytes read for {widening['file0_sample_bytes']} "
             "bytes of samples)")
     facts.update(rank_slice(cfg, comm))
+    facts.update(rank_priority(cfg, comm))
     cpus = comm.allreduce(len(os.sched_getaffinity(0)), op=_mpi().MIN)
     facts["cpus_per_rank_min"] = cpus
     if threads > 1 and threads > cpus:
@@ -68,6 +69,25 @@ def rank_slice(cfg, comm):
                "the kernel takes no time slice for a thread (Linux before 6.12)")
             + "; woken rank threads wait for the read threads' slices")
     return fact
+
+
+def rank_priority(cfg, comm):
+    """Whether every rank's thread may run its training steps under SCHED_FIFO at
+    io.rank_priority (engines.thread_fifo_probe); the fact: the priority, or 0 and why not."""
+    want = cfg.io.rank_priority
+    if not want:
+        return {"rank_priority": 0}
+    try:
+        engines.thread_fifo_probe(want)
+        why = ""
+    except OSError as e:
+        why = e.strerror
+    why = [w for w in comm.allgather(why) if w]
+    if not why:
+        return {"rank_priority": want}
+    return {"rank_priority": 0, "rank_priority_note": (
+        f"io.rank_priority={want}: {why[0]}; the steps run under the thread's own policy, "
+        "where a woken rank may wait for read threads' time slices (more threads than cores)")}
 
 
 def odirect_widening(cfg):

@@ -221,6 +221,13 @@ SCHEMA = {
                              "fair scheduler (EEVDF, 6.12 and later): woken at a step's end or "
                              "in the exchange, it takes a core from read threads (which keep "
                              "the default slice) at once; 0: the kernel's default", minimum=0),
+        "rank_priority": Key("int", 1, "SCHED_FIFO priority (1-99) of the rank's thread in "
+                             "the training steps, where it only waits (for a batch, through "
+                             "the compute, at the node barrier): woken, it takes a core from "
+                             "read threads at once, as an accelerator ends its step whatever "
+                             "the host's cores do; needs CAP_SYS_NICE or RLIMIT_RTPRIO "
+                             "(refused: the run notes it and goes on); 0: the thread's own "
+                             "policy", minimum=0),
         "keep_oplog": Key("bool", False, "keep every rank's op log in the output"),
         "oplog_capacity": Key("int", 1 << 20, "op-log entries per rank", minimum=1),
         "fail_below_au": Key("bool", False, "exit status 3 when AU is under metric.au"),

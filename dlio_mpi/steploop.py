@@ -44,14 +44,15 @@ def defer_s(exchange):
     return DEFER_PER_RANK_S * node.Get_size() / cpus
 
 
-def run(reader, exchange, sleeps, on_check=None):
+def run(reader, exchange, sleeps, on_check=None, priority=0):
     """The epoch's steps (reader.start_epoch done, no step consumed); returns the per-step
     (wait, compute, exchange) seconds. on_check(step) runs whenever the loop comes back to
-    Python between steps."""
+    Python between steps; priority: the SCHED_FIFO priority of the thread inside the C loop
+    (io.rank_priority; refused, the loop runs without it, as run_facts notes)."""
     ep = reader.ep
     barrier = exchange.barrier if getattr(exchange, "nodes", 1) == 1 else None
     ep.start_loop(np.maximum(np.asarray(sleeps, dtype=np.float64), 0.0) * 1e9, barrier,
-                  defer_s(exchange))
+                  defer_s(exchange), priority)
     timer = engines.mono_ns
     while True:
         rc = ep.run()

@@ -47,3 +47,26 @@ def test_read_threads_keep_the_default_slice():
 def test_slice_out_of_bounds_is_a_config_error(value):
     with pytest.raises(config.ConfigError, match=f"io.rank_slice_us={value}: Linux takes"):
         config.load(["workload=default", f"io.rank_slice_us={value}"])
+
+
+def test_rank_priority_beyond_fifo_is_a_config_error():
+    with pytest.raises(config.ConfigError, match="io.rank_priority=100: SCHED_FIFO priorities "
+                       "are 1 to 99"):
+        config.load(["workload=default", "io.rank_priority=100"])
+    assert config.load(["workload=default", "io.rank_priority=0"]).io.rank_priority == 0
+
+
+def test_the_fifo_probe_gives_the_thread_its_policy_back():
+    if os.geteuid() != 0:
+        pytest.skip("SCHED_FIFO needs CAP_SYS_NICE (root here)")
+    main = threading.get_native_id()
+    engines.thread_slice(300e-6)
+    try:
+        engines.thread_fifo_probe(5)
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER
+        if main in slices():
+            assert slices()[main] == 300_000
+        with pytest.raises(ValueError, match="priority 100"):
+            engines.EpochRequests.start_loop(None, [], priority=100)
+    finally:
+        engines.thread_slice(0)

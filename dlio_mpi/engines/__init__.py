@@ -37,6 +37,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     mono_ns,
     status_guard_arm,
     status_guard_disarm,
+    thread_fifo_probe,
     thread_slice,
 )
 

@@ -136,6 +136,20 @@ def thread_slice(double seconds):
     return r * 1e-9
 
 
+def thread_fifo_probe(int priority):
+    """Whether the calling thread may run under SCHED_FIFO at priority: sets it and gives
+    the thread its attributes back at once; raises OSError (EPERM without CAP_SYS_NICE or an
+    RLIMIT_RTPRIO that allows it) when the kernel refuses."""
+    cdef dm_sched_attr was
+    cdef int r = dm_thread_fifo(priority, &was)
+    if r < 0:
+        raise OSError(-r, f"sched_setattr (SCHED_FIFO, priority {priority}): "
+                      f"{os.strerror(-r)}")
+    r = dm_thread_sched_restore(&was)
+    if r < 0:
+        raise OSError(-r, f"sched_setattr (the thread's own policy back): {os.strerror(-r)}")
+
+
 def mono_ns():
     """CLOCK_MONOTONIC in ns, the clock of the op log's origin."""
     return dm_mono_ns()

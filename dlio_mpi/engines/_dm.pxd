@@ -44,6 +44,10 @@ cdef extern from "dm.h" nogil:
     double dm_hist_bucket_lower_ns(int b)
     int64_t dm_mono_ns()
     int64_t dm_thread_slice(uint64_t ns)
+    ctypedef struct dm_sched_attr:
+        uint32_t policy
+    int dm_thread_fifo(int priority, dm_sched_attr *was)
+    int dm_thread_sched_restore(const dm_sched_attr *was)
     ctypedef struct dm_nbar:
         uint32_t count
         uint32_t gen
@@ -201,6 +205,8 @@ cdef extern from "steploop.h" nogil:
         uint32_t nbar
         int64_t spin_ns
         int64_t check_ns
+        int rt_priority
+        int rt_errno
         double *wait_s
         double *compute_s
         double *exchange_s

@@ -161,10 +161,14 @@ cdef class EpochRequests:
             self.st.step += 1
         return total
 
-    def start_loop(self, sleep_ns, NodeBarrier barrier=None, double defer_s=0.0):
+    def start_loop(self, sleep_ns, NodeBarrier barrier=None, double defer_s=0.0,
+                   int priority=0):
         """Before run(): each step's compute in ns, the node barrier that closes each step
-        (None: run() returns STEPS_EXCHANGE for Python to run the exchange), and how far into
-        a step's compute (at most half of it) the next batches are queued."""
+        (None: run() returns STEPS_EXCHANGE for Python to run the exchange), how far into
+        a step's compute (at most half of it) the next batches are queued, and the SCHED_FIFO
+        priority of the thread inside run() (0: its own policy; refused: see rt_errno)."""
+        if not 0 <= priority <= 99:
+            raise ValueError(f"priority {priority}: SCHED_FIFO priorities are 1-99 (0: none)")
         cdef cnp.ndarray sl = _i64(sleep_ns)
         if sl.shape[0] != self.nsteps:
             raise ValueError(f"{sl.shape[0]} compute times for {self.nsteps} steps")
@@ -176,6 +180,13 @@ cdef class EpochRequests:
         self.st.nbar = 0 if barrier is None else barrier.n
         self.st.spin_ns = 0 if barrier is None else <int64_t>(barrier.spin_s * 1e9)
         self.st.check_ns = <int64_t>((0.1 if barrier is None else barrier.check_s) * 1e9)
+        self.st.rt_priority = priority
+        self.st.rt_errno = 0
+
+    @property
+    def rt_errno(self):
+        """The errno of a refused start_loop priority (the loop ran without it), else 0."""
+        return self.st.rt_errno
 
     def run(self):
         """Run steps until the epoch ends (STEPS_DONE) or Python must act: STEPS_CHECK (time

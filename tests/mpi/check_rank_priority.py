@@ -1,0 +1,101 @@
+"""Run under mpiexec by tests/mpi/test_check_rank_priority.py: the training loop
+(pipeline.run_epochs, the C step loop) with io.rank_priority, while a thread of each rank reads
+every thread's scheduling policy from /proc every half millisecond.
+
+granted: the rank's thread runs under SCHED_FIFO inside the C loop, the read-ahead threads never
+do, Python called from inside the loop (the files opened in the first epoch) runs under the
+thread's own policy, and after the run the thread has its policy and time slice back.
+refused (ranks launched without CAP_SYS_NICE, RLIMIT_RTPRIO 0): run_facts notes why, and the
+loop runs under the thread's own policy; the epochs are the same.
+
+usage: check_rank_priority.py DATA_DIR granted|refused key=value ..."""
+import errno
+import glob
+import os
+import sys
+import threading
+import time
+
+from mpi4py import MPI
+
+import abort_on_error
+
+from dlio_mpi import config, datagen, engines, pipeline, prefetch, run_facts
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+
+
+def policies():
+    """{thread id: scheduling policy} of this process's threads (/proc, stat field 41)."""
+    out = {}
+    for path in glob.glob(f"/proc/{os.getpid()}/task/*/stat"):
+        try:
+            with open(path) as f:
+                stat = f.read()
+        except OSError:
+            continue                    # a thread that ended
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(path.split("/")[-2])] = int(fields[38])
+    return out
+
+
+def slice_ns(tid):
+    with open(f"/proc/{os.getpid()}/task/{tid}/sched") as f:
+        return next(int(float(ln.split(":")[1])) for ln in f if ln.startswith("se.slice"))
+
+
+def main():
+    data, mode, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    cfg = config.load([f"dataset.data_folder={data}", "workflow.checkpoint=false",
+                       "workflow.evaluation=false"] + args)
+    datagen.generate(cfg, comm)
+    main_tid = threading.get_native_id()
+    engines.thread_slice(200e-6)
+    before = (os.sched_getscheduler(0), slice_ns(main_tid))
+    fact = run_facts.rank_priority(cfg, comm)
+
+    seen, stop = {}, threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            for tid, pol in policies().items():
+                seen.setdefault(tid, set()).add(pol)
+            time.sleep(0.0005)
+
+    in_python = []
+    prepare = prefetch.PrefetchReader.prepare
+
+    def prepare_spy(self, step):
+        in_python.append(os.sched_getscheduler(0))
+        return prepare(self, step)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    prefetch.PrefetchReader.prepare = prepare_spy
+    try:
+        phases, _, _, _ = pipeline.run_epochs(cfg, comm, engines.OpLog(1 << 16))
+    finally:
+        prefetch.PrefetchReader.prepare = prepare
+        stop.set()
+        poller.join()
+    others = {tid: pols for tid, pols in seen.items() if tid not in (main_tid, poller.native_id)}
+    assert len(others) >= cfg.reader.read_threads, others
+    assert all(pols == {os.SCHED_OTHER} for pols in others.values()), others
+    assert in_python and set(in_python) == {os.SCHED_OTHER}, in_python
+    assert (os.sched_getscheduler(0), slice_ns(main_tid)) == before, before
+    steps = phases[0]["steps"]
+    assert len(phases) == cfg.train.epochs and all(p["steps"] == steps > 0 for p in phases)
+    if mode == "granted":
+        assert fact == {"rank_priority": cfg.io.rank_priority}, fact
+        assert os.SCHED_FIFO in seen[main_tid], seen[main_tid]
+    else:
+        assert fact["rank_priority"] == 0, fact
+        note = fact["rank_priority_note"]
+        assert note.startswith(f"io.rank_priority={cfg.io.rank_priority}: sched_setattr"), note
+        assert os.strerror(errno.EPERM) in note and "\n" not in note, note
+        assert seen[main_tid] == {os.SCHED_OTHER}, seen[main_tid]
+    print(f"rank {rank}: ok", flush=True)
+
+
+abort_on_error.run(main)
