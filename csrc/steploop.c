@@ -17,8 +17,11 @@
  * cores do. Under the fair policy, on a node with more threads than cores, a woken rank
  * waited for read threads' slices: resnet50 at 44 ranks on 2 cores overslept its compute by
  * 4-6 ms in half the steps (the median, over steps, of the latest rank), and every rank
- * waited for the latest at the barrier. Python (file opens, other exchanges, signal handlers)
- * runs under the thread's own policy: the loop sets it back whenever it returns. */
+ * waited for the latest at the barrier. The policy is kept across the returns for signal
+ * handlers and progress (a switch back to the fair policy places the thread behind the read
+ * threads' slices) and given back at the epoch's end and before any exchange Python runs (an
+ * MPI call may spin). Python asks for it only in epochs whose steps open no files
+ * (dlio_mpi.steploop.rank_priority). */
 #define _GNU_SOURCE
 #include "steploop.h"
 
@@ -176,19 +179,22 @@ static int steps(dm_steps *s, dm_err *e) {
     }
 }
 
+void dm_steps_leave(dm_steps *s) {
+    if (s->rt_on) dm_thread_sched_restore(&s->rt_was);
+    s->rt_on = 0;
+}
+
 int dm_steps_run(dm_steps *s, dm_err *e) {
-    dm_sched_attr was;
-    int rt = 0;
-    if (s->rt_priority > 0) {
-        int r = dm_thread_fifo(s->rt_priority, &was);
+    if (s->rt_priority > 0 && !s->rt_on) {
+        int r = dm_thread_fifo(s->rt_priority, &s->rt_was);
         if (r == 0) {
-            rt = 1;
+            s->rt_on = 1;
         } else {
             s->rt_errno = -r;
             s->rt_priority = 0;
         }
     }
     int rc = steps(s, e);
-    if (rt) dm_thread_sched_restore(&was);
+    if (rc != DM_STEPS_PREPARE && rc != DM_STEPS_CHECK) dm_steps_leave(s);
     return rc;
 }

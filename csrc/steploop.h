@@ -55,6 +55,8 @@ typedef struct {
     int64_t spin_ns, check_ns;
     int rt_priority;        /* SCHED_FIFO priority of the thread inside the loop, 0: none */
     int rt_errno;           /* why that priority was refused (the loop then runs without it) */
+    int rt_on;              /* the thread runs under it now; its attributes before: */
+    dm_sched_attr rt_was;
     double *wait_s, *compute_s, *exchange_s;    /* per step, what it measured */
     /* within a step */
     int64_t t_batch, t_ex0, t_call;
@@ -64,8 +66,13 @@ typedef struct {
 } dm_steps;
 
 /* Run steps from s->step and s->phase until the epoch ends or Python must act; with
- * rt_priority, under SCHED_FIFO until it returns (refused: rt_priority set to 0, rt_errno). */
+ * rt_priority, under SCHED_FIFO (refused: rt_priority set to 0, rt_errno), which it keeps
+ * for Python's short errands within the steps (DM_STEPS_PREPARE, DM_STEPS_CHECK) and gives
+ * back on any other return. */
 int dm_steps_run(dm_steps *s, dm_err *e);
+/* Give the thread back its attributes if the loop left it under SCHED_FIFO (call when the
+ * loop is left early, on an error raised between calls). */
+void dm_steps_leave(dm_steps *s);
 
 #ifdef __cplusplus
 }

@@ -222,8 +222,9 @@ SCHEMA = {
                              "in the exchange, it takes a core from read threads (which keep "
                              "the default slice) at once; 0: the kernel's default", minimum=0),
         "rank_priority": Key("int", 1, "SCHED_FIFO priority (1-99) of the rank's thread in "
-                             "the training steps, where it only waits (for a batch, through "
-                             "the compute, at the node barrier): woken, it takes a core from "
+                             "the training steps of an epoch whose files are all open, where "
+                             "it only waits (for a batch, through the compute, at the node "
+                             "barrier): woken, it takes a core from "
                              "read threads at once, as an accelerator ends its step whatever "
                              "the host's cores do; needs CAP_SYS_NICE or RLIMIT_RTPRIO "
                              "(refused: the run notes it and goes on); 0: the thread's own "

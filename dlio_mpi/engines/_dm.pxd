@@ -207,9 +207,11 @@ cdef extern from "steploop.h" nogil:
         int64_t check_ns
         int rt_priority
         int rt_errno
+        int rt_on
         double *wait_s
         double *compute_s
         double *exchange_s
         int64_t got
         int arrived
     int dm_steps_run(dm_steps *s, dm_err *e)
+    void dm_steps_leave(dm_steps *s)

@@ -180,8 +180,15 @@ cdef class EpochRequests:
         self.st.nbar = 0 if barrier is None else barrier.n
         self.st.spin_ns = 0 if barrier is None else <int64_t>(barrier.spin_s * 1e9)
         self.st.check_ns = <int64_t>((0.1 if barrier is None else barrier.check_s) * 1e9)
+        dm_steps_leave(&self.st)
         self.st.rt_priority = priority
         self.st.rt_errno = 0
+
+    def leave(self):
+        """Give the thread back its own scheduling policy if run() left it under SCHED_FIFO
+        (run() keeps it across STEPS_PREPARE and STEPS_CHECK): call when the loop is left
+        before STEPS_DONE."""
+        dm_steps_leave(&self.st)
 
     @property
     def rt_errno(self):

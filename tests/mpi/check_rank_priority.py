@@ -2,9 +2,10 @@
 (pipeline.run_epochs, the C step loop) with io.rank_priority, while a thread of each rank reads
 every thread's scheduling policy from /proc every half millisecond.
 
-granted: the rank's thread runs under SCHED_FIFO inside the C loop, the read-ahead threads never
-do, Python called from inside the loop (the files opened in the first epoch) runs under the
-thread's own policy, and after the run the thread has its policy and time slice back.
+granted: the rank's thread runs under SCHED_FIFO inside the C loop of the epochs whose files
+are all open (not the first, which opens them: those opens run under the thread's own policy),
+the read-ahead threads never do, and after the run, and after an error raised in Python between
+steps (rank 0's progress, on 1 rank), the thread has its policy and time slice back.
 refused (ranks launched without CAP_SYS_NICE, RLIMIT_RTPRIO 0): run_facts notes why, and the
 loop runs under the thread's own policy; the epochs are the same.
 
@@ -83,12 +84,15 @@ def main():
     assert len(others) >= cfg.reader.read_threads, others
     assert all(pols == {os.SCHED_OTHER} for pols in others.values()), others
     assert in_python and set(in_python) == {os.SCHED_OTHER}, in_python
-    assert (os.sched_getscheduler(0), slice_ns(main_tid)) == before, before
+    assert os.sched_getscheduler(0) == before[0], "the thread was left under SCHED_FIFO"
+    assert slice_ns(main_tid) == before[1], before
     steps = phases[0]["steps"]
     assert len(phases) == cfg.train.epochs and all(p["steps"] == steps > 0 for p in phases)
     if mode == "granted":
         assert fact == {"rank_priority": cfg.io.rank_priority}, fact
         assert os.SCHED_FIFO in seen[main_tid], seen[main_tid]
+        if comm.Get_size() == 1:
+            failing_progress(cfg, before, main_tid)
     else:
         assert fact["rank_priority"] == 0, fact
         note = fact["rank_priority_note"]
@@ -96,6 +100,27 @@ def main():
         assert os.strerror(errno.EPERM) in note and "\n" not in note, note
         assert seen[main_tid] == {os.SCHED_OTHER}, seen[main_tid]
     print(f"rank {rank}: ok", flush=True)
+
+
+def failing_progress(cfg, before, main_tid):
+    """An error raised in Python between the steps of an epoch run under SCHED_FIFO (the
+    progress shown from inside the loop): the thread leaves the loop with its own policy and
+    slice."""
+    seen = []
+
+    def progress(epoch, at, total):
+        if epoch >= 1 and at < total:
+            seen.append(os.sched_getscheduler(0))
+            raise RuntimeError("progress failed")
+
+    try:
+        pipeline.run_epochs(cfg, comm, engines.OpLog(1 << 16), progress)
+        raise AssertionError("the failing progress raised nothing")
+    except RuntimeError as e:
+        assert str(e) == "progress failed", e
+    assert seen == [os.SCHED_FIFO], seen
+    assert os.sched_getscheduler(0) == before[0], "the thread was left under SCHED_FIFO"
+    assert slice_ns(main_tid) == before[1], before
 
 
 abort_on_error.run(main)

@@ -1,7 +1,8 @@
 """io.rank_priority (tests/mpi/check_rank_priority.py): the rank's thread runs the C step loop
-under SCHED_FIFO and only there (read-ahead threads and Python keep their policy, the thread
-gets its policy and time slice back), at 1 and 2 ranks; launched without CAP_SYS_NICE, the run
-notes why and goes on under the thread's own policy."""
+of the epochs whose files are all open under SCHED_FIFO and only there (read-ahead threads and
+the files' opens keep their policy, the thread gets its policy and time slice back, after an
+error too), at 1 and 2 ranks; launched without CAP_SYS_NICE, the run notes why and goes on
+under the thread's own policy."""
 import os
 import shutil
 
@@ -11,7 +12,7 @@ from mpirun import run_mpi
 
 ARGS = ["dataset.format=tfrecord", "io.interface=posix", "dataset.num_files_train=16",
         "dataset.num_samples_per_file=8", "dataset.record_length=4096", "reader.batch_size=2",
-        "reader.read_threads=2", "reader.sample_shuffle=seed", "train.epochs=2",
+        "reader.read_threads=2", "reader.sample_shuffle=seed", "train.epochs=3",
         "train.computation_time=0.004", "io.rank_priority=3"]
 
 
