@@ -24,6 +24,7 @@ def test_quick_run_prints_the_figures(tmp_path):
     assert last["ratio_cosmoflow"] == round(last["accelerators_cosmoflow"]
                                             / last["limit_cosmoflow"], 3)
     assert last["scale"] == {"cosmoflow": 1}
+    assert last["warm_before_each_run"] is True   # the dataset read before each run
     assert os.listdir(tmp_path) == []          # the datasets are removed
 
 
