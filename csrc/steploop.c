@@ -186,13 +186,10 @@ void dm_steps_leave(dm_steps *s) {
 
 int dm_steps_run(dm_steps *s, dm_err *e) {
     if (s->rt_priority > 0 && !s->rt_on) {
-        int r = dm_thread_fifo(s->rt_priority, &s->rt_was);
-        if (r == 0) {
+        if (dm_thread_fifo(s->rt_priority, &s->rt_was) == 0)
             s->rt_on = 1;
-        } else {
-            s->rt_errno = -r;
-            s->rt_priority = 0;
-        }
+        else
+            s->rt_priority = 0;     /* refused: run_facts' probe said why */
     }
     int rc = steps(s, e);
     if (rc != DM_STEPS_PREPARE && rc != DM_STEPS_CHECK) dm_steps_leave(s);

@@ -54,7 +54,6 @@ typedef struct {
     uint32_t nbar;
     int64_t spin_ns, check_ns;
     int rt_priority;        /* SCHED_FIFO priority of the thread inside the loop, 0: none */
-    int rt_errno;           /* why that priority was refused (the loop then runs without it) */
     int rt_on;              /* the thread runs under it now; its attributes before: */
     dm_sched_attr rt_was;
     double *wait_s, *compute_s, *exchange_s;    /* per step, what it measured */
@@ -66,9 +65,9 @@ typedef struct {
 } dm_steps;
 
 /* Run steps from s->step and s->phase until the epoch ends or Python must act; with
- * rt_priority, under SCHED_FIFO (refused: rt_priority set to 0, rt_errno), which it keeps
- * for Python's short errands within the steps (DM_STEPS_PREPARE, DM_STEPS_CHECK) and gives
- * back on any other return. */
+ * rt_priority, under SCHED_FIFO (refused: rt_priority set to 0, the steps go on without it),
+ * which it keeps for Python's short errands within the steps (DM_STEPS_PREPARE,
+ * DM_STEPS_CHECK) and gives back on any other return. */
 int dm_steps_run(dm_steps *s, dm_err *e);
 /* Give the thread back its attributes if the loop left it under SCHED_FIFO (call when the
  * loop is left early, on an error raised between calls). */

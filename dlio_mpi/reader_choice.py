@@ -24,11 +24,15 @@ def reserve_descriptors(n):
     inside the open of one step (cosmoflow at 16 ranks on 2 cores, a new file a step, the
     files kept open: the epochs where the table passed 256 and 512 descriptors had AU 66-68 %,
     the others 75-79 %). One descriptor taken at the top of the range and given back grows it
-    once (the table never shrinks). Returns that descriptor, or -1 (nothing to do, or the
-    open-file limit is lower)."""
+    once (the table never shrinks). Best effort: returns that descriptor, or -1 (nothing to
+    do, the open-file limit is lower, or no descriptor was free: the opens then grow the table
+    as before, and a real shortage is reported where a file is opened)."""
     if n < 1:
         return -1
-    fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
     try:
         want = fd + n + 16              # and a few for the run's own files (outputs, logs)
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -39,6 +43,8 @@ def reserve_descriptors(n):
         top = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, want)
         os.close(top)
         return top
+    except OSError:
+        return -1
     finally:
         os.close(fd)
 

@@ -66,3 +66,22 @@ def test_a_reader_reserves_what_it_keeps_open(tmp_path):
     before, after, keep, fds = json.loads(p.stdout.strip().splitlines()[-1])
     assert keep < 3000                              # the cap, not the dataset's files
     assert before < keep + fds <= after
+
+
+def test_no_free_descriptor_is_no_error():
+    """At the open-file limit, nothing is reserved and nothing raises: the opens report a real
+    shortage where a file is opened."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    held = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(open_fds()) + 16, hard))
+    try:
+        while True:
+            try:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                break
+        assert reader_choice.reserve_descriptors(100) == -1
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -206,7 +206,6 @@ cdef extern from "steploop.h" nogil:
         int64_t spin_ns
         int64_t check_ns
         int rt_priority
-        int rt_errno
         int rt_on
         double *wait_s
         double *compute_s

@@ -166,7 +166,8 @@ cdef class EpochRequests:
         """Before run(): each step's compute in ns, the node barrier that closes each step
         (None: run() returns STEPS_EXCHANGE for Python to run the exchange), how far into
         a step's compute (at most half of it) the next batches are queued, and the SCHED_FIFO
-        priority of the thread inside run() (0: its own policy; refused: see rt_errno)."""
+        priority of the thread inside run() (0: its own policy; refused, run() goes on
+        without it)."""
         if not 0 <= priority <= 99:
             raise ValueError(f"priority {priority}: SCHED_FIFO priorities are 1-99 (0: none)")
         cdef cnp.ndarray sl = _i64(sleep_ns)
@@ -182,18 +183,12 @@ cdef class EpochRequests:
         self.st.check_ns = <int64_t>((0.1 if barrier is None else barrier.check_s) * 1e9)
         dm_steps_leave(&self.st)
         self.st.rt_priority = priority
-        self.st.rt_errno = 0
 
     def leave(self):
         """Give the thread back its own scheduling policy if run() left it under SCHED_FIFO
         (run() keeps it across STEPS_PREPARE and STEPS_CHECK): call when the loop is left
         before STEPS_DONE."""
         dm_steps_leave(&self.st)
-
-    @property
-    def rt_errno(self):
-        """The errno of a refused start_loop priority (the loop ran without it), else 0."""
-        return self.st.rt_errno
 
     def run(self):
         """Run steps until the epoch ends (STEPS_DONE) or Python must act: STEPS_CHECK (time
