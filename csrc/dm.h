@@ -123,6 +123,8 @@ typedef struct {
 int dm_thread_fifo(int priority, dm_sched_attr *was);
 /* Gives the calling thread back the attributes *was: 0 or -errno. */
 int dm_thread_sched_restore(const dm_sched_attr *was);
+/* Whether the calling thread may run at nice (set, then its value back): 0 or -errno. */
+int dm_thread_nice_probe(int nice);
 
 /* node_barrier.c: a barrier of one node's processes in shared memory (zeroed before first
  * use), waited on with futexes. arrive adds the caller to the round and returns the round
@@ -364,7 +366,7 @@ typedef struct dm_readahead dm_readahead;
  * (the most a segment spans), reused segment after segment, and a request hands over its byte
  * counts only (a loader that does not keep the samples, as the emulator, whose steps discard
  * them). Buffers are touched at creation, so that no read pays for the first touch of its
- * memory. The threads run niced and as SCHED_BATCH (readahead.c says why). */
+ * memory. The threads run as the creating thread does (readahead.c says why). */
 dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
                            dm_err *e);
 /* Stops the threads after the queued requests. */
@@ -390,6 +392,11 @@ int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int6
 int dm_ra_segment_bytes(dm_readahead *ra, int64_t ticket, size_t n, int64_t *got, dm_err *e);
 int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e);
 size_t dm_ra_slot_bytes(const dm_readahead *ra);
+/* Catching up (readahead_setup.c): from now on, the threads run at nice while the request
+ * waited for, or the one after the last released, is not read yet (0: never; set back at
+ * once). Returns 0, or -errno when the kernel refuses that nice value (the boost is then off).
+ * Call from the thread that waits for and releases the requests. */
+int dm_ra_boost(dm_readahead *ra, int nice);
 
 /* ------------------------------------------------------------------ status guard */
 /* On SIGTERM or SIGINT, even inside a blocking call: write body to final (through tmp and a

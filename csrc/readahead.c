@@ -29,72 +29,11 @@
  * nothing. Under EEVDF (Linux 6.12 and later) the rank's thread asks for a short time slice
  * (io.rank_slice_us) so that, woken at a step's end or in the gradient exchange, it takes a
  * core from read threads at once; the threads set the kernel's default slice back for
- * themselves, as they would otherwise inherit the short one from the thread creating them. */
+ * themselves, as they would otherwise inherit the short one from the thread creating them.
+ * A rank whose next batch is behind has its threads catch up (dm_ra_boost, readahead_setup.c).
+ */
 #define _GNU_SOURCE
-#include "dm.h"
-
-#include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
-#include <pthread.h>
-#include <sys/syscall.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_DONE };
-
-typedef struct {
-    dm_ra_seg seg;
-    size_t first;           /* its first range in the request's off/len */
-    int64_t bufpos;         /* where its ranges start in the slot (keep) */
-    int64_t got;            /* bytes read */
-} seg_t;
-
-typedef struct {
-    int state;
-    int64_t ticket;
-    size_t n, cap;          /* ranges */
-    int64_t *off, *len;
-    size_t nseg, segcap;
-    seg_t *segs;
-    size_t claimed;         /* segments taken by threads */
-    size_t finished;        /* segments done */
-    char *buf;
-    int64_t need;           /* bytes the request spans in its slot */
-    int64_t total;
-    int failed;
-    dm_err err;
-} slot_t;
-
-typedef struct {            /* the segment a thread reads, for ordered handles */
-    const void *handle;
-    uint64_t seq;
-    int active;
-} inflight_t;
-
-struct dm_readahead {
-    pthread_mutex_t mu;
-    uint32_t work_seq;          /* futex word threads wait on for a queued segment */
-    int idle;                   /* threads waiting on it */
-    pthread_cond_t cv_state;    /* submitters and waiters wait for a slot state change */
-    pthread_cond_t cv_order;    /* a thread waits for an earlier segment of its handle */
-    pthread_t *threads;
-    int nthreads;               /* threads started */
-    int nfly;                   /* size of fly */
-    int started;                /* threads that took their buffer */
-    char **tbuf;                /* without keep: one buffer per thread */
-    inflight_t *fly;
-    int keep;
-    int depth;
-    size_t slot_bytes;
-    slot_t *slots;
-    int64_t next_submit;
-    int64_t next_pick;          /* oldest request with unclaimed segments */
-    uint64_t seq;               /* segments claimed so far */
-    int stop;
-};
+#include "readahead_impl.h"
 
 /* Under mu: wait while another thread reads an earlier segment of the same handle. */
 static void wait_turn(dm_readahead *ra, int me, const void *handle, uint64_t seq) {
@@ -113,11 +52,15 @@ static void preprocess(int64_t ns) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-static void *worker(void *arg) {
+void *dm_ra_worker(void *arg) {
     dm_readahead *ra = arg;
     dm_thread_slice(0);     /* the kernel's default slice, not the rank thread's short one */
     pthread_mutex_lock(&ra->mu);
     int me = ra->started++;
+    ra->tids[me] = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)ra->tids[me]);
+    ra->nice0[me] = errno ? 0 : nice;
     if (ra->started == ra->nfly) pthread_cond_broadcast(&ra->cv_state);
     char *own = ra->keep ? NULL : ra->tbuf[me];
     for (;;) {
@@ -177,93 +120,6 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&ra->mu);
     return NULL;
 }
-
-static char *touched(size_t align, size_t bytes) {
-    char *b = dm_aligned_alloc(align, bytes);
-    if (b) memset(b, 0, bytes);
-    return b;
-}
-
-static void free_parts(dm_readahead *ra) {
-    for (int i = 0; ra->slots && i < ra->depth; i++) {
-        dm_aligned_free(ra->slots[i].buf);
-        free(ra->slots[i].off);
-        free(ra->slots[i].len);
-        free(ra->slots[i].segs);
-    }
-    for (int i = 0; ra->tbuf && i < ra->nfly; i++) dm_aligned_free(ra->tbuf[i]);
-    free(ra->tbuf);
-    free(ra->fly);
-    free(ra->slots);
-    free(ra->threads);
-    free(ra);
-}
-
-dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
-                           dm_err *e) {
-    if (nthreads < 1 || depth < 1 || slot_bytes == 0) {
-        dm_err_set(e, DM_EARG, "read-ahead needs at least 1 thread, depth 1 and a slot size "
-                   "(got %d threads, depth %d, %zu bytes)", nthreads, depth, slot_bytes);
-        return NULL;
-    }
-    if (align < 64) align = 64;
-    dm_readahead *ra = calloc(1, sizeof *ra);
-    if (!ra) goto nomem;
-    ra->depth = depth;
-    ra->nfly = nthreads;
-    ra->slot_bytes = slot_bytes;
-    ra->keep = keep;
-    ra->slots = calloc((size_t)depth, sizeof(slot_t));
-    ra->threads = calloc((size_t)nthreads, sizeof(pthread_t));
-    ra->tbuf = calloc((size_t)nthreads, sizeof(char *));
-    ra->fly = calloc((size_t)nthreads, sizeof(inflight_t));
-    if (!ra->slots || !ra->threads || !ra->tbuf || !ra->fly) goto nomem_free;
-    size_t bytes = (slot_bytes + align - 1) / align * align;
-    for (int i = 0; i < depth; i++) {
-        ra->slots[i].ticket = -1;
-        if (keep && !(ra->slots[i].buf = touched(align, bytes))) goto nomem_free;
-    }
-    for (int i = 0; i < nthreads && !keep; i++)
-        if (!(ra->tbuf[i] = touched(align, bytes))) goto nomem_free;
-    pthread_mutex_init(&ra->mu, NULL);
-    pthread_cond_init(&ra->cv_state, NULL);
-    pthread_cond_init(&ra->cv_order, NULL);
-    for (int i = 0; i < nthreads; i++) {
-        if (pthread_create(&ra->threads[i], NULL, worker, ra) != 0) {
-            dm_err_set(e, DM_ENOMEM, "cannot start read-ahead thread %d", i);
-            dm_ra_free(ra);
-            return NULL;
-        }
-        ra->nthreads = i + 1;
-    }
-    /* every thread has its scheduling attributes and buffer before the first request */
-    pthread_mutex_lock(&ra->mu);
-    while (ra->started < nthreads) pthread_cond_wait(&ra->cv_state, &ra->mu);
-    pthread_mutex_unlock(&ra->mu);
-    return ra;
-nomem_free:
-    free_parts(ra);
-nomem:
-    dm_err_set(e, DM_ENOMEM, "cannot allocate read-ahead buffers of %d x %zu bytes",
-               keep ? depth : nthreads, slot_bytes);
-    return NULL;
-}
-
-void dm_ra_free(dm_readahead *ra) {
-    if (!ra) return;
-    pthread_mutex_lock(&ra->mu);
-    ra->stop = 1;
-    __atomic_add_fetch(&ra->work_seq, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&ra->mu);
-    syscall(SYS_futex, &ra->work_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-    for (int i = 0; i < ra->nthreads; i++) pthread_join(ra->threads[i], NULL);
-    pthread_mutex_destroy(&ra->mu);
-    pthread_cond_destroy(&ra->cv_state);
-    pthread_cond_destroy(&ra->cv_order);
-    free_parts(ra);
-}
-
-size_t dm_ra_slot_bytes(const dm_readahead *ra) { return ra->slot_bytes; }
 
 /* Make room for want elements of size bytes in *p (capacity *cap). */
 static int reserve(void **p, size_t *cap, size_t want, size_t size) {
@@ -357,6 +213,11 @@ int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int6
     pthread_mutex_lock(&ra->mu);
     slot_t *s = slot_of(ra, ticket, e);
     if (!s) { pthread_mutex_unlock(&ra->mu); return -1; }
+    if (s->state != SLOT_DONE && ra->boost_nice && !ra->boosted) {
+        pthread_mutex_unlock(&ra->mu);
+        dm_ra_catch_up(ra, 1);
+        pthread_mutex_lock(&ra->mu);
+    }
     while (s->state != SLOT_DONE) pthread_cond_wait(&ra->cv_state, &ra->mu);
     int failed = s->failed;
     if (failed && e) *e = s->err;
@@ -388,6 +249,11 @@ int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e) {
     while (s->state != SLOT_DONE) pthread_cond_wait(&ra->cv_state, &ra->mu);
     s->state = SLOT_FREE;
     pthread_cond_broadcast(&ra->cv_state);
+    /* the request the next step takes: queued and not read yet, its threads catch up */
+    const slot_t *nx = &ra->slots[(ticket + 1) % ra->depth];
+    int behind = ticket + 1 < ra->next_submit && nx->ticket == ticket + 1 &&
+                 nx->state != SLOT_DONE;
     pthread_mutex_unlock(&ra->mu);
+    dm_ra_catch_up(ra, behind);
     return 0;
 }

@@ -21,7 +21,13 @@
  * handlers and progress (a switch back to the fair policy places the thread behind the read
  * threads' slices) and given back at the epoch's end and before any exchange Python runs (an
  * MPI call may spin). Python asks for it only in epochs whose steps open no files
- * (dlio_mpi.steploop.rank_priority). */
+ * (dlio_mpi.steploop.rank_priority).
+ *
+ * Under it, the read threads catch up (dm_ra_boost, readahead_setup.c) at
+ * DM_STEPS_BOOST_NICE while the batch the rank's step waits for or takes next is not read yet:
+ * resnet50 at 64 ranks on 2 cores, AU 72.3 -> 87.9 % (3 runs each, alternated); at 60 ranks
+ * 89.8 -> 91.7 %. Not under the thread's own policy: the boosted threads then took the cores
+ * from the ranks' threads (unet3d at 5 ranks, 85.2 -> 81.5 %). */
 #define _GNU_SOURCE
 #include "steploop.h"
 
@@ -180,16 +186,21 @@ static int steps(dm_steps *s, dm_err *e) {
 }
 
 void dm_steps_leave(dm_steps *s) {
-    if (s->rt_on) dm_thread_sched_restore(&s->rt_was);
+    if (s->rt_on) {
+        dm_ra_boost(s->ra, 0);
+        dm_thread_sched_restore(&s->rt_was);
+    }
     s->rt_on = 0;
 }
 
 int dm_steps_run(dm_steps *s, dm_err *e) {
     if (s->rt_priority > 0 && !s->rt_on) {
-        if (dm_thread_fifo(s->rt_priority, &s->rt_was) == 0)
+        if (dm_thread_fifo(s->rt_priority, &s->rt_was) == 0) {
             s->rt_on = 1;
-        else
+            dm_ra_boost(s->ra, DM_STEPS_BOOST_NICE);    /* refused: run_facts said why */
+        } else {
             s->rt_priority = 0;     /* refused: run_facts' probe said why */
+        }
     }
     int rc = steps(s, e);
     if (rc != DM_STEPS_PREPARE && rc != DM_STEPS_CHECK) dm_steps_leave(s);

@@ -39,6 +39,9 @@ enum {
     DM_STEPS_ERROR,         /* a read or submit failed (e set) */
 };
 
+/* The nice value of a rank's read threads while its next batch is behind (steploop.c). */
+#define DM_STEPS_BOOST_NICE (-20)
+
 typedef struct {
     dm_readahead *ra;
     dm_epoch *ep;

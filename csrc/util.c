@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +77,16 @@ int dm_thread_fifo(int priority, dm_sched_attr *was) {
     (void)priority; (void)was;
     return -ENOSYS;
 #endif
+}
+
+int dm_thread_nice_probe(int nice) {
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int was = getpriority(PRIO_PROCESS, tid);
+    if (errno) was = 0;
+    if (setpriority(PRIO_PROCESS, tid, nice) != 0) return -errno;
+    setpriority(PRIO_PROCESS, tid, was);
+    return 0;
 }
 
 int dm_thread_sched_restore(const dm_sched_attr *was) {

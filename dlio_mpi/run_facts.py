@@ -73,21 +73,35 @@ def rank_slice(cfg, comm):
 
 def rank_priority(cfg, comm):
     """Whether every rank's thread may run its training steps under SCHED_FIFO at
-    io.rank_priority (engines.thread_fifo_probe); the fact: the priority, or 0 and why not."""
+    io.rank_priority (engines.thread_fifo_probe), and its read threads catch up at nice
+    engines.STEPS_BOOST_NICE there (thread_nice_probe); the facts: the priority, or 0 and why
+    not; the nice value, or 0 and why not."""
     want = cfg.io.rank_priority
     if not want:
-        return {"rank_priority": 0}
+        return {"rank_priority": 0, "read_boost_nice": 0}
+    why = boost_why = ""
     try:
         engines.thread_fifo_probe(want)
-        why = ""
     except OSError as e:
         why = e.strerror
-    why = [w for w in comm.allgather(why) if w]
-    if not why:
-        return {"rank_priority": want}
-    return {"rank_priority": 0, "rank_priority_note": (
-        f"io.rank_priority={want}: {why[0]}; the steps run under the thread's own policy, "
-        "where a woken rank may wait for read threads' time slices (more threads than cores)")}
+    try:
+        engines.thread_nice_probe(engines.STEPS_BOOST_NICE)
+    except OSError as e:
+        boost_why = e.strerror
+    whys = comm.allgather((why, boost_why))
+    why = [w for w, _ in whys if w]
+    if why:
+        return {"rank_priority": 0, "read_boost_nice": 0, "rank_priority_note": (
+            f"io.rank_priority={want}: {why[0]}; the steps run under the thread's own policy, "
+            "where a woken rank may wait for read threads' time slices (more threads than "
+            "cores)")}
+    facts = {"rank_priority": want, "read_boost_nice": engines.STEPS_BOOST_NICE}
+    boost_why = [w for _, w in whys if w]
+    if boost_why:
+        facts.update(read_boost_nice=0, read_boost_note=(
+            f"read threads behind: {boost_why[0]}; a rank whose next batch falls behind gets "
+            "the cores' share of every other rank"))
+    return facts
 
 
 def odirect_widening(cfg):

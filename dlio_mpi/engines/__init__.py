@@ -19,6 +19,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     MPIFile,
     NodeBarrier,
     OpLog,
+    STEPS_BOOST_NICE,
     STEPS_CHECK,
     STEPS_DONE,
     STEPS_EXCHANGE,
@@ -38,6 +39,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     status_guard_arm,
     status_guard_disarm,
     thread_fifo_probe,
+    thread_nice_probe,
     thread_slice,
 )
 

@@ -150,6 +150,15 @@ def thread_fifo_probe(int priority):
         raise OSError(-r, f"sched_setattr (the thread's own policy back): {os.strerror(-r)}")
 
 
+def thread_nice_probe(int nice):
+    """Whether the calling thread may run at nice: sets it and gives the thread its value back
+    at once; raises OSError (EACCES without CAP_SYS_NICE or an RLIMIT_NICE that allows it) when
+    the kernel refuses."""
+    cdef int r = dm_thread_nice_probe(nice)
+    if r < 0:
+        raise OSError(-r, f"setpriority (nice {nice}): {os.strerror(-r)}")
+
+
 def mono_ns():
     """CLOCK_MONOTONIC in ns, the clock of the op log's origin."""
     return dm_mono_ns()

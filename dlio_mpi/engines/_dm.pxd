@@ -48,6 +48,7 @@ cdef extern from "dm.h" nogil:
         uint32_t policy
     int dm_thread_fifo(int priority, dm_sched_attr *was)
     int dm_thread_sched_restore(const dm_sched_attr *was)
+    int dm_thread_nice_probe(int nice)
     ctypedef struct dm_nbar:
         uint32_t count
         uint32_t gen
@@ -164,6 +165,7 @@ cdef extern from "dm.h" nogil:
                             dm_err *e)
     int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e)
     size_t dm_ra_slot_bytes(const dm_readahead *ra)
+    int dm_ra_boost(dm_readahead *ra, int nice)
 
 cdef extern from "steploop.h" nogil:
     ctypedef struct dm_epoch:
@@ -184,6 +186,7 @@ cdef extern from "steploop.h" nogil:
         int64_t *len
     int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e)
     enum: DM_PH_WAIT
+    enum: DM_STEPS_BOOST_NICE
     enum: DM_STEPS_DONE
     enum: DM_STEPS_CHECK
     enum: DM_STEPS_PREPARE

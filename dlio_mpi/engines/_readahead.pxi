@@ -162,6 +162,17 @@ cdef class ReadAhead:
         CHK(dm_ra_segment_bytes(self.ra, ticket, nseg, <int64_t *>got.data, &e), &e)
         return got
 
+    def boost(self, int nice):
+        """Catching up: from now on the threads run at nice while the request waited for, or
+        the one after the last released, is not read yet (0: never; set back at once). Raises
+        OSError when the kernel refuses that nice value (the boost is then off). For the thread
+        that waits for and releases the requests."""
+        if self.ra == NULL:
+            raise ValueError("read-ahead is closed")
+        cdef int r = dm_ra_boost(self.ra, nice)
+        if r < 0:
+            raise OSError(-r, f"setpriority (nice {nice}): {os.strerror(-r)}")
+
     def release(self, int64_t ticket):
         """Give the ticket's slot back to the ring."""
         cdef dm_err e

@@ -3,6 +3,8 @@
 
 STEPS_DONE, STEPS_CHECK, STEPS_PREPARE, STEPS_EXCHANGE, STEPS_SHORT = (
     DM_STEPS_DONE, DM_STEPS_CHECK, DM_STEPS_PREPARE, DM_STEPS_EXCHANGE, DM_STEPS_SHORT)
+# the nice value of a rank's read threads while its next batch is behind (csrc/steploop.c)
+STEPS_BOOST_NICE = DM_STEPS_BOOST_NICE
 
 
 cdef class EpochRequests:
