@@ -1,8 +1,16 @@
 /* An epoch's read-ahead requests built ahead of its steps, and the step loop of a rank's
  * training epoch, run without the GIL (dlio_mpi/steploop.py says when).
  *
+ * With sync_first the loop begins with the node barrier that starts the epoch (t_start: when
+ * it released the rank; t_end: when the last step ended, before the thread's own policy and
+ * Python's epoch's end, which may wait for the cores, come back): under SCHED_FIFO each rank's thread then runs at once, where from
+ * Python, under its own policy, it waited for the cores behind the read threads of the ranks
+ * released before it (resnet50 at 60 ranks on 2 cores: the last rank left the barrier 50-67
+ * ms after the first, and every rank waited for it at the first step's barrier).
+ *
  * A step does what dlio_mpi.pipeline.run_epochs does: wait for the step's batch and release
- * it; queue the next batches (up to `ahead` queued); sleep until the step's compute time has
+ * it (the epoch's first `ahead` batches queued first, unless Python queued them); queue the
+ * next batches (up to `ahead` queued); sleep until the step's compute time has
  * passed since the batch arrived (an absolute deadline; when the host's own work outlasted it,
  * the compute counted is the step's time, else until the end of the sleep, oversleep
  * included); then the gradient exchange, the node barrier. It records the wait, compute and
@@ -61,12 +69,14 @@ int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e)
     return dm_ra_submit(ra, (size_t)(g1 - g0), ep->segs, ep->off, ep->len, e);
 }
 
-static int refill(dm_steps *s, dm_err *e) {
+/* Submit steps until nsub reaches upto (or the epoch's end). */
+static int refill(dm_steps *s, int64_t upto, dm_err *e) {
     dm_epoch *ep = s->ep;
-    while (s->nsub < ep->nsteps && s->nsub - (s->step + 1) < s->ahead) {
+    while (s->nsub < ep->nsteps && s->nsub < upto) {
         if (s->prepare[s->nsub]) return DM_STEPS_PREPARE;
         int64_t t = dm_epoch_submit(s->ra, ep, s->nsub, e);
         if (t < 0) return DM_STEPS_ERROR;
+        if (s->ticket0 < 0) s->ticket0 = t - s->nsub;
         if (t != s->ticket0 + s->nsub) {
             dm_err_set(e, DM_EARG, "step %lld got read-ahead ticket %lld, not %lld",
                        (long long)s->nsub, (long long)t, (long long)(s->ticket0 + s->nsub));
@@ -114,8 +124,9 @@ static int compute(dm_steps *s) {
     return DM_STEPS_DONE;
 }
 
-/* The node barrier: DM_STEPS_DONE when every rank arrived, DM_STEPS_CHECK to return first. */
-static int exchange(dm_steps *s) {
+/* The node barrier: DM_STEPS_DONE when every rank arrived, DM_STEPS_CHECK to return first;
+ * its time recorded as the step's exchange (record). */
+static int exchange(dm_steps *s, int record) {
     if (!s->arrived) {
         int last = 0;
         s->t_ex0 = dm_mono_ns();
@@ -129,7 +140,7 @@ static int exchange(dm_steps *s) {
         if (rc != 0) return DM_STEPS_CHECK;
     }
     s->arrived = 0;
-    s->exchange_s[s->step] = (dm_mono_ns() - s->t_ex0) * 1e-9;
+    if (record) s->exchange_s[s->step] = (dm_mono_ns() - s->t_ex0) * 1e-9;
     return DM_STEPS_DONE;
 }
 
@@ -139,8 +150,17 @@ static int steps(dm_steps *s, dm_err *e) {
     s->t_call = dm_mono_ns();
     for (;;) {
         switch (s->phase) {
-        case DM_PH_WAIT: {
+        case DM_PH_START:   /* the barrier that starts the epoch, if the loop waits it */
+            if (s->sync_first && s->bar && (rc = exchange(s, 0)) != DM_STEPS_DONE) return rc;
+            s->t_start = s->t_end = dm_mono_ns();
+            s->phase = DM_PH_FILL;
+            break;
+        case DM_PH_FILL:    /* the epoch's first batches, where Python queued none */
             if (s->step >= ep->nsteps) return DM_STEPS_DONE;
+            if ((rc = refill(s, s->step + s->ahead, e)) != DM_STEPS_DONE) return rc;
+            s->phase = DM_PH_WAIT;
+            break;
+        case DM_PH_WAIT: {
             int64_t t0 = dm_mono_ns(), need = 0, total = 0, ticket = s->ticket0 + s->step;
             char *buf = NULL;
             if (dm_ra_wait(s->ra, ticket, &buf, &need, &total, e) != 0) return DM_STEPS_ERROR;
@@ -160,7 +180,7 @@ static int steps(dm_steps *s, dm_err *e) {
             break;
         }
         case DM_PH_REFILL:
-            if ((rc = refill(s, e)) != DM_STEPS_DONE) return rc;
+            if ((rc = refill(s, s->step + 1 + s->ahead, e)) != DM_STEPS_DONE) return rc;
             s->phase = DM_PH_SLEEP;
             s->slept = 0;
             break;
@@ -173,12 +193,13 @@ static int steps(dm_steps *s, dm_err *e) {
                 s->phase = DM_PH_NEXT;
                 return DM_STEPS_EXCHANGE;
             }
-            if ((rc = exchange(s)) != DM_STEPS_DONE) return rc;
+            if ((rc = exchange(s, 1)) != DM_STEPS_DONE) return rc;
             s->phase = DM_PH_NEXT;
             break;
         default:    /* DM_PH_NEXT */
             s->step++;
-            s->phase = DM_PH_WAIT;
+            s->phase = DM_PH_FILL;
+            s->t_end = dm_mono_ns();
             if (s->step >= ep->nsteps) return DM_STEPS_DONE;
             if (dm_mono_ns() - s->t_call >= s->check_ns) return DM_STEPS_CHECK;
         }

@@ -28,7 +28,8 @@ typedef struct {
 int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e);
 
 /* The step loop's state between calls of dm_steps_run. */
-enum { DM_PH_WAIT = 0, DM_PH_DEFER, DM_PH_REFILL, DM_PH_SLEEP, DM_PH_EXCHANGE, DM_PH_NEXT };
+enum { DM_PH_START = 0, DM_PH_FILL, DM_PH_WAIT, DM_PH_DEFER, DM_PH_REFILL, DM_PH_SLEEP,
+       DM_PH_EXCHANGE, DM_PH_NEXT };
 /* What dm_steps_run returned for. */
 enum {
     DM_STEPS_DONE = 0,      /* the epoch's last step is done */
@@ -56,6 +57,9 @@ typedef struct {
     dm_nbar *bar;           /* the node barrier, or NULL: Python runs the exchange */
     uint32_t nbar;
     int64_t spin_ns, check_ns;
+    int sync_first;         /* begin with the node barrier that starts the epoch */
+    int64_t t_start;        /* when the epoch started for this rank (CLOCK_MONOTONIC ns), */
+    int64_t t_end;          /* when its last step (so far) ended */
     int rt_priority;        /* SCHED_FIFO priority of the thread inside the loop, 0: none */
     int rt_on;              /* the thread runs under it now; its attributes before: */
     dm_sched_attr rt_was;

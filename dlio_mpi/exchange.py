@@ -73,14 +73,27 @@ class Exchange:
         while not req.Test():
             time.sleep(self.POLL_S)
 
+    def _barrier_all(self):
+        """The node barrier, and across nodes their leaders' Ibarrier, then the node's."""
+        self.barrier.wait()
+        if self.nodes > 1:
+            if self.leaders != _mpi().COMM_NULL:
+                self._poll(self.leaders.Ibarrier())
+            self.barrier.wait()
+
+    def sync(self):
+        """A barrier of all ranks (an epoch's start), waited for as the exchange waits."""
+        if self.barrier is not None:
+            self._barrier_all()
+        elif not self.sleep:
+            self.comm.Barrier()
+        else:
+            self._poll(self.comm.Ibarrier())
+
     def __call__(self):
         MPI = _mpi()
         if self.barrier is not None:
-            self.barrier.wait()
-            if self.nodes > 1:
-                if self.leaders != MPI.COMM_NULL:
-                    self._poll(self.leaders.Ibarrier())
-                self.barrier.wait()
+            self._barrier_all()
         elif not self.sleep:
             if self.send is None:
                 self.comm.Barrier()

@@ -186,16 +186,26 @@ def run_epochs(cfg, comm, log, progress=None):
         sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
                              cfg.train.computation_time_stdev)
         reader.plan_epoch(plan, files)      # the emulator's bookkeeping, untimed
-        comm.Barrier()
-        reader.start_epoch(plan, files)
+        # the C step loop where it applies (dlio_mpi.steploop); step 0 of the run in Python,
+        # which notes when the first batch arrived
+        py_steps, c_only = len(plan), False
+        if steploop.usable(cfg, reader, plan, done_steps, in_memory):
+            py_steps = 1 if first_batch is None else 0
+            c_only = py_steps == 0
+        # the epoch's start: ranks released at once (a blocking MPI barrier's spinning ranks
+        # took the cores from each other), then only what the application does; the C loop
+        # waits for that barrier and queues its first batches itself, under the rank's
+        # priority (dlio_mpi.steploop)
+        c_sync = c_only and steploop.syncs(exchange)
+        if not c_sync:
+            exchange.sync()
+        if c_only:
+            reader.start_epoch(plan, files, fill=False)
+        else:
+            reader.start_epoch(plan, files)
         t_start = time.perf_counter()
         io_wait = compute = first_io = ckpt_s = 0.0
         waits = np.zeros(len(plan))
-        # the C step loop where it applies (dlio_mpi.steploop); step 0 of the run in Python,
-        # which notes when the first batch arrived
-        py_steps = len(plan)
-        if steploop.usable(cfg, reader, plan, done_steps, in_memory):
-            py_steps = 1 if first_batch is None else 0
         for step, batch in enumerate(plan[:py_steps]):
             t0 = time.perf_counter()
             if not in_memory:
@@ -218,7 +228,12 @@ def run_epochs(cfg, comm, log, progress=None):
         if py_steps < len(plan):
             shown = (lambda at: progress(epoch, at, len(plan))) if progress and rank == 0 \
                 else None
-            w, c, _ = steploop.run(reader, exchange, sleeps, shown, cfg.io.rank_priority)
+            w, c, _ = steploop.run(reader, exchange, sleeps, shown, cfg.io.rank_priority,
+                                   c_sync)
+            if c_sync:
+                t_start = reader.ep.t_start_ns * 1e-9     # time.perf_counter's clock
+            if c_only:          # the epoch ends with its last step, not when Python is back
+                t_end = reader.ep.t_end_ns * 1e-9
             if py_steps == 0:
                 first_io = float(w[0])
             waits[py_steps:] = w[py_steps:]
@@ -227,7 +242,7 @@ def run_epochs(cfg, comm, log, progress=None):
             if shown:
                 shown(len(plan))
         # checkpoints during the epoch are not training time (AU)
-        wall = time.perf_counter() - t_start - ckpt_s
+        wall = (t_end if c_only else time.perf_counter()) - t_start - ckpt_s
         done_steps += len(plan)
         close_phase(_phase("train", epoch, plan, wall, io_wait, compute, first_io, waits,
                            log))

@@ -55,12 +55,12 @@ class PrefetchReader(Reader):
     MPI-IO driver need MPI_THREAD_MULTIPLE (read_ahead_off); libhdf5 calls take turns under the
     engine's one lock.
 
-    Byte-range formats read without O_DIRECT build an epoch's requests at start_epoch
-    (dlio_mpi.epoch_requests, engines.EpochRequests): a step's submit is then one C call, and
-    the step loop can run in C (dlio_mpi.steploop). Files are opened (and closed beyond
-    max_open), and headers read for their index, when the first step reading them is queued,
-    as above (epoch_requests.EpochQueue); a format whose index is read from headers and whose
-    files' indexes do not all fit the dataset's cache is queued batch by batch."""
+    Byte-range formats read without O_DIRECT build an epoch's requests before it starts
+    (plan_epoch; dlio_mpi.epoch_requests, engines.EpochRequests): a step's submit is then one
+    C call, and the step loop can run in C (dlio_mpi.steploop). Files are opened (and closed
+    beyond max_open), and headers read for their index, when the first step reading them is
+    queued, as above (epoch_requests.EpochQueue); a format whose index is read from headers and
+    whose files' indexes do not all fit the dataset's cache is queued batch by batch."""
 
     def __init__(self, cfg, comm, log, inner):
         self.inner = inner
@@ -82,15 +82,33 @@ class PrefetchReader(Reader):
                                     align=align, keep=False)   # steps discard the samples
         self.steps = []
         self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
-        self.queue = self.ep = None   # the epoch's requests, when built at start_epoch
+        self.queue = self.ep = None   # the epoch's requests, when built (plan_epoch)
+        self.planned = False          # plan_epoch ran for the next start_epoch
 
-    def start_epoch(self, plan, files=None):
+    def plan_epoch(self, plan, files=None):
+        """Reader.plan_epoch, and the epoch's requests built (where they are): before the
+        barrier that starts the epoch, so that after it a rank's thread only queues them."""
+        super().plan_epoch(plan, files)
+        self._build(plan)
+        self.planned = True
+
+    def _build(self, plan):
         self._settle()
         plan = np.asarray(plan)
-        if plan.ndim == 2 and len(plan) and self._plan_epoch(plan):
-            self._fill()
+        if plan.ndim == 2 and len(plan):
+            self._plan_epoch(plan)
+
+    def start_epoch(self, plan, files=None, fill=True):
+        """The epoch's first batches queued; with its requests built and fill False, none:
+        the C step loop queues them (dlio_mpi.steploop)."""
+        if not self.planned:
+            self._build(plan)
+        self.planned = False
+        if self.ep is not None:
+            if fill:
+                self._fill()
             return
-        self.steps = list(plan)[::-1]
+        self.steps = list(np.asarray(plan))[::-1]
         self._fill()
 
     def _plan_epoch(self, plan):

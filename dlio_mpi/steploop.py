@@ -54,16 +54,24 @@ def rank_priority(ep, priority):
     return priority if priority and not ep.prepare.any() else 0
 
 
-def run(reader, exchange, sleeps, on_check=None, priority=0):
+def syncs(exchange):
+    """Whether the C loop itself waits for the barrier that starts an epoch (run's sync): with
+    a node barrier on one node, which it waits under the rank's priority."""
+    return getattr(exchange, "barrier", None) is not None and getattr(exchange, "nodes", 1) == 1
+
+
+def run(reader, exchange, sleeps, on_check=None, priority=0, sync=False):
     """The epoch's steps (reader.start_epoch done, no step consumed); returns the per-step
     (wait, compute, exchange) seconds. on_check(step) runs whenever the loop comes back to
     Python between steps; priority: the SCHED_FIFO priority of the thread inside the C loop
     (io.rank_priority; refused, the loop runs without it, as run_facts notes) in an epoch
-    whose files are all open when it starts (see rank_priority)."""
+    whose files are all open when it starts (see rank_priority); sync (where syncs(exchange)):
+    the loop begins with the barrier that starts the epoch, and reader.ep.t_start_ns is when
+    it released the rank."""
     ep = reader.ep
     barrier = exchange.barrier if getattr(exchange, "nodes", 1) == 1 else None
     ep.start_loop(np.maximum(np.asarray(sleeps, dtype=np.float64), 0.0) * 1e9, barrier,
-                  defer_s(exchange), rank_priority(ep, priority))
+                  defer_s(exchange), rank_priority(ep, priority), sync)
     timer = engines.mono_ns
     try:
         while True:

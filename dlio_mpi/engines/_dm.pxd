@@ -185,6 +185,8 @@ cdef extern from "steploop.h" nogil:
         int64_t *off
         int64_t *len
     int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e)
+    enum: DM_PH_START
+    enum: DM_PH_FILL
     enum: DM_PH_WAIT
     enum: DM_STEPS_BOOST_NICE
     enum: DM_STEPS_DONE
@@ -208,6 +210,9 @@ cdef extern from "steploop.h" nogil:
         uint32_t nbar
         int64_t spin_ns
         int64_t check_ns
+        int sync_first
+        int64_t t_start
+        int64_t t_end
         int rt_priority
         int rt_on
         double *wait_s

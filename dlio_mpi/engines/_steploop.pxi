@@ -85,7 +85,7 @@ cdef class EpochRequests:
         self.st.wait_s = <double *>self.wait_s.data
         self.st.compute_s = <double *>self.compute_s.data
         self.st.exchange_s = <double *>self.exchange_s.data
-        self.st.phase = DM_PH_WAIT
+        self.st.phase = DM_PH_START
 
     @property
     def nsub(self):
@@ -164,12 +164,13 @@ cdef class EpochRequests:
         return total
 
     def start_loop(self, sleep_ns, NodeBarrier barrier=None, double defer_s=0.0,
-                   int priority=0):
+                   int priority=0, bint sync=False):
         """Before run(): each step's compute in ns, the node barrier that closes each step
         (None: run() returns STEPS_EXCHANGE for Python to run the exchange), how far into
-        a step's compute (at most half of it) the next batches are queued, and the SCHED_FIFO
+        a step's compute (at most half of it) the next batches are queued, the SCHED_FIFO
         priority of the thread inside run() (0: its own policy; refused, run() goes on
-        without it)."""
+        without it), and whether run() begins with the barrier that starts the epoch (sync,
+        with a node barrier: t_start_ns is then when it released the rank)."""
         if not 0 <= priority <= 99:
             raise ValueError(f"priority {priority}: SCHED_FIFO priorities are 1-99 (0: none)")
         cdef cnp.ndarray sl = _i64(sleep_ns)
@@ -185,6 +186,19 @@ cdef class EpochRequests:
         self.st.check_ns = <int64_t>((0.1 if barrier is None else barrier.check_s) * 1e9)
         dm_steps_leave(&self.st)
         self.st.rt_priority = priority
+        self.st.sync_first = sync and barrier is not None
+        self.st.t_start = self.st.t_end = 0
+
+    @property
+    def t_start_ns(self):
+        """When the loop's epoch started for this rank (CLOCK_MONOTONIC ns; the release from
+        the barrier with start_loop's sync), 0 before run()."""
+        return self.st.t_start
+
+    @property
+    def t_end_ns(self):
+        """When the loop's last step so far ended (its exchange done; CLOCK_MONOTONIC ns)."""
+        return self.st.t_end
 
     def leave(self):
         """Give the thread back its own scheduling policy if run() left it under SCHED_FIFO
@@ -202,8 +216,6 @@ cdef class EpochRequests:
         self._check_ra()
         if self.st.sleep_ns == NULL:
             raise ValueError("start_loop first")
-        if self.st.ticket0 < 0 and self.nsteps:
-            raise ValueError("submit the first step first")
         with nogil:
             rc = dm_steps_run(&self.st, &e)
         if rc == DM_STEPS_ERROR:

@@ -1,6 +1,7 @@
 """Run under mpiexec by tests/mpi/test_check_exchange.py: the gradient exchange closing every
 step (dlio_mpi.pipeline.Exchange), as a barrier and as an MPI_Allreduce, waiting by sleeping or
-in the blocking MPI call. Rank r enters each exchange r * DELAY seconds after the others; every
+in the blocking MPI call, then its barrier of all ranks (Exchange.sync, an epoch's start), waited
+for the same way. Rank r enters each exchange r * DELAY seconds after the others; every
 rank must leave after the last one entered, the allreduce must give the sum over the ranks,
 and with wait=sleep the ranks that wait must take less CPU time than a spinning wait.
 
@@ -37,20 +38,21 @@ def main():
     if wait == "sleep" and nbytes == 0:
         assert ex.barrier is not None and ex.nodes == groups, (ex.barrier, ex.nodes)
     waited = cpu = 0.0
-    for i in range(ROUNDS):
+    for i in range(2 * ROUNDS):
+        call = ex if i < ROUNDS else ex.sync
         if ex.send is not None:
             ex.send[:] = rank + i
         comm.Barrier()
         time.sleep(rank * DELAY)
         entered = time.time()
         c0 = cpu_s()
-        ex()
+        call()
         left = time.time()
         cpu += cpu_s() - c0
         waited += left - entered
         last_entry = comm.allreduce(entered, op=MPI.MAX)
         assert left >= last_entry - 1e-3, (rank, left, last_entry)
-        if ex.send is not None:
+        if ex.send is not None and call is ex:
             want = sum(r + i for r in range(size))
             assert ex.recv.size == nbytes // 4
             assert np.all(ex.recv == want), (rank, ex.recv[:4], want)
