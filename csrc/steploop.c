@@ -157,11 +157,16 @@ static int steps(dm_steps *s, dm_err *e) {
             break;
         case DM_PH_FILL:    /* the epoch's first batches, where Python queued none */
             if (s->step >= ep->nsteps) return DM_STEPS_DONE;
+            if (!s->filling) {      /* the step's wait counts from here (its files' opens) */
+                s->t_wait0 = dm_mono_ns();
+                s->filling = 1;
+            }
             if ((rc = refill(s, s->step + s->ahead, e)) != DM_STEPS_DONE) return rc;
+            s->filling = 0;
             s->phase = DM_PH_WAIT;
             break;
         case DM_PH_WAIT: {
-            int64_t t0 = dm_mono_ns(), need = 0, total = 0, ticket = s->ticket0 + s->step;
+            int64_t t0 = s->t_wait0, need = 0, total = 0, ticket = s->ticket0 + s->step;
             char *buf = NULL;
             if (dm_ra_wait(s->ra, ticket, &buf, &need, &total, e) != 0) return DM_STEPS_ERROR;
             s->got = total;

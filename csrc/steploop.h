@@ -65,7 +65,8 @@ typedef struct {
     dm_sched_attr rt_was;
     double *wait_s, *compute_s, *exchange_s;    /* per step, what it measured */
     /* within a step */
-    int64_t t_batch, t_ex0, t_call;
+    int64_t t_batch, t_ex0, t_call, t_wait0;
+    int filling;
     int64_t got;
     int arrived, spun, slept;
     uint32_t round;
