@@ -177,10 +177,12 @@ typedef struct {
     int64_t xfer;           /* the most bytes of one transfer, 0: a range in one */
     int chained;            /* one tick read per transfer: each starts where the last ended */
     int retry_short;        /* an exact read tries again after a short transfer */
+    int discard;            /* reads: the bytes are not kept, every transfer lands at buf (one
+                             * transfer's block, which the core's cache keeps) */
 } dm_transfer;
 
-/* Move n ranges packed one after another in buf, each cut into transfers of at most t->xfer
- * bytes, each transfer one op-log entry. Reads: got[i] (if not NULL) receives the bytes of
+/* Move n ranges packed one after another in buf (reads with t->discard: each transfer at buf),
+ * each cut into transfers of at most t->xfer bytes, each transfer one op-log entry. Reads: got[i] (if not NULL) receives the bytes of
  * range i, fewer at the end of the file; with exact a short range is a DM_EOF error. *total
  * receives the bytes moved. */
 int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off, const int64_t *len,
@@ -350,9 +352,12 @@ typedef struct dm_engine_ops {
     /* the engine's transfers (engines of byte ranges), or NULL */
     dm_transfer (*transfer)(void *h, int op, int64_t xfer);
     /* read the n ranges (HDF5: row ranges) into buf, packed one after another, cut into xfer
-     * pieces where the engine cuts; *total receives the bytes read (short at end of file) */
+     * pieces where the engine cuts; with discard the bytes are not kept and an engine of byte
+     * ranges puts each piece at buf (HDF5 fills its selection's buffer); *total receives the
+     * bytes read (short at end of file) */
     int (*readv)(const struct dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
-                 const int64_t *len, int64_t xfer, char *buf, int64_t *total, dm_err *e);
+                 const int64_t *len, int64_t xfer, char *buf, int discard, int64_t *total,
+                 dm_err *e);
 } dm_engine_ops;
 
 extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops;
@@ -362,10 +367,11 @@ typedef struct dm_readahead dm_readahead;
 
 /* A request is a batch of segments, each the ranges of one handle read in one engine call.
  * keep: each request's data stays in its slot until released (depth buffers of slot_bytes,
- * the most a request spans); otherwise each thread reads into its own buffer of slot_bytes
- * (the most a segment spans), reused segment after segment, and a request hands over its byte
- * counts only (a loader that does not keep the samples, as the emulator, whose steps discard
- * them). Buffers are touched at creation, so that no read pays for the first touch of its
+ * the most a request spans); otherwise the bytes are not kept (a loader that does not keep the
+ * samples, as the emulator, whose steps discard them): each thread reads into its own buffer
+ * of slot_bytes, every transfer at its start (HDF5: a segment's rows packed), reused, so that
+ * slot_bytes is the largest transfer (HDF5: the most a segment spans), and a request hands
+ * over its byte counts only. Buffers are touched at creation, so that no read pays for the first touch of its
  * memory. The threads run as the creating thread does (readahead.c says why). */
 dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
                            dm_err *e);
@@ -392,6 +398,8 @@ int dm_ra_wait(dm_readahead *ra, int64_t ticket, char **buf, int64_t *need, int6
 int dm_ra_segment_bytes(dm_readahead *ra, int64_t ticket, size_t n, int64_t *got, dm_err *e);
 int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e);
 size_t dm_ra_slot_bytes(const dm_readahead *ra);
+/* Without keep: thread i's buffer (slot_bytes), where its last transfer landed; else NULL. */
+const char *dm_ra_thread_buffer(const dm_readahead *ra, int i);
 /* Catching up (readahead_setup.c): from now on, the threads run at nice while the request
  * waited for, or the one after the last released, is not read yet (0: never; set back at
  * once). Returns 0, or -errno when the kernel refuses that nice value (the boost is then off).

@@ -16,9 +16,10 @@ static int64_t bytes_span(const void *h, size_t n, const int64_t *len) {
 
 /* engines of byte ranges: their own transfers through the one transfer loop */
 static int ranges_readv(const dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
-                        const int64_t *len, int64_t xfer, char *buf, int64_t *total,
-                        dm_err *e) {
+                        const int64_t *len, int64_t xfer, char *buf, int discard,
+                        int64_t *total, dm_err *e) {
     dm_transfer t = ops->transfer(h, DM_OP_READ, xfer);
+    t.discard = discard;
     return dm_transfer_ranges(&t, n, off, len, buf, NULL, 0, total, e);
 }
 
@@ -69,9 +70,11 @@ static int64_t h5_span(const void *hp, size_t n, const int64_t *len) {
 }
 
 static int h5_readv(const dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
-                    const int64_t *len, int64_t xfer, char *buf, int64_t *total, dm_err *e) {
+                    const int64_t *len, int64_t xfer, char *buf, int discard, int64_t *total,
+                    dm_err *e) {
     (void)ops;
     (void)xfer;     /* libhdf5 decides its transfers */
+    (void)discard;  /* and reads a selection into a buffer that holds it */
     return dm_h5_read_rows(h, n, off, len, buf, total, e);
 }
 

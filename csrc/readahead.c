@@ -7,7 +7,11 @@
  * and threads share a batch rather than read later ones beside it. A request is handed over
  * whole: its waiter wakes once, when the last segment is done, woken after the mutex is let go
  * (a waiter of higher priority would block at once on it). With keep, a request's segments
- * lie packed in its slot; otherwise each thread reads into its own buffer, reused.
+ * lie packed in its slot; otherwise the bytes are not kept: each thread reads into its own
+ * buffer, every transfer at its start (dm_transfer.discard), a block its core's cache keeps
+ * where the ranges' places span a sample or more (the calls the storage sees are the same).
+ * unet3d at 1/16 (samples of 9 MB in 256 KiB transfers), 5 ranks on 2 cores: AU 73.3 -> 82.4 %
+ * (4 runs each, alternated).
  *
  * Idle threads wait on a futex word (an event count), not a condition variable: a submit wakes
  * at most as many as the request has segments and never blocks. glibc's
@@ -92,7 +96,8 @@ void *dm_ra_worker(void *arg) {
             dm_err_clear(&err);
             char *dst = own ? own : s->buf + g->bufpos;
             rc = g->seg.ops->readv(g->seg.ops, g->seg.handle, g->seg.n, s->off + g->first,
-                                   s->len + g->first, g->seg.xfer, dst, &got, &err);
+                                   s->len + g->first, g->seg.xfer, dst, own != NULL, &got,
+                                   &err);
             /* the worker preprocesses the samples before handing them over */
             if (rc == 0 && g->seg.busy_ns > 0) preprocess(g->seg.busy_ns);
         }
@@ -132,6 +137,16 @@ static int reserve(void **p, size_t *cap, size_t want, size_t size) {
     return 0;
 }
 
+/* The largest of n ranges' transfers of at most xfer bytes (0: a range in one). */
+static int64_t largest_transfer(size_t n, const int64_t *len, int64_t xfer) {
+    int64_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t = xfer > 0 && len[i] > xfer ? xfer : len[i];
+        if (t > most) most = t;
+    }
+    return most;
+}
+
 int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const int64_t *off,
                      const int64_t *len, dm_err *e) {
     size_t n = 0;
@@ -145,15 +160,18 @@ int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const
         if (!g->ops->threadable(g->handle, e)) return -1;
         int64_t span = g->ops->span(g->handle, g->n, len + n);
         need += span;
-        if (span > widest) widest = span;
+        /* without keep, a thread's buffer holds a transfer (HDF5: the segment's rows) */
+        int64_t room = g->ops->transfer ? largest_transfer(g->n, len + n, g->xfer) : span;
+        if (room > widest) widest = room;
         n += g->n;
         dm_oplog *log = g->ops->log(g->handle);
         if (log && !log->concurrent) __atomic_store_n(&log->concurrent, 1, __ATOMIC_SEQ_CST);
     }
     int64_t most = ra->keep ? need : widest;
     if (most > (int64_t)ra->slot_bytes) {
-        dm_err_set(e, DM_EARG, "a read-ahead request of %lld bytes exceeds the %zu-byte slots",
-                   (long long)most, ra->slot_bytes);
+        dm_err_set(e, DM_EARG, ra->keep ? "a read-ahead request of %lld bytes exceeds the "
+                   "%zu-byte slots" : "a read-ahead transfer of %lld bytes exceeds the "
+                   "threads' %zu-byte buffers", (long long)most, ra->slot_bytes);
         return -1;
     }
     pthread_mutex_lock(&ra->mu);

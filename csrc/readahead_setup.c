@@ -104,6 +104,10 @@ void dm_ra_free(dm_readahead *ra) {
 
 size_t dm_ra_slot_bytes(const dm_readahead *ra) { return ra->slot_bytes; }
 
+const char *dm_ra_thread_buffer(const dm_readahead *ra, int i) {
+    return ra->keep || i < 0 || i >= ra->nthreads ? NULL : ra->tbuf[i];
+}
+
 /* Every thread to its own nice value (boost 0) or to the boost's; 0 or -errno. */
 static int renice(dm_readahead *ra, int boost) {
     for (int i = 0; i < ra->nfly; i++)

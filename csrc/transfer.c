@@ -28,7 +28,7 @@ int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off, const
                        char *buf, int64_t *got, int exact, int64_t *total, dm_err *e) {
     dm_oplog *L = t->log;
     int timed = L && L->enabled;
-    int reading = t->op == DM_OP_READ;
+    int reading = t->op == DM_OP_READ, discard = reading && t->discard;
     int64_t pos = 0, xfer = t->xfer;
     *total = 0;
     if (t->check && t->check(t->handle, n, off, len, buf, xfer, e) != 0) return -1;
@@ -45,7 +45,7 @@ int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off, const
         while (done < l) {
             int64_t want = (xfer > 0 && l - done > xfer) ? xfer : l - done;
             if (timed && !t->chained) t0 = dm_ticks();
-            int64_t r = t->move(t->handle, buf + pos + done, want, o + done, e);
+            int64_t r = t->move(t->handle, discard ? buf : buf + pos + done, want, o + done, e);
             if (r < 0) return -1;
             if (timed) {
                 uint64_t t1 = dm_ticks();

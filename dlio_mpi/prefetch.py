@@ -76,10 +76,12 @@ class PrefetchReader(Reader):
             align = max(align, engines.dio_alignment(self.data.root)[0])
         per_file = min(inner.batch, self.data.spf)
         widen = 2 * inner.align if inner.align > 1 else 0
-        # a thread's buffer holds one segment: a file's samples of a batch
+        # a thread's buffer holds one transfer (HDF5: one segment, a file's samples of a batch)
+        room = per_file * (self.data.max_sample_bytes() + widen)
+        if not self.h5 and self.xfer > 0:
+            room = min(room, self.xfer)
         self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.ahead,
-                                    slot_bytes=per_file * (self.data.max_sample_bytes() + widen),
-                                    align=align, keep=False)   # steps discard the samples
+                                    slot_bytes=room, align=align, keep=False)   # not kept
         self.steps = []
         self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
         self.queue = self.ep = None   # the epoch's requests, when built (plan_epoch)

@@ -29,6 +29,18 @@ cdef int64_t _sum(cnp.ndarray a):
     return s
 
 
+cdef int64_t _widest(cnp.ndarray a, int64_t xfer):
+    """The largest transfer of ranges of lengths a cut into xfer pieces (0: no cut)."""
+    cdef int64_t w = 0, n
+    cdef int64_t *p = <int64_t *>a.data
+    cdef Py_ssize_t i
+    for i in range(a.shape[0]):
+        n = p[i] if xfer <= 0 or p[i] < xfer else xfer
+        if n > w:
+            w = n
+    return w
+
+
 cdef class _Batch:
     """A request's offsets/lengths as int64 arrays and the buffer they are read into."""
     cdef cnp.ndarray off, ln
@@ -43,7 +55,9 @@ cdef class _Batch:
             PyBuffer_Release(&self.view)
 
 
-cdef _Batch _batch(offsets, lengths, buf, bint writable, int64_t scale=1):
+cdef _Batch _batch(offsets, lengths, buf, bint writable, int64_t scale=1, int64_t room=-1):
+    """The request and its buffer, which must hold the ranges packed (times scale) or, with
+    room >= 0, room bytes."""
     cdef _Batch b = _Batch()
     b.off = _i64(offsets)
     b.ln = _i64(lengths)
@@ -57,7 +71,7 @@ cdef _Batch _batch(offsets, lengths, buf, bint writable, int64_t scale=1):
         if op[i] < 0 or lp[i] < 0:
             raise ValueError(f"negative offset or length ({op[i]}, {lp[i]})")
         need += lp[i]
-    need *= scale
+    need = need * scale if room < 0 else room
     PyObject_GetBuffer(buf, &b.view, PyBUF_WRITABLE if writable else PyBUF_SIMPLE)
     b.have_view = True
     if b.view.len < need:

@@ -57,6 +57,7 @@ cdef extern from "dm.h" nogil:
 
     ctypedef struct dm_transfer:
         void *move
+        int discard
     int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off,
                            const int64_t *len, char *buf, int64_t *got, int exact,
                            int64_t *total, dm_err *e)
@@ -165,6 +166,7 @@ cdef extern from "dm.h" nogil:
                             dm_err *e)
     int dm_ra_release(dm_readahead *ra, int64_t ticket, dm_err *e)
     size_t dm_ra_slot_bytes(const dm_readahead *ra)
+    const char *dm_ra_thread_buffer(const dm_readahead *ra, int i)
     int dm_ra_boost(dm_readahead *ra, int nice)
 
 cdef extern from "steploop.h" nogil:

@@ -68,11 +68,12 @@ cdef class _RangeFile(_Handle):
         return t
 
     cdef int _ranges(self, int op, _Batch b, int64_t xfer, int64_t *got, bint exact,
-                     int64_t *total) except -1:
+                     int64_t *total, bint discard=False) except -1:
         cdef dm_err e
         cdef dm_transfer t = self._transfer(op, xfer)
         if t.move == NULL:
             raise TypeError(f"{type(self).__name__} has no transfers")
+        t.discard = discard
         with nogil:
             CHK(dm_transfer_ranges(&t, b.off.shape[0], <int64_t *>b.off.data,
                                    <int64_t *>b.ln.data, <char *>b.view.buf, got, exact, total,
@@ -80,19 +81,21 @@ cdef class _RangeFile(_Handle):
         return 0
 
     def readv(self, offsets, lengths, *, int64_t xfer=0, out=None, bint exact=False,
-              bint per_range=False):
+              bint per_range=False, bint discard=False):
         """Read the ranges into out (packed one after another; allocated, aligned, if None).
         Returns (out, total bytes) or, with per_range, (out, array of bytes per range); with
-        exact a range cut short by the end of the file raises ShortReadError."""
+        exact a range cut short by the end of the file raises ShortReadError. With discard the
+        bytes are not kept: every transfer lands at the start of out, which needs to hold the
+        largest transfer only (a range, or xfer bytes)."""
         cdef int64_t total = 0
         self._check()
         offs = _i64(offsets)
         lens = _i64(lengths)
-        out = _out(_sum(lens), out, self._out_align())
-        cdef _Batch b = _batch(offs, lens, out, True)
+        out = _out(_widest(lens, xfer) if discard else _sum(lens), out, self._out_align())
+        cdef _Batch b = _batch(offs, lens, out, True, 1, _widest(lens, xfer) if discard else -1)
         cdef cnp.ndarray got = np.zeros(b.off.shape[0], dtype=np.int64) if per_range else None
         self._ranges(DM_OP_READ, b, xfer, <int64_t *>got.data if per_range else NULL, exact,
-                     &total)
+                     &total, discard)
         return (out, got) if per_range else (out, total)
 
     def read(self, int64_t offset, int64_t length, *, int64_t xfer=0):

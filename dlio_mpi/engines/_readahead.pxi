@@ -15,9 +15,11 @@ cdef class ReadAhead:
     buffers of slot_bytes each. A request is one handle's ranges (submit) or a batch of
     segments, each one handle's ranges (submit_batch); it is handed over whole. submit returns
     a ticket; wait(ticket) gives a read-only view of the request's slot, valid until
-    release(ticket). With keep=False each thread reads into its own buffer of slot_bytes (the
-    most one segment spans), reused, and wait gives no data (None): `threads` buffers instead
-    of `depth`, for a reader whose steps discard what they read.
+    release(ticket). With keep=False the bytes are not kept, for a reader whose steps discard
+    what they read: each thread reads into its own buffer of slot_bytes, reused, every transfer
+    at its start (HDF5: a segment's rows packed), so that slot_bytes is the largest transfer
+    (HDF5: the most a segment spans), and wait gives no data (None): `threads` buffers instead
+    of `depth`.
 
     Handles: PosixFile, StdioFile and MPIFile ranges, rows (offsets=starts, lengths=counts) of
     an independent H5Dataset. A StdioFile's segments are read one at a time, in order; an
@@ -63,6 +65,17 @@ cdef class ReadAhead:
     @property
     def slot_bytes(self):
         return dm_ra_slot_bytes(self.ra)
+
+    def thread_buffer(self, int i):
+        """Without keep: a copy of thread i's buffer (slot_bytes), where its last transfer
+        landed (for inspection)."""
+        if self.ra == NULL:
+            raise ValueError("read-ahead is closed")
+        cdef const char *p = dm_ra_thread_buffer(self.ra, i)
+        if p == NULL:
+            raise ValueError(f"no thread buffer {i}: {self.threads} threads"
+                             + (", requests kept in their slots" if self.keep else ""))
+        return p[:dm_ra_slot_bytes(self.ra)]
 
     cdef int _reserve(self, size_t n) except -1:
         cdef dm_ra_seg *p
