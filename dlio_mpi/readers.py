@@ -159,9 +159,9 @@ class Reader:
         """Queue reads ahead (readers with read threads); called while the step computes."""
 
     def read_batch(self, samples):
-        """The batch's samples, one engine call per file. Each call reads into the start of
-        the batch buffer: the emulator keeps no sample content, so a rank holds one file's
-        ranges of memory at a time, as a loop that reads samples and drops them does."""
+        """The batch's samples, one engine call per file. The emulator keeps no sample
+        content: every transfer lands at the start of the batch buffer (readv's discard), a
+        block the core's cache keeps, as a loop that reads samples and drops them does."""
         if self.align == 1:
             return self._read_batch_plain(samples)
         files, local = self.data.locate(samples)
@@ -171,8 +171,8 @@ class Reader:
             offs, lens = self.sample_ranges(int(f), sel)
             # aligned ranges may run past the end of the file: what the samples need counts
             want_o, want_l = self.data.index(int(f)).ranges(sel)
-            _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer,
-                                              out=self.buf[:int(lens.sum())], per_range=True)
+            _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer, out=self.buf,
+                                              per_range=True, discard=True)
             short = got < (want_o + want_l - offs)
             if short.any():
                 k = int(short.argmax())
@@ -193,15 +193,15 @@ class Reader:
                 idx = self.data.index(f)
                 self.reopen(f)
                 _, got = self._open(f).readv([int(idx.offsets[k])], [int(idx.lengths[k])],
-                                             xfer=self.xfer, out=buf, exact=True)
+                                             xfer=self.xfer, out=buf, exact=True, discard=True)
                 total += got
             return total
         for f, ks in by_file(samples, spf).items():
             idx = self.data.index(f)
             offs = [int(idx.offsets[k]) for k in ks]
             lens = [int(idx.lengths[k]) for k in ks]
-            _, got = self._open(f).readv(offs, lens, xfer=self.xfer, out=buf[:sum(lens)],
-                                         exact=True)
+            _, got = self._open(f).readv(offs, lens, xfer=self.xfer, out=buf, exact=True,
+                                         discard=True)
             total += got
         return total
 
