@@ -182,9 +182,9 @@ typedef struct {
 } dm_transfer;
 
 /* Move n ranges packed one after another in buf (reads with t->discard: each transfer at buf),
- * each cut into transfers of at most t->xfer bytes, each transfer one op-log entry. Reads: got[i] (if not NULL) receives the bytes of
- * range i, fewer at the end of the file; with exact a short range is a DM_EOF error. *total
- * receives the bytes moved. */
+ * each cut into transfers of at most t->xfer bytes, each transfer one op-log entry. Reads:
+ * got[i] (if not NULL) receives the bytes of range i, fewer at the end of the file; with exact
+ * a short range is a DM_EOF error. *total receives the bytes moved. */
 int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off, const int64_t *len,
                        char *buf, int64_t *got, int exact, int64_t *total, dm_err *e);
 /* fsync (fdatasync with data_only) of fd, logged as an operation of file_id through iface */
@@ -371,8 +371,9 @@ typedef struct dm_readahead dm_readahead;
  * samples, as the emulator, whose steps discard them): each thread reads into its own buffer
  * of slot_bytes, every transfer at its start (HDF5: a segment's rows packed), reused, so that
  * slot_bytes is the largest transfer (HDF5: the most a segment spans), and a request hands
- * over its byte counts only. Buffers are touched at creation, so that no read pays for the first touch of its
- * memory. The threads run as the creating thread does (readahead.c says why). */
+ * over its byte counts only. Buffers are touched at creation, so that no read pays for the
+ * first touch of its memory. The threads run as the creating thread does (readahead.c says
+ * why). */
 dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align, int keep,
                            dm_err *e);
 /* Stops the threads after the queued requests. */

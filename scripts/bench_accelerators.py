@@ -23,11 +23,11 @@ rank to one core at 1 and 2 ranks, to a socket beyond), or --bind core / none.
 Search: N = 1, 2, 4, ... (doubling, up to --max-ranks) until N fails, then bisection between the
 last N that passed and the first that failed. N passes when at least 2 of 3 runs (--rounds; a
 majority, the runs stop once it is decided) have AU >= metric.au. Before each run the dataset is
-read once (2 processes, as the limit reads it; not with --direct or --no-warm): this VM lets
-pages of a cached dataset go while memory is free (of resnet50's 9.18 GB, 9.01 GB were left in
-the page cache after 3 GB were written elsewhere), and a run that meets them reads them from the
-disk, its AU then no longer the page cache's (resnet50 at 48 ranks: 82 % in a search of 15 min
-without, 93 % after a read).
+read twice (2 processes, as the limit reads it; not with --direct or --no-warm), the second
+read's bandwidth kept: this VM lets pages of a cached dataset go while memory is free (of
+resnet50's 9.18 GB, 9.01 GB were left in the page cache after 3 GB were written elsewhere), and
+a run that meets them reads them from the disk, its AU then no longer the page cache's
+(resnet50 at 48 ranks: 82 % in a search of 15 min without, 93 % after a read).
 
 Limit: scripts/read_bw.py under mpiexec: P processes each read all the dataset's files front to
 back with 8 MiB preads into a reused buffer (from the page cache, warm; with --direct, O_DIRECT
@@ -35,7 +35,10 @@ and io.interface=posix_direct in the emulator runs); the aggregate bytes/s is me
 P = 1, 2 (this machine's cores), N and --max-ranks, median over --rounds each, in the same
 run as the search; limit = the best of them / demand per accelerator. ratio = accelerators /
 limit. The CPU time of all ranks (user + system, from the launcher's children) over wall x
-cores is given for the runs at N and at N + 1, to tell a CPU limit from a waiting one.
+cores is given for the runs at N and at N + 1, to tell a CPU limit from a waiting one. The
+limit in runs is the median of the bandwidths read just before the runs at N and N + 1 over the
+demand, and its ratio N / it: the machine's page-cache bandwidth while N was decided, where the
+limit's is measured after the search (on this VM it moved by a third within an hour).
 
     scripts/bench-accelerators [--workloads unet3d,resnet50,cosmoflow] [--max-ranks 8]
         [--rounds 3] [--scale 16] [--read-threads T] [--bind core|none] [--direct]
@@ -130,20 +133,21 @@ def passes(n, over, out, threshold, runs):
     need = runs // 2 + 1
     good = bad = 0
     for _ in range(runs):
-        if WARM is not None:
-            WARM()
+        bw = WARM() if WARM is not None else None
         au, cpu = emulate(n, over, out)
-        runs_log.append((n, au, cpu))
+        runs_log.append((n, au, cpu, bw))
         good, bad = good + (au >= threshold), bad + (au < threshold)
-        print(f"#   {n} ranks: AU {100 * au:.1f} %, CPU {100 * cpu:.0f} % of the cores",
-              file=sys.stderr)
+        print(f"#   {n} ranks: AU {100 * au:.1f} %, CPU {100 * cpu:.0f} % of the cores"
+              + (f", {bw / 1e9:.2f} GB/s just before" if bw else ""), file=sys.stderr)
         if good >= need or bad >= need:
             break
     return good >= need
 
 
-runs_log = []
-WARM = None     # reads the dataset before each run (page cache runs), as before the limit's
+runs_log = []   # (ranks, AU, CPU share, bytes/s of the read just before or None) per run
+WARM = None     # reads the dataset before each run (page cache runs), as the limit's P = 2:
+                # returns the bytes/s of a second read, the first having brought back what
+                # the page cache let go
 
 
 def search(over, out, threshold, max_ranks, runs):
@@ -230,7 +234,7 @@ def main():
             del runs_log[:]
             bandwidth(1, files, dataset_bytes, 1)              # warms the page cache
             if not (args.direct or args.no_warm):
-                WARM = lambda: bandwidth(min(2, ncpu), files, dataset_bytes, 1)  # noqa: E731
+                WARM = lambda: bandwidth(min(2, ncpu), files, dataset_bytes, 2)[1][-1]  # noqa
             n, failed = search(over, out, threshold, args.max_ranks, args.rounds)
             bws = {}
             for p in sorted({1, min(ncpu, args.max_ranks), max(n, 1), args.max_ranks}):
@@ -239,6 +243,9 @@ def main():
             limit = bws[best_p][0] / demand
             at_n = [r for r in runs_log if r[0] == n]
             above = [r for r in runs_log if r[0] == n + 1]
+            # the machine's page-cache bandwidth while N and N + 1 were decided
+            during = [r[3] for r in at_n + above if r[3]]
+            limit_during = statistics.median(during) / demand if during else None
             result.update({
                 f"accelerators_{w}": n, f"limit_{w}": round(limit, 2),
                 f"ratio_{w}": round(n / limit, 3) if limit else None,
@@ -251,19 +258,25 @@ def main():
                 if at_n else None,
                 f"cpu_at_n_plus_1_{w}": round(statistics.mean(r[2] for r in above), 2)
                 if above else None,
+                f"bandwidth_before_runs_GBps_{w}": [round(x / 1e9, 2) for x in during],
+                f"limit_during_runs_{w}": round(limit_during, 2) if limit_during else None,
+                f"ratio_during_runs_{w}": round(n / limit_during, 3) if limit_during else None,
             })
-            rows.append((w, s, demand, n, failed, bws, best_p, limit, at_n, above))
+            rows.append((w, s, demand, n, failed, bws, best_p, limit, at_n, above,
+                         limit_during))
             shutil.rmtree(data, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{'workload':<10}{'scale':>6}{'MB/s/acc':>10}{'accel':>7}{'AU% at N':>14}"
-          f"{'AU% at N+1':>14}{'GB/s best (P)':>15}{'GB/s at N':>11}{'limit':>8}{'ratio':>7}")
-    for w, s, demand, n, failed, bws, best_p, limit, at_n, above in rows:
+          f"{'AU% at N+1':>14}{'GB/s best (P)':>15}{'GB/s at N':>11}{'limit':>8}{'ratio':>7}"
+          f"{'limit in runs':>15}{'ratio':>7}")
+    for w, s, demand, n, failed, bws, best_p, limit, at_n, above, during in rows:
         fmt = lambda rs: "/".join(f"{100 * r[1]:.0f}" for r in rs) or "-"   # noqa: E731
         print(f"{w:<10}{'1/' + str(s):>6}{demand / 1e6:>10.1f}"
               f"{str(n) + ('' if failed else '+'):>7}{fmt(at_n):>14}{fmt(above):>14}"
               f"{bws[best_p][0] / 1e9:>11.2f} ({best_p}){bws[max(n, 1)][0] / 1e9:>11.2f}"
-              f"{limit:>8.2f}{n / limit if limit else 0:>7.3f}")
+              f"{limit:>8.2f}{n / limit if limit else 0:>7.3f}"
+              + (f"{during:>15.2f}{n / during:>7.3f}" if during else f"{'-':>15}{'-':>7}"))
     result.update({"scale": {w: r[1] for w, r in zip(names, rows)}, "max_ranks": args.max_ranks,
                    "rounds": args.rounds, "direct": args.direct, "epochs": 2 if args.quick
                    else EPOCHS, "read_threads": args.read_threads, "bind": args.bind,

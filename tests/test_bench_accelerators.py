@@ -25,6 +25,12 @@ def test_quick_run_prints_the_figures(tmp_path):
                                             / last["limit_cosmoflow"], 3)
     assert last["scale"] == {"cosmoflow": 1}
     assert last["warm_before_each_run"] is True   # the dataset read before each run
+    # ... and its bandwidth kept: the limit while N and N + 1 were decided
+    during = last["bandwidth_before_runs_GBps_cosmoflow"]
+    assert during and all(x > 0 for x in during)
+    assert last["limit_during_runs_cosmoflow"] > 0
+    assert last["ratio_during_runs_cosmoflow"] == round(
+        last["accelerators_cosmoflow"] / last["limit_during_runs_cosmoflow"], 3)
     assert os.listdir(tmp_path) == []          # the datasets are removed
 
 

@@ -92,7 +92,8 @@ def test_read_ahead_buffers_hold_a_transfer_or_an_hdf5_segment(datafile, tmp_pat
     ra.close()
     kept = engines.ReadAhead(threads=1, depth=1, slot_bytes=XFER, keep=True)
     with engines.PosixFile(str(path)) as f:
-        with pytest.raises(engines.EngineError, match="request of 2048 bytes exceeds the 1024-byte slots"):
+        with pytest.raises(engines.EngineError,
+                           match="request of 2048 bytes exceeds the 1024-byte slots"):
             kept.submit(f, [0], [2 * XFER], xfer=XFER)
     kept.close()
     with pytest.raises(ValueError, match="requests kept in their slots"):
