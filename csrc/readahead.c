@@ -10,8 +10,8 @@
  * lie packed in its slot; otherwise the bytes are not kept: each thread reads into its own
  * buffer, every transfer at its start (dm_transfer.discard), a block its core's cache keeps
  * where the ranges' places span a sample or more (the calls the storage sees are the same).
- * unet3d at 1/16 (samples of 9 MB in 256 KiB transfers), 5 ranks on 2 cores: AU 73.3 -> 82.4 %
- * (4 runs each, alternated).
+ * unet3d at 1/16 (samples of 9 MB in 256 KiB transfers), 5 ranks on 2 cores: AU 68.8 -> 82.8 %
+ * (4 runs each, alternated); resnet50 at 56 ranks 52.3 -> 58.7 % (3 each).
  *
  * Idle threads wait on a futex word (an event count), not a condition variable: a submit wakes
  * at most as many as the request has segments and never blocks. glibc's
