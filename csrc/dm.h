@@ -384,6 +384,8 @@ typedef struct {
     size_t n;               /* its ranges: the next n of the request's off/len */
     int64_t xfer;
     int64_t busy_ns;        /* emulated preprocessing after its reads */
+    int ordered;            /* read after the earlier segments of its handle (a stream's reads
+                             * in order, as one reader of the file issues them) */
 } dm_ra_seg;
 /* Queue a request of nseg segments (their ranges one after another in off/len) into the next
  * slot of the ring, blocking while that slot is still held. Returns the ticket (>= 0) or -1. */

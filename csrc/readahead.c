@@ -19,9 +19,10 @@
  * rank's thread, under SCHED_FIFO in the step loop, waited there for read threads' time slices
  * (resnet50 at 48 ranks on 2 cores: queueing a batch took 10-20 ms in one step of ten).
  *
- * Handles of an engine with a position (ops->ordered: a STDIO stream) take their segments one
- * at a time, in submission order: a thread that claims a segment while an earlier one of the
- * same handle is being read waits for it.
+ * Handles of an engine with a position (ops->ordered: a STDIO stream), and segments asking for
+ * it (dm_ra_seg.ordered: a stream's reads of a file, in the order its one reader issues them),
+ * take their segments one at a time, in submission order: a thread that claims a segment while
+ * an earlier one of the same handle is being read waits for it.
  *
  * The threads run as the rank's thread does (the same policy and priority), as a data loader's
  * workers do. Niced or SCHED_BATCH threads were tried: on a node with other busy processes
@@ -81,7 +82,7 @@ void *dm_ra_worker(void *arg) {
         seg_t *g = &s->segs[s->claimed++];
         if (s->claimed == s->nseg) ra->next_pick++;
         uint64_t seq = ra->seq++;
-        int ordered = g->seg.ops->ordered;
+        int ordered = g->seg.ops->ordered || g->seg.ordered;
         if (ordered) {
             ra->fly[me] = (inflight_t){g->seg.handle, seq, 1};
             wait_turn(ra, me, g->seg.handle, seq);

@@ -49,7 +49,7 @@ int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e)
         int64_t at = ep->range_at[r0 + r];
         ep->off[r] = ep->offs[at];
         ep->len[r] = ep->lens[at];
-        want += ep->len[r];
+        want += ep->wants ? ep->wants[at] : ep->len[r];
     }
     for (int64_t g = g0; g < g1; g++) {
         dm_ra_seg *d = &ep->segs[g - g0];
@@ -64,6 +64,7 @@ int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e)
         d->n = (size_t)(ep->seg_range[g + 1] - ep->seg_range[g]);
         d->xfer = ep->xfer;
         d->busy_ns = ep->seg_busy ? ep->seg_busy[g] : 0;
+        d->ordered = ep->ordered;
     }
     ep->want[step] = want;
     return dm_ra_submit(ra, (size_t)(g1 - g0), ep->segs, ep->off, ep->len, e);

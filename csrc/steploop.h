@@ -12,10 +12,15 @@ extern "C" {
 /* An epoch's requests: step s is segments [step_seg[s], step_seg[s + 1]); segment g reads
  * ranges [seg_range[g], seg_range[g + 1]) of the file in slot seg_slot[g] of the handle table
  * (ops[slot], hp[slot]), then spends seg_busy[g] ns preprocessing (seg_busy may be NULL);
- * range r is offs[range_at[r]], lens[range_at[r]]. The arrays belong to the caller. */
+ * range r is offs[range_at[r]], lens[range_at[r]], of which wants[range_at[r]] bytes are
+ * expected (wants NULL: all; a stream's reads at a file's end expect none). With ordered, a
+ * file's segments are read one after another in step order. The arrays belong to the
+ * caller. */
 typedef struct {
     int64_t nsteps;
     const int64_t *step_seg, *seg_slot, *seg_range, *seg_busy, *range_at, *offs, *lens;
+    const int64_t *wants;
+    int ordered;
     const dm_engine_ops **ops;
     void **hp;
     int64_t xfer;

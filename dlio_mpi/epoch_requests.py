@@ -82,6 +82,37 @@ def layout(plan, spf):
                   range_at=slot * spf + (order.reshape(-1) % spf), order=order)
 
 
+def stream_layout(reads):
+    """The Layout of a stream's epoch (an access.ReadPlan): a step's run of reads of one file
+    is a segment; range r is read r of the plan (range_at is the identity: the plan's offsets
+    and lengths are the tables). A step that reads nothing (its samples are in blocks read
+    before) has one segment of no ranges, of the file read last (the first one read, before
+    any): its request is done at once. order is None: a stream consumes samples it does not
+    read one by one."""
+    steps = reads.steps
+    first = np.asarray(reads.first, dtype=np.int64)
+    f = np.asarray(reads.file, dtype=np.int64)
+    uniq, slot = np.unique(f, return_inverse=True)
+    slot = slot.reshape(-1).astype(np.int64)
+    step_of = np.repeat(np.arange(steps, dtype=np.int64), np.diff(first))
+    new = np.ones(len(f), dtype=bool)
+    new[1:] = (f[1:] != f[:-1]) | (step_of[1:] != step_of[:-1])
+    starts = np.flatnonzero(new).astype(np.int64)
+    seg_step, seg_slot = step_of[starts], slot[starts]
+    empty = np.flatnonzero(np.diff(first) == 0)
+    if len(empty) and len(f):
+        at = first[empty]
+        starts = np.concatenate([starts, at])
+        seg_step = np.concatenate([seg_step, empty])
+        seg_slot = np.concatenate([seg_slot, slot[np.clip(at - 1, 0, len(f) - 1)]])
+        srt = np.lexsort((seg_step, starts))
+        starts, seg_step, seg_slot = starts[srt], seg_step[srt], seg_slot[srt]
+    step_seg = np.searchsorted(seg_step, np.arange(steps + 1), side="left").astype(np.int64)
+    return Layout(files=uniq.astype(np.int64), step_seg=step_seg, seg_slot=seg_slot,
+                  seg_range=np.append(starts, len(f)).astype(np.int64),
+                  range_at=np.arange(len(f), dtype=np.int64), order=None)
+
+
 def segment_busy(lay, draws):
     """Per segment, the preprocessing in ns of its samples: draws (steps, batch) are the
     seconds drawn per sample in request order (as a loader draws them for its samples)."""
@@ -110,20 +141,36 @@ class EpochQueue:
     the epoch's end. A step that needs this is flagged (EpochRequests.prepare): steps reading
     a file first, and, when a file is closed, the next step reading it."""
 
-    def __init__(self, owner, plan):
-        inner, data = owner.inner, owner.data
+    def __init__(self, owner, plan, stream=None):
+        """plan: the epoch's (steps, batch) samples; or, with stream (an access.ReadPlan of
+        the files' own reads, known before the epoch: a stream's blocks), those reads, read
+        one after another per file (ordered), a read at a file's end expecting none of its
+        bytes."""
+        inner, data = getattr(owner, "inner", owner), owner.data
         self.inner, self.data = inner, data
         spf = data.spf
-        self.lay = lay = layout(plan, spf)
-        busy = None
-        if owner.pre.active:        # drawn per batch, in order, as batch-by-batch queueing does
-            busy = segment_busy(lay, [owner.pre.draw(plan.shape[1]) for _ in range(len(plan))])
-        self.offs = np.zeros(len(lay.files) * spf, dtype=np.int64)
-        self.lens = np.zeros_like(self.offs)
+        busy = wants = None
+        if stream is not None:
+            self.lay = lay = stream_layout(stream)
+            self.offs = np.ascontiguousarray(stream.offset, dtype=np.int64)
+            self.lens = np.ascontiguousarray(stream.length, dtype=np.int64)
+            size = np.array([data.index(int(f)).file_size for f in lay.files], np.int64)
+            end = size[lay.seg_slot.repeat(np.diff(lay.seg_range))]
+            wants = np.clip(np.minimum(self.offs + self.lens, end) - self.offs, 0, None)
+        else:
+            self.lay = lay = layout(plan, spf)
+            if owner.pre.active:    # drawn per batch, in order, as batch-by-batch queueing does
+                busy = segment_busy(lay, [owner.pre.draw(plan.shape[1])
+                                          for _ in range(len(plan))])
+            self.offs = np.zeros(len(lay.files) * spf, dtype=np.int64)
+            self.lens = np.zeros_like(self.offs)
+        self.wants = self.lens if wants is None else wants
         self.ep = ep = engines.EpochRequests(owner.ra, lay.step_seg, lay.seg_slot, lay.seg_range,
                                              lay.range_at, self.offs, self.lens, busy,
-                                             xfer=owner.xfer, ahead=owner.ahead)
-        self.ready = np.zeros(len(lay.files), dtype=bool)  # index entries filled
+                                             xfer=owner.xfer, ahead=owner.ahead, wants=wants,
+                                             ordered=stream is not None)
+        # index entries filled (a stream's reads are its tables)
+        self.ready = np.full(len(lay.files), stream is not None, dtype=bool)
         self.synced = 0     # segments whose use the open files' order holds
         opened = np.zeros(len(lay.files), dtype=bool)
         for slot, f in enumerate(lay.files.tolist()):
@@ -131,12 +178,13 @@ class EpochQueue:
             if h is not None:
                 ep.set_handle(slot, h)
                 opened[slot] = True
-            if h is not None or f in data._indexes:
+            if stream is None and (h is not None or f in data._indexes):
                 self._fill_index(slot, f)
         ep.prepare[lay.first_steps()[~(self.ready & opened)]] = 1
         # each slot's steps, sorted, to find the next step reading a closed file
-        steps = np.repeat(np.arange(len(plan), dtype=np.int64), np.diff(lay.step_seg))
-        self.use_key = np.unique(lay.seg_slot * (len(plan) + 1) + steps)
+        n = len(lay.step_seg) - 1
+        steps = np.repeat(np.arange(n, dtype=np.int64), np.diff(lay.step_seg))
+        self.use_key = np.unique(lay.seg_slot * (n + 1) + steps)
 
     def _fill_index(self, slot, f):
         idx = self.data.index(f)
@@ -205,7 +253,7 @@ class EpochQueue:
         ra.release(t)
         for k, (slot, a, n) in enumerate(zip(slots.tolist(), first.tolist(), count.tolist())):
             at = lay.range_at[a:a + n]
-            want = int(self.lens[at].sum())
+            want = int(self.wants[at].sum())
             if per[k] < want:
                 return engines.end_of_file(
                     self.data.path(int(lay.files[slot])),

@@ -16,7 +16,13 @@ step's reads of one file, at most 8 MiB or one read; whole reads, in issue order
 to (reader.prefetch_size + 1) steps' worth ahead, each thread reading into its own reused
 buffer, and a step waits only for its own. A file has at most one request in flight, so
 that its reads reach the file system in order, as a reader of one file issues them (threads
-overlap reads of different files, and reads with compute)."""
+overlap reads of different files, and reads with compute).
+
+A stream read ahead (byte-range reads, no O_DIRECT, no emulated preprocessing) has its epoch's
+requests built before the epoch (epoch_requests.EpochQueue with the stream's plan: a step is
+one request, a segment per file it reads), so that its steps run in the C step loop
+(dlio_mpi.steploop) as a batch's samples do; a file's segments are read one after another,
+in order, by whichever thread takes them."""
 from __future__ import annotations
 
 import os
@@ -24,7 +30,7 @@ from collections import deque
 
 import numpy as np
 
-from dlio_mpi import access, engines, formats, numpy_reads
+from dlio_mpi import access, engines, epoch_requests, formats, numpy_reads
 from dlio_mpi.prefetch import read_ahead_threads
 from dlio_mpi.readers import Reader
 
@@ -44,6 +50,9 @@ class PatternReader(Reader):
         self.requests = deque()
         self.slot = 0
         self.threads = read_ahead_threads(cfg)
+        self.ahead = cfg.reader.prefetch_size + 1     # steps queued at most (built requests)
+        self.queue = self.ep = None     # the epoch's built requests (a stream read ahead)
+        self.planned = False            # plan_epoch ran for the next start_epoch
 
     def _ring(self):
         """Read-ahead sized for this epoch's plan: each thread reads into its own buffer (the
@@ -67,9 +76,35 @@ class PatternReader(Reader):
         self.max_open = max(self.max_open, depth + 1)
 
     # planning -----------------------------------------------------------------------------
-    def start_epoch(self, plan, files=None):
-        """Plan the epoch's reads: plan is the (steps, batch) samples the rank consumes; files
-        the rank's stream of files (reader.access=stream)."""
+    def plan_epoch(self, plan, files=None):
+        """Reader.plan_epoch, and the epoch's reads planned (its requests built where they
+        are): before the barrier that starts the epoch."""
+        super().plan_epoch(plan, files)
+        self._plan(plan, files)
+        self.planned = True
+
+    def start_epoch(self, plan, files=None, fill=True):
+        """The epoch's reads (planned by plan_epoch, or now) and its first requests queued;
+        with its requests built and fill False, none: the C step loop queues them. plan is
+        the (steps, batch) samples the rank consumes; files the rank's stream of files
+        (reader.access=stream)."""
+        if not self.planned:
+            self._plan(plan, files)
+        self.planned = False
+        if self.ep is not None:
+            if fill:
+                self._fill()
+            return
+        if self.ra is not None:
+            self._queue_requests()
+            self._fill()
+
+    def _builds(self):
+        """Whether the epoch's requests are built (see the module)."""
+        return (self.threads >= 1 and self.access == "stream" and self.align == 1
+                and not self.pre.active)
+
+    def _plan(self, plan, files):
         self._drain()
         plan = np.asarray(plan, dtype=np.int64)
         if self.access == "stream":
@@ -93,9 +128,17 @@ class PatternReader(Reader):
         need = self.reads.max_step_bytes() if self.ra is None else self.slot
         if need > len(self.buf):
             self.buf = engines.aligned_empty(need, 65536)
-        if self.ra is not None:
-            self._queue_requests()
-            self._fill()
+        if self.ra is not None and self._builds() and self.reads.steps:
+            self.queue = epoch_requests.EpochQueue(self, None, stream=self.reads)
+            self.ep = self.queue.ep
+
+    def prepare(self, step):
+        """Before step `step` of the built requests is queued (EpochQueue.prepare)."""
+        self.queue.prepare(step)
+
+    def short_batch(self, step):
+        """The error of a built step whose batch came short (EpochQueue.short_batch)."""
+        return self.queue.short_batch(self.ra, step)
 
     def _members(self, f):
         """The member sizes of NPZ file f, from the dataset's spec (no I/O: numpy.load reads
@@ -158,6 +201,15 @@ class PatternReader(Reader):
         self.k += 1
         if self.reads is None or k >= self.reads.steps:
             raise RuntimeError("read_batch past the planned epoch (start_epoch first)")
+        ep = self.ep
+        if ep is not None:
+            if ep.step >= ep.nsub:
+                self._fill()
+            step = ep.step
+            got = ep.wait_next()
+            if got < ep.want[step]:
+                raise self.short_batch(step)
+            return got
         if self.ra is not None:
             return self._read_ahead(k)
         total = 0
@@ -218,6 +270,13 @@ class PatternReader(Reader):
             self._fill()
 
     def _fill(self):
+        ep = self.ep
+        if ep is not None:
+            while ep.nsub < ep.nsteps and ep.nsub - ep.step < self.ahead:
+                if ep.prepare[ep.nsub]:
+                    self.queue.prepare(ep.nsub)
+                ep.submit_next()
+            return
         while self.requests and len(self.pending) < self.ra.depth:
             if any(p[2] == self.requests[0][1] for p in self.pending):
                 break           # its file's previous request first: reads stay in order
@@ -249,6 +308,16 @@ class PatternReader(Reader):
     def _drain(self):
         if self.ra is None:
             return
+        ep = self.ep
+        if ep is not None:
+            for t in range(ep.ticket0 + ep.step, ep.ticket0 + ep.nsub):
+                try:
+                    self.ra.wait(t)
+                except engines.EngineError:
+                    continue        # released by wait
+                self.ra.release(t)
+            self.queue.settle()
+            self.queue = self.ep = None
         self.requests.clear()
         while self.pending:
             _, t, _, _, _, stream = self.pending.popleft()

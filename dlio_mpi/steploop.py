@@ -9,15 +9,16 @@ import os
 
 import numpy as np
 
-from dlio_mpi import engines, prefetch
+from dlio_mpi import engines
 
 DEFER_PER_RANK_S = 100e-6
 
 
 def usable(cfg, reader, plan, done_steps, in_memory):
     """Whether this epoch runs in the C loop: read-ahead threads with the epoch's requests
-    built (prefetch.PrefetchReader), and no checkpoint due after one of its steps."""
-    if in_memory or not isinstance(reader, prefetch.PrefetchReader) or reader.ep is None:
+    built (prefetch.PrefetchReader, or a stream's pattern_reader.PatternReader), and no
+    checkpoint due after one of its steps."""
+    if in_memory or getattr(reader, "ep", None) is None:
         return False
     if len(plan) == 0 or reader.ep.nsteps != len(plan):
         return False

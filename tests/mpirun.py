@@ -24,6 +24,12 @@ def bind_to_core():
     return mpiexec_command(1, bind="core")[len(mpiexec_command(1)):]
 
 
+def bind_to_none():
+    """Launcher arguments that bind no rank: a rank's threads run on all the cores at once."""
+    from analysis.launch import mpiexec_command
+    return mpiexec_command(1, bind="none")[len(mpiexec_command(1)):]
+
+
 def session_processes(sid):
     """Each process of session sid with its state and the kernel function it waits in."""
     ps = subprocess.run(["ps", "-s", str(sid), "-L", "-o", "pid,lwp,stat,pcpu,wchan:24,args"],

@@ -1,6 +1,7 @@
 """A dataset that is not what it claims: a TFRecord with a bad CRC, an HDF5 file that is not
 HDF5, a file of the wrong size. One line naming rank and file, a non-zero exit, no hang."""
 import json
+import re
 import subprocess
 import sys
 
@@ -177,3 +178,23 @@ def test_tfrecord_crcs_are_not_checked_without_the_dataset_check(tmp_path):
     assert p.returncode != 0
     e = errors(p)
     assert len(e) == 1 and files[1].name in e[0], p.stdout
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_a_truncated_file_of_a_stream(tmp_path, threads):
+    """A stream's file cut short (reader.access=stream, read ahead by the C step loop or read
+    by the rank's thread): one line naming the file, the offset where the short segment began,
+    the bytes wanted and got."""
+    args, files = make(tmp_path, "tfrecord", "reader.access=stream", "reader.transfer_size=16k",
+                       "reader.eof_reads=1", f"reader.read_threads={threads}",
+                       "train.computation_time=0.001")
+    files[1].write_bytes(files[1].read_bytes()[:30000])
+    p = run_mpi(2, "run_cli.py", "run", *args, check=False, timeout=60)
+    assert p.returncode != 0
+    e = [line for line in errors(p) if "after another rank failed" not in line]
+    assert len(e) == 1 and files[1].name in e[0], p.stdout[-3000:]
+    assert e[0].startswith("dlio_mpi: rank 1: ")        # file 1 is rank 1's (i mod 2)
+    m = re.search(r"wanted (\d+) bytes from offset (\d+), got (\d+)", e[0])
+    assert m, e[0]
+    want, where, got = map(int, m.groups())
+    assert where % 16384 == 0 and where <= 30000 < where + want and got == 30000 - where

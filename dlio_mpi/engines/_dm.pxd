@@ -155,6 +155,7 @@ cdef extern from "dm.h" nogil:
         size_t n
         int64_t xfer
         int64_t busy_ns
+        int ordered
     dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
                                int keep, dm_err *e)
     void dm_ra_free(dm_readahead *ra)
@@ -179,6 +180,8 @@ cdef extern from "steploop.h" nogil:
         const int64_t *range_at
         const int64_t *offs
         const int64_t *lens
+        const int64_t *wants
+        int ordered
         const dm_engine_ops **ops
         void **hp
         int64_t xfer

@@ -111,6 +111,7 @@ cdef class ReadAhead:
         self.segs[0].n = off.shape[0]
         self.segs[0].xfer = xfer
         self.segs[0].busy_ns = <int64_t>(busy * 1e9)
+        self.segs[0].ordered = 0
         t = self._submit(1, off, ln)
         self.handles[t] = handle   # keep the handle alive while its request is queued
         return t
@@ -136,6 +137,7 @@ cdef class ReadAhead:
             self.segs[k].n = counts[k]
             self.segs[k].xfer = xfer
             self.segs[k].busy_ns = 0 if busy is None else <int64_t>(busy[k] * 1e9)
+            self.segs[k].ordered = 0
             n += counts[k]
         if n != off.shape[0]:
             raise ValueError(f"counts add up to {n} ranges, {off.shape[0]} given")

@@ -11,10 +11,13 @@ cdef class EpochRequests:
     """The read-ahead requests of an epoch's steps (dlio_mpi.epoch_requests builds the arrays):
     step s is segments step_seg[s]:step_seg[s+1]; segment g reads ranges
     seg_range[g]:seg_range[g+1] of the file in slot seg_slot[g], then spends seg_busy[g] ns
-    preprocessing (seg_busy None: none); range r is offs[range_at[r]], lens[range_at[r]].
-    offs and lens are read when a step is submitted: a file's entries may be filled in place
-    until then. A slot's handle is set with set_handle before the first step that reads it is
-    submitted; the object keeps it alive.
+    preprocessing (seg_busy None: none); range r is offs[range_at[r]], lens[range_at[r]], of
+    which wants[range_at[r]] bytes are expected (wants None: all of them; a stream's reads at
+    a file's end expect none). offs, lens (and wants) are read when a step is submitted: a
+    file's entries may be filled in place until then. With ordered, a file's segments are read
+    one after another, in step order (a stream's reads as its one reader issues them). A
+    slot's handle is set with set_handle before the first step that reads it is submitted;
+    the object keeps it alive.
 
     Steps are submitted in order (submit_next, or the loop) and consumed in order (wait_next,
     or the loop); their tickets follow each other from the first one's. run() is the step
@@ -29,11 +32,13 @@ cdef class EpochRequests:
     cdef readonly int64_t nsteps
 
     def __cinit__(self, ReadAhead ra, step_seg, seg_slot, seg_range, range_at, offs, lens,
-                  seg_busy=None, *, int64_t xfer=0, int ahead=1):
+                  seg_busy=None, *, int64_t xfer=0, int ahead=1, wants=None,
+                  bint ordered=False):
         cdef cnp.ndarray a_step = _i64(step_seg), a_slot = _i64(seg_slot)
         cdef cnp.ndarray a_range = _i64(seg_range), a_at = _i64(range_at)
         cdef cnp.ndarray a_offs = _i64(offs), a_lens = _i64(lens)
         cdef cnp.ndarray a_busy = None if seg_busy is None else _i64(seg_busy)
+        cdef cnp.ndarray a_wants = None if wants is None else _i64(wants)
         cdef int64_t n = a_step.shape[0] - 1, nslots, s, widest_seg = 1, widest_range = 1
         memset(&self.ep, 0, sizeof(self.ep))
         memset(&self.st, 0, sizeof(self.st))
@@ -41,6 +46,8 @@ cdef class EpochRequests:
             raise ValueError("read-ahead is closed")
         if n < 0 or a_range.shape[0] != a_slot.shape[0] + 1 or a_offs.shape[0] != a_lens.shape[0]:
             raise ValueError("inconsistent epoch request arrays")
+        if a_wants is not None and a_wants.shape[0] != a_lens.shape[0]:
+            raise ValueError(f"{a_wants.shape[0]} wanted sizes for {a_lens.shape[0]} ranges")
         if a_busy is not None and a_busy.shape[0] != a_slot.shape[0]:
             raise ValueError(f"{a_busy.shape[0]} busy times for {a_slot.shape[0]} segments")
         nslots = int(a_slot.max()) + 1 if a_slot.shape[0] else 0
@@ -60,8 +67,8 @@ cdef class EpochRequests:
         scratch_len = np.zeros(widest_range, dtype=np.int64)
         scratch_seg = np.zeros(widest_seg * sizeof(dm_ra_seg), dtype=np.uint8)
         tables = np.zeros(max(nslots, 1) * 2 * sizeof(void *), dtype=np.uint8)
-        self.keep = [a_step, a_slot, a_range, a_at, a_offs, a_lens, a_busy, scratch_off,
-                     scratch_len, scratch_seg, tables]
+        self.keep = [a_step, a_slot, a_range, a_at, a_offs, a_lens, a_busy, a_wants,
+                     scratch_off, scratch_len, scratch_seg, tables]
         self.ep.nsteps = n
         self.ep.step_seg = <int64_t *>a_step.data
         self.ep.seg_slot = <int64_t *>a_slot.data
@@ -70,6 +77,8 @@ cdef class EpochRequests:
         self.ep.offs = <int64_t *>a_offs.data
         self.ep.lens = <int64_t *>a_lens.data
         self.ep.seg_busy = NULL if a_busy is None else <int64_t *>a_busy.data
+        self.ep.wants = NULL if a_wants is None else <int64_t *>a_wants.data
+        self.ep.ordered = ordered
         self.ep.ops = <const dm_engine_ops **>(<cnp.ndarray>tables).data
         self.ep.hp = <void **>((<cnp.ndarray>tables).data + max(nslots, 1) * sizeof(void *))
         self.ep.xfer = xfer

@@ -1,0 +1,138 @@
+"""Run under mpiexec by tests/mpi/test_check_stream_loop.py: the training loop
+(pipeline.run_epochs) of a stream (reader.access=stream, read ahead) three ways on real files,
+each rank comparing its op logs:
+
+- ring: requests queued step by step from Python (PatternReader._builds refuses);
+- built: the epoch's requests built before it (epoch_requests.EpochQueue over the stream's
+  plan), the Python step loop (steploop.usable refuses);
+- loop: built requests and the C step loop (the run's own choice).
+
+Per training epoch every file's reads must be the plan's, in its order (a stream's reads reach
+the file system as its one reader issues them, whichever thread reads them: none begins
+before the one before it ended), and the same
+in all three ways; the files opened and closed in the same order; the epoch the same steps,
+samples, bytes and read operations. The built ways must have built every epoch's requests and
+the loop must have run.
+
+--max-open N: a rank keeps at most N files open (Reader.MAX_OPEN).
+
+usage: check_stream_loop.py DATA_DIR [--max-open N] key=value ..."""
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import abort_on_error
+
+from dlio_mpi import config, datagen, engines, pattern_reader, pipeline, readers
+from dlio_mpi import steploop
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+OPEN, CLOSE, READ = engines.OP["open"], engines.OP["close"], engines.OP["read"]
+
+
+def run(cfg, way):
+    builds, usable = pattern_reader.PatternReader._builds, steploop.usable
+    built, looped, plans = [], [], []
+
+    def builds_spy(self):
+        ok = way != "ring" and builds(self)
+        built.append(ok)
+        plans.append(self.reads)
+        return ok
+
+    def usable_spy(*a):
+        ok = way == "loop" and usable(*a)
+        looped.append(ok)
+        return ok
+
+    pattern_reader.PatternReader._builds = builds_spy
+    steploop.usable = usable_spy
+    try:
+        log = engines.OpLog(1 << 20)
+        phases, oplogs, _, _ = pipeline.run_epochs(cfg, comm, log)
+    finally:
+        pattern_reader.PatternReader._builds, steploop.usable = builds, usable
+    return phases, dict(oplogs), built, looped, plans
+
+
+def per_file(a):
+    """Each file's reads (offset, bytes) in the order they were issued."""
+    m = a["op"] == READ
+    out = {}
+    for f, o, n in zip(a["file"][m].tolist(), a["offset"][m].tolist(), a["bytes"][m].tolist()):
+        out.setdefault(f, []).append((o, n))
+    return out
+
+
+SLACK_NS = 100      # the op log's times are rounded to the ns on both ends
+
+
+def overlaps(a):
+    """Reads of a file that began before the one issued before them had ended."""
+    m = a["op"] == READ
+    last, n = {}, 0
+    for f, t, d in zip(a["file"][m].tolist(), a["start"][m].tolist(), a["dur"][m].tolist()):
+        if f in last and t < last[f] - SLACK_NS:
+            n += 1
+        last[f] = max(last.get(f, 0), t + d)
+    return n
+
+
+def opens(a):
+    m = (a["op"] == OPEN) | (a["op"] == CLOSE)
+    return list(zip(a["op"][m].tolist(), a["file"][m].tolist()))
+
+
+def main():
+    data, args = sys.argv[1], sys.argv[2:]
+    if args[0] == "--max-open":
+        readers.Reader.MAX_OPEN = int(args[1])
+        args = args[2:]
+    cfg = config.load([f"dataset.data_folder={data}", "io.keep_oplog=true",
+                       "workflow.checkpoint=false", "workflow.evaluation=false",
+                       "reader.access=stream"] + args)
+    datagen.generate(cfg, comm)
+    runs = {way: run(cfg, way) for way in ("ring", "built", "loop")}
+    ref_phases, ref_logs, _, _, plans = runs["ring"]
+    names = [n for n in ref_logs if n.startswith("train")]
+    assert len(names) == cfg.train.epochs and len(plans) >= len(names), (names, len(plans))
+    empty = 0
+    for name, plan in zip(names, plans):
+        # what the file system must see: the plan's reads, each file's in order; a read at
+        # a file's end returns nothing
+        want = {}
+        for f, o, n in zip(plan.file.tolist(), plan.offset.tolist(), plan.length.tolist()):
+            size = engines_size(cfg, f)
+            want.setdefault(f, []).append((o, max(0, min(o + n, size) - o)))
+        assert per_file(ref_logs[name]) == want, name
+        empty += int((np.diff(plan.first) == 0).sum())
+    for way in ("built", "loop"):
+        phases, logs, built, looped, _ = runs[way]
+        assert built and all(built), (way, built)
+        assert all(looped) == (way == "loop") and any(looped) == (way == "loop"), (way, looped)
+        assert sorted(logs) == sorted(ref_logs), (way, sorted(logs))
+        for name in ref_logs:
+            a, b = ref_logs[name], logs[name]
+            assert len(a["op"]) == len(b["op"]) > 0, (way, name, len(a["op"]), len(b["op"]))
+            assert per_file(a) == per_file(b), (way, name)
+            assert overlaps(b) == 0, (way, name, overlaps(b))
+        for p, q in zip(ref_phases, phases):
+            for key in ("phase", "epoch", "steps", "samples", "bytes_moved", "read_ops"):
+                assert p[key] == q[key], (way, key, p[key], q[key])
+            assert np.isfinite(q["io_wait_s"]) and q["compute_s"] > 0, (way, q)
+    print(f"rank {rank}: ok, {empty} steps without reads", flush=True)
+
+
+_sizes = {}
+
+
+def engines_size(cfg, f):
+    if f not in _sizes:
+        from dlio_mpi.dataset import Dataset
+        _sizes[f] = Dataset(cfg).index(int(f)).file_size
+    return _sizes[f]
+
+
+abort_on_error.run(main)
