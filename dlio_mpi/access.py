@@ -85,10 +85,49 @@ def stream_steps(num_files, samples_per_file, ranks, batch):
     return (num_files // ranks) * samples_per_file // batch
 
 
-def stream_plan(files, samples_per_file, steps, batch):
-    """The samples a rank consumes, shape (steps, batch): its files' samples in file order."""
+def interleave(counts, cycle=1):
+    """Where each sample lies in the order a stream consumes them, when it reads `cycle` files
+    at once and takes one sample from each in turn (tf.data's interleave, as TFRecordDataset's
+    num_parallel_reads makes it: a file that ends gives its place in the cycle to the next
+    file when its turn comes): a list, per file (counts[i] samples), of the positions of its
+    samples, in file order. cycle 1: file after file."""
+    counts = [int(c) for c in counts]
+    cycle = max(1, int(cycle))
+    base = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if cycle == 1:
+        return [np.arange(base[i], base[i + 1], dtype=np.int64) for i in range(len(counts))]
+    out = [np.zeros(c, np.int64) for c in counts]
+    if len(set(counts)) <= 1:       # equal files: groups of `cycle`, taken in turn
+        for g in range(0, len(counts), cycle):
+            m = min(cycle, len(counts) - g)
+            for a in range(m):
+                out[g + a] = base[g] + np.arange(counts[g + a], dtype=np.int64) * m + a
+        return out
+    slots, taken, nxt, at, p = [None] * cycle, [0] * len(counts), 0, 0, 0
+    while True:
+        f = slots[at]
+        if f is None:
+            if nxt < len(counts):
+                slots[at], nxt = nxt, nxt + 1       # opened, and read at this turn
+                continue
+            if all(x is None for x in slots):
+                return out
+        elif taken[f] < counts[f]:
+            out[f][taken[f]] = p
+            taken[f], p = taken[f] + 1, p + 1
+        else:
+            slots[at] = None                        # ended: its place goes to the next file
+        at = (at + 1) % cycle
+
+
+def stream_plan(files, samples_per_file, steps, batch, cycle=1):
+    """The samples a rank consumes, shape (steps, batch): its files' samples in file order,
+    `cycle` files at a time taken in turn (interleave)."""
     files = np.asarray(files, dtype=np.int64)
-    order = (files[:, None] * samples_per_file + np.arange(samples_per_file)).reshape(-1)
+    ids = (files[:, None] * samples_per_file + np.arange(samples_per_file)).reshape(-1)
+    order = np.empty_like(ids)
+    if len(ids):
+        order[np.concatenate(interleave([samples_per_file] * len(files), cycle))] = ids
     return order[:steps * batch].reshape(steps, batch)
 
 
@@ -105,42 +144,53 @@ def block_reads(size, xfer, align=1):
     return offs, lens
 
 
-def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align=1, eof=0):
-    """The ReadPlan of a rank streaming `files` (in order) for `steps` steps of `batch` samples,
-    reading `lead` samples ahead (a shuffle buffer), in blocks of xfer bytes.
+def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align=1, eof=0,
+                 cycle=1):
+    """The ReadPlan of a rank streaming `files` (in order, `cycle` of them at a time, their
+    samples taken in turn: interleave) for `steps` steps of `batch` samples, reading `lead`
+    samples ahead (a shuffle buffer), in blocks of xfer bytes.
 
     file_sizes[i] is the size of files[i]; sample_ends[i] the end offset of each of its samples
-    (in file order). By the end of step k the stream must hold sample (k+1)*batch+lead-1 (of the
-    rank's whole stream, capped at its last sample): every block starting before that sample's
-    end is read by then, each block at the first step that needs it. eof reads of xfer bytes
-    (the file's size with xfer 0) at each file's end follow its last block: they return
-    nothing, as a reader's reads to the end do once it is there."""
+    (in file order). By the end of step k the stream must hold its first (k+1)*batch+lead
+    samples (capped at all of them): each file's reader has read every block that starts
+    before the end of its last sample among them, each block at the first step that needs it;
+    the bytes of a file after its last sample are read when the sample after that one is
+    needed (with cycle 1, the next file's first). eof reads of xfer bytes (the file's size
+    with xfer 0) at each file's end follow its last block: they return nothing, as a reader's
+    reads to the end do once it is there. A step's reads are its files' in stream order."""
     files = np.asarray(files, dtype=np.int64)
     sizes = np.asarray(file_sizes, dtype=np.int64)
-    base = np.concatenate([[0], np.cumsum(sizes)])
-    ends = np.concatenate([base[i] + np.asarray(e, np.int64) for i, e in enumerate(sample_ends)]) \
-        if len(sample_ends) else np.zeros(0, np.int64)
-    if steps <= 0 or len(ends) == 0:
+    ends = [np.asarray(e, np.int64) for e in sample_ends]
+    total = sum(len(e) for e in ends)
+    if steps <= 0 or total == 0:
         return ReadPlan(np.zeros(max(steps, 0) + 1, np.int64), *(np.zeros(0, np.int64),) * 3)
+    pos = interleave([len(e) for e in ends], cycle)
     k = np.arange(steps, dtype=np.int64)
-    need = np.minimum((k + 1) * batch + lead, len(ends)) - 1
-    must = ends[need]                       # stream bytes held by the end of step k
-    fi, offs, lens = [], [], []
+    upto = np.minimum((k + 1) * batch + lead, total) - 1     # last sample held by step k
+    fi, offs, lens, step_of = [], [], [], []
     for i, size in enumerate(sizes.tolist()):
-        if base[i] >= must[-1]:
-            break
+        if not len(ends[i]):
+            continue
+        # (position, bytes held once it is consumed): its samples, then the whole file
+        p = np.append(pos[i], pos[i][-1] + 1)
+        b = np.append(ends[i], size)
+        at = np.searchsorted(p, upto, side="right") - 1
+        held = np.where(at >= 0, b[np.maximum(at, 0)], 0)
         o, n = block_reads(size, xfer, align)
         if eof and size > 0:
             o = np.concatenate([o, np.full(eof, size, np.int64)])
             n = np.concatenate([n, np.full(eof, xfer if xfer > 0 else size, np.int64)])
-        fi.append(np.full(len(o), i, np.int64))
-        offs.append(o)
-        lens.append(n)
+        # a read at a file's end belongs with its last block
+        s = np.searchsorted(held, np.minimum(o, size - 1), side="right")
+        keep = s < steps
+        fi.append(np.full(int(keep.sum()), i, np.int64))
+        offs.append(o[keep])
+        lens.append(n[keep])
+        step_of.append(s[keep])
     fi, offs, lens = np.concatenate(fi), np.concatenate(offs), np.concatenate(lens)
-    # a read at a file's end belongs with its last block
-    step_of = np.searchsorted(must, base[fi] + np.minimum(offs, sizes[fi] - 1), side="right")
-    keep = step_of < steps
-    step_of, fi, offs, lens = step_of[keep], fi[keep], offs[keep], lens[keep]
+    step_of = np.concatenate(step_of)
+    srt = np.argsort(step_of, kind="stable")
+    step_of, fi, offs, lens = step_of[srt], fi[srt], offs[srt], lens[srt]
     first = np.searchsorted(step_of, np.arange(steps + 1), side="left").astype(np.int64)
     return ReadPlan(first, files[fi], offs, lens)
 

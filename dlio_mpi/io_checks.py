@@ -118,6 +118,9 @@ def validate_access(cfg):
                                                                        "mpiio")):
         raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
                           "reader.access=stream and io.interface posix, stdio or mpiio")
+    if rd.interleave > 1 and rd.access != "stream":
+        raise ConfigError(f"reader.interleave={rd.interleave} is the files a stream reads at "
+                          "once: it needs reader.access=stream")
     if rd.access == "sample":
         if rd.shuffle_size:
             raise ConfigError("reader.shuffle_size is the shuffle buffer of reader.access=stream; "

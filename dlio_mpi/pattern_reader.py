@@ -117,7 +117,8 @@ class PatternReader(Reader):
                 else 0
             self.reads = access.stream_reads(files, sizes, ends, len(plan), self.batch, lead,
                                              self.xfer, self.align,
-                                             self.cfg.reader.eof_reads)
+                                             self.cfg.reader.eof_reads,
+                                             self.cfg.reader.interleave)
         else:
             # numpy.load and an image decoder open the file for every sample they read
             ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges

@@ -74,7 +74,7 @@ def epoch_plan(cfg, comm, reader, batch, epoch, shuffle):
         files = access.stream_files(data.num_files, size, rank, epoch, cfg.train.seed,
                                     cfg.reader.file_shuffle != "off")
         steps = access.stream_steps(data.num_files, data.spf, size, batch)
-        return access.stream_plan(files, data.spf, steps, batch), files
+        return access.stream_plan(files, data.spf, steps, batch, cfg.reader.interleave), files
     plan = sampler.rank_samples(data.num_samples, size, rank, batch, epoch, cfg.train.seed,
                                 shuffle, cfg.io.remainder, cfg.io.layout, cfg.io.read_type,
                                 data.spf, cfg.reader.file_shuffle != "off",

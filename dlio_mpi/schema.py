@@ -129,6 +129,10 @@ SCHEMA = {
         "eof_reads": Key("int", 0, "reader.access=stream: reads at each file's end after its "
                          "last block, which return nothing (a reader that reads to the end "
                          "asks again: pandas' CSV reader makes 2)", minimum=0),
+        "interleave": Key("int", 1, "reader.access=stream: files a rank reads at once, one "
+                          "sample from each in turn, a file that ends giving its place to the "
+                          "next (tf.data's interleave: TFRecordDataset's num_parallel_reads, "
+                          "which the DLIO benchmark sets to reader.read_threads)", minimum=1),
         "shuffle_size": Key("int", 0, "reader.access=stream with sample_shuffle: samples in "
                             "the shuffle buffer (reads run this far ahead)", minimum=0),
         "preprocess_time": Key("time", 0.0, "emulated preprocessing per sample (s)"),

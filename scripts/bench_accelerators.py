@@ -10,11 +10,13 @@ Scale: a step's bytes and its compute time are divided by the same factor S (--s
 the page cache: unet3d's record length (7 records of 146.6 MB / 16 every 0.323 s / 16),
 resnet50's batch (400 / 16 = 25 records of 114,660 bytes every 0.014 s); cosmoflow is run
 unscaled (one record of 2.8 MB every 3.5 ms: smaller steps would be overhead, not I/O).
-resnet50's dataset is the workload's files of 1,251 records, 1,024 / 16 = 64 of them (8.6 GiB):
-an epoch has the workload's steps at every rank count (3,202 / N), so that the start of an
-epoch (the read-ahead filling, every rank at once) weighs in its AU as in the workload's (with
-16 steps per epoch at 32 ranks, 12 at 40, it cost 10 points of AU). Elsewhere the number of
-files is set so that a rank has at least `steps` steps per epoch at --max-ranks. Each
+resnet50's dataset is the workload's files of 1,251 records, 1,024 / 16 = 64 of them (8.6 GiB),
+or, where --max-ranks is larger, as many files as --max-ranks holding the same records (a
+stream, as the workload reads its files, gives each rank files of its own): a rank reads a
+whole file or more per epoch (50 steps with 64 files, 40 with 80), so that the start of an
+epoch (the read-ahead filling, every rank at once) weighs little in its AU (with 16 steps per
+epoch at 32 ranks, 12 at 40, it cost 10 points of AU). Elsewhere the number of files is set so that a rank has at least
+`steps` steps per epoch at --max-ranks. Each
 run has EPOCHS epochs; the first (page cache and buffers warming) is left out: a run's AU is
 the mean AU of its later epochs. Reads go through the workload's interface and read threads
 (--read-threads overrides them), ranks bound as mpiexec binds them by default (Open MPI: each
@@ -87,13 +89,17 @@ def scaled(name, s, max_ranks, quick):
     elif w["scale"] == "batch":
         batch = max(1, batch // s)
     compute = w["compute"] / s * (batch * s / w["batch"] if w["scale"] == "batch" else 1)
+    spf = w["spf"]
     if "files" in w and not quick:     # the workload's files, their number divided by s
         files = math.ceil(w["files"] / s)
+        if files < max_ranks:   # a stream splits files among ranks: as many as ranks, the
+            spf = math.ceil(spf * files / max_ranks)    # same samples in all
+            files = max_ranks
     else:
         steps = 2 if quick else w["steps"]
         files = math.ceil(batch * max_ranks * steps / w["spf"])
     over = [f"workload={name}", f"dataset.num_files_train={files}",
-            f"dataset.num_samples_per_file={w['spf']}", f"dataset.record_length={record}",
+            f"dataset.num_samples_per_file={spf}", f"dataset.record_length={record}",
             f"dataset.record_length_stdev={stdev}", f"dataset.record_length_resize={resize}",
             f"reader.batch_size={batch}", f"train.computation_time={compute!r}",
             f"train.epochs={2 if quick else EPOCHS}", "workflow.checkpoint=false",
@@ -102,7 +108,7 @@ def scaled(name, s, max_ranks, quick):
         over.append(f"reader.read_threads={ARGS.read_threads}")
     if ARGS.direct:
         over.append("io.interface=posix_direct")
-    return over, batch * record / compute, s, files * w["spf"] * record
+    return over, batch * record / compute, s, files * spf * record
 
 
 def launch(n, cmd):

@@ -183,6 +183,8 @@ def test_numpy_reads_wider_dtype(tmp_path):
      "io.interface must be posix"),
     (["reader.shuffle_size=4"], "reader.access=stream"),
     (["reader.eof_reads=2"], "reader.access=stream"),
+    (["reader.interleave=4"], "it needs reader.access=stream"),
+    (["reader.access=stream", "reader.interleave=0"], "reader.interleave=0"),
     (["reader.access=image", "dataset.num_samples_per_file=2"], "an image per file"),
     (["reader.access=image", "dataset.num_samples_per_file=1", "io.interface=mmap"],
      "buffered file"),
@@ -326,3 +328,99 @@ def test_shot_layout_needs_one_sample_and_numpy():
     with pytest.raises(config.ConfigError, match="npz_layout=shot"):
         config.load(["workload=default", "dataset.format=npz", "dataset.npz_layout=shot",
                      "dataset.num_samples_per_file=1"])
+
+
+def _tf_interleave(counts, cycle):
+    """tf.data's interleave (block length 1) told as its loop runs: per turn of the cycle, an
+    empty place takes the next file (and gives its first sample at once), a file with samples
+    left gives one, an ended file leaves its place; the turn moves on. Returns the files of
+    the samples in the order they come out."""
+    places, left, nxt, at, out = [None] * cycle, list(counts), 0, 0, []
+    while nxt < len(counts) or any(p is not None for p in places):
+        if places[at] is None and nxt < len(counts):
+            places[at], nxt = nxt, nxt + 1
+        f = places[at]
+        if f is not None and left[f]:
+            out.append(f)
+            left[f] -= 1
+        elif f is not None:
+            places[at] = None
+        at = (at + 1) % cycle
+    return out
+
+
+@pytest.mark.parametrize("counts,cycle", [([4, 4, 4, 4, 4], 2), ([3, 3, 3], 8), ([5] * 9, 4),
+                                          ([2, 5, 1, 4, 3], 2), ([3, 0, 2, 6], 3),
+                                          ([6, 1, 1, 1, 6], 4), ([4, 4], 1)])
+def test_interleave_is_tf_data_interleave(counts, cycle):
+    pos = access.interleave(counts, cycle)
+    order = [None] * sum(counts)
+    for f, p in enumerate(pos):
+        assert len(p) == counts[f] and (np.diff(p) > 0).all()    # a file's samples in order
+        for x in p.tolist():
+            order[x] = f
+    assert order == _tf_interleave(counts, cycle)
+
+
+def test_stream_plan_interleaves_files():
+    plan = access.stream_plan([5, 2, 9], 4, 6, 2, cycle=2)
+    assert plan.tolist() == [[20, 8], [21, 9], [22, 10], [23, 11], [36, 37], [38, 39]]
+
+
+def _reference_interleaved(sizes, ends, steps, batch, lead, xfer, cycle):
+    """Buffered readers (xfer bytes a refill) of `cycle` files at a time whose samples are
+    taken in turn (tf.data's interleave): by the end of step k the first (k+1)*batch+lead
+    samples are handed over; a reader refills when its next sample needs bytes it has not
+    read, and reads the rest of its file once the sample after its last one is taken.
+    Returns {(step, file): [(offset, length), ...]}."""
+    order = _tf_interleave([len(e) for e in ends], cycle)
+    taken = [0] * len(ends)
+    pos = [0] * len(ends)
+    done = [False] * len(ends)
+    out = {}
+
+    def fill(k, f, upto):
+        while pos[f] < upto:
+            n = min(xfer, sizes[f] - pos[f])
+            out.setdefault((k, f), []).append((pos[f], n))
+            pos[f] += n
+
+    last = -1
+    for k in range(steps):
+        upto = min((k + 1) * batch + lead, len(order)) - 1
+        for i in range(last + 1, upto + 1):
+            f = order[i]
+            for g in range(len(ends)):      # files whose last sample came before this one
+                if taken[g] == len(ends[g]) and not done[g] and g != f:
+                    fill(k, g, sizes[g])
+                    done[g] = True
+            fill(k, f, int(ends[f][taken[f]]))
+            taken[f] += 1
+        last = upto
+    return out
+
+
+@pytest.mark.parametrize("xfer,lead,batch,cycle", [(256, 0, 1, 2), (100, 3, 2, 3),
+                                                   (1000, 5, 3, 4), (64, 0, 4, 8)])
+def test_interleaved_stream_reads_are_buffered_readers(xfer, lead, batch, cycle):
+    rng = np.random.default_rng(xfer + cycle)
+    sizes, ends = [], []
+    for _ in range(5):
+        lens = rng.integers(20, 400, size=6) + 16
+        e = np.cumsum(lens)
+        ends.append(e)
+        sizes.append(int(e[-1]) + int(rng.integers(0, 50)))      # and bytes after the last
+    files = np.array([4, 0, 3, 1, 2])
+    steps = 30 // batch
+    plan = access.stream_reads(files, sizes, ends, steps, batch, lead, xfer, cycle=cycle)
+    got = {}
+    for k in range(steps):
+        fs, os_, ns = plan.step(k)
+        order = list(dict.fromkeys(fs.tolist()))
+        # a step's reads: its files in stream order, each file's run together
+        assert order == sorted(order, key=lambda f: files.tolist().index(f))
+        assert len(order) == len([j for j in range(1, len(fs)) if fs[j] != fs[j - 1]]) + 1 \
+            or len(fs) == 0
+        for f, o, n in zip(fs.tolist(), os_.tolist(), ns.tolist()):
+            got.setdefault((k, files.tolist().index(f)), []).append((o, n))
+    assert got == _reference_interleaved(sizes, ends, steps, batch, lead, xfer, cycle)

@@ -36,21 +36,23 @@ def test_quick_run_prints_the_figures(tmp_path):
 
 def test_resnet50_runs_on_the_workloads_files():
     """resnet50's dataset is the workload's files (1,024 of 1,251 records), their number
-    divided by the scale, whatever --max-ranks: an epoch has the workload's steps."""
+    divided by the scale; with more ranks than that, as many files as ranks holding the same
+    records (a stream gives each rank files of its own)."""
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     try:
         import bench_accelerators as ba
     finally:
         sys.path.pop(0)
     ba.ARGS = argparse.Namespace(read_threads=None, direct=False)
-    for max_ranks in (8, 64):
+    for max_ranks, files, spf in ((8, 64, 1251), (64, 64, 1251), (80, 80, 1001)):
         over, demand, s, dataset_bytes = ba.scaled("resnet50", 16, max_ranks, False)
         assert s == 16
-        for kv in ("dataset.num_files_train=64", "dataset.num_samples_per_file=1251",
+        for kv in (f"dataset.num_files_train={files}", f"dataset.num_samples_per_file={spf}",
                    "dataset.record_length=114660", "reader.batch_size=25",
                    "train.computation_time=0.014"):
             assert kv in over
-        assert dataset_bytes == 64 * 1251 * 114660
+        assert dataset_bytes == files * spf * 114660
+        assert files * spf >= 64 * 1251
         assert demand == 25 * 114660 / 0.014       # the workload's: 400 records every 0.224 s
     over, _, _, _ = ba.scaled("cosmoflow", 16, 32, False)   # elsewhere: steps at --max-ranks
     assert "dataset.num_files_train=2048" in over

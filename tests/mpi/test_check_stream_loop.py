@@ -3,7 +3,8 @@
 requests queued step by step from Python; TFRecord through POSIX with reads at each file's end
 and steps that read nothing (their samples in blocks read before), steps of many reads of one
 file (without the order kept, the threads read a file's next steps beside each other), through
-STDIO, through independent MPI-IO, and more files than a rank keeps open, at 1 and 2 ranks."""
+STDIO, through independent MPI-IO, files read three at a time (reader.interleave), and more
+files than a rank keeps open, at 1 and 2 ranks."""
 import re
 
 import pytest
@@ -25,6 +26,8 @@ CASES = {
     "long-steps": ["io.interface=posix", "dataset.record_length=200k",
                    "dataset.record_length_stdev=0", "reader.batch_size=4",
                    "reader.transfer_size=32k", "dataset.num_files_train=4"],
+    "interleave": ["io.interface=posix", "reader.interleave=3", "reader.eof_reads=1",
+                   "reader.file_shuffle=seed"],
     "few-open": ["io.interface=posix", "dataset.num_files_train=30",
                  "dataset.num_samples_per_file=3", "reader.file_shuffle=seed"],
 }
