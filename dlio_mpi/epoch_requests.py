@@ -239,6 +239,37 @@ class EpochQueue:
         self.synced = g1
         ep.prepare[step] = 0
 
+    def fill(self, ahead):
+        """Queue the next steps (each prepared first where it must be) until `ahead` are
+        queued and not consumed, or the epoch's last is."""
+        ep = self.ep
+        while ep.nsub < ep.nsteps and ep.nsub - ep.step < ahead:
+            if ep.prepare[ep.nsub]:
+                self.prepare(ep.nsub)
+            ep.submit_next()
+
+    def read_next(self, ra, ahead):
+        """The next step's batch (queued first if it is not): waits for it, returns its bytes;
+        a short batch raises its error (short_batch)."""
+        ep = self.ep
+        if ep.step >= ep.nsub:
+            self.fill(ahead)
+        step = ep.step
+        got = ep.wait_next()
+        if got < ep.want[step]:
+            raise self.short_batch(ra, step)
+        return got
+
+    def drain(self, ra):
+        """Wait for and release the queued steps not consumed."""
+        ep = self.ep
+        for t in range(ep.ticket0 + ep.step, ep.ticket0 + ep.nsub):
+            try:
+                ra.wait(t)
+            except engines.EngineError:
+                continue        # released by wait
+            ra.release(t)
+
     def settle(self):
         """At the epoch's end: the open files' order of use after all its steps."""
         self._touch(len(self.lay.seg_slot))

@@ -202,15 +202,8 @@ class PatternReader(Reader):
         self.k += 1
         if self.reads is None or k >= self.reads.steps:
             raise RuntimeError("read_batch past the planned epoch (start_epoch first)")
-        ep = self.ep
-        if ep is not None:
-            if ep.step >= ep.nsub:
-                self._fill()
-            step = ep.step
-            got = ep.wait_next()
-            if got < ep.want[step]:
-                raise self.short_batch(step)
-            return got
+        if self.ep is not None:
+            return self.queue.read_next(self.ra, self.ahead)
         if self.ra is not None:
             return self._read_ahead(k)
         total = 0
@@ -271,12 +264,8 @@ class PatternReader(Reader):
             self._fill()
 
     def _fill(self):
-        ep = self.ep
-        if ep is not None:
-            while ep.nsub < ep.nsteps and ep.nsub - ep.step < self.ahead:
-                if ep.prepare[ep.nsub]:
-                    self.queue.prepare(ep.nsub)
-                ep.submit_next()
+        if self.ep is not None:
+            self.queue.fill(self.ahead)
             return
         while self.requests and len(self.pending) < self.ra.depth:
             if any(p[2] == self.requests[0][1] for p in self.pending):
@@ -309,14 +298,8 @@ class PatternReader(Reader):
     def _drain(self):
         if self.ra is None:
             return
-        ep = self.ep
-        if ep is not None:
-            for t in range(ep.ticket0 + ep.step, ep.ticket0 + ep.nsub):
-                try:
-                    self.ra.wait(t)
-                except engines.EngineError:
-                    continue        # released by wait
-                self.ra.release(t)
+        if self.ep is not None:
+            self.queue.drain(self.ra)
             self.queue.settle()
             self.queue = self.ep = None
         self.requests.clear()

@@ -152,12 +152,8 @@ class PrefetchReader(Reader):
         return offs.tolist(), lens.tolist(), want, int(idx.offsets[ks[0]])
 
     def _fill(self):
-        ep = self.ep
-        if ep is not None:
-            while ep.nsub < ep.nsteps and ep.nsub - ep.step < self.ahead:
-                if ep.prepare[ep.nsub]:
-                    self.queue.prepare(ep.nsub)
-                ep.submit_next()
+        if self.ep is not None:
+            self.queue.fill(self.ahead)
             return
         while self.steps and len(self.pending) < self.ahead:
             samples = self.steps.pop()
@@ -186,15 +182,8 @@ class PrefetchReader(Reader):
         self._fill()
 
     def read_batch(self, samples):
-        ep = self.ep
-        if ep is not None:
-            if ep.step >= ep.nsub:
-                self._fill()
-            step = ep.step
-            got = ep.wait_next()
-            if got < ep.want[step]:
-                raise self.queue.short_batch(self.ra, step)
-            return got
+        if self.ep is not None:
+            return self.queue.read_next(self.ra, self.ahead)
         if not self.pending:
             self._fill()
         t, files, wants, wheres = self.pending.popleft()
@@ -213,14 +202,8 @@ class PrefetchReader(Reader):
         return self.inner.read_extent(f, lo, hi)
 
     def close(self):
-        ep = self.ep
-        if ep is not None:
-            for t in range(ep.ticket0 + ep.step, ep.ticket0 + ep.nsub):
-                try:
-                    self.ra.wait(t)
-                except engines.EngineError:
-                    continue        # released by wait
-                self.ra.release(t)
+        if self.ep is not None:
+            self.queue.drain(self.ra)
             self.queue = self.ep = None
         for t, _, _, _ in self.pending:
             try:
