@@ -1,7 +1,7 @@
 """Run under mpiexec by tests/mpi/test_check_epoch_requests.py: the training loop
 (pipeline.run_epochs) of one workload three ways on real files, each rank comparing its op logs:
 
-- batch: every batch's request built when it is queued, the Python step loop (as before
+- queued: every batch's request built when it is queued, the Python step loop (as before
   requests were built per epoch: PrefetchReader._plan_epoch refuses);
 - built: the epoch's requests built at start_epoch, the Python step loop (steploop.usable
   refuses);
@@ -22,8 +22,9 @@ import numpy as np
 from mpi4py import MPI
 
 import abort_on_error
+import loop_ways
 
-from dlio_mpi import config, datagen, engines, pipeline, prefetch, readers, steploop
+from dlio_mpi import config, datagen, engines, prefetch, readers
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
@@ -31,27 +32,7 @@ OPEN, CLOSE = engines.OP["open"], engines.OP["close"]
 
 
 def run(cfg, way):
-    plan_epoch, usable = prefetch.PrefetchReader._plan_epoch, steploop.usable
-    built, looped = [], []
-
-    def plan_spy(self, plan):
-        ok = way != "batch" and plan_epoch(self, plan)
-        built.append(ok)
-        return ok
-
-    def usable_spy(*a):
-        ok = way == "loop" and usable(*a)
-        looped.append(ok)
-        return ok
-
-    prefetch.PrefetchReader._plan_epoch = plan_spy
-    steploop.usable = usable_spy
-    try:
-        log = engines.OpLog(1 << 20)
-        phases, oplogs, _, _ = pipeline.run_epochs(cfg, comm, log)
-    finally:
-        prefetch.PrefetchReader._plan_epoch, steploop.usable = plan_epoch, usable
-    return phases, dict(oplogs), built, looped
+    return loop_ways.run(cfg, comm, way, prefetch.PrefetchReader, "_plan_epoch")
 
 
 def ops(a):
@@ -73,8 +54,8 @@ def main():
     cfg = config.load([f"dataset.data_folder={data}", "io.keep_oplog=true",
                        "workflow.checkpoint=false", "workflow.evaluation=false"] + args)
     datagen.generate(cfg, comm)
-    runs = {way: run(cfg, way) for way in ("batch", "built", "loop")}
-    ref_phases, ref_logs, _, _ = runs["batch"]
+    runs = {way: run(cfg, way) for way in ("queued", "built", "loop")}
+    ref_phases, ref_logs, _, _ = runs["queued"]
     for way in ("built", "loop"):
         phases, logs, built, looped = runs[way]
         assert built and all(built), (way, built)

@@ -2,7 +2,7 @@
 (pipeline.run_epochs) of a stream (reader.access=stream, read ahead) three ways on real files,
 each rank comparing its op logs:
 
-- ring: requests queued step by step from Python (PatternReader._builds refuses);
+- queued: requests queued step by step from Python (PatternReader._builds refuses);
 - built: the epoch's requests built before it (epoch_requests.EpochQueue over the stream's
   plan), the Python step loop (steploop.usable refuses);
 - loop: built requests and the C step loop (the run's own choice).
@@ -23,9 +23,9 @@ import numpy as np
 from mpi4py import MPI
 
 import abort_on_error
+import loop_ways
 
-from dlio_mpi import config, datagen, engines, pattern_reader, pipeline, readers
-from dlio_mpi import steploop
+from dlio_mpi import config, datagen, engines, pattern_reader, readers
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
@@ -33,28 +33,10 @@ OPEN, CLOSE, READ = engines.OP["open"], engines.OP["close"], engines.OP["read"]
 
 
 def run(cfg, way):
-    builds, usable = pattern_reader.PatternReader._builds, steploop.usable
-    built, looped, plans = [], [], []
-
-    def builds_spy(self):
-        ok = way != "ring" and builds(self)
-        built.append(ok)
-        plans.append(self.reads)
-        return ok
-
-    def usable_spy(*a):
-        ok = way == "loop" and usable(*a)
-        looped.append(ok)
-        return ok
-
-    pattern_reader.PatternReader._builds = builds_spy
-    steploop.usable = usable_spy
-    try:
-        log = engines.OpLog(1 << 20)
-        phases, oplogs, _, _ = pipeline.run_epochs(cfg, comm, log)
-    finally:
-        pattern_reader.PatternReader._builds, steploop.usable = builds, usable
-    return phases, dict(oplogs), built, looped, plans
+    plans = []
+    out = loop_ways.run(cfg, comm, way, pattern_reader.PatternReader, "_builds",
+                        lambda reader: plans.append(reader.reads))
+    return (*out, plans)
 
 
 def per_file(a):
@@ -94,8 +76,8 @@ def main():
                        "workflow.checkpoint=false", "workflow.evaluation=false",
                        "reader.access=stream"] + args)
     datagen.generate(cfg, comm)
-    runs = {way: run(cfg, way) for way in ("ring", "built", "loop")}
-    ref_phases, ref_logs, _, _, plans = runs["ring"]
+    runs = {way: run(cfg, way) for way in ("queued", "built", "loop")}
+    ref_phases, ref_logs, _, _, plans = runs["queued"]
     names = [n for n in ref_logs if n.startswith("train")]
     assert len(names) == cfg.train.epochs and len(plans) >= len(names), (names, len(plans))
     empty = 0
