@@ -8,8 +8,9 @@ analysis.fit: what a log shows of how a program read its samples, beyond sizes a
   such reads is the number of loads, the first read's length the buffered file's size.
 - A stream (``stream_block``): every rank reads each of its files front to back in blocks of
   one size B (the last one shorter), regardless of what the records are, as TensorFlow's
-  TFRecord reader and pandas do; B is the block size, and the reads that return nothing at a
-  file's end (pandas makes 2) are ``reader.eof_reads``.
+  TFRecord reader and pandas do, each epoch anew; B is the block size, the reads that return
+  nothing at a file's end (pandas makes 2) are ``reader.eof_reads``, and the files a rank
+  reads at once (TFRecordDataset's num_parallel_reads) ``reader.interleave``.
 - The order in which a rank takes its files (``file_order_ascending``): the files' first reads,
   rank by rank, in time order, against the files' names in sorted order.
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
@@ -43,32 +44,74 @@ def numpy_loads(trace, sizes):
     return int(eocd.sum()), int(values[np.argmax(counts)])
 
 
+def _passes(off, ln):
+    """A (rank, file) pair's reads in time order, cut where one begins before the end of the
+    one before it: each part a pass over the file (an epoch, or a reader's read-ahead into
+    the next). Returns the index ranges (a, b)."""
+    cut = np.flatnonzero(off[1:] < (off + ln)[:-1]) + 1
+    edges = np.concatenate([[0], cut, [len(off)]])
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
+
+
+def _front_to_back(off, ln):
+    """The block size B when the reads (those that returned bytes) go front to back in B-byte
+    reads (the last one possibly shorter), else None."""
+    keep = ln > 0
+    off, ln = off[keep], ln[keep]
+    if len(ln) == 0:
+        return None
+    b = int(ln[0])
+    if np.array_equal(off, np.arange(len(off)) * b) and (ln[:-1] == b).all() and ln[-1] <= b:
+        return b
+    return None
+
+
 def stream_block(trace, sizes):
-    """(B, E) when at least STREAM_SHARE of the (rank, file) pairs read their file front to
-    back in B-byte reads (the last one up to the file's end, possibly shorter), E the median
-    number of reads that returned nothing at the end of a streamed file; else None. A file
-    read whole in one read does not tell a block size."""
-    blocks, eofs, pairs, streamed = [], [], 0, 0
+    """(B, E, C) when at least STREAM_SHARE of the (rank, file) pairs read their file front to
+    back in B-byte reads (the last one up to the file's end, possibly shorter), every pass over
+    it (an epoch; a last pass may stop early), one of them to its end; E the median number of
+    reads that returned nothing at the end of a pass, C the files a rank reads at once (the
+    median over passes of the passes of its other files under way at a pass's midpoint, plus
+    one: tf.data's interleave); else None. A file read whole in one read does not tell a block
+    size."""
+    blocks, eofs, spans, pairs, streamed = [], [], [], 0, 0
     for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
         pairs += 1
         reads = reads.sort_values("start", kind="stable")
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
-        ln_data = ln[ln > 0]
-        tail = int(((ln == 0) & (off == (off + ln)[ln > 0].max(initial=0))).sum())
-        off = off[ln > 0]
-        if len(ln_data) < 2:
+        t0, t1 = reads["start"].to_numpy(), reads["end"].to_numpy()
+        size = sizes.get(int(fid), 0)
+        if int((ln > 0).sum()) < 2:
             continue
-        b = int(ln_data[0])
-        whole = np.array_equal(off, np.arange(len(off)) * b) \
-            and (ln_data[:-1] == b).all() and ln_data[-1] <= b
-        if whole:
-            streamed += 1
-            blocks.append(b)
-            eofs.append(tail)
+        found, whole, tails, mine = set(), False, [], []
+        for a, b in _passes(off, ln):
+            blk = _front_to_back(off[a:b], ln[a:b])
+            data = ln[a:b] > 0
+            if blk is None and data.any():
+                found = None
+                break
+            if data.any():
+                found.add(blk)
+                end = int((off[a:b] + ln[a:b])[data].max())
+                if end >= size:
+                    whole = True
+                    tails.append(int(((ln[a:b] == 0) & (off[a:b] >= end)).sum()))
+            mine.append((rank, float(t0[a]), float(t1[b - 1])))
+        if found is None or len(found) != 1 or not whole:
+            continue
+        streamed += 1
+        blocks.append(found.pop())
+        eofs += tails
+        spans += mine
     if not pairs or streamed < STREAM_SHARE * pairs or not blocks:
         return None
     values, counts = np.unique(blocks, return_counts=True)
-    return int(values[np.argmax(counts)]), int(round(float(np.median(eofs))))
+    at_once = []
+    for rank, t0, t1 in spans:
+        mid = (t0 + t1) / 2
+        at_once.append(sum(1 for r, a, b in spans if r == rank and a <= mid <= b))
+    return (int(values[np.argmax(counts)]), int(round(float(np.median(eofs)))),
+            max(1, int(round(float(np.median(at_once))))))
 
 
 def file_order_ascending(trace, names):
@@ -237,18 +280,29 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         # the same I/O and is fitted as such)
         stream = stream_block(trace, sizes)
         if stream is not None:
-            block, eof = stream
+            block, eof, at_once = stream
             evidence["stream_block"] = block
-            extra = {"access": "stream", **({"eof_reads": eof} if eof else {})}
+            evidence["stream_files_at_once"] = at_once
+            extra = {"access": "stream", **({"eof_reads": eof} if eof else {}),
+                     **({"interleave": at_once} if at_once > 1 else {})}
+            if at_once > 1:
+                notes.append(f"a rank reads {at_once} of its files at once, a sample from "
+                             "each in turn (reader.interleave; tf.data's num_parallel_reads "
+                             "may be more, a rank with fewer files cannot show it)")
             notes.append("files read front to back in fixed blocks: a stream; its records "
                          "cannot be seen, samples of about one block are chosen, as many "
-                         "as keep the files their size")
+                         "as keep the files their size; nor can a shuffle buffer: "
+                         "reader.sample_shuffle off")
+            if ascending is False and at_once == 1:
+                extra["file_shuffle"] = "seed"
+                notes.append("a rank takes its files out of their names' order: "
+                             "reader.file_shuffle seed")
             # samples of about one block, as many as keep the file its real size
             spf = max(1, int(round(file_size / block)))
             record = max(1, file_size // spf - FRAMING.get(fmt, 0))
             if fmt == "csv":
                 record = max(4, record - record % 4)
-            return record, spf, block, extra, None, ascending
+            return record, spf, block, extra, None, True
     if fmt == "hdf5":
         libver = hdf5_libver(trace)
         if libver is not None:

@@ -115,6 +115,41 @@ def test_ior_hdf5_written_then_read():
                for n in f.notes)
 
 
+def test_tensorflow_tfrecord_reader_is_an_interleaved_stream():
+    """resnet50 as the DLIO benchmark's TensorFlow reader reads it: each rank's 4 files at
+    once (num_parallel_reads), each front to back in 256 KiB reads and one read at its end
+    that returns nothing, 2 epochs, the pipeline reading into each file's next pass after
+    an epoch's last step (passes cut where a read goes back)."""
+    t = TRUTH["dlio_tfrecord"]
+    f = analysis.fit(log("dlio_tfrecord"))
+    w = f.workload
+    ds, rd = w["dataset"], w["reader"]
+    assert f.ranks == t["ranks"]
+    assert (ds["format"], ds["num_files_train"]) == ("tfrecord", t["num_files"])
+    assert (rd["access"], rd["transfer_size"], rd["eof_reads"], rd["interleave"]) \
+        == ("stream", t["read_size"], t["eof_reads"], t["files_at_once"])
+    assert rd["sample_shuffle"] == "off" and "file_shuffle" not in rd
+    assert (w["io"]["interface"], w["io"]["layout"]) == ("posix", "multi")
+    assert w["train"]["epochs"] == t["epochs"]
+    # records of about a block, as many as keep the file its size
+    assert abs(ds["num_samples_per_file"] * (ds["record_length"] + 16) - t["file_bytes"]) \
+        < ds["num_samples_per_file"] + 16
+
+
+def test_replay_of_the_tensorflow_reader(tmp_path):
+    """Its replay: the real job's files, none shared, POSIX, reads of its size; the bytes are
+    an epoch's (the real pipeline's reads into a next pass past the last step are not
+    emulated: 14.8 % fewer)."""
+    r = replay(log("dlio_tfrecord"), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for key in ("files", "shared_files", "interfaces"):
+        assert r.emulated[key] == r.real[key], key
+    assert r.emulated["mean_read_size"] == pytest.approx(r.real["mean_read_size"], rel=0.01)
+    t = TRUTH["dlio_tfrecord"]
+    assert r.emulated["bytes_read"] == pytest.approx(t["epochs"] * t["files_bytes_total"],
+                                                     rel=0.01)
+
+
 @pytest.mark.parametrize("name,least", [("dlio_npz_multi", 0.95), ("dlio_hdf5", 0.95),
                                         ("dlio_jpeg", 0.95),
                                         ("ior_fpp", 0.95), ("ior_strided", 0.95),
