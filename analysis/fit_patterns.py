@@ -48,56 +48,50 @@ def _passes(off, ln):
     """A (rank, file) pair's reads in time order, cut where one begins before the end of the
     one before it: each part a pass over the file (an epoch, or a reader's read-ahead into
     the next). Returns the index ranges (a, b)."""
-    cut = np.flatnonzero(off[1:] < (off + ln)[:-1]) + 1
-    edges = np.concatenate([[0], cut, [len(off)]])
+    edges = np.concatenate([[0], np.flatnonzero(off[1:] < (off + ln)[:-1]) + 1, [len(off)]])
     return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
 
 
-def _front_to_back(off, ln):
-    """The block size B when the reads (those that returned bytes) go front to back in B-byte
-    reads (the last one possibly shorter), else None."""
-    keep = ln > 0
-    off, ln = off[keep], ln[keep]
-    if len(ln) == 0:
-        return None
-    b = int(ln[0])
-    if np.array_equal(off, np.arange(len(off)) * b) and (ln[:-1] == b).all() and ln[-1] <= b:
-        return b
-    return None
+def _at_once(spans):
+    """The median over passes (rank, start, end) of the passes of the same rank under way at
+    a pass's midpoint (itself included)."""
+    counts = []
+    for rank in {r for r, _, _ in spans}:
+        t0 = np.array([a for r, a, _ in spans if r == rank])
+        t1 = np.array([b for r, _, b in spans if r == rank])
+        mid = (t0 + t1) / 2
+        counts += (np.searchsorted(np.sort(t0), mid, side="right")
+                   - np.searchsorted(np.sort(t1), mid, side="left")).tolist()
+    return max(1, int(round(float(np.median(counts)))))
 
 
 def stream_block(trace, sizes):
     """(B, E, C) when at least STREAM_SHARE of the (rank, file) pairs read their file front to
     back in B-byte reads (the last one up to the file's end, possibly shorter), every pass over
-    it (an epoch; a last pass may stop early), one of them to its end; E the median number of
-    reads that returned nothing at the end of a pass, C the files a rank reads at once (the
-    median over passes of the passes of its other files under way at a pass's midpoint, plus
-    one: tf.data's interleave); else None. A file read whole in one read does not tell a block
-    size."""
+    it (an epoch; a pass may stop early), one of them to its end; E the median number of reads
+    that returned nothing at the end of a pass, C the files a rank reads at once (_at_once:
+    tf.data's interleave); else None. A file read whole in one read tells no block size."""
     blocks, eofs, spans, pairs, streamed = [], [], [], 0, 0
     for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
         pairs += 1
         reads = reads.sort_values("start", kind="stable")
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
         t0, t1 = reads["start"].to_numpy(), reads["end"].to_numpy()
-        size = sizes.get(int(fid), 0)
         if int((ln > 0).sum()) < 2:
             continue
-        found, whole, tails, mine = set(), False, [], []
+        found, tails, mine = set(), [], []
         for a, b in _passes(off, ln):
-            blk = _front_to_back(off[a:b], ln[a:b])
-            data = ln[a:b] > 0
-            if blk is None and data.any():
-                found = None
-                break
-            if data.any():
-                found.add(blk)
-                end = int((off[a:b] + ln[a:b])[data].max())
-                if end >= size:
-                    whole = True
-                    tails.append(int(((ln[a:b] == 0) & (off[a:b] >= end)).sum()))
+            o, n = off[a:b][ln[a:b] > 0], ln[a:b][ln[a:b] > 0]
             mine.append((rank, float(t0[a]), float(t1[b - 1])))
-        if found is None or len(found) != 1 or not whole:
+            if len(n) == 0:
+                continue
+            found.add(int(n[0]))
+            if not (np.array_equal(o, np.arange(len(o)) * n[0]) and (n[:-1] == n[0]).all()
+                    and n[-1] <= n[0]):
+                found.add(-1)           # not front to back in blocks
+            if o[-1] + n[-1] >= sizes.get(int(fid), 0):
+                tails.append(int(((ln[a:b] == 0) & (off[a:b] >= o[-1] + n[-1])).sum()))
+        if len(found) != 1 or not tails:
             continue
         streamed += 1
         blocks.append(found.pop())
@@ -106,12 +100,8 @@ def stream_block(trace, sizes):
     if not pairs or streamed < STREAM_SHARE * pairs or not blocks:
         return None
     values, counts = np.unique(blocks, return_counts=True)
-    at_once = []
-    for rank, t0, t1 in spans:
-        mid = (t0 + t1) / 2
-        at_once.append(sum(1 for r, a, b in spans if r == rank and a <= mid <= b))
     return (int(values[np.argmax(counts)]), int(round(float(np.median(eofs)))),
-            max(1, int(round(float(np.median(at_once))))))
+            _at_once(spans))
 
 
 def file_order_ascending(trace, names):
