@@ -8,11 +8,13 @@ AU divided by the same round's AU without read threads. Read threads must never 
 au_vs_no_threads_min (the smallest of those medians over the thread counts) at least 1.0.
 Prints a table, then one JSON object on the last line. --load N runs N busy processes beside
 (a node shared with other work: read threads must not starve), --odirect-4k makes the reads
-block (1 MiB raw samples read with O_DIRECT in 4 KiB transfers).
+block (1 MiB raw samples read with O_DIRECT in 4 KiB transfers), --stream reads TFRecord
+files as TensorFlow's reader does (reader.access=stream: each rank's files front to back in
+256 KiB reads and one at each file's end; with read threads, the C step loop).
 
     scripts/bench-read-threads [--rounds 5] [--threads 0,1,2,4] [--interface posix]
                                [--bind core|none] [--compute 0.004] [--dir DIR] [--load N]
-                               [--odirect-4k]
+                               [--odirect-4k | --stream]
 """
 import argparse
 import json
@@ -50,7 +52,11 @@ def main():
                     help="N busy processes beside the runs (a node shared with other work)")
     ap.add_argument("--odirect-4k", action="store_true",
                     help="reads that block: O_DIRECT in 4 KiB transfers")
+    ap.add_argument("--stream", action="store_true",
+                    help="TFRecord files read as a stream (reader.access=stream)")
     args = ap.parse_args()
+    if args.stream and args.odirect_4k:
+        sys.exit("bench-read-threads: --stream and --odirect-4k are two different datasets")
     threads = [int(t) for t in args.threads.split(",")]
     if threads[0] != 0:
         threads = [0] + [t for t in threads if t != 0]
@@ -65,6 +71,10 @@ def main():
         common = [c for c in common if not c.startswith(("io.interface=", "reader.transfer"))]
         common += ["io.interface=posix_direct", "reader.transfer_size=4k",
                    "dataset.record_length=1m", "dataset.format=raw"]
+    if args.stream:
+        common = [c for c in common if not c.startswith(("dataset.format=", "reader.transfer"))]
+        common += ["dataset.format=tfrecord", "reader.access=stream",
+                   "reader.transfer_size=256k", "reader.eof_reads=1"]
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(args.load)]
     au = {t: [] for t in threads}
@@ -105,7 +115,7 @@ def main():
         if with_threads else None,
         "interface": args.interface, "bind": args.bind, "compute_s_per_step": args.compute,
         "rounds": args.rounds, "epochs": args.epochs, "load": args.load,
-        "odirect_4k": args.odirect_4k}))
+        "odirect_4k": args.odirect_4k, "stream": args.stream}))
 
 
 if __name__ == "__main__":

@@ -74,12 +74,13 @@ def test_bench_checkpoint_formats(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-def test_bench_read_threads_tiny(tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--stream"]])
+def test_bench_read_threads_tiny(tmp_path, extra):
     """One round on 8 files: a row per thread count, then JSON with the AU of each and the
-    ratios to no threads; its files are gone."""
+    ratios to no threads; its files are gone. --stream: the files read as a stream."""
     p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bench_read_threads.py"),
                         "--rounds", "1", "--threads", "0,2", "--files", "8", "--epochs", "2",
-                        "--interface", "stdio", "--dir", str(tmp_path)],
+                        "--interface", "stdio", "--dir", str(tmp_path), *extra],
                        capture_output=True, text=True, timeout=120,
                        # explicit: a test process that initialized MPI carries Open MPI's
                        # variables in its C environment, which would confuse the child mpiexec
@@ -92,6 +93,7 @@ def test_bench_read_threads_tiny(tmp_path):
     assert 0 < out["au_percent_2_read_threads"] <= 100
     assert out["au_vs_no_threads_min"] == out["au_vs_no_threads_2_read_threads"] > 0
     assert out["interface"] == "stdio" and out["rounds"] == 1
+    assert out["stream"] == bool(extra)
     assert not os.listdir(tmp_path)
 
 
