@@ -172,3 +172,16 @@ def test_a_file_prefix_that_leaves_its_folder_is_a_config_error(prefix):
 def test_an_empty_folder_is_a_config_error(key):
     with pytest.raises(config.ConfigError, match=rf"^{key}='': a directory must not be empty"):
         config.load(["workload=default", f"{key}="])
+
+
+@pytest.mark.parametrize("name", ["resnet50", "cosmoflow", "unet3d"])
+def test_a_workloads_shrink_advice_runs_on_a_few_ranks(name):
+    """The overrides a shipped workload's header gives to shrink it make a configuration that
+    2 and 4 ranks can run (the rank checks pass)."""
+    with open(os.path.join(config.WORKLOAD_DIR, f"{name}.yaml")) as f:
+        head = " ".join(line.lstrip("# ") for line in f if line.startswith("#"))
+    overrides = [w.rstrip(".,") for w in head[head.index("Shrink"):].split() if "=" in w]
+    assert overrides, head
+    cfg = config.load([f"workload={name}", *overrides])
+    for ranks in (2, 4):
+        config.check_ranks(cfg, ranks)
