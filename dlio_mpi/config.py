@@ -102,6 +102,10 @@ def _from_text(text):
         return text
 
 
+# sizes that are a distribution's mean or spread: a fractional number of bytes is rounded
+MEAN_SIZES = ("dataset.record_length", "dataset.record_length_stdev")
+
+
 def _typed(where, key, value):
     """value checked (and converted) against the schema's Key, or ConfigError."""
     t = key.type
@@ -116,6 +120,8 @@ def _typed(where, key, value):
                 if value is None:
                     raise ValueError
         elif t == "size":
+            if where in MEAN_SIZES and isinstance(value, float) and value >= 0:
+                value = round(value)    # a mean, as MLPerf's 114660.07: whole bytes
             value = parse_size(value)
         elif t == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -301,6 +307,31 @@ def parse_overrides(items):
     return doc, workload
 
 
+TF_SHUFFLE_SIZE = 1024     # the DLIO benchmark's default reader.shuffle_size
+
+
+def _tensorflow_reader(values, given):
+    """The DLIO benchmark's TensorFlow reader where a file or override asks for it
+    (reader.data_loader=tensorflow, TFRecord files) and names no access pattern: TFRecordDataset
+    over each rank's own files, read_threads of them at once (num_parallel_reads), in
+    reader.transfer_size reads and one more at each file's end, samples through a shuffle
+    buffer of its default size when they are shuffled. Keys given keep their values. Returns
+    whether it applied."""
+    rd, ds, io = values["reader"], values["dataset"], values["io"]
+    if (rd["data_loader"] != "tensorflow" or ds["format"] != "tfrecord"
+            or ("reader", "access") in given or io["layout"] != "multi"
+            or io["read_type"] != "on_demand"
+            or io["interface"] not in ("posix", "posix_direct", "stdio", "mmap", "mpiio")):
+        return False
+    rd["access"] = "stream"
+    for key, value in (("interleave", max(1, rd["read_threads"])), ("eof_reads", 1),
+                       ("shuffle_size", TF_SHUFFLE_SIZE if rd["sample_shuffle"] != "off"
+                        else rd["shuffle_size"])):
+        if ("reader", key) not in given:
+            rd[key] = value
+    return True
+
+
 def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="workload"):
     """The validated Config of a run: the workload, then ``config_file``, then ``doc`` (a
     workload document: section -> key -> value, named ``doc_source`` in errors), then the
@@ -328,7 +359,9 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
         values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
     if values["reader"]["odirect"] and values["io"]["interface"] == "posix":
         values["io"]["interface"] = "posix_direct"
-    not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated)
+    tf_reader = _tensorflow_reader(values, given)
+    not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
+                          and not (tf_reader and (s, k) == ("reader", "data_loader")))
     cfg = Config(values, not_emulated, workload)
     validate(cfg)
     return cfg

@@ -86,7 +86,10 @@ def check_ranks(cfg, ranks):
         if ds.num_files_train < ranks:
             raise ConfigError(
                 f"reader.access=stream splits files among ranks: dataset.num_files_train="
-                f"{ds.num_files_train} is fewer than the {ranks} ranks")
+                f"{ds.num_files_train} is fewer than the {ranks} ranks"
+                + (" (reader.data_loader=tensorflow reads TFRecord files as a stream; "
+                   "reader.access=sample reads them by sample)"
+                   if cfg.reader.data_loader == "tensorflow" else ""))
         from dlio_mpi import access
         if access.stream_steps(ds.num_files_train, ds.num_samples_per_file, ranks,
                                cfg.reader.batch_size) == 0:

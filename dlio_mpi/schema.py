@@ -98,7 +98,12 @@ SCHEMA = {
         "max_shape": Key("list", [], "HDF5 maximum shape", emulated=False),
     },
     "reader": {
-        "data_loader": Key("str", "pytorch", "the framework's data loader", emulated=False),
+        "data_loader": Key("str", "pytorch", "the framework's data loader; tensorflow with "
+                           "TFRecord files and no reader.access given reads as the DLIO "
+                           "benchmark's TensorFlow reader: reader.access=stream, "
+                           "reader.interleave=read_threads, reader.eof_reads=1, shuffle_size "
+                           "1024 when samples are shuffled (keys given keep their values)",
+                           emulated=False),
         "batch_size": Key("int", 1, "samples per step per rank", minimum=1),
         "batch_size_eval": Key("int", 1, "samples per evaluation step per rank", minimum=1),
         "read_threads": Key("int", 1, "read-ahead threads per rank (C threads)", minimum=0),

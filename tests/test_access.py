@@ -207,8 +207,14 @@ def test_stream_needs_a_file_per_rank():
     cfg = config.load(["workload=default", "reader.access=stream", "reader.shuffle_size=4",
                        "dataset.num_files_train=3"])
     config.check_ranks(cfg, 3)
-    with pytest.raises(config.ConfigError, match="fewer than the 4 ranks"):
+    with pytest.raises(config.ConfigError, match="fewer than the 4 ranks") as e:
         config.check_ranks(cfg, 4)
+    assert "data_loader" not in str(e.value)
+    tf = config.load(["workload=default", "reader.data_loader=tensorflow",
+                      "dataset.format=tfrecord", "dataset.num_files_train=3"])
+    with pytest.raises(config.ConfigError, match="fewer than the 4 ranks") as e:
+        config.check_ranks(tf, 4)
+    assert "reader.data_loader=tensorflow reads TFRecord files as a stream" in str(e.value)
 
 
 def test_hdf5_chunk_shape_is_honoured(tmp_path):

@@ -25,12 +25,46 @@ def test_paper_and_current_workloads_are_shipped():
             "unet3d", "resnet50", "cosmoflow", "bert", "dlrm"} <= names
 
 
-@pytest.mark.parametrize("fixture", ["dlio_unet3d.yaml", "dlio_resnet50.yaml",
-                                     "dlio_cosmoflow.yaml"])
-def test_dlio_benchmark_files_load_unchanged(fixture):
+@pytest.mark.parametrize("fixture,tf", [("dlio_unet3d.yaml", False), ("dlio_resnet50.yaml", False),
+                                        ("dlio_cosmoflow.yaml", True),
+                                        ("dlio_resnet50_tf.yaml", True)])
+def test_dlio_benchmark_files_load_unchanged(fixture, tf):
+    """The DLIO benchmark's workload files load as they are; a TensorFlow reader of TFRecord
+    files reads as the DLIO benchmark's does (a stream of each rank's files, read_threads of
+    them at once, one read at each file's end), other data loaders are only named."""
     cfg = config.load(config_file=os.path.join(FIX, fixture))
     assert cfg.dataset.num_files_train == 1024 or cfg.dataset.num_files_train == 168
-    assert "reader.data_loader" in cfg.not_emulated
+    assert ("reader.data_loader" in cfg.not_emulated) != tf
+    rd = cfg.reader
+    assert (rd.access, rd.interleave, rd.eof_reads) == \
+        (("stream", rd.read_threads, 1) if tf else ("sample", 1, 0))
+
+
+def test_mlperf_mean_record_length_in_whole_bytes():
+    """MLPerf's resnet50 file gives its mean record as 114660.07 bytes: rounded; a fractional
+    size given on the command line is still an error."""
+    cfg = config.load(config_file=os.path.join(FIX, "dlio_resnet50_tf.yaml"))
+    assert cfg.dataset.record_length == 114660
+    with pytest.raises(config.ConfigError, match="expected a size in bytes"):
+        config.load(["workload=default", "dataset.record_length=1.5"])
+
+
+@pytest.mark.parametrize("overrides,want", [
+    ([], ("stream", 3, 1, 1024)),
+    (["reader.access=sample"], ("sample", 1, 0, 0)),
+    (["reader.interleave=2", "reader.eof_reads=0", "reader.shuffle_size=10"],
+     ("stream", 2, 0, 10)),
+    (["reader.sample_shuffle=off"], ("stream", 3, 1, 0)),
+    (["dataset.format=npz"], ("sample", 1, 0, 0)),
+    (["reader.data_loader=pytorch"], ("sample", 1, 0, 0)),
+    (["io.layout=shared", "io.interface=mpiio", "dataset.num_files_train=1"],
+     ("sample", 1, 0, 0)),
+])
+def test_tensorflow_reader_defaults_keep_given_keys(overrides, want):
+    base = ["workload=default", "reader.data_loader=tensorflow", "dataset.format=tfrecord",
+            "reader.sample_shuffle=seed", "reader.read_threads=3"]
+    rd = config.load(base + overrides).reader
+    assert (rd.access, rd.interleave, rd.eof_reads, rd.shuffle_size) == want
 
 
 def test_dlio_unet3d_values():

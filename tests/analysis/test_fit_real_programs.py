@@ -150,6 +150,27 @@ def test_replay_of_the_tensorflow_reader(tmp_path):
                                                      rel=0.01)
 
 
+def test_the_dlio_benchmarks_own_tensorflow_file_runs_as_it_ran(tmp_path):
+    """The DLIO benchmark's resnet50 file for its TensorFlow reader, run by the emulator at the
+    real run's shape (the same overrides as truth.json's command), looks like the real run to
+    analyze compare: each rank's own files, read as a stream, 4 at once."""
+    from analysis.compare import compare
+    from analysis.launch import run_emulator
+    fixture = os.path.join(os.path.dirname(HERE), "dlio_resnet50_tf.yaml")
+    out = tmp_path / "run"
+    run_emulator("dlio file", 2, ["run", "--config", fixture,
+                                  f"dataset.data_folder={tmp_path / 'data'}",
+                                  f"output.folder={out}", "io.keep_oplog=true",
+                                  "workflow.generate_data=true", "dataset.num_files_train=8",
+                                  "dataset.num_samples_per_file=300", "reader.batch_size=25",
+                                  "train.computation_time=0.01", "train.epochs=2"])
+    c = compare([log("dlio_tfrecord"), str(out)], labels=["real", "emulated"])
+    assert c.scores["emulated"] >= 0.95, c.table
+    for metric in ("files", "shared_file_fraction", "mean_read_size"):
+        real, emulated = c.row(metric)
+        assert emulated == pytest.approx(real, rel=0.01), (metric, c.table)
+
+
 @pytest.mark.parametrize("name,least", [("dlio_npz_multi", 0.95), ("dlio_hdf5", 0.95),
                                         ("dlio_jpeg", 0.95),
                                         ("ior_fpp", 0.95), ("ior_strided", 0.95),
