@@ -167,32 +167,45 @@ def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align
     pos = interleave([len(e) for e in ends], cycle)
     k = np.arange(steps, dtype=np.int64)
     upto = np.minimum((k + 1) * batch + lead, total) - 1     # last sample held by step k
-    fi, offs, lens, step_of = [], [], [], []
-    for i, size in enumerate(sizes.tolist()):
-        if not len(ends[i]):
-            continue
-        # (position, bytes held once it is consumed): its samples, then the whole file
-        p = np.append(pos[i], pos[i][-1] + 1)
-        b = np.append(ends[i], size)
-        at = np.searchsorted(p, upto, side="right") - 1
-        held = np.where(at >= 0, b[np.maximum(at, 0)], 0)
-        o, n = block_reads(size, xfer, align)
-        if eof and size > 0:
-            o = np.concatenate([o, np.full(eof, size, np.int64)])
-            n = np.concatenate([n, np.full(eof, xfer if xfer > 0 else size, np.int64)])
-        # a read at a file's end belongs with its last block
-        s = np.searchsorted(held, np.minimum(o, size - 1), side="right")
-        keep = s < steps
-        fi.append(np.full(int(keep.sum()), i, np.int64))
-        offs.append(o[keep])
-        lens.append(n[keep])
-        step_of.append(s[keep])
-    fi, offs, lens = np.concatenate(fi), np.concatenate(offs), np.concatenate(lens)
-    step_of = np.concatenate(step_of)
+    live = np.flatnonzero([len(e) > 0 for e in ends])
+    counts = np.array([len(ends[i]) for i in live], np.int64)
+    size = sizes[live]
+    # need points, file after file: (position, bytes held once it is consumed), its samples,
+    # then the whole file; the bytes shifted per file so that they ascend over all files
+    n_pts = counts + 1
+    at_term = np.cumsum(n_pts) - 1
+    at_samp = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(
+        np.arange(len(live), dtype=np.int64), counts)
+    p_all = np.empty(int(n_pts.sum()), np.int64)
+    b_all = np.empty_like(p_all)
+    flat_pos = np.concatenate([pos[i] for i in live])
+    p_all[at_samp] = flat_pos
+    b_all[at_samp] = np.concatenate([ends[i] for i in live])
+    p_all[at_term] = flat_pos[np.cumsum(counts) - 1] + 1
+    b_all[at_term] = size
+    base = np.cumsum(size + 1) - (size + 1)
+    b_all += np.repeat(base, n_pts)
+    # each file's blocks, then its reads at the end
+    step = np.where(size > 0, xfer if xfer > 0 else size, 1)
+    nblk = np.where(size > 0, -(-size // step), 0)
+    nread = nblk + np.where(size > 0, eof, 0)
+    fi = np.repeat(np.arange(len(live), dtype=np.int64), nread)
+    k = np.arange(int(nread.sum()), dtype=np.int64) - np.repeat(np.cumsum(nread) - nread, nread)
+    blk = k < nblk[fi]
+    offs = np.where(blk, k * step[fi], size[fi])
+    lens = np.where(blk, np.minimum(step[fi], size[fi] - offs), step[fi])
+    if align > 1:
+        lens = np.where(blk, -(-lens // align) * align, lens)
+    # a block is read when the first need point holding a byte of it is consumed (a read at
+    # a file's end with its last block)
+    j = np.searchsorted(b_all, np.minimum(offs, size[fi] - 1) + base[fi], side="right")
+    step_of = np.searchsorted(upto, p_all[j], side="left")
+    keep = step_of < steps
+    fi, offs, lens, step_of = fi[keep], offs[keep], lens[keep], step_of[keep]
     srt = np.argsort(step_of, kind="stable")
     step_of, fi, offs, lens = step_of[srt], fi[srt], offs[srt], lens[srt]
     first = np.searchsorted(step_of, np.arange(steps + 1), side="left").astype(np.int64)
-    return ReadPlan(first, files[fi], offs, lens)
+    return ReadPlan(first, files[live[fi]], offs, lens)
 
 
 def sample_reads(plan_samples, spf, ranges_of, per_sample=False):

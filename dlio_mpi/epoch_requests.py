@@ -141,11 +141,11 @@ class EpochQueue:
     the epoch's end. A step that needs this is flagged (EpochRequests.prepare): steps reading
     a file first, and, when a file is closed, the next step reading it."""
 
-    def __init__(self, owner, plan, stream=None):
+    def __init__(self, owner, plan, stream=None, sizes=None):
         """plan: the epoch's (steps, batch) samples; or, with stream (an access.ReadPlan of
         the files' own reads, known before the epoch: a stream's blocks), those reads, read
         one after another per file (ordered), a read at a file's end expecting none of its
-        bytes."""
+        bytes (sizes: file -> its size, where the caller has them; else from the index)."""
         inner, data = getattr(owner, "inner", owner), owner.data
         self.inner, self.data = inner, data
         spf = data.spf
@@ -154,7 +154,8 @@ class EpochQueue:
             self.lay = lay = stream_layout(stream)
             self.offs = np.ascontiguousarray(stream.offset, dtype=np.int64)
             self.lens = np.ascontiguousarray(stream.length, dtype=np.int64)
-            size = np.array([data.index(int(f)).file_size for f in lay.files], np.int64)
+            size = np.array([sizes[f] if sizes is not None else data.index(f).file_size
+                             for f in lay.files.tolist()], np.int64)
             end = size[lay.seg_slot.repeat(np.diff(lay.seg_range))]
             wants = np.clip(np.minimum(self.offs + self.lens, end) - self.offs, 0, None)
         else:

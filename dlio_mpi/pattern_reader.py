@@ -53,6 +53,7 @@ class PatternReader(Reader):
         self.ahead = cfg.reader.prefetch_size + 1     # steps queued at most (built requests)
         self.queue = self.ep = None     # the epoch's built requests (a stream read ahead)
         self.planned = False            # plan_epoch ran for the next start_epoch
+        self._sizes = None              # a stream's files' sizes this epoch (file -> bytes)
 
     def _ring(self):
         """Read-ahead sized for this epoch's plan: each thread reads into its own buffer (the
@@ -115,6 +116,7 @@ class PatternReader(Reader):
                 ends.append(idx.offsets + idx.lengths)
             lead = self.cfg.reader.shuffle_size if self.cfg.reader.sample_shuffle != "off" \
                 else 0
+            self._sizes = dict(zip(files.tolist(), sizes))
             self.reads = access.stream_reads(files, sizes, ends, len(plan), self.batch, lead,
                                              self.xfer, self.align,
                                              self.cfg.reader.eof_reads,
@@ -130,7 +132,8 @@ class PatternReader(Reader):
         if need > len(self.buf):
             self.buf = engines.aligned_empty(need, 65536)
         if self.ra is not None and self._builds() and self.reads.steps:
-            self.queue = epoch_requests.EpochQueue(self, None, stream=self.reads)
+            self.queue = epoch_requests.EpochQueue(self, None, stream=self.reads,
+                                                   sizes=self._sizes)
             self.ep = self.queue.ep
 
     def prepare(self, step):
