@@ -56,23 +56,25 @@ class PatternReader(Reader):
         self._sizes = None              # a stream's files' sizes this epoch (file -> bytes)
 
     def _ring(self):
-        """Read-ahead sized for this epoch's plan: each thread reads into its own buffer (the
-        steps discard the samples), a request holding at most a slot's bytes of one step's
-        reads of one file and at least the largest single read; as many requests queued as
-        prefetch_size + 1 steps need."""
+        """Read-ahead sized for this epoch's plan: each thread reads into its own buffer of the
+        largest single read (the steps discard the samples: every transfer lands at its
+        start), a request holding at most a slot's bytes of one step's reads of one file and
+        at least the largest single read; as many requests queued as prefetch_size + 1 steps
+        need."""
         step = self.reads.max_step_bytes()
         largest = int(self.reads.length.max()) if len(self.reads.length) else 0
         slot = max(self.xfer, largest, min(step, RING_SLOT_MAX), 1 << 16)
-        if self.ra is not None and self.ra.slot_bytes >= slot:
+        room = max(largest, 1 << 16)
+        depth = max(2, (self.cfg.reader.prefetch_size + 1) * -(-step // slot))
+        self.slot = slot
+        if self.ra is not None and self.ra.slot_bytes >= room and self.ra.depth >= depth:
             return
         if self.ra is not None:
             self.ra.close()
-        depth = max(2, (self.cfg.reader.prefetch_size + 1) * -(-step // slot))
         align = 4096
         if self.cfg.io.interface == "posix_direct":
             align = max(align, engines.dio_alignment(self.data.root)[0])
-        self.slot = slot
-        self.ra = engines.ReadAhead(threads=self.threads, depth=depth, slot_bytes=slot,
+        self.ra = engines.ReadAhead(threads=self.threads, depth=depth, slot_bytes=room,
                                     align=align, keep=False)
         self.max_open = max(self.max_open, depth + 1)
 
