@@ -72,10 +72,12 @@ typedef struct dm_oplog {
     uint64_t tick0;       /* origin in ticks */
     int64_t mono0_ns;     /* CLOCK_MONOTONIC at the origin */
     double ns_per_tick;
-    /* operations that did not fit: counted, not kept one by one */
-    uint64_t over_count[DM_OP_N];
-    int64_t over_bytes[DM_OP_N];
-    uint64_t over_hist[DM_OP_N][DM_HIST_BUCKETS];
+    /* operations that did not fit: counted per interface and operation, not kept one by one
+     * (the interface kept, so that what is counted at two levels, hdf5_sec2's H5Dread calls
+     * and the POSIX calls under them, is told apart past capacity too) */
+    uint64_t over_count[DM_IF_N][DM_OP_N];
+    int64_t over_bytes[DM_IF_N][DM_OP_N];
+    uint64_t over_hist[DM_IF_N][DM_OP_N][DM_HIST_BUCKETS];
     void *over_lock;      /* pthread mutex */
 } dm_oplog;
 
@@ -134,7 +136,8 @@ typedef struct { uint32_t count, gen; } dm_nbar;
 uint32_t dm_nbar_arrive(dm_nbar *b, uint32_t n, int *last);
 int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t spin_ns, int64_t timeout_ns);
 
-void dm_oplog_overflow_add(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t bytes, int op);
+void dm_oplog_overflow_add(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t bytes, int op,
+                           int iface);
 
 /* Record one operation; t0/t1 are dm_ticks() values. */
 static inline void dm_log(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t off, int64_t bytes,
@@ -152,9 +155,23 @@ static inline void dm_log(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t off, in
         L->op[i] = (uint8_t)op;
         L->iface[i] = (uint8_t)iface;
     } else {
-        dm_oplog_overflow_add(L, t0, t1, bytes, op);
+        dm_oplog_overflow_add(L, t0, t1, bytes, op, iface);
     }
 }
+
+/* ------------------------------------------------------------------ handle lifetime */
+/* A handle's read-ahead segments queued or being read. Read-ahead counts a segment in when it
+ * is submitted and out when a thread has finished it; a handle is closed only when none is
+ * left (its owner waits with dm_inflight_wait; an engine's close refuses otherwise), so that no
+ * thread reads through a descriptor closed, or reused by another open, under it. */
+typedef struct { uint32_t n; } dm_inflight;
+void dm_inflight_add(dm_inflight *c);
+void dm_inflight_done(dm_inflight *c);
+/* Blocks until no segment of the handle is queued or being read. */
+void dm_inflight_wait(dm_inflight *c);
+uint32_t dm_inflight_count(const dm_inflight *c);
+/* An engine's close while segments are queued: sets e (naming path) and returns -1, else 0. */
+int dm_inflight_check_close(const dm_inflight *c, const char *path, dm_err *e);
 
 /* ------------------------------------------------------------------ transfer loop */
 /* How an engine moves byte ranges (transfer.c): move() reads (writes) one transfer of len bytes
@@ -205,6 +222,7 @@ typedef struct {
     char *map;              /* mmap'ed view (mmap mode) */
     size_t map_len;
     dm_oplog *log;
+    dm_inflight inflight;   /* read-ahead segments of this handle not done */
     char path[4096];
 } dm_posix;
 
@@ -236,6 +254,7 @@ typedef struct {
     int writing;
     int64_t pos;            /* position known to the stream, -1 unknown */
     dm_oplog *log;
+    dm_inflight inflight;   /* read-ahead segments of this handle not done */
     char path[4096];
 } dm_stdio;
 
@@ -253,7 +272,10 @@ typedef struct {
     MPI_Comm comm;
     int32_t file_id;
     int rank;
+    int whole_iface;        /* the op log's interface of opens, closes and syncs: collective on a
+                             * communicator of several ranks, as Darshan counts them */
     dm_oplog *log;
+    dm_inflight inflight;   /* read-ahead segments of this handle not done */
     char path[4096];
 } dm_mpiio;
 
@@ -296,6 +318,7 @@ typedef struct {
     int32_t file_id;
     int writing;
     dm_oplog *log;
+    dm_inflight inflight;   /* read-ahead segments of this handle not done */
     char path[4096];
     char name[256];
 } dm_h5;
@@ -358,6 +381,8 @@ typedef struct dm_engine_ops {
     int (*readv)(const struct dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
                  const int64_t *len, int64_t xfer, char *buf, int discard, int64_t *total,
                  dm_err *e);
+    /* the handle's count of read-ahead segments not done */
+    dm_inflight *(*inflight)(void *h);
 } dm_engine_ops;
 
 extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops;

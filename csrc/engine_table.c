@@ -29,8 +29,10 @@ static dm_transfer posix_transfer(void *h, int op, int64_t xfer) {
     return dm_posix_transfer(h, op, xfer);
 }
 
+static dm_inflight *posix_inflight(void *h) { return &((dm_posix *)h)->inflight; }
+
 const dm_engine_ops dm_posix_ops = {"posix", 0, always, bytes_span, posix_log, posix_transfer,
-                                    ranges_readv};
+                                    ranges_readv, posix_inflight};
 
 /* ---- STDIO */
 static dm_oplog *stdio_log(const void *h) { return ((const dm_stdio *)h)->log; }
@@ -38,8 +40,10 @@ static dm_transfer stdio_transfer(void *h, int op, int64_t xfer) {
     return dm_stdio_transfer(h, op, xfer);
 }
 
+static dm_inflight *stdio_inflight(void *h) { return &((dm_stdio *)h)->inflight; }
+
 const dm_engine_ops dm_stdio_ops = {"stdio", 1, always, bytes_span, stdio_log, stdio_transfer,
-                                    ranges_readv};
+                                    ranges_readv, stdio_inflight};
 
 /* ---- MPI-IO, independent reads (the collective read_all is not in the table): explicit
  * offsets, so a handle's reads may run side by side; from read-ahead threads they need an MPI
@@ -49,8 +53,10 @@ static dm_transfer mpiio_transfer(void *h, int op, int64_t xfer) {
     return dm_mpiio_transfer(h, op, xfer);
 }
 
+static dm_inflight *mpiio_inflight(void *h) { return &((dm_mpiio *)h)->inflight; }
+
 const dm_engine_ops dm_mpiio_ops = {"mpiio", 0, always, bytes_span, mpiio_log, mpiio_transfer,
-                                    ranges_readv};
+                                    ranges_readv, mpiio_inflight};
 
 /* ---- HDF5: ranges are rows (start, count) of dimension 0. libhdf5 is not thread-safe in
  * this build: every HDF5 call of the engine holds one lock (dm_h5_lock), so read-ahead threads
@@ -78,4 +84,7 @@ static int h5_readv(const dm_engine_ops *ops, void *h, size_t n, const int64_t *
     return dm_h5_read_rows(h, n, off, len, buf, total, e);
 }
 
-const dm_engine_ops dm_h5_ops = {"hdf5", 0, h5_threadable, h5_span, h5_log, NULL, h5_readv};
+static dm_inflight *h5_inflight(void *h) { return &((dm_h5 *)h)->inflight; }
+
+const dm_engine_ops dm_h5_ops = {"hdf5", 0, h5_threadable, h5_span, h5_log, NULL, h5_readv,
+                                 h5_inflight};

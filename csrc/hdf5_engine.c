@@ -45,19 +45,37 @@ static void h5_err(dm_err *e, const char *what, const dm_h5 *h, int64_t row) {
                    detail[0] ? detail : "HDF5 error");
 }
 
+/* The file access properties of a handle, or -1 with e set (naming path). Through sec2 the
+ * reads go through the logging driver: without it the run would count no bytes moved, so a
+ * failed setup is an error, not a fall back to plain sec2. */
 static hid_t make_fapl(int driver, MPI_Comm comm, int nhints, const char *const *keys,
-                       const char *const *vals, dm_oplog *log, int32_t file_id) {
+                       const char *const *vals, dm_oplog *log, int32_t file_id,
+                       const char *path, dm_err *e) {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) {
+        dm_err_set(e, DM_EHDF5, "cannot make the file access properties of %s", path);
+        return -1;
+    }
     if (driver == DM_H5_MPIO) {
         MPI_Info info = MPI_INFO_NULL;
+        int rc = MPI_SUCCESS;
         if (nhints > 0) {
-            MPI_Info_create(&info);
-            for (int i = 0; i < nhints; i++) MPI_Info_set(info, keys[i], vals[i]);
+            rc = MPI_Info_create(&info);
+            for (int i = 0; i < nhints && rc == MPI_SUCCESS; i++)
+                rc = MPI_Info_set(info, keys[i], vals[i]);
         }
-        H5Pset_fapl_mpio(fapl, comm, info);
+        herr_t hr = rc == MPI_SUCCESS ? H5Pset_fapl_mpio(fapl, comm, info) : -1;
         if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+        if (rc != MPI_SUCCESS || hr < 0) {
+            dm_err_set(e, rc != MPI_SUCCESS ? DM_EMPI : DM_EHDF5, "cannot set up the MPI-IO "
+                       "driver%s for %s", rc != MPI_SUCCESS ? "'s hints" : "", path);
+            H5Pclose(fapl);
+            return -1;
+        }
     } else if (dm_logvfd_set(fapl, log, file_id) != 0) {
-        H5Pset_fapl_sec2(fapl);
+        dm_err_set(e, DM_EHDF5, "cannot set up the logging sec2 driver for %s", path);
+        H5Pclose(fapl);
+        return -1;
     }
     return fapl;
 }
@@ -127,7 +145,11 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
     }
     dm_h5_lock();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals, log, file_id);
+    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals, log, file_id, path, e);
+    if (fapl < 0) {
+        dm_h5_unlock();
+        return -1;
+    }
     uint64_t t0 = dm_ticks();
     h->file = H5Fopen(path, writing ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
     H5Pclose(fapl);
@@ -163,7 +185,11 @@ int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const 
     }
     dm_h5_lock();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals, log, file_id);
+    hid_t fapl = make_fapl(driver, comm, nhints, keys, vals, log, file_id, path, e);
+    if (fapl < 0) {
+        dm_h5_unlock();
+        return -1;
+    }
     if (latest) H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
     uint64_t t0 = dm_ticks();
     h->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
@@ -175,16 +201,18 @@ int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const 
     }
     hid_t space = H5Screate_simple(ndims, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    if (chunk_rows > 0) {
+    herr_t ok = space >= 0 && dcpl >= 0 ? 0 : -1;
+    if (ok == 0 && chunk_rows > 0) {
         hsize_t cd[8];
         cd[0] = chunk_rows < dims[0] ? chunk_rows : (dims[0] ? dims[0] : 1);
         for (int d = 1; d < ndims; d++) cd[d] = dims[d];
-        H5Pset_chunk(dcpl, ndims, cd);
+        ok = H5Pset_chunk(dcpl, ndims, cd);
     }
-    h->dset = H5Dcreate2(h->file, dset, H5T_NATIVE_UINT8, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    h->dset = ok < 0 ? -1 : H5Dcreate2(h->file, dset, H5T_NATIVE_UINT8, space, H5P_DEFAULT,
+                                       dcpl, H5P_DEFAULT);
     uint64_t t1 = dm_ticks();
-    H5Pclose(dcpl);
-    H5Sclose(space);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
     if (h->dset < 0) {
         h5_err(e, "create", h, -1);
         close_ids(h);
@@ -196,6 +224,7 @@ int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const 
 
 int dm_h5_close(dm_h5 *h, dm_err *e) {
     if (h->file < 0) return 0;
+    if (dm_inflight_check_close(&h->inflight, h->path, e) != 0) return -1;
     dm_h5_lock();
     uint64_t t0 = dm_ticks();
     herr_t r = 0;
@@ -254,37 +283,53 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
     hid_t fs = H5Scopy(h->space);
     hsize_t st[8] = {0}, ct[8];
     int64_t nrows = 0;
-    H5Sselect_none(fs);
-    for (size_t i = 0; i < m; i++) {
+    /* the selections made: a failure leaves this rank's selection empty (a collective call is
+     * still joined, so that the other ranks do not wait for it) and is reported after */
+    int made = fs >= 0 && H5Sselect_none(fs) >= 0;
+    for (size_t i = 0; i < m && made; i++) {
         st[0] = (hsize_t)r[i].s;
         ct[0] = (hsize_t)r[i].c;
         for (int d = 1; d < h->rank_ndims; d++) ct[d] = h->dims[d];
-        H5Sselect_hyperslab(fs, i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, st, NULL, ct, NULL);
+        made = H5Sselect_hyperslab(fs, i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, st, NULL, ct,
+                                   NULL) >= 0;
         nrows += r[i].c;
     }
     hsize_t nelem = (hsize_t)nrows * h->row_elems;
     hsize_t one = nelem > 0 ? nelem : 1;
     hid_t ms = H5Screate_simple(1, &one, NULL);
-    if (nelem == 0) H5Sselect_none(ms);
+    made = made && ms >= 0;
+    if (!made) {
+        if (fs >= 0) H5Sselect_none(fs);
+        if (ms >= 0) H5Sselect_none(ms);
+        nelem = 0;
+    } else if (nelem == 0) {
+        H5Sselect_none(ms);
+    }
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-    if (h->driver == DM_H5_MPIO)
-        H5Pset_dxpl_mpio(dxpl, h->collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+    int props = dxpl >= 0 && (h->driver != DM_H5_MPIO ||
+        H5Pset_dxpl_mpio(dxpl, h->collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT)
+        >= 0);
     int64_t first = m > 0 ? r[0].s : -1;
     herr_t rc = 0;
     uint64_t t0 = dm_ticks();
     /* an independent read of nothing is skipped; a collective one still joins */
-    if (nelem > 0 || h->collective) {
+    if (props && fs >= 0 && ms >= 0 && (nelem > 0 || h->collective)) {
         if (writing) rc = H5Dwrite(h->dset, h->dtype, ms, fs, dxpl, buf);
         else rc = H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf);
     }
     uint64_t t1 = dm_ticks();
-    if (rc < 0) h5_err(e, writing ? "H5Dwrite" : "H5Dread", h, first);
-    H5Pclose(dxpl);
-    H5Sclose(ms);
-    H5Sclose(fs);
+    if (!local_fail) {
+        if (!made || !props)
+            h5_err(e, !made ? "selecting the rows" : "setting the transfer mode", h, first);
+        else if (rc < 0)
+            h5_err(e, writing ? "H5Dwrite" : "H5Dread", h, first);
+    }
+    if (dxpl >= 0) H5Pclose(dxpl);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
     dm_h5_unlock();
     free(r);
-    if (local_fail || rc < 0) return -1;
+    if (local_fail || !made || !props || rc < 0) return -1;
     int64_t bytes = (int64_t)(nelem * h->elem_size);
     *total = bytes;
     if (nelem > 0 || h->collective)
@@ -322,17 +367,18 @@ int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *cou
     }
     dm_h5_lock();
     hid_t fs = H5Scopy(h->space);
-    H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, ct, NULL);
     hid_t ms = H5Screate_simple(ndims, ct, NULL);
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
-    if (h->driver == DM_H5_MPIO) H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);
+    int made = fs >= 0 && ms >= 0 && dxpl >= 0 &&
+               H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, ct, NULL) >= 0 &&
+               (h->driver != DM_H5_MPIO || H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT) >= 0);
     uint64_t t0 = dm_ticks();
-    herr_t rc = H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf);
+    herr_t rc = made ? H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf) : -1;
     uint64_t t1 = dm_ticks();
-    if (rc < 0) h5_err(e, "H5Dread", h, start[0]);
-    H5Pclose(dxpl);
-    H5Sclose(ms);
-    H5Sclose(fs);
+    if (rc < 0) h5_err(e, made ? "H5Dread" : "selecting the box", h, start[0]);
+    if (dxpl >= 0) H5Pclose(dxpl);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
     dm_h5_unlock();
     if (rc < 0) return -1;
     int64_t bytes = (int64_t)(nelem * h->elem_size);

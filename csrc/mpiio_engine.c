@@ -33,6 +33,9 @@ int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int n
     h->log = log;
     snprintf(h->path, sizeof h->path, "%s", path);
     MPI_Comm_rank(comm, &h->rank);
+    int nprocs = 1;
+    MPI_Comm_size(comm, &nprocs);
+    h->whole_iface = nprocs > 1 ? DM_IF_MPIIO_COLL : DM_IF_MPIIO_IND;
     if (flags & DM_O_DIRECT) {
         dm_err_set(e, DM_EARG, "O_DIRECT is not an MPI-IO open mode (%s): use the MPI-IO "
                    "implementation's hints instead", path);
@@ -41,17 +44,27 @@ int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int n
     int amode = (flags & DM_O_WRITE) ? MPI_MODE_RDWR : MPI_MODE_RDONLY;
     if (flags & DM_O_CREATE) amode |= MPI_MODE_CREATE;
     MPI_Info info = MPI_INFO_NULL;
+    int rc = MPI_SUCCESS;
     if (nhints > 0) {
-        MPI_Info_create(&info);
-        for (int i = 0; i < nhints; i++) MPI_Info_set(info, keys[i], vals[i]);
+        rc = MPI_Info_create(&info);
+        for (int i = 0; i < nhints && rc == MPI_SUCCESS; i++)
+            rc = MPI_Info_set(info, keys[i], vals[i]);
     }
+    /* a rank whose hints failed still joins the collective open (the others would wait for
+     * it), then leaves with the error */
+    int hints_rc = rc;
     uint64_t t0 = dm_ticks();
-    int rc = MPI_File_open(comm, path, amode, info, &h->fh);
+    rc = MPI_File_open(comm, path, amode, info, &h->fh);
     uint64_t t1 = dm_ticks();
     if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     if (rc != MPI_SUCCESS) {
         h->fh = MPI_FILE_NULL;
         mpi_err(e, rc, "MPI_File_open", h, -1);
+        return -1;
+    }
+    if (hints_rc != MPI_SUCCESS) {
+        mpi_err(e, hints_rc, "MPI_Info_set (the hints)", h, -1);
+        MPI_File_close(&h->fh);
         return -1;
     }
     if (flags & DM_O_TRUNC) {
@@ -62,21 +75,23 @@ int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int n
             return -1;
         }
     }
-    dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN, DM_IF_MPIIO_IND);
+    dm_log(log, t0, t1, -1, 0, file_id, DM_OP_OPEN, h->whole_iface);
     return 0;
 }
 
 int dm_mpiio_close(dm_mpiio *h, dm_err *e) {
     if (h->fh == MPI_FILE_NULL) return 0;
+    if (dm_inflight_check_close(&h->inflight, h->path, e) != 0) return -1;
     uint64_t t0 = dm_ticks();
     int rc = MPI_File_close(&h->fh);
     uint64_t t1 = dm_ticks();
     h->fh = MPI_FILE_NULL;
+    /* logged whether or not it failed, as POSIX's close is: the call was made */
+    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_CLOSE, h->whole_iface);
     if (rc != MPI_SUCCESS) {
         mpi_err(e, rc, "MPI_File_close", h, -1);
         return -1;
     }
-    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_CLOSE, DM_IF_MPIIO_IND);
     return 0;
 }
 
@@ -101,8 +116,18 @@ static int64_t at(dm_mpiio *h, char *buf, int64_t len, int64_t off, int writing,
         mpi_err(e, rc, writing ? "MPI_File_write_at" : "MPI_File_read_at", h, off);
         return -1;
     }
-    if (writing) return len;
-    MPI_Get_count(&st, MPI_BYTE, &cnt);
+    /* a write moves all or fails (the transfer loop's contract): a short one is an error */
+    if (MPI_Get_count(&st, MPI_BYTE, &cnt) != MPI_SUCCESS || cnt == MPI_UNDEFINED) {
+        dm_err_set(e, DM_EMPI, "%s of %lld bytes at offset %lld of %s: no byte count",
+                   writing ? "MPI_File_write_at" : "MPI_File_read_at", (long long)len,
+                   (long long)off, h->path);
+        return -1;
+    }
+    if (writing && cnt != len) {
+        dm_err_set(e, DM_EMPI, "MPI_File_write_at of %lld bytes at offset %lld of %s wrote %d",
+                   (long long)len, (long long)off, h->path, cnt);
+        return -1;
+    }
     return cnt;
 }
 
@@ -235,11 +260,18 @@ static int collective(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *
                 fd[j] = (MPI_Aint)fp[j].off;
                 md[j] = (MPI_Aint)fp[j].bufpos;
             }
-            MPI_Type_create_hindexed((int)nf, bl, fd, MPI_BYTE, &ftype);
-            MPI_Type_commit(&ftype);
-            if (!overlap) {
-                MPI_Type_create_hindexed((int)nf, bl, md, MPI_BYTE, &mtype);
-                MPI_Type_commit(&mtype);
+            int trc = MPI_Type_create_hindexed((int)nf, bl, fd, MPI_BYTE, &ftype);
+            if (trc == MPI_SUCCESS) trc = MPI_Type_commit(&ftype);
+            if (trc == MPI_SUCCESS && !overlap) {
+                trc = MPI_Type_create_hindexed((int)nf, bl, md, MPI_BYTE, &mtype);
+                if (trc == MPI_SUCCESS) trc = MPI_Type_commit(&mtype);
+            }
+            if (trc != MPI_SUCCESS) {
+                /* this rank joins the collective call with nothing, then reports */
+                mpi_err(e, trc, "MPI_Type_create_hindexed", h, -1);
+                local_fail = 1;
+                nf = 0;
+                ftype = mtype = MPI_BYTE;   /* a type half made is left to MPI_Finalize */
             }
         }
     }
@@ -367,6 +399,6 @@ int dm_mpiio_sync(dm_mpiio *h, dm_err *e) {
         mpi_err(e, rc, "MPI_File_sync", h, -1);
         return -1;
     }
-    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC, DM_IF_MPIIO_COLL);
+    dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC, h->whole_iface);
     return 0;
 }

@@ -105,7 +105,8 @@ void dm_oplog_finalize(dm_oplog *L) {
 
 uint64_t dm_oplog_overflow(const dm_oplog *L) {
     uint64_t s = 0;
-    for (int k = 0; k < DM_OP_N; k++) s += L->over_count[k];
+    for (int f = 0; f < DM_IF_N; f++)
+        for (int k = 0; k < DM_OP_N; k++) s += L->over_count[f][k];
     return s;
 }
 
@@ -127,14 +128,16 @@ double dm_hist_bucket_lower_ns(int b) {
     return ldexp(1.0 + frac / 4.0, lg);
 }
 
-void dm_oplog_overflow_add(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t bytes, int op) {
+void dm_oplog_overflow_add(dm_oplog *L, uint64_t t0, uint64_t t1, int64_t bytes, int op,
+                           int iface) {
     pthread_mutex_t *m = (pthread_mutex_t *)L->over_lock;
     int64_t ns = (int64_t)((double)(t1 - t0) * L->ns_per_tick);
     if (op < 0 || op >= DM_OP_N) op = DM_OP_READ;
+    if (iface < 0 || iface >= DM_IF_N) iface = DM_IF_POSIX;
     pthread_mutex_lock(m);
-    L->over_count[op]++;
-    L->over_bytes[op] += bytes;
-    L->over_hist[op][dm_hist_bucket(ns)]++;
+    L->over_count[iface][op]++;
+    L->over_bytes[iface][op] += bytes;
+    L->over_hist[iface][op][dm_hist_bucket(ns)]++;
     pthread_mutex_unlock(m);
 }
 
@@ -145,10 +148,11 @@ void dm_oplog_histogram(const dm_oplog *L, int op, int iface, uint64_t *hist) {
         if (iface >= 0 && L->iface[i] != iface) continue;
         hist[dm_hist_bucket(L->dur[i])]++;
     }
-    if (iface < 0) {
+    for (int f = 0; f < DM_IF_N; f++) {
+        if (iface >= 0 && f != iface) continue;
         for (int k = 0; k < DM_OP_N; k++) {
             if (op >= 0 && k != op) continue;
-            for (int b = 0; b < DM_HIST_BUCKETS; b++) hist[b] += L->over_hist[k][b];
+            for (int b = 0; b < DM_HIST_BUCKETS; b++) hist[b] += L->over_hist[f][k][b];
         }
     }
 }

@@ -168,6 +168,7 @@ int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int a
 }
 
 int dm_posix_close(dm_posix *h, dm_err *e) {
+    if (dm_inflight_check_close(&h->inflight, h->path, e) != 0) return -1;
     int rc = 0;
     if (h->map) {
         munmap(h->map, h->map_len);

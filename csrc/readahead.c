@@ -103,6 +103,8 @@ void *dm_ra_worker(void *arg) {
             if (rc == 0 && g->seg.busy_ns > 0) preprocess(g->seg.busy_ns);
         }
 
+        /* the handle is not touched after this: its owner may close it */
+        dm_inflight_done(g->seg.ops->inflight(g->seg.handle));
         pthread_mutex_lock(&ra->mu);
         if (ordered) {
             ra->fly[me].active = 0;
@@ -179,9 +181,8 @@ int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const
     int64_t t = ra->next_submit;
     slot_t *s = &ra->slots[t % ra->depth];
     while (s->state != SLOT_FREE) pthread_cond_wait(&ra->cv_state, &ra->mu);
-    size_t cap_len = s->cap;
-    if (reserve((void **)&s->off, &s->cap, n, sizeof *s->off) != 0 ||
-        reserve((void **)&s->len, &cap_len, n, sizeof *s->len) != 0 ||
+    if (reserve((void **)&s->off, &s->cap_off, n, sizeof *s->off) != 0 ||
+        reserve((void **)&s->len, &s->cap_len, n, sizeof *s->len) != 0 ||
         reserve((void **)&s->segs, &s->segcap, nseg, sizeof *s->segs) != 0) {
         pthread_mutex_unlock(&ra->mu);
         dm_err_set(e, DM_ENOMEM, "out of memory for a request of %zu ranges", n);
@@ -202,6 +203,9 @@ int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const
         pos += segs[k].ops->span(segs[k].handle, segs[k].n, len + first);
         first += segs[k].n;
     }
+    /* counted in before any thread can take them: the handles' owners wait for these
+     * before closing */
+    for (size_t k = 0; k < nseg; k++) dm_inflight_add(segs[k].ops->inflight(segs[k].handle));
     s->n = n;
     s->nseg = nseg;
     s->claimed = s->finished = 0;

@@ -27,7 +27,9 @@ typedef struct {
 typedef struct {
     int state;
     int64_t ticket;
-    size_t n, cap;          /* ranges */
+    size_t n;               /* ranges */
+    size_t cap_off, cap_len;    /* capacity of off and of len: each grows on its own, so that
+                                 * a failed second realloc leaves the first one's true size */
     int64_t *off, *len;
     size_t nseg, segcap;
     seg_t *segs;

@@ -55,6 +55,7 @@ int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize, int3
 }
 
 int dm_stdio_close(dm_stdio *h, dm_err *e) {
+    if (dm_inflight_check_close(&h->inflight, h->path, e) != 0) return -1;
     int rc = 0;
     if (h->fp) {
         uint64_t t0 = dm_ticks();

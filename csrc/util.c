@@ -4,6 +4,7 @@
 #include "dm.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,4 +100,29 @@ int dm_thread_sched_restore(const dm_sched_attr *was) {
     (void)was;
     return -ENOSYS;
 #endif
+}
+
+void dm_inflight_add(dm_inflight *c) { __atomic_add_fetch(&c->n, 1, __ATOMIC_ACQ_REL); }
+
+void dm_inflight_done(dm_inflight *c) {
+    if (__atomic_sub_fetch(&c->n, 1, __ATOMIC_ACQ_REL) == 0)
+        syscall(SYS_futex, &c->n, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+void dm_inflight_wait(dm_inflight *c) {
+    uint32_t n;
+    while ((n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE)) != 0)
+        syscall(SYS_futex, &c->n, FUTEX_WAIT_PRIVATE, n, NULL, NULL, 0);
+}
+
+uint32_t dm_inflight_count(const dm_inflight *c) {
+    return __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
+}
+
+int dm_inflight_check_close(const dm_inflight *c, const char *path, dm_err *e) {
+    uint32_t n = dm_inflight_count(c);
+    if (n == 0) return 0;
+    dm_err_set(e, DM_EARG, "close of %s refused: %u read-ahead segment%s of it not done", path,
+               n, n == 1 ? "" : "s");
+    return -1;
 }

@@ -33,12 +33,6 @@ class Layout:
         out[slots] = np.searchsorted(self.step_seg, first_seg, side="right") - 1
         return out
 
-    def last_use(self):
-        """The slots in the order of their last use in the epoch (least recent first)."""
-        rev = self.seg_slot[::-1]
-        slots, at = np.unique(rev, return_index=True)
-        return slots[np.argsort(-at, kind="stable")]
-
     def step_segments(self, step):
         """(slots, first range, range count) of each segment of a step."""
         g0, g1 = int(self.step_seg[step]), int(self.step_seg[step + 1])
@@ -132,14 +126,39 @@ def indexed_without_io(data):
         return data.num_files <= data.CACHE_FILES and data.num_samples <= data.CACHE_SAMPLES
 
 
+def files_in_flight(lay, window):
+    """The most files any `window` consecutive steps of the layout read. With `ahead` steps
+    queued at most, a step is queued once the one consumed before it is released: the steps
+    in flight and the one being queued are `ahead` steps, whose files are held open at
+    once."""
+    n = len(lay.step_seg) - 1
+    if n <= 0 or len(lay.seg_slot) == 0:
+        return 0
+    steps = np.repeat(np.arange(n, dtype=np.int64), np.diff(lay.step_seg))
+    use = np.unique(lay.seg_slot * (n + 1) + steps)     # (slot, step) pairs, by slot then step
+    slot, t = use // (n + 1), use % (n + 1)
+    prev = np.full(len(use), -n - 2, dtype=np.int64)
+    same = slot[1:] == slot[:-1]
+    prev[1:][same] = t[:-1][same]
+    # the windows [w, w + window) that this use brings the file into (the earlier use's did
+    # not)
+    lo = np.maximum(np.maximum(t - window + 1, prev + 1), 0)
+    count = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(count, lo, 1)
+    np.add.at(count, t + 1, -1)
+    return int(np.cumsum(count[:n]).max())
+
+
 class EpochQueue:
     """A PrefetchReader's epoch of requests built at once (engines.EpochRequests), and what
     Python still does for it, as queueing batch by batch does: before the first step reading a
     file is queued, the file's index (read from its headers where the format needs it) and
-    handle (Reader._open: the least recently used file closed when max_open are open); the
-    open files' order of use, brought up to date before any file is opened or closed and at
-    the epoch's end. A step that needs this is flagged (EpochRequests.prepare): steps reading
-    a file first, and, when a file is closed, the next step reading it."""
+    handle (Reader._open, under the reader's open-file policy); the open files' order of use,
+    brought up to date before any file is opened and at the epoch's end. A step that needs
+    this is flagged (EpochRequests.prepare): steps reading a file first, and, when the policy
+    closes a file (told through OpenFiles.watch), the next step reading it. The policy may
+    keep the files of the steps in flight open: the reader's max_open is raised to one more
+    than the most files any `ahead` consecutive steps read."""
 
     def __init__(self, owner, plan, stream=None, sizes=None):
         """plan: the epoch's (steps, batch) samples; or, with stream (an access.ReadPlan of
@@ -170,12 +189,13 @@ class EpochQueue:
                                              lay.range_at, self.offs, self.lens, busy,
                                              xfer=owner.xfer, ahead=owner.ahead, wants=wants,
                                              ordered=stream is not None)
+        inner.max_open = max(inner.max_open, files_in_flight(lay, owner.ahead) + 1)
         # index entries filled (a stream's reads are its tables)
         self.ready = np.full(len(lay.files), stream is not None, dtype=bool)
         self.synced = 0     # segments whose use the open files' order holds
         opened = np.zeros(len(lay.files), dtype=bool)
         for slot, f in enumerate(lay.files.tolist()):
-            h = inner.handles.get(f)
+            h = inner.files.get(f)
             if h is not None:
                 ep.set_handle(slot, h)
                 opened[slot] = True
@@ -186,6 +206,7 @@ class EpochQueue:
         n = len(lay.step_seg) - 1
         steps = np.repeat(np.arange(n, dtype=np.int64), np.diff(lay.step_seg))
         self.use_key = np.unique(lay.seg_slot * (n + 1) + steps)
+        inner.files.watch(self._closed)
 
     def _fill_index(self, slot, f):
         idx = self.data.index(f)
@@ -199,28 +220,27 @@ class EpochQueue:
         seq = self.lay.seg_slot[self.synced:end][::-1]
         if len(seq):
             slots, at = np.unique(seq, return_index=True)
-            handles = self.inner.handles
+            files = self.inner.files
             for f in self.lay.files[slots[np.argsort(-at, kind="stable")]].tolist():
-                if f in handles:
-                    handles.move_to_end(f)
+                files.touch(f)
         self.synced = max(self.synced, end)
 
-    def _closing(self, step):
-        """Before a file is opened at `step`: the file Reader._open will close to make room
-        (as Reader._make_room chooses it) loses its handle here, and the next step reading it
-        is flagged."""
-        inner = self.inner
-        if len(inner.handles) < inner.max_open:
+    def _closed(self, f):
+        """The policy closes file f: its slot loses its handle, and the next step reading it
+        not yet queued is flagged (the steps queued hold reads of it: the policy does not
+        close it while they are in flight)."""
+        at = int(np.searchsorted(self.lay.files, f))
+        if at >= len(self.lay.files) or self.lay.files[at] != f or not self.ep.has_handle(at):
             return
-        victim = next((j for j in inner.handles if j not in inner.pinned), None)
-        at = np.searchsorted(self.lay.files, victim) if victim is not None else -1
-        if at < 0 or at >= len(self.lay.files) or self.lay.files[at] != victim:
-            return
-        self.ep.clear_handle(int(at))
+        self.ep.clear_handle(at)
         n = len(self.lay.step_seg)      # steps + 1
-        k = np.searchsorted(self.use_key, at * n + step + 1)
+        k = np.searchsorted(self.use_key, at * n + self.ep.nsub)
         if k < len(self.use_key) and self.use_key[k] // n == at:
             self.ep.prepare[int(self.use_key[k] % n)] = 1
+
+    def detach(self):
+        """Stop watching the reader's closes (the epoch is over)."""
+        self.inner.files.unwatch(self._closed)
 
     def prepare(self, step):
         """Before step `step` is queued: its files' indexes and handles, in the order the
@@ -228,15 +248,16 @@ class EpochQueue:
         lay, ep, inner = self.lay, self.ep, self.inner
         g0, g1 = int(lay.step_seg[step]), int(lay.step_seg[step + 1])
         self._touch(g0)
-        for slot in lay.seg_slot[g0:g1].tolist():
+        slots = lay.seg_slot[g0:g1]
+        keep = set(lay.files[slots].tolist())      # the step's files: none closed for another
+        for slot in slots.tolist():
             f = int(lay.files[slot])
             if not self.ready[slot]:
                 self._fill_index(slot, f)
             if ep.has_handle(slot):
-                inner.handles.move_to_end(f)
+                inner.files.touch(f)
             else:
-                self._closing(step)
-                ep.set_handle(slot, inner._open(f))
+                ep.set_handle(slot, inner._open(f, keep))
         self.synced = g1
         ep.prepare[step] = 0
 
@@ -263,6 +284,7 @@ class EpochQueue:
 
     def drain(self, ra):
         """Wait for and release the queued steps not consumed."""
+        self.detach()
         ep = self.ep
         for t in range(ep.ticket0 + ep.step, ep.ticket0 + ep.nsub):
             try:
@@ -273,6 +295,7 @@ class EpochQueue:
 
     def settle(self):
         """At the epoch's end: the open files' order of use after all its steps."""
+        self.detach()
         self._touch(len(self.lay.seg_slot))
 
     def short_batch(self, ra, step):

@@ -71,11 +71,8 @@ class PatternReader(Reader):
             return
         if self.ra is not None:
             self.ra.close()
-        align = 4096
-        if self.cfg.io.interface == "posix_direct":
-            align = max(align, engines.dio_alignment(self.data.root)[0])
         self.ra = engines.ReadAhead(threads=self.threads, depth=depth, slot_bytes=room,
-                                    align=align, keep=False)
+                                    align=self.mem_align, keep=False)
         self.max_open = max(self.max_open, depth + 1)
 
     # planning -----------------------------------------------------------------------------
@@ -132,7 +129,7 @@ class PatternReader(Reader):
             self._ring()
         need = self.reads.max_step_bytes() if self.ra is None else self.slot
         if need > len(self.buf):
-            self.buf = engines.aligned_empty(need, 65536)
+            self.buf = engines.aligned_empty(need, self.mem_align)
         if self.ra is not None and self._builds() and self.reads.steps:
             self.queue = epoch_requests.EpochQueue(self, None, stream=self.reads,
                                                    sizes=self._sizes)

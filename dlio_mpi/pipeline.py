@@ -18,8 +18,10 @@ def _log_totals(log):
     ops = log.arrays()
     reads = (ops["op"] == engines.OP["read"]) & (ops["iface"] != engines.IFACE["hdf5_sec2"])
     over = log.overflow_totals().get("read", (0, 0))
+    over_h5 = log.overflow_totals(iface="hdf5_sec2").get("read", (0, 0))
     hist = log.histogram(op="read") - log.histogram(op="read", iface="hdf5_sec2")
-    return (int(ops["bytes"][reads].sum()) + over[1], int(reads.sum()) + over[0], hist)
+    return (int(ops["bytes"][reads].sum()) + over[1] - over_h5[1],
+            int(reads.sum()) + over[0] - over_h5[0], hist)
 
 
 def step_histogram(seconds):

@@ -71,9 +71,6 @@ class PrefetchReader(Reader):
         self.ahead = cfg.reader.prefetch_size + 1         # batches queued at most
         # queued batches hold handles of the files most recently used: those stay open
         inner.max_open = max(inner.max_open, self.ahead * inner.batch + 1)
-        align = 4096
-        if cfg.io.interface == "posix_direct":
-            align = max(align, engines.dio_alignment(self.data.root)[0])
         per_file = min(inner.batch, self.data.spf)
         widen = 2 * inner.align if inner.align > 1 else 0
         # a thread's buffer holds one transfer (HDF5: one segment, a file's samples of a batch)
@@ -81,7 +78,8 @@ class PrefetchReader(Reader):
         if not self.h5 and self.xfer > 0:
             room = min(room, self.xfer)
         self.ra = engines.ReadAhead(threads=cfg.reader.read_threads, depth=self.ahead,
-                                    slot_bytes=room, align=align, keep=False)   # not kept
+                                    slot_bytes=room, align=inner.mem_align,
+                                    keep=False)     # the bytes are not kept
         self.steps = []
         self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
         self.queue = self.ep = None   # the epoch's requests, when built (plan_epoch)
@@ -159,9 +157,10 @@ class PrefetchReader(Reader):
             samples = self.steps.pop()
             groups = by_file(samples, self.data.spf)   # as the main thread reads them
             handles, counts, offs, lens, wants, wheres = [], [], [], [], [], []
+            keep = set(groups)      # the batch's files: none closed for another of them
             for f, ks in groups.items():
                 o, n, want, where = self._segment(f, ks)
-                handles.append(self.inner._open(f))
+                handles.append(self.inner._open(f, keep))
                 counts.append(len(o))
                 offs += o
                 lens += n

@@ -10,12 +10,14 @@
   through every interface but the collective ones.
 Every read_batch returns the bytes delivered; short data is an error naming file and offset."""
 import os
-from collections import OrderedDict
 
 import numpy as np
 
 from dlio_mpi import access, engines, timing
 from dlio_mpi.dataset import Dataset
+from dlio_mpi.open_files import OpenFiles
+
+PAGE = 4096
 
 ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
           "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
@@ -51,9 +53,9 @@ def by_file(samples, spf):
 
 class Reader:
     """Byte-range formats through POSIX, STDIO or independent MPI-IO (file per rank's share,
-    files opened lazily). At most max_open files of a rank's own are open at once, the least
-    recently used closed first, so that a rank's share of a large dataset never runs into the
-    process's open-file limit; a file shared by all ranks stays open for the whole run."""
+    files opened lazily). The open files are kept by one policy (open_files.OpenFiles): at most
+    max_open of a rank's own at once, the least recently used closed first, never one with
+    reads in flight; a file shared by all ranks stays open for the whole run."""
 
     MAX_OPEN = 256
 
@@ -63,15 +65,23 @@ class Reader:
         self.data = Dataset(cfg, split)
         self.data.log = log         # index reads are the run's reads too
         self.batch = cfg.reader.batch_size if split == "train" else cfg.reader.batch_size_eval
-        self.handles = OrderedDict()
-        self.pinned = set()         # opened collectively: closed only by close()
-        self.max_open = self.MAX_OPEN
+        self.files = OpenFiles(self.MAX_OPEN)
         self.xfer = cfg.reader.transfer_size
         self.buf = engines.aligned_empty(
-            self.batch * (self.data.max_sample_bytes() + 2 * 65536), 65536)
+            self.batch * (self.data.max_sample_bytes() + 2 * 65536), self.mem_align)
 
     def path(self, i):
         return self.data.path(i)
+
+    @property
+    def max_open(self):
+        """The most files of the rank's own open at once (beyond it only while every open
+        file has reads in flight)."""
+        return self.files.limit
+
+    @max_open.setter
+    def max_open(self, n):
+        self.files.limit = n
 
     def plan_epoch(self, plan, files=None):
         """Called before the barrier that starts an epoch, with start_epoch's arguments: the
@@ -91,40 +101,28 @@ class Reader:
     def reopen(self, i):
         """Close file i if it is open (not one opened collectively): its next read opens it
         anew, as a loader that opens a file per sample does."""
-        if i in self.handles and i not in self.pinned:
-            self.handles.pop(i).close()
+        self.files.reopen(i)
 
-    def _make_room(self):
-        """Before a file is opened: with max_open files open, close the least recently used
-        one that is not pinned."""
-        if len(self.handles) >= self.max_open:
-            for j in self.handles:
-                if j not in self.pinned:
-                    self.handles.pop(j).close()
-                    break
+    def _open(self, i, keep=()):
+        """The open handle of file i (opened now if it is not, room made by the policy;
+        keep: files not to close for it)."""
+        return self.files.open(i, lambda: self._new_handle(i), keep)
 
-    def _open(self, i):
-        h = self.handles.get(i)
-        if h is not None:
-            self.handles.move_to_end(i)
-        else:
-            self._make_room()
-            kind, io = self.cfg.io.interface, self.cfg.io
-            fid = self.data.first_id + i
-            if kind == "stdio":
-                h = engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=fid,
-                                      oplog=self.log)
-            elif kind == "mpiio":
-                from mpi4py import MPI
-                h = engines.MPIFile(MPI.COMM_SELF, self.path(i), hints=io.mpiio_hints,
-                                    file_id=fid, oplog=self.log)
-                self._check_size(h, i)
-            else:
-                h = engines.PosixFile(self.path(i), direct=kind == "posix_direct",
-                                      mmap=kind == "mmap", advice=ADVICE[io.fadvise],
-                                      file_id=fid, oplog=self.log)
-            self.handles[i] = h
-        return h
+    def _new_handle(self, i):
+        kind, io = self.cfg.io.interface, self.cfg.io
+        fid = self.data.first_id + i
+        if kind == "stdio":
+            return engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=fid,
+                                     oplog=self.log)
+        if kind == "mpiio":
+            from mpi4py import MPI
+            h = engines.MPIFile(MPI.COMM_SELF, self.path(i), hints=io.mpiio_hints,
+                                file_id=fid, oplog=self.log)
+            self._check_size(h, i)
+            return h
+        return engines.PosixFile(self.path(i), direct=kind == "posix_direct",
+                                 mmap=kind == "mmap", advice=ADVICE[io.fadvise],
+                                 file_id=fid, oplog=self.log)
 
     def _check_size(self, h, i):
         """An MPI-IO file shorter than its index is truncated: said before any read, as
@@ -147,12 +145,26 @@ class Reader:
 
     @property
     def align(self):
+        """The file offset and length alignment of a read: O_DIRECT's, from the file system,
+        else 1."""
         a = getattr(self, "_align", None)
         if a is None:
             a = 1
             if self.cfg.io.interface == "posix_direct":
                 a = engines.dio_alignment(self.data.root)[1]
             self._align = a
+        return a
+
+    @property
+    def mem_align(self):
+        """The alignment of every buffer the reader (and its read-ahead) reads into: a page,
+        or the file system's O_DIRECT memory alignment where larger."""
+        a = getattr(self, "_mem_align", None)
+        if a is None:
+            a = PAGE
+            if self.cfg.io.interface == "posix_direct":
+                a = max(a, engines.dio_alignment(self.data.root)[0])
+            self._mem_align = a
         return a
 
     def refill(self):
@@ -209,15 +221,13 @@ class Reader:
         """Bytes [lo, hi) of file f, in transfer-size pieces (reading a file into memory)."""
         if self.align > 1:
             lo, hi = lo - lo % self.align, -(-hi // self.align) * self.align
-        buf = engines.aligned_empty(hi - lo, 4096)
+        buf = engines.aligned_empty(hi - lo, self.mem_align)
         _, got = self._open(f).readv([lo], [hi - lo], xfer=self.xfer, out=buf,
                                      exact=self.align == 1)
         return got
 
     def close(self):
-        for i in sorted(self.handles):
-            self.handles[i].close()
-        self.handles.clear()
+        self.files.close_all()
 
 
 class MPIReader(Reader):
@@ -231,8 +241,7 @@ class MPIReader(Reader):
         h = engines.MPIFile(comm, self.path(0), hints=cfg.io.mpiio_hints,
                             file_id=self.data.first_id, oplog=log)
         self._check_size(h, 0)      # every rank sees the same size: all stop, or none
-        self.handles[0] = h
-        self.pinned.add(0)
+        self.files.add(0, h, pinned=True)
         self.calls, self.step = None, 0
 
     def _pieces(self, samples):
@@ -252,7 +261,7 @@ class MPIReader(Reader):
     def read_batch(self, samples):
         if self.cfg.io.interface == "mpiio":
             return super().read_batch(samples)
-        h = self.handles[0]
+        h = self.files.get(0)
         if self.xfer <= 0:
             _, local = self.data.locate(samples)
             offs, lens = self.sample_ranges(0, local)
@@ -292,23 +301,15 @@ class H5Reader(Reader):
         self.collective = kind == "hdf5_coll"
         self.shared = cfg.io.layout != "multi"
         if self.shared:
-            self._open(0)
-            self.pinned.add(0)
+            self.files.add(0, self._new_handle(0), pinned=True)
 
-    def _open(self, i):
-        h = self.handles.get(i)
-        if h is not None:
-            self.handles.move_to_end(i)
-        else:
-            self._make_room()
-            from mpi4py import MPI
-            comm = self.comm if self.shared else MPI.COMM_SELF
-            h = engines.H5Dataset(self.path(i), self.data.spec.dataset, driver=self.driver,
-                                  comm=comm if self.driver == "mpio" else None,
-                                  collective=self.collective, hints=self.cfg.io.mpiio_hints,
-                                  file_id=self.data.first_id + i, oplog=self.log)
-            self.handles[i] = h
-        return h
+    def _new_handle(self, i):
+        from mpi4py import MPI
+        comm = self.comm if self.shared else MPI.COMM_SELF
+        return engines.H5Dataset(self.path(i), self.data.spec.dataset, driver=self.driver,
+                                 comm=comm if self.driver == "mpio" else None,
+                                 collective=self.collective, hints=self.cfg.io.mpiio_hints,
+                                 file_id=self.data.first_id + i, oplog=self.log)
 
     def rows(self, f, local):
         """The dataset rows of samples local of file f: sample i is row i (the layout every
@@ -320,7 +321,7 @@ class H5Reader(Reader):
         files, local = self.data.locate(samples)
         if self.collective:
             rows = self.rows(0, local)
-            _, got = self.handles[0].read_rows(rows, np.ones_like(rows), out=self.buf)
+            _, got = self.files.get(0).read_rows(rows, np.ones_like(rows), out=self.buf)
             return got
         total = 0
         if self.cfg.reader.reopen:          # a file opened for each sample, one row a read

@@ -17,6 +17,10 @@ class _Volumes:
     def __init__(self, handles):
         self.handles = handles
 
+    @property
+    def inflight(self):
+        return 0        # volumes are read by the rank's own thread only
+
     def close(self):
         for h in self.handles:
             h.close()
@@ -30,15 +34,9 @@ class VolumeReader(Reader):
         self.crop = np.asarray(self.data.spec.crop_shape, dtype=np.int64)
         self.box = engines.aligned_empty(self.data.max_sample_bytes(), 4096)
         if self.shared:
-            self._open(0)
-            self.pinned.add(0)
+            self.files.add(0, self._new_handle(0), pinned=True)
 
-    def _open(self, i):
-        h = self.handles.get(i)
-        if h is not None:
-            self.handles.move_to_end(i)
-            return h
-        self._make_room()
+    def _new_handle(self, i):
         from mpi4py import MPI
         comm = self.comm if self.shared else MPI.COMM_SELF
         opened = []
@@ -54,8 +52,7 @@ class VolumeReader(Reader):
             for h in opened:
                 h.close()
             raise
-        h = self.handles[i] = _Volumes(opened)
-        return h
+        return _Volumes(opened)
 
     def read_batch(self, samples):
         total = 0

@@ -95,3 +95,29 @@ def test_reset(datafile):
         f.read(0, 20)
     a = log.arrays()
     assert a["bytes"].tolist() == [20, 0]
+
+
+def test_overflow_keeps_the_interface(tmp_path):
+    """Past capacity, hdf5_sec2's H5Dread calls and the POSIX reads under them are told apart,
+    as within it: bytes moved and reads count the file system's reads only. Before, the
+    overflow kept no interface, and a full log counted the H5Dread bytes a second time."""
+    import h5py
+
+    from dlio_mpi.pipeline import _log_totals
+    data = np.arange(64 * 4096, dtype=np.uint8).reshape(64, 4096)
+    with h5py.File(tmp_path / "d.h5", "w") as h:
+        h["x"] = data
+    totals = []
+    for cap in (100_000, 1):
+        log = engines.OpLog(cap)
+        with engines.H5Dataset(tmp_path / "d.h5", "x", driver="sec2", oplog=log) as d:
+            for r in range(0, 64, 8):
+                d.read_rows([r], [8])
+        totals.append(_log_totals(log))
+        if cap == 1:
+            assert log.overflow > 0
+            assert log.overflow_totals(iface="hdf5_sec2")["read"] == (8, 8 * 8 * 4096)
+    (full_bytes, full_ops, full_hist), (over_bytes, over_ops, over_hist) = totals
+    assert full_bytes == over_bytes >= 64 * 4096
+    assert full_ops == over_ops
+    assert int(full_hist.sum()) == int(over_hist.sum()) == full_ops

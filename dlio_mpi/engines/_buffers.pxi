@@ -111,6 +111,8 @@ cdef class _Hints:
         self.keep = items
         self.keys = <const char **>malloc(max(self.n, 1) * sizeof(char *))
         self.vals = <const char **>malloc(max(self.n, 1) * sizeof(char *))
+        if self.keys == NULL or self.vals == NULL:
+            raise MemoryError(f"no memory for {self.n} MPI-IO hints")
         for i, (k, v) in enumerate(items):
             self.keys[i] = k
             self.vals[i] = v

@@ -31,8 +31,8 @@ cdef extern from "dm.h" nogil:
         int enabled
         int64_t mono0_ns
         double ns_per_tick
-        uint64_t over_count[DM_OP_N]
-        int64_t over_bytes[DM_OP_N]
+        uint64_t over_count[DM_IF_N][DM_OP_N]
+        int64_t over_bytes[DM_IF_N][DM_OP_N]
 
     dm_oplog *dm_oplog_create(size_t cap, dm_err *e)
     void dm_oplog_free(dm_oplog *L)
@@ -144,8 +144,14 @@ cdef extern from "dm.h" nogil:
                          const char *buf, int64_t *total, dm_err *e)
     int dm_h5_flush(dm_h5 *h, dm_err *e)
 
+    ctypedef struct dm_inflight:
+        uint32_t n
+    void dm_inflight_wait(dm_inflight *c)
+    uint32_t dm_inflight_count(const dm_inflight *c)
+
     ctypedef struct dm_engine_ops:
         const char *name
+        dm_inflight *(*inflight)(void *h) noexcept nogil
     const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops
 
     ctypedef struct dm_readahead

@@ -36,10 +36,21 @@ cdef class _Handle:
     def __exit__(self, *exc):
         self.close()
 
+    @property
+    def inflight(self):
+        """Read-ahead segments of this file queued or being read."""
+        if self.hp == NULL or self.ops == NULL:
+            return 0
+        return dm_inflight_count(self.ops.inflight(self.hp))
+
     def close(self):
-        """Close the file (collective for MPI-IO and HDF5 through the MPI-IO driver)."""
+        """Close the file (collective for MPI-IO and HDF5 through the MPI-IO driver), once no
+        read-ahead segment of it is queued or being read (waits for them: a thread must not
+        read through a descriptor closed, or reused by another open, under it)."""
         cdef dm_err e
         if self.is_open:
+            with nogil:
+                dm_inflight_wait(self.ops.inflight(self.hp))
             self.is_open = False
             with nogil:
                 CHK(self._close(&e), &e)

@@ -47,10 +47,18 @@ cdef class OpLog:
     def enabled(self, value):
         self.L.enabled = 1 if value else 0
 
-    def overflow_totals(self):
-        """{op name: (count, bytes)} of the operations past capacity."""
-        return {OPS[k]: (self.L.over_count[k], self.L.over_bytes[k]) for k in range(len(OPS))
-                if self.L.over_count[k]}
+    def overflow_totals(self, iface=None):
+        """{op name: (count, bytes)} of the operations past capacity, of one interface name or
+        all."""
+        out = {}
+        for f in range(len(IFACES)):
+            if iface is not None and IFACES[f] != iface:
+                continue
+            for k in range(len(OPS)):
+                if self.L.over_count[f][k]:
+                    c, b = out.get(OPS[k], (0, 0))
+                    out[OPS[k]] = (c + self.L.over_count[f][k], b + self.L.over_bytes[f][k])
+        return out
 
     def finalize(self):
         """Convert the entries recorded so far to nanoseconds (call with no I/O in flight)."""

@@ -53,7 +53,7 @@ def main():
                       float(out[1].sum()), origin))
         if rank == 0:
             time.sleep(LATE)
-        for f in list(reader.inner.handles):    # the next epoch opens its files anew
+        for f in list(reader.inner.files):    # the next epoch opens its files anew
             reader.inner.reopen(f)
         return out
 
