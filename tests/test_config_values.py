@@ -1,13 +1,16 @@
 """Configuration values read by one typed layer, whatever their source (a workload file, a
 --config file, a command-line override): YAML 1.1's floats without a dot (1e-3), NaN and
 infinities refused for every numeric key of the schema, integers and sizes within 64 bits,
-anchors and aliases bounded while the YAML is read. Bad input is one line naming the key (or the file), exit 2."""
+anchors and aliases bounded while the YAML is read, and the number options of the command
+line checked the same way. Bad input is one line naming the key (or the file), exit 2."""
+import math
 import resource
 import subprocess
 import sys
 import time
 import tracemalloc
 
+import click
 import pytest
 
 from dlio_mpi import config
@@ -289,3 +292,27 @@ def test_a_self_referring_deep_or_oversized_document_is_one_line(tmp_path, conte
     f.write_text(content)
     line = load_error(config_file=str(f))
     assert line.startswith(str(f)) and words in line, line
+
+
+# F10: the number options of the command line
+
+@pytest.mark.parametrize("args", [["--budget", "nan"], ["--budget", "inf"],
+                                  ["--budget", "-inf"], ["--budget", "NaN"],
+                                  ["--paper", "--io-share", "nan"]])
+def test_advise_refuses_a_non_finite_number_option_at_once(tmp_path, args):
+    p = dlio(tmp_path, "advise", "workload=default", *args, "--out", tmp_path / "study",
+             timeout=30)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "is not a finite number" in p.stderr and args[-2] in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "study").exists()
+
+
+def test_a_number_option_takes_the_forms_of_a_workload_number():
+    from dlio_mpi.option_types import FiniteFloatRange
+    budget = FiniteFloatRange(min=1.0)
+    assert budget.convert("1e3", None, None) == 1000.0
+    assert budget.convert(900.0, None, None) == 900.0
+    for bad in ("nan", "inf", float("nan"), "0.5", "abc"):
+        with pytest.raises(click.BadParameter):
+            budget.convert(bad, None, None)
+    assert math.isclose(FiniteFloatRange(0.001, 0.999).convert("5e-1", None, None), 0.5)
