@@ -17,6 +17,9 @@ class Key:
     choices: Tuple[str, ...] = ()
     emulated: bool = True
     minimum: Any = None
+    # a size that is a mean or a spread: a fractional number of bytes (MLPerf's 114660.07)
+    # from a file is rounded to whole bytes, not refused
+    rounded: bool = False
 
 
 FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv")
@@ -59,9 +62,10 @@ SCHEMA = {
         "num_files_train": Key("int", 1, "training files", minimum=1),
         "num_files_eval": Key("int", 0, "evaluation files", minimum=0),
         "num_samples_per_file": Key("int", 1, "samples per file", minimum=1),
-        "record_length": Key("size", 65536, "bytes per sample (mean)", minimum=1),
+        "record_length": Key("size", 65536, "bytes per sample (mean)", minimum=1,
+                             rounded=True),
         "record_length_stdev": Key("size", 0, "standard deviation of the sample size",
-                                   minimum=0),
+                                   minimum=0, rounded=True),
         "record_length_resize": Key("size", 0, "sample size after decoding", emulated=False),
         "num_subfolders_train": Key("int", 0, "subfolders of train/", minimum=0),
         "num_subfolders_eval": Key("int", 0, "subfolders of valid/", minimum=0),

@@ -5,7 +5,7 @@ import numpy as np
 
 def draw(spec, rng, n, stdev=0.0):
     """n durations (s) for spec: a number (with an optional normal stdev) or a distribution
-    mapping as config._time returns it."""
+    mapping as config_values.duration returns it."""
     if isinstance(spec, (int, float)):
         if stdev > 0:
             return np.clip(rng.normal(spec, stdev, n), 0.0, None)

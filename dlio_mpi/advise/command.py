@@ -4,6 +4,8 @@ import sys
 
 import click
 
+from dlio_mpi.option_types import FiniteFloatRange
+
 ADVISE_ERROR = 1
 
 
@@ -21,7 +23,7 @@ def _split(args):
               help="a workload YAML to start from")
 @click.option("--out", "out_dir", default="./dlio_advise", show_default=True,
               help="runs, datasets made for the changes, the report and winner.yaml")
-@click.option("--budget", type=click.FloatRange(min=1.0), default=900.0, show_default=True,
+@click.option("--budget", type=FiniteFloatRange(min=1.0), default=900.0, show_default=True,
               metavar="SECONDS", help="time for the whole study, from start to report")
 @click.option("--cold", is_flag=True,
               help="evict the dataset from the page cache before every run")
@@ -32,7 +34,7 @@ def _split(args):
               help="the DLIO paper's optimization study on its six applications, scaled down")
 @click.option("--apps", default=None, metavar="A,B",
               help="with --paper: the applications (default: the four the paper optimized)")
-@click.option("--io-share", type=click.FloatRange(0.001, 0.999), default=None,
+@click.option("--io-share", type=FiniteFloatRange(0.001, 0.999), default=None,
               help="with --paper: I/O's share of the run time the compute is calibrated to "
                    "(default: the real application's)")
 def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, quiet, paper, apps,
