@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (collective, config, darshan, datagen, engines, metrics, oplog_format,
-                      outputs, pipeline, prefetch, run_facts, status)
+from dlio_mpi import (collective, config, darshan, datagen, engines, memory_check, metrics,
+                      oplog_format, outputs, pipeline, prefetch, run_facts, status)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import schedule
 
@@ -51,6 +51,7 @@ def prepare(cfg, comm):
     if cfg.workflow.checkpoint:
         schedule.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:
+        memory_check.check(cfg, comm)
         return 0
     have, error = None, None
     if rank == 0:
@@ -62,22 +63,23 @@ def prepare(cfg, comm):
     if error:
         raise collective.RankError(error, 0)
     generated = 0
-    if cfg.io.write_first:
-        pass                # the run writes its dataset (dlio_mpi.write_phase)
-    elif datagen.description(have) != datagen.manifest_for(cfg) or datagen.in_progress(have):
-        if not cfg.workflow.generate_data:
-            data = cfg.dataset.data_folder
-            if datagen.description(have) == datagen.manifest_for(cfg):
-                raise config.ConfigError(
-                    f"{data} holds a dataset whose generation did not finish (its manifest is "
-                    "marked in progress) and workflow.generate_data is false: generate it "
-                    "again (python -m dlio_mpi generate ...), or remove it (python -m "
-                    "dlio_mpi clean ...)")
-            what = "no dataset manifest" if have is None else "the manifest of another dataset"
+    stale = not cfg.io.write_first and (datagen.description(have) != datagen.manifest_for(cfg)
+                                        or datagen.in_progress(have))
+    if stale and not cfg.workflow.generate_data:
+        data = cfg.dataset.data_folder
+        if datagen.description(have) == datagen.manifest_for(cfg):
             raise config.ConfigError(
-                f"{data} holds {what} and workflow.generate_data is false: "
-                "generate it first (python -m dlio_mpi generate ...) or set "
-                "workflow.generate_data=true")
+                f"{data} holds a dataset whose generation did not finish (its manifest is "
+                "marked in progress) and workflow.generate_data is false: generate it "
+                "again (python -m dlio_mpi generate ...), or remove it (python -m "
+                "dlio_mpi clean ...)")
+        what = "no dataset manifest" if have is None else "the manifest of another dataset"
+        raise config.ConfigError(
+            f"{data} holds {what} and workflow.generate_data is false: "
+            "generate it first (python -m dlio_mpi generate ...) or set "
+            "workflow.generate_data=true")
+    memory_check.check(cfg, comm, generating=stale)
+    if stale:
         generated = comm.allreduce(datagen.generate(cfg, comm))
     if cfg.io.check_dataset and not cfg.io.write_first:
         datagen.check(cfg, comm)

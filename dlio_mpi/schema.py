@@ -244,6 +244,10 @@ SCHEMA = {
                              "policy", minimum=0),
         "keep_oplog": Key("bool", False, "keep every rank's op log in the output"),
         "oplog_capacity": Key("int", 1 << 20, "op-log entries per rank", minimum=1),
+        "memory_limit_fraction": Key("float", 0.9, "share of a host's available memory "
+                                     "(MemAvailable, or its cgroup's room where less) the "
+                                     "ranks on it may take with the buffers a run allocates "
+                                     "(checked before any I/O; 0: not checked)", minimum=0.0),
         "fail_below_au": Key("bool", False, "exit status 3 when AU is under metric.au"),
         "write_first": Key("bool", False, "before the first epoch, write the (raw or HDF5) "
                            "files the run reads through io.interface in "
