@@ -1,5 +1,5 @@
 """The package's modules import one another without a cycle, imports inside functions
-included, and no Python or Cython file of dlio_mpi/ and analysis/ passes 400 lines."""
+included. (Modules are split by concept, never by length: there is no line limit.)"""
 import ast
 import os
 
@@ -89,17 +89,3 @@ def test_no_import_cycle():
 def test_the_cycle_check_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
-
-
-@pytest.mark.parametrize("package", PACKAGES)
-def test_no_file_over_400_lines(package):
-    long = []
-    for folder, _, files in os.walk(os.path.join(ROOT, package)):
-        for name in files:
-            if name.endswith((".py", ".pyx", ".pxi", ".pxd")):
-                path = os.path.join(folder, name)
-                with open(path) as f:
-                    n = sum(1 for _ in f)
-                if n > 400:
-                    long.append(f"{os.path.relpath(path, ROOT)}: {n} lines")
-    assert not long, "; ".join(long)
