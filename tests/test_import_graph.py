@@ -3,7 +3,6 @@ included. (Modules are split by concept, never by length: there is no line limit
 import ast
 import os
 
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("dlio_mpi", "analysis")
