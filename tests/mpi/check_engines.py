@@ -76,6 +76,21 @@ def check_mpiio(path, data):
         assert ent["bytes"].tolist() == [0, int(mask.sum()), 0]
 
 
+def check_whole_file_interface(path):
+    """Opens, syncs and closes on a communicator of several ranks are collective calls and are
+    logged so (Darshan counts them as collective opens); on one rank's own, independent."""
+    for c in (comm, MPI.COMM_SELF):
+        log = engines.OpLog(100)
+        with engines.MPIFile(c, path, oplog=log, file_id=2) as f:
+            f.read(0, 16)
+        a = log.arrays()
+        whole = engines.IFACE["mpiio_coll" if c.Get_size() > 1 else "mpiio_ind"]
+        kinds = dict(zip(a["op"].tolist(), a["iface"].tolist()))
+        assert kinds[engines.OP["open"]] == whole, kinds
+        assert kinds[engines.OP["close"]] == whole, kinds
+        assert kinds[engines.OP["read"]] == engines.IFACE["mpiio_ind"], kinds
+
+
 def _packed_equal(buf, got, lens, want):
     """Compare a packed output (range i at sum(lens[:i])) with the concatenated content."""
     pos = wpos = 0
@@ -276,6 +291,7 @@ def main():
             h.create_dataset("data", data=rows, chunks=(7, ROW))
     comm.Barrier()
     check_mpiio(path, data)
+    check_whole_file_interface(path)
     check_collective_is_collective(path)
     check_hdf5(dirname, rows)
     check_writes(dirname)
