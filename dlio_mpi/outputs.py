@@ -25,14 +25,46 @@ class OutputInUse(RuntimeError):
     """Another live run holds the output directory."""
 
 
-def _alive(pid):
+def _boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _started(pid):
+    """When process pid started (clock ticks after boot: /proc/PID/stat field 22), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(")") + 2:].split()[19])    # fields from the 3rd on
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _me():
+    """This process as a lock records it: host, pid, when it started (and in which boot), so
+    that a pid reused by another process after a crash is not taken for the run."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(),
+            "started": _started(os.getpid()), "boot": _boot_id()}
+
+
+def _alive(rec):
+    """Whether the process a lock record names (on this host) still runs: its pid lives and,
+    where the record says when it started, it is the same process (not a pid reused since)."""
+    pid = rec["pid"]
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    if rec.get("started") is None or rec.get("boot") is None:
+        return True             # a record that does not say: the pid is all there is
+    if rec["boot"] != _boot_id():
+        return False            # the host has restarted since
+    return _started(pid) == rec["started"]
 
 
 def read_lock(directory):
@@ -55,7 +87,7 @@ def lock_state(rec):
     or "elsewhere" (another host: this host cannot tell)."""
     if rec.get("host") != socket.gethostname() or not isinstance(rec.get("pid"), int):
         return "elsewhere"
-    return "alive" if _alive(rec["pid"]) else "dead"
+    return "alive" if _alive(rec) else "dead"
 
 
 def describe(directory):
@@ -68,6 +100,8 @@ def describe(directory):
         return f"{directory}: no run (no {STATUS})"
     except (OSError, ValueError) as e:
         return f"{directory}: {STATUS} cannot be read ({e})"
+    if not isinstance(st, dict):
+        return f"{directory}: {STATUS} cannot be read (not a JSON object)"
     status = st.get("status", "?")
     line = f"{directory}: {status}"
     if st.get("reason"):
@@ -91,18 +125,14 @@ def acquire(directory):
     host is taken over; a live run's, or another host's, is an error naming it."""
     global owned
     path = os.path.join(directory, LOCK)
-    me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+    me = _me()
     for _ in range(2):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            try:
-                with open(path) as f:
-                    other = json.load(f)
-            except (OSError, ValueError):
-                other = {}
+            other = read_lock(directory) or {}
             if other.get("host") == me["host"] and isinstance(other.get("pid"), int) \
-                    and not _alive(other["pid"]):
+                    and not _alive(other):
                 os.unlink(path)             # left by a run that died: take it over
                 continue
             who = f"pid {other.get('pid', '?')} on {other.get('host', '?')}"

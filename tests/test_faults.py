@@ -240,3 +240,36 @@ def test_clean_removes_the_part_files_of_a_checkpoint_a_killed_rank_left(tmp_pat
                         f"{tmp_path}/d", *args], capture_output=True, text=True, timeout=60)
     assert q.returncode == 0, q.stderr
     assert not ck.exists(), sorted(f.name for f in ck.iterdir())
+
+
+def test_a_lock_naming_a_reused_pid_is_taken_over(tmp_path):
+    """A lock left by a crashed run whose pid now belongs to another process (pid 1 here,
+    alive, started at another time) is stale: status says the run died and a new run takes
+    the folder. Before, a pid that lived was taken for the run ("in use by pid 1")."""
+    from dlio_mpi import outputs
+    out = tmp_path / "o"
+    out.mkdir()
+    me = outputs._me()
+    assert outputs.lock_state(me) == "alive"
+    stale = dict(me, pid=1, started=(outputs._started(1) or 0) + 12345)
+    assert outputs.lock_state(stale) == "dead"
+    assert outputs.lock_state(dict(me, boot="another boot")) == "dead"
+    (out / ".dlio_mpi.lock").write_text(json.dumps(stale))
+    (out / "status.json").write_text(json.dumps({"status": "running"}))
+    s = status_cmd(out)
+    assert s.returncode == 1 and "its rank 0 (pid 1 on" in s.stdout and "is gone" in s.stdout
+    run_mpi(1, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d", f"output.folder={out}",
+            "train.epochs=1", timeout=60)
+    assert json.loads((out / "status.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.parametrize("body", ["[1]", "1", "\"running\"", "null"])
+def test_status_of_a_status_file_that_is_no_object_is_one_line(tmp_path, body):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "status.json").write_text(body)
+    (out / ".dlio_mpi.lock").write_text(body)
+    s = status_cmd(out)
+    assert s.returncode == 1
+    assert s.stdout.strip() == f"{out}: status.json cannot be read (not a JSON object)"
+    assert "Traceback" not in s.stdout + s.stderr
