@@ -25,7 +25,7 @@ from dlio_mpi.dataset import Dataset
 
 # the sizes the code uses (the modules named)
 READER_PAD = 2 * 65536           # readers.Reader: per sample of the batch buffer
-READER_ALIGN = 65536             # readers.Reader: the batch buffer's alignment
+READER_ALIGN = 4096              # readers.Reader: the batch buffer's alignment (a page)
 RA_ALIGN = 4096                  # prefetch/pattern_reader: the read-ahead buffers' alignment
 RING_MIN = 1 << 16               # pattern_reader._ring: a thread's buffer at least
 RING_SLOT_MAX = 8 << 20          # pattern_reader.RING_SLOT_MAX
@@ -76,7 +76,7 @@ def _sample_keys(cfg):
 
 # readers ------------------------------------------------------------------------------------
 def reader_buffer_bytes(data, batch):
-    """readers.Reader.buf: batch x (largest sample + 2 x 64 KiB), aligned to 64 KiB."""
+    """readers.Reader.buf: batch x (largest sample + 2 x 64 KiB), aligned to a page."""
     return batch * (data.max_sample_bytes() + READER_PAD) + READER_ALIGN
 
 

@@ -115,7 +115,8 @@ def odirect_widening(cfg):
     data = Dataset(cfg)
     if not data.byte_ranges or data.num_files == 0:
         return None
-    align = engines.dio_alignment(data.root)[1]
+    # the data folder, or with io.write_first the folder it is made in (not made yet)
+    align = engines.dio_alignment(engines.existing_folder(data.root))[1]
     idx = data.index(0)
     offs, lens = idx.ranges(np.arange(data.spf))
     start = offs - offs % align

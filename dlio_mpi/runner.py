@@ -87,6 +87,8 @@ def prepare(cfg, comm):
         error = bad_value = None
         try:
             data = cfg.dataset.data_folder
+            if cfg.io.write_first:      # the folder the write phase makes, or its parent's
+                data = engines.existing_folder(data)
             mem, off, _ = engines.dio_alignment(data)
             if cfg.reader.transfer_size % off:
                 bad_value = (f"io.interface=posix_direct needs reader.transfer_size in "

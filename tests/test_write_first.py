@@ -84,3 +84,17 @@ def test_write_first_needs_raw_or_hdf5_files(tmp_path):
         config.load(["workload=default"] + _args(tmp_path, "io.interface=mmap"))
     with pytest.raises(ConfigError, match="io.write_fsync=true needs io.write_first"):
         config.load(["workload=default", "io.write_fsync=true"])
+
+
+def test_posix_direct_makes_the_data_folder_it_writes(tmp_path):
+    """As posix, stdio and MPI-IO do: O_DIRECT's alignment is checked on the folder the data
+    folder is made in. Before: "cannot stat .../data", exit 1."""
+    args = _args(tmp_path / "new", "io.interface=posix_direct")
+    assert not (tmp_path / "new").exists()
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    d = Dataset(config.load(["workload=default"] + args))
+    for i in range(d.num_files):
+        want = tmp_path / "want.bin"
+        raw.write_file(want, i, d.spec)
+        with open(d.path(i), "rb") as f:
+            assert f.read() == want.read_bytes(), d.path(i)

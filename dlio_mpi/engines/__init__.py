@@ -43,7 +43,19 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     thread_slice,
 )
 
+import os
+
 from dlio_mpi.oplog_format import IFACE, OP  # noqa: F401
+
+
+def existing_folder(path):
+    """path, or the nearest folder above it that exists: where a folder not made yet (a run
+    that writes its dataset) will be made, on the file system whose O_DIRECT alignment it will
+    have."""
+    path = os.path.abspath(path)
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
 
 
 def align_range(offset, length, alignment):
