@@ -273,3 +273,26 @@ def test_status_of_a_status_file_that_is_no_object_is_one_line(tmp_path, body):
     assert s.returncode == 1
     assert s.stdout.strip() == f"{out}: status.json cannot be read (not a JSON object)"
     assert "Traceback" not in s.stdout + s.stderr
+
+
+@pytest.mark.parametrize("fmt", ["file_per_rank", "mpiio"])
+def test_a_signal_during_a_checkpoint_marks_the_run_interrupted(tmp_path, fmt):
+    """A job cancelled while it writes a checkpoint is interrupted, not a storage failure.
+    Before: "failed: checkpoint 2 write failed: rank 0: SIGTERM"."""
+    ck = tmp_path / "c"
+    p = start(tmp_path, 2, "workflow.train=false", "workflow.checkpoint=true",
+              "checkpoint.num_checkpoints_write=200", "checkpoint.num_checkpoints_read=0",
+              "model.model_size_bytes=64m", f"checkpoint.format={fmt}",
+              f"checkpoint.checkpoint_folder={ck}")
+    t0 = time.time()
+    while time.time() - t0 < 60 and not list(ck.glob("*.part")):
+        if p.poll() is not None:
+            pytest.fail(f"the run ended early:\n{p.communicate()[0]}")
+        time.sleep(0.01)
+    os.killpg(p.pid, signal.SIGTERM)
+    out = finish(p)
+    assert p.returncode != 0
+    status = json.loads((tmp_path / "o" / "status.json").read_text())
+    assert status["status"] == "interrupted", (status, out)
+    # the launcher may end a rank inside its write before it says anything: never a failure
+    assert "write failed" not in out + status["reason"], out

@@ -17,6 +17,19 @@ from dlio_mpi.checkpoint.size import PAGE
 from dlio_mpi.oplog_format import checkpoint_id
 
 
+class _Stopped(str):
+    """A rank's error that is a signal stopping it (SIGINT, SIGTERM: the job cancelled), not
+    a failure of the storage; it crosses ranks in the agreement as a string does."""
+
+    def __new__(cls, text, signum):
+        s = super().__new__(cls, text)
+        s.signum = signum
+        return s
+
+    def __reduce__(self):
+        return (_Stopped, (str(self), self.signum))
+
+
 class Checkpointer(PosixFiles, SharedFile):
     """Writes and reads checkpoints of one format in directory; see the module doc.
 
@@ -82,10 +95,20 @@ class Checkpointer(PosixFiles, SharedFile):
 
     # -- agreement -----------------------------------------------------------------------
     def _err(self, e, doing=""):
+        from dlio_mpi.exits import Interrupted
+        if isinstance(e, Interrupted):
+            return _Stopped(f"rank {self.rank}: stopped by {e}", e.signum)
         msg = f"{doing} {_line(e)}" if doing else _line(e)
         return msg if msg.startswith(f"rank {self.rank}:") else f"rank {self.rank}: {msg}"
 
     def _raise(self, what, errs):
+        """Raise the agreed error on every rank: a signal that stopped a rank (the job
+        cancelled) as that interruption, else the CheckpointError of the first failing
+        rank."""
+        stopped = [e for e in errs if isinstance(e, _Stopped)]
+        if stopped:
+            from dlio_mpi.exits import Interrupted
+            raise Interrupted(stopped[0].signum)
         bad = [(r, e) for r, e in enumerate(errs) if e]
         more = len(bad) - 1
         tail = f" (and {more} more rank{'s' if more > 1 else ''})" if more else ""
