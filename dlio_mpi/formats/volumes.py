@@ -93,8 +93,9 @@ def write_file(path, file_index, spec, comm=None):
     written and the chunks lie in the file in row-major order, as in a volume written whole in
     order (with a cache, HDF5 keeps the partly written edge chunks longer and stores them
     after their neighbours, which changes the order in which a crop's reads meet them)."""
-    import h5py     # noqa: F401 - on every rank: it registers the lzf filter with libhdf5,
-    #                 which the native engine's reads of an lzf dataset need in this process
+    # imported on every rank: it registers the lzf filter with libhdf5, which the native
+    # engine's reads of an lzf dataset need in this process
+    import h5py  # noqa: F401
 
     from dlio_mpi import safe_files
 
