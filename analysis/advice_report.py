@@ -8,6 +8,8 @@ import json
 import os
 import textwrap
 
+from dlio_mpi.safe_files import write_whole
+
 from .plots import _figure, _png, _titles
 from .report import STYLE
 
@@ -133,22 +135,11 @@ def write_advice(result, out_dir):
     paths = {k: os.path.join(out_dir, f"advise.{k}") for k in ("json", "md", "html")}
     if png:
         paths["png"] = os.path.join(out_dir, "speedup.png")
-        write_whole(paths["png"], png)
-    write_whole(paths["json"], json.dumps(result, indent=1, default=str))
-    write_whole(paths["md"], _markdown(result, rows, "speedup.png" if png else None))
-    write_whole(paths["html"], _html(result, rows, png))
+        write_whole(paths["png"], png, fsync=True)
+    write_whole(paths["json"], json.dumps(result, indent=1, default=str), fsync=True)
+    write_whole(paths["md"], _markdown(result, rows, "speedup.png" if png else None), fsync=True)
+    write_whole(paths["html"], _html(result, rows, png), fsync=True)
     return paths
-
-
-def write_whole(path, data):
-    """``data`` (text or bytes) at ``path`` whole or not at all: written as path.part, synced,
-    then renamed, so that a stopped study leaves no half-written report looking valid."""
-    tmp = f"{path}.part"
-    with open(tmp, "wb" if isinstance(data, bytes) else "w") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def summary_line(result):

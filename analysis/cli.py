@@ -36,6 +36,8 @@ def _reported():
             yield
         except (LogError, FitError, LaunchError, OSError) as error:
             _flush(caught)
+            if isinstance(error, OSError) and error.filename and error.strerror:
+                error = f"{error.filename}: {error.strerror}"
             click.echo(f"analyze: {error}", err=True)
             sys.exit(ERROR)
     _flush(caught)

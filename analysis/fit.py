@@ -71,6 +71,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import yaml
 
+from dlio_mpi.safe_files import write_whole
+
 from . import fit_patterns
 from .characterize import characterize, load_job
 from .dxt_metrics import AT_START_THRESHOLD, load_burst
@@ -110,8 +112,7 @@ class Fit:
         return "\n".join(header) + "\n" + yaml.safe_dump(self.workload, sort_keys=False)
 
     def write(self, path):
-        with open(path, "w") as f:
-            f.write(self.to_yaml())
+        write_whole(path, self.to_yaml(), fsync=True)
 
     def to_dict(self):
         return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,

@@ -21,6 +21,8 @@ import os
 import warnings
 from dataclasses import dataclass, field
 
+from dlio_mpi.safe_files import write_whole
+
 from .characterize import characterize
 from .errors import AnalysisWarning
 from .launch import LaunchError, run_emulator
@@ -236,8 +238,6 @@ def write_paper(study, out_dir):
     """paper.txt and paper.json in ``out_dir``; returns their paths."""
     text_path, json_path = os.path.join(out_dir, "paper.txt"), os.path.join(out_dir,
                                                                              "paper.json")
-    with open(text_path, "w") as f:
-        f.write(render_paper(study))
-    with open(json_path, "w") as f:
-        json.dump(study.to_dict(), f, indent=1)
+    write_whole(text_path, render_paper(study), fsync=True)
+    write_whole(json_path, json.dumps(study.to_dict(), indent=1), fsync=True)
     return text_path, json_path

@@ -14,6 +14,8 @@ import os
 import warnings
 from dataclasses import dataclass
 
+from dlio_mpi.safe_files import write_whole
+
 from .characterize import characterize, data_formats
 from .compare import compare, profile
 from .errors import AnalysisWarning
@@ -86,8 +88,8 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
     result = Replay(fit=fitted, run_dir=run_dir, comparison=comparison,
                     real=structure(real, comparison.layer),
                     emulated=structure(emulated, comparison.layer))
-    with open(os.path.join(out_dir, "replay.json"), "w") as f:
-        json.dump(result.to_dict(), f, indent=1, default=str)
+    write_whole(os.path.join(out_dir, "replay.json"),
+                json.dumps(result.to_dict(), indent=1, default=str), fsync=True)
     return result
 
 

@@ -8,6 +8,8 @@ import html
 import os
 from dataclasses import dataclass
 
+from dlio_mpi.safe_files import write_whole
+
 from .characterize import characterize, load_job
 from .text import MODULE_ROWS, _bytes, _seconds, _share
 
@@ -33,17 +35,14 @@ def write_report(source, out_dir, *, dxt=True, title=None):
     paths = {}
     for name, (_, png) in figures.items():
         paths[name] = os.path.join(out_dir, f"{name}.png")
-        with open(paths[name], "wb") as f:
-            f.write(png)
+        write_whole(paths[name], png, fsync=True)
     title = title or f"I/O report: {char.exe}"
     facts = summary_rows(char)
     markdown = _markdown(title, facts, char, figures)
     page = _html(title, facts, char, figures)
     md_path, html_path = os.path.join(out_dir, "report.md"), os.path.join(out_dir, "report.html")
-    with open(md_path, "w") as f:
-        f.write(markdown)
-    with open(html_path, "w") as f:
-        f.write(page)
+    write_whole(md_path, markdown, fsync=True)
+    write_whole(html_path, page, fsync=True)
     return ReportFiles(markdown=md_path, html=html_path, figures=paths)
 
 

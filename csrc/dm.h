@@ -37,6 +37,9 @@ enum {
 void dm_err_set(dm_err *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void dm_err_clear(dm_err *e);
+/* The error of an open for writing (flags DM_O_*) that failed with err because an entry holds
+ * the name of a new file (EEXIST) or a link does (ELOOP): set on e, returns 1; else 0. */
+int dm_refused_write(dm_err *e, int err, const char *path, int flags);
 
 /* ------------------------------------------------------------------ op log */
 /* Operation kinds and interfaces, as stored in the op log. */
@@ -209,7 +212,10 @@ int dm_sync_fd(int fd, int data_only, dm_oplog *log, int32_t file_id, int iface,
                const char *path, dm_err *e);
 
 /* ------------------------------------------------------------------ POSIX */
-enum { DM_O_READ = 0, DM_O_WRITE = 1, DM_O_CREATE = 2, DM_O_TRUNC = 4, DM_O_DIRECT = 8 };
+/* DM_O_EXCL: a new file (with DM_O_CREATE), failing when any entry, a symbolic link included,
+ * holds the name; POSIX and STDIO writes never follow a link at the file's own name */
+enum { DM_O_READ = 0, DM_O_WRITE = 1, DM_O_CREATE = 2, DM_O_TRUNC = 4, DM_O_DIRECT = 8,
+       DM_O_EXCL = 16 };
 enum { DM_ADV_NONE = -1 };   /* else a POSIX_FADV_* value */
 
 typedef struct {
@@ -328,10 +334,12 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
                const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e);
 /* Create file + 2-D-or-more dataset of uint8 (checkpoints, datasets written by the run, tests):
  * dims[0] rows, chunk_rows>0 for a chunked layout, latest=1 for the latest file format (h5py's
- * libver="latest"), else the earliest. Collective under DM_H5_MPIO. */
+ * libver="latest"), else the earliest; exclusive=1 fails when an entry holds the name
+ * (H5F_ACC_EXCL: a new file, never through a link), else an existing file is truncated.
+ * Collective under DM_H5_MPIO. */
 int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const hsize_t *dims,
-                 hsize_t chunk_rows, int latest, int driver, MPI_Comm comm, int collective,
-                 int nhints,
+                 hsize_t chunk_rows, int latest, int exclusive, int driver, MPI_Comm comm,
+                 int collective, int nhints,
                  const char *const *keys, const char *const *vals, int32_t file_id,
                  dm_oplog *log, dm_err *e);
 int dm_h5_close(dm_h5 *h, dm_err *e);

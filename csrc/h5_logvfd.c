@@ -33,7 +33,8 @@ static pthread_once_t g_logvfd_once = PTHREAD_ONCE_INIT;
 static H5FD_t *lv_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxaddr) {
     (void)maxaddr;
     const dm_logvfd_info *info = H5Pget_driver_info(fapl);
-    int o = (flags & H5F_ACC_RDWR) ? O_RDWR : O_RDONLY;
+    /* as the POSIX engine: a write never goes through a link at the file's name */
+    int o = (flags & H5F_ACC_RDWR) ? O_RDWR | O_NOFOLLOW : O_RDONLY;
     if (flags & H5F_ACC_TRUNC) o |= O_TRUNC;
     if (flags & H5F_ACC_CREAT) o |= O_CREAT;
     if (flags & H5F_ACC_EXCL) o |= O_EXCL;

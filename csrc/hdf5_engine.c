@@ -174,8 +174,8 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
 }
 
 int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const hsize_t *dims,
-                 hsize_t chunk_rows, int latest, int driver, MPI_Comm comm, int collective,
-                 int nhints,
+                 hsize_t chunk_rows, int latest, int exclusive, int driver, MPI_Comm comm,
+                 int collective, int nhints,
                  const char *const *keys, const char *const *vals, int32_t file_id,
                  dm_oplog *log, dm_err *e) {
     start(h, path, dset, driver, collective, 1, file_id, log);
@@ -192,7 +192,7 @@ int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const 
     }
     if (latest) H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
     uint64_t t0 = dm_ticks();
-    h->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    h->file = H5Fcreate(path, exclusive ? H5F_ACC_EXCL : H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (h->file < 0) {
         h5_err(e, "create", h, -1);

@@ -43,6 +43,7 @@ int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int n
     }
     int amode = (flags & DM_O_WRITE) ? MPI_MODE_RDWR : MPI_MODE_RDONLY;
     if (flags & DM_O_CREATE) amode |= MPI_MODE_CREATE;
+    if (flags & DM_O_EXCL) amode |= MPI_MODE_EXCL;
     MPI_Info info = MPI_INFO_NULL;
     int rc = MPI_SUCCESS;
     if (nhints > 0) {

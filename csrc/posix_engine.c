@@ -103,7 +103,11 @@ int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int a
         return -1;
     }
     int of = (flags & DM_O_WRITE) ? O_RDWR : O_RDONLY;
+    /* a write never goes through a link at the file's name: one planted in a shared folder
+     * would redirect it to the link's target */
+    if (flags & DM_O_WRITE) of |= O_NOFOLLOW;
     if (flags & DM_O_CREATE) of |= O_CREAT;
+    if (flags & DM_O_EXCL) of |= O_EXCL;
     if (flags & DM_O_TRUNC) of |= O_TRUNC;
     if (flags & DM_O_DIRECT) of |= O_DIRECT;
     of |= O_CLOEXEC;
@@ -116,6 +120,8 @@ int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int a
         if (err == EINVAL && (flags & DM_O_DIRECT))
             dm_err_set(e, err, "cannot open %s with O_DIRECT: the file system does not support it",
                        path);
+        else if (dm_refused_write(e, err, path, flags))
+            ;
         else
             dm_err_set(e, err, "cannot open %s: %s", path, strerror(err));
         return -1;

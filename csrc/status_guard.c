@@ -49,7 +49,10 @@ static void on_signal(int sig, siginfo_t *info, void *ctx)
         g_armed = 0;
         int watched_alive = g_watch > 0 && (kill((pid_t)g_watch, 0) == 0 || errno != ESRCH);
         if (!watched_alive && (g_skip[0] == '\0' || access(g_skip, F_OK) != 0)) {
-            int fd = open(g_tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            /* the entry at the temporary name (stale, or a planted link) goes first, and
+             * the file is created new, never through a link */
+            unlink(g_tmp);
+            int fd = open(g_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
             if (fd >= 0) {
                 size_t done = 0;
                 while (done < g_len) {

@@ -21,22 +21,32 @@ int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize, int3
         dm_err_set(e, DM_EARG, "O_DIRECT cannot be used through STDIO (%s)", path);
         return -1;
     }
-    const char *mode = "rb";
-    if (flags & DM_O_WRITE) mode = (flags & DM_O_TRUNC) ? "w+b" : "r+b";
     h->writing = (flags & DM_O_WRITE) != 0;
     uint64_t t0 = dm_ticks();
     FILE *fp;
-    if ((flags & DM_O_WRITE) && (flags & DM_O_CREATE) && !(flags & DM_O_TRUNC)) {
-        /* create without truncating; fopen has no such mode ("a" would force appends) */
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int err = 0;
+    if (flags & DM_O_WRITE) {
+        /* open(2) then fdopen: fopen cannot create without truncating ("a" would force
+         * appends), create exclusively, or refuse a link at the file's name */
+        int of = O_RDWR | O_NOFOLLOW | O_CLOEXEC;
+        if (flags & DM_O_CREATE) of |= O_CREAT;
+        if (flags & DM_O_EXCL) of |= O_EXCL;
+        if (flags & DM_O_TRUNC) of |= O_TRUNC;
+        int fd = open(path, of, 0644);
+        err = errno;
         fp = fd < 0 ? NULL : fdopen(fd, "r+b");
-        if (fd >= 0 && !fp) close(fd);
+        if (fd >= 0 && !fp) {
+            err = errno;
+            close(fd);
+        }
     } else {
-        fp = fopen(path, mode);
+        fp = fopen(path, "rb");
+        err = errno;
     }
     uint64_t t1 = dm_ticks();
     if (!fp) {
-        dm_err_set(e, errno, "cannot open %s: %s", path, strerror(errno));
+        if (!dm_refused_write(e, err, path, flags))
+            dm_err_set(e, err, "cannot open %s: %s", path, strerror(err));
         return -1;
     }
     if (bufsize > 0) {

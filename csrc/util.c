@@ -23,6 +23,19 @@ void dm_err_set(dm_err *e, int code, const char *fmt, ...) {
     va_end(ap);
 }
 
+int dm_refused_write(dm_err *e, int err, const char *path, int flags) {
+    if (!(flags & DM_O_WRITE)) return 0;
+    if (err == EEXIST && (flags & DM_O_EXCL))
+        dm_err_set(e, err, "cannot create %s: an entry already holds its name (left by a stopped "
+                   "run, or planted); not overwritten", path);
+    else if (err == ELOOP)
+        dm_err_set(e, err, "cannot open %s for writing: it is a symbolic link, which is not "
+                   "followed", path);
+    else
+        return 0;
+    return 1;
+}
+
 void dm_err_clear(dm_err *e) {
     if (e) { e->code = 0; e->msg[0] = 0; }
 }

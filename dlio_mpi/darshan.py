@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 
+from dlio_mpi import safe_files
+
 ACTIVE = "DLIO_MPI_DARSHAN_ACTIVE"      # set in the re-executed process
 LIB_ENV = "DLIO_MPI_DARSHAN_LIB"        # explicit path of libdarshan.so
 PREFIX_ENVS = ("DARSHAN_PREFIX", "DARSHAN_ROOT", "DARSHAN_RUNTIME_ROOT", "DARSHAN_HOME")
@@ -185,10 +187,7 @@ def prepare(cfg, *, dxt=False, modmem_mib=0, max_records=0, nonmpi=False, env=No
     except FileNotFoundError:
         pass
     path = new_env["DARSHAN_CONFIG_PATH"]
-    tmp = f"{path}.{os.getpid()}.part"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    safe_files.write_whole(path, text, temp=f"{path}.{os.getpid()}.part")
     return new_env
 
 

@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from dlio_mpi import collective, formats, sysinfo
+from dlio_mpi import collective, formats, safe_files, sysinfo
 from dlio_mpi.dataset import Dataset
 
 MANIFEST = "manifest.json"
@@ -302,11 +302,7 @@ def write_manifest(cfg, state=COMPLETE, made=None):
             have = None
         made = have.get("made_dirs", []) if have else []
     body = dict(manifest_for(cfg), state=state, made_dirs=sorted(made))
-    with open(path + ".part", "w") as f:
-        json.dump(body, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".part", path)
+    safe_files.write_whole(path, json.dumps(body, indent=1), fsync=True)
 
 
 def _generate_split(d, cfg, comm):

@@ -48,13 +48,15 @@ def save(directory, rank, phases, origin, window, job):
     origin the log's origin, window and job (start, end) pairs, all on CLOCK_MONOTONIC (ns)."""
     import numpy as np
 
-    np.savez(os.path.join(directory, file_name(rank)),
-             **{PHASES: np.array([name for name, _ in phases]),
-                ORIGIN: np.int64(origin),
-                WINDOW: np.array(window, np.int64),
-                JOB: np.array(job, np.int64)},
-             **{column_key(i, k): v for i, (_, columns) in enumerate(phases)
-                for k, v in columns.items()})
+    from dlio_mpi import safe_files
+
+    with safe_files.replaced(os.path.join(directory, file_name(rank)), "wb") as f:
+        np.savez(f, **{PHASES: np.array([name for name, _ in phases]),
+                       ORIGIN: np.int64(origin),
+                       WINDOW: np.array(window, np.int64),
+                       JOB: np.array(job, np.int64)},
+                 **{column_key(i, k): v for i, (_, columns) in enumerate(phases)
+                    for k, v in columns.items()})
 
 
 def rank_of(path):

@@ -9,6 +9,8 @@ import os
 import socket
 import time
 
+from dlio_mpi import safe_files
+
 LOCK = ".dlio_mpi.lock"
 STATUS = "status.json"
 FAILED = ".dlio_mpi.failed"     # left by the first rank that failed, for rank 0's status
@@ -128,7 +130,7 @@ def acquire(directory):
     me = _me()
     for _ in range(2):
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = safe_files.create_fd(path, replace_stale=False)
         except FileExistsError:
             other = read_lock(directory) or {}
             if other.get("host") == me["host"] and isinstance(other.get("pid"), int) \
@@ -163,15 +165,6 @@ def clear_results(directory):
             pass
 
 
-def write_atomic(path, text):
-    tmp = f"{path}.part"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_results(directory, summary, header, rows):
     """A completed run's results: per_rank.csv (header, then a row per rank) and summary.json,
     each written whole or not at all."""
@@ -179,5 +172,6 @@ def write_results(directory, summary, header, rows):
     w = csv.writer(buf)
     w.writerow(header)
     w.writerows(rows)
-    write_atomic(os.path.join(directory, "per_rank.csv"), buf.getvalue())
-    write_atomic(os.path.join(directory, "summary.json"), json.dumps(summary, indent=1))
+    safe_files.write_whole(os.path.join(directory, "per_rank.csv"), buf.getvalue(), fsync=True)
+    safe_files.write_whole(os.path.join(directory, "summary.json"), json.dumps(summary, indent=1),
+                           fsync=True)

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from dlio_mpi import (collective, config, darshan, datagen, engines, memory_check, metrics,
-                      oplog_format, outputs, pipeline, prefetch, run_facts, status)
+                      oplog_format, outputs, pipeline, prefetch, run_facts, safe_files, status)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import schedule
 
@@ -32,8 +32,7 @@ def prepare(cfg, comm):
         try:
             os.makedirs(out_dir, exist_ok=True)
             probe = os.path.join(out_dir, ".write_probe")
-            with open(probe, "w"):
-                pass
+            safe_files.create(probe).close()
             os.unlink(probe)
             outputs.acquire(out_dir)
             outputs.clear_results(out_dir)

@@ -5,7 +5,7 @@ import json
 import os
 import time
 
-from dlio_mpi import outputs
+from dlio_mpi import outputs, safe_files
 
 
 def set_status(directory, status, *, writer=None, **extra):
@@ -13,9 +13,8 @@ def set_status(directory, status, *, writer=None, **extra):
     rank other than rank 0 that writes it, with a temporary name of its own)."""
     path = os.path.join(directory, outputs.STATUS)
     tmp = f"{path}.part" if writer is None else f"{path}.{writer}.part"
-    with open(tmp, "w") as f:
-        json.dump({"status": status, "time": time.time(), **extra}, f)
-    os.replace(tmp, path)
+    safe_files.write_whole(path, json.dumps({"status": status, "time": time.time(), **extra}),
+                           temp=tmp)
 
 
 def note_failure(directory, rank, reason):
@@ -25,7 +24,7 @@ def note_failure(directory, rank, reason):
     path = os.path.join(directory, outputs.FAILED)
     tmp = f"{path}.{rank}.part"
     try:
-        with open(tmp, "w") as f:
+        with safe_files.create(tmp, "w") as f:
             json.dump({"rank": rank, "reason": reason}, f)
         try:
             os.link(tmp, path)

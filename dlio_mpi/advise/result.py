@@ -76,8 +76,9 @@ def result(base, cands, findings, skipped, notes, summary, adv, source, started)
                   f"{winner['spread'] if winner['spread'] is not None else 'unknown'}, "
                   f"{winner['rounds']} rounds on {out['ranks']} ranks)",
                   f"# mpiexec -n {out['ranks']} python -m dlio_mpi run --config {path}"]
-        from analysis.advice_report import write_whole
-        write_whole(path, "\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False))
+        from dlio_mpi.safe_files import write_whole
+        write_whole(path, "\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False),
+                    fsync=True)
         out["winner"] = {"label": winner["label"], "change": winner["change"],
                          "speedup": winner["speedup"], "spread": winner["spread"],
                          "yaml": path}

@@ -3,7 +3,7 @@
 tail through a second, buffered descriptor). A mixin of checkpoint.writer.Checkpointer."""
 import os
 
-from dlio_mpi import engines
+from dlio_mpi import engines, safe_files
 from dlio_mpi.checkpoint.common import _unlink
 from dlio_mpi.checkpoint.content import Filler
 
@@ -18,7 +18,9 @@ class PosixFiles:
         head = n - n % self._align[1] if self.direct else n
         written = syncs = 0
         try:
-            with engines.PosixFile(tmp, "w", direct=self.direct, file_id=fid,
+            # a new file, a stale .part (or a link planted at its name) removed first
+            safe_files.remove_entry(tmp)
+            with engines.PosixFile(tmp, "x", direct=self.direct, file_id=fid,
                                    oplog=self.oplog) as f:
                 for pos in range(0, head, step):
                     k = min(step, head - pos)

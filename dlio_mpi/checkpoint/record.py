@@ -8,6 +8,8 @@ without mpiexec."""
 import os
 import re
 
+from dlio_mpi import safe_files
+
 RECORD = "dlio_mpi_checkpoints.txt"
 HEADER = "# checkpoint files written by dlio_mpi runs, one per line\n"
 MADE = "folder made by dlio_mpi: "
@@ -21,19 +23,23 @@ class RecordError(ValueError):
 
 def append(directory, names, made):
     """Add names (the files of one checkpoint) to directory's record, creating it (with
-    whether a run made the folder) if it is not there; flushed to storage before it returns."""
+    whether a run made the folder) if it is not there; the record is rewritten whole and
+    flushed to storage before it returns."""
     path = os.path.join(directory, RECORD)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        text = "".join(f"{n}\n" for n in names)
-        if os.fstat(fd).st_size == 0:
-            text = HEADER + MADE + ("yes" if made else "no") + "\n" + text
-        data = text.encode()
-        while data:
-            data = data[os.write(fd, data):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        # the record as it is, never through a link at its name
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        old = b""
+    else:
+        with os.fdopen(fd, "rb") as f:
+            old = f.read()
+    text = "".join(f"{n}\n" for n in names)
+    if not old:
+        text = HEADER + MADE + ("yes" if made else "no") + "\n" + text
+    elif not old.endswith(b"\n"):
+        old += b"\n"
+    safe_files.write_whole(path, old + text.encode(), fsync=True)
 
 
 def read(directory):

@@ -10,19 +10,24 @@ rank (measured with Open MPI's ompio: a rank 200 ms late delays the other's ever
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import collective, engines
+from dlio_mpi import collective, engines, safe_files
 from dlio_mpi.oplog_format import checkpoint_id
 from dlio_mpi.checkpoint.content import Filler
 
 
 class SharedFile:
     def _open_shared(self, path, writing, total, fid):
+        """Collective. Writing: a new file (MPI_MODE_EXCL, H5F_ACC_EXCL), whatever held its
+        name (a stale .part, a planted link) removed by rank 0 first."""
+        if writing:
+            safe_files.remove_stale(path, self.comm)
         if self.fmt == "mpiio":
-            return engines.MPIFile(self.comm, path, "w" if writing else "r", hints=self.hints,
+            return engines.MPIFile(self.comm, path, "x" if writing else "r", hints=self.hints,
                                    file_id=fid, oplog=self.oplog)
         return engines.H5Dataset(path, "checkpoint", driver="mpio", comm=self.comm,
                                  collective=True, hints=self.hints, file_id=fid,
-                                 oplog=self.oplog, create=(total,) if writing else None)
+                                 oplog=self.oplog, create=(total,) if writing else None,
+                                 exclusive=True)
 
     def _collective(self, index, path, off, n, total, rounds, content, writing, verify):
         """This rank's share [off, off + n) of the shared file in rounds collective calls;

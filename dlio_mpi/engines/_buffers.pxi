@@ -94,8 +94,11 @@ cdef int _mode_flags(mode) except -1:
         return DM_O_WRITE | DM_O_CREATE | DM_O_TRUNC
     if mode == "a" or mode == "c":
         return DM_O_WRITE | DM_O_CREATE
-    raise ValueError(f"unknown mode {mode!r}: use 'r', 'r+', 'w' (create, truncate) or "
-                     "'c' (create, keep)")
+    if mode == "x":
+        return DM_O_WRITE | DM_O_CREATE | DM_O_EXCL
+    raise ValueError(f"unknown mode {mode!r}: use 'r', 'r+', 'w' (create, truncate), "
+                     "'c' (create, keep) or 'x' (a new file: fails when any entry, a link "
+                     "included, holds the name)")
 
 
 cdef class _Hints:

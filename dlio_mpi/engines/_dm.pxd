@@ -13,7 +13,7 @@ cdef extern from "dm.h" nogil:
     enum: DM_OP_WRITE
     enum: DM_OP_N
     enum: DM_IF_N
-    int DM_O_READ, DM_O_WRITE, DM_O_CREATE, DM_O_TRUNC, DM_O_DIRECT
+    int DM_O_READ, DM_O_WRITE, DM_O_CREATE, DM_O_TRUNC, DM_O_DIRECT, DM_O_EXCL
     int DM_H5_SEC2, DM_H5_MPIO
 
     ctypedef struct dm_oplog:
@@ -131,8 +131,8 @@ cdef extern from "dm.h" nogil:
                    int collective, int writing, int nhints, const char *const *keys,
                    const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
     int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims,
-                     const hsize_t *dims, hsize_t chunk_rows, int latest, int driver,
-                     MPI_Comm comm,
+                     const hsize_t *dims, hsize_t chunk_rows, int latest, int exclusive,
+                     int driver, MPI_Comm comm,
                      int collective, int nhints, const char *const *keys,
                      const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
     int dm_h5_close(dm_h5 *h, dm_err *e)

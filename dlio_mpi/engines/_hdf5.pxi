@@ -11,13 +11,15 @@ cdef int _driver(driver) except -1:
 
 cdef class H5Dataset(_Handle):
     """One dataset of an HDF5 file, through the MPI-IO driver ("mpio", collective or
-    independent transfers) or sec2. A sample is a row (index along dimension 0)."""
+    independent transfers) or sec2. A sample is a row (index along dimension 0). With create
+    (the dataset's shape), the file is created: a new one with exclusive=True (failing when any
+    entry, a link included, holds the name), else an existing file is truncated."""
     cdef dm_h5 h
     cdef readonly object name
 
     def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
                   mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
-                  chunk_rows=0, libver="earliest"):
+                  chunk_rows=0, libver="earliest", bint exclusive=False):
         cdef dm_err e
         cdef int drv = _driver(driver)
         cdef bytes p = _path(path)
@@ -45,8 +47,8 @@ cdef class H5Dataset(_Handle):
             for i in range(nd):
                 dims[i] = create[i]
             with nogil:
-                CHK(dm_h5_create(&self.h, cp, cn, nd, dims, chunk, latest, drv, c, collective,
-                                 hi.n, hi.keys, hi.vals, file_id, L, &e), &e)
+                CHK(dm_h5_create(&self.h, cp, cn, nd, dims, chunk, latest, exclusive, drv, c,
+                                 collective, hi.n, hi.keys, hi.vals, file_id, L, &e), &e)
         else:
             with nogil:
                 CHK(dm_h5_open(&self.h, cp, cn, drv, c, collective, writing, hi.n, hi.keys,

@@ -32,7 +32,13 @@ class PosixRef:
     """pread through os.preadv into the output buffer, looping on short reads."""
 
     def __init__(self, path, mode="r", *, direct=False):
-        flags = os.O_RDONLY if mode == "r" else os.O_RDWR | os.O_CREAT
+        # "r+" writes an existing file, "x" creates a new one; as in the native engine, a
+        # write never goes through a link at the file's name
+        modes = {"r": os.O_RDONLY, "r+": os.O_RDWR | os.O_NOFOLLOW,
+                 "x": os.O_RDWR | os.O_NOFOLLOW | os.O_CREAT | os.O_EXCL}
+        if mode not in modes:
+            raise ValueError(f"unknown mode {mode!r}: use 'r', 'r+' or 'x'")
+        flags = modes[mode]
         if direct:
             flags |= os.O_DIRECT
         self.path = os.fspath(path)

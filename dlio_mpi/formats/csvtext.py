@@ -4,6 +4,7 @@ record_length / 4 fields. The application (CANDLE) reads the whole file at start
 range is its line; index_file finds the line ends."""
 import numpy as np
 
+from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError
@@ -51,7 +52,7 @@ encoded_sample = sample_bytes
 def write_file(path, file_index, spec):
     idx = layout(spec, file_index)
     fields = idx.sizes // FIELD
-    with open(path, "wb") as f:
+    with safe_files.create(path) as f:
         for lo, hi in content.batches(idx.sizes, 32 << 20):
             pattern = np.empty(int(fields[lo:hi].sum()), dtype=np.uint8)
             content.fill(spec.seed, file_index, np.arange(lo, hi), fields[lo:hi], pattern)

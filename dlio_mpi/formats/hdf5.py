@@ -82,13 +82,15 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     every rank gets the index (built by rank 0)."""
     import h5py       # imported when HDF5 is used: it costs start-up time
 
+    from dlio_mpi import safe_files
+
     sizes = content.sample_sizes(spec, file_index)
     n, row_bytes = spec.samples_per_file, int(sizes[0])
     elems = row_bytes // spec.itemsize
     opts = create_options(spec, elems)
     parallel = comm is not None and comm.Get_size() > 1
     if not parallel:
-        with h5py.File(path, "w", libver=spec.libver) as f:
+        with safe_files.create_hdf5(path, libver=spec.libver) as f:
             d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
                                  **opts)
             step = max(1, block_bytes // row_bytes)
@@ -100,7 +102,7 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
         return index_file(path, spec)
     error = None
     try:
-        with h5py.File(path, "w", driver="mpio", comm=comm, libver=spec.libver) as f:
+        with safe_files.create_hdf5(path, comm, libver=spec.libver) as f:
             d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
                                  **opts)
             chunk = opts["chunks"][0] if "chunks" in opts else 1

@@ -3,6 +3,7 @@ a 2-D array of one row per sample otherwise (rows share one size, drawn per file
 range is its row of the array's data; index_file reads the header only."""
 import numpy as np
 
+from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, npy_header, parse_npy_header
 from dlio_mpi.formats.spec import FileIndex, FormatError
@@ -49,7 +50,7 @@ def write_file(path, file_index, spec):
     data = np.empty(n * row_bytes, dtype=np.uint8)
     content.fill(spec.seed, file_index, np.arange(n), sizes, data)
     arr = data.view(np.dtype(spec.dtype)).reshape(_shape(spec, row_bytes // spec.itemsize))
-    with open(path, "wb") as f:
+    with safe_files.create(path) as f:
         np.save(f, arr, allow_pickle=False)
     return index_file(path, spec)
 

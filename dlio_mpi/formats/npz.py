@@ -14,6 +14,7 @@ import zipfile
 
 import numpy as np
 
+from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import (check_count, file_size, npy_header, open_read,
                                      parse_npy_header, pread_exact)
@@ -59,7 +60,7 @@ def write_file(path, file_index, spec):
     arrays = {member_name(i)[:-4]: data[e - n:e].view(dtype)
               for i, (n, e) in enumerate(zip(sizes.tolist(), ends))}
     save = np.savez_compressed if spec.compression == "zip" else np.savez
-    with open(path, "wb") as f:
+    with safe_files.create(path) as f:
         save(f, **arrays)
     return index_file(path, spec)
 
@@ -189,7 +190,7 @@ def _write_stacked(path, file_index, spec):
     data = np.empty(n * row, dtype=np.uint8)
     content.fill(spec.seed, file_index, np.arange(n), np.full(n, row), data)
     arrays["x"][:] = data.view(dtype).reshape(n, row // dtype.itemsize).T
-    with open(path, "wb") as f:
+    with safe_files.create(path) as f:
         np.savez(f, **arrays)
     return index_file(path, spec)
 
@@ -218,7 +219,7 @@ def _write_shot(path, file_index, spec):
     """One FRNN shot (numpy_reads.shot_arrays) holding sample 0's bytes as its signals."""
     from dlio_mpi.numpy_reads import shot_arrays
 
-    with open(path, "wb") as f:
+    with safe_files.create(path) as f:
         np.savez(f, **shot_arrays(content.sample_data(spec, file_index, 0)))
     return index_file(path, spec, file_index)
 

@@ -3,6 +3,7 @@ computed from the sizes the spec draws, so indexing reads no data; variable size
 index."""
 import numpy as np
 
+from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import file_size, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError
@@ -33,7 +34,7 @@ sample_value = sample_bytes
 def write_file(path, file_index, spec):
     idx = layout(spec, file_index)
     sizes = idx.sizes
-    with open(path, "wb") as f:
+    with safe_files.create(path) as f:
         buf = None
         for lo, hi in content.batches(sizes):
             need = int(sizes[lo:hi].sum())

@@ -9,6 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, open_read
 from dlio_mpi.formats.spec import FileIndex, FormatError
@@ -65,7 +66,7 @@ def encoded_sample(spec, file_index, sample_index):
 def write_file(path, file_index, spec):
     idx = layout(spec, file_index)
     sizes = idx.sizes
-    with open(path, "wb") as f:
+    with safe_files.create(path) as f:
         buf = None
         for lo, hi in content.batches(sizes):
             need = int(sizes[lo:hi].sum())

@@ -93,13 +93,18 @@ def write_file(path, file_index, spec, comm=None):
     written and the chunks lie in the file in row-major order, as in a volume written whole in
     order (with a cache, HDF5 keeps the partly written edge chunks longer and stores them
     after their neighbours, which changes the order in which a crop's reads meet them)."""
-    import h5py
+    # imported on every rank: it registers the lzf filter with libhdf5, which the native
+    # engine's reads of an lzf dataset need in this process
+    import h5py  # noqa: F401
+
+    from dlio_mpi import safe_files
 
     if comm is not None and comm.Get_rank() != 0:
         return None
     shape = tuple(spec.volume_shape)
     for key in [""] + file_keys(spec):
-        with h5py.File(companion(path, key), "w", libver=spec.libver, rdcc_nbytes=0) as f:
+        with safe_files.create_hdf5(companion(path, key), libver=spec.libver,
+                                    rdcc_nbytes=0) as f:
             for v, (name, dtype, chunks, compression, _) in enumerate(spec.volumes):
                 if volume_file(spec, v) != key:
                     continue
