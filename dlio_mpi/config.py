@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import os
 
+from dlio_mpi import backends
 from dlio_mpi.config_checks import check_names, check_ranks, validate  # noqa: F401
 from dlio_mpi.config_error import ConfigError, closest  # noqa: F401 - re-exported
 from dlio_mpi.config_values import (DISTRIBUTIONS, CommandLineText,  # noqa: F401
@@ -152,7 +153,8 @@ def _tensorflow_reader(values, given):
     if (rd["data_loader"] != "tensorflow" or ds["format"] != "tfrecord"
             or ("reader", "access") in given or io["layout"] != "multi"
             or io["read_type"] != "on_demand"
-            or io["interface"] not in ("posix", "posix_direct", "stdio", "mmap", "mpiio")):
+            or io["interface"] not in backends.BACKENDS
+            or not backends.get(io["interface"]).streams):
         return False
     rd["access"] = "stream"
     for key, value in (("interleave", max(1, rd["read_threads"])), ("eof_reads", 1),
@@ -189,7 +191,7 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
     if values["checkpoint"]["model_size"] and not values["model"]["model_size_bytes"]:
         values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
     if values["reader"]["odirect"] and values["io"]["interface"] == "posix":
-        values["io"]["interface"] = "posix_direct"
+        values["io"]["interface"] = "posix_direct"      # reader.odirect: the same, by name
     tf_reader = _tensorflow_reader(values, given)
     not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
                           and not (tf_reader and (s, k) == ("reader", "data_loader")))

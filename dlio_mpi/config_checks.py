@@ -1,7 +1,7 @@
 """Checks of a whole configuration, run by dlio_mpi.config.load on every rank before any I/O
 (names that become paths, impossible combinations) and before a run (what needs the job's
 size): each problem is one ConfigError line naming the keys."""
-from dlio_mpi import io_checks
+from dlio_mpi import backends, io_checks
 from dlio_mpi.config_error import ConfigError
 
 # configuration values that become a path component (a file name, or a part of one)
@@ -31,18 +31,19 @@ def validate(cfg):
     """Impossible combinations, each one line."""
     check_names(cfg)
     io, ds, rd = cfg.io, cfg.dataset, cfg.reader
-    if rd.odirect and io.interface not in ("posix", "posix_direct"):
+    b = backends.of(cfg)
+    if rd.odirect and not (b.library == backends.POSIX and not b.mapped):
         raise ConfigError(f"reader.odirect=true with io.interface={io.interface}: O_DIRECT "
                           "is a POSIX open flag (use io.interface=posix_direct)")
-    hdf5_if = io.interface.startswith("hdf5")
+    hdf5_if = b.library == backends.HDF5
     if ds.format == "hdf5" and not hdf5_if and io.read_type == "on_demand":
         raise ConfigError(f"dataset.format=hdf5 is read through libhdf5: io.interface must be "
-                          f"hdf5, hdf5_coll or hdf5_sec2, not {io.interface}")
+                          f"{backends.listed(lambda x: x.library == backends.HDF5)}, "
+                          f"not {io.interface}")
     if hdf5_if and ds.format != "hdf5":
         raise ConfigError(f"io.interface={io.interface} reads HDF5 files, but dataset.format="
                           f"{ds.format}")
-    collective = io.interface in ("mpiio_coll", "hdf5_coll")
-    if collective and io.layout == "multi":
+    if b.collective and io.layout == "multi":
         raise ConfigError(f"io.interface={io.interface} is collective I/O on one shared file: "
                           "it needs io.layout=shared or replicated, not file-per-rank data "
                           "(io.layout=multi)")
@@ -73,7 +74,7 @@ def validate(cfg):
             chunking(ds)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    if (ds.compression != "none" or ds.format in ("csv",)) and io.interface == "posix_direct":
+    if (ds.compression != "none" or ds.format in ("csv",)) and b.direct:
         raise ConfigError(f"io.interface=posix_direct cannot read {ds.format} "
                           f"{'compressed ' if ds.compression != 'none' else ''}data in aligned "
                           "byte ranges")

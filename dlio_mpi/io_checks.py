@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 
+from dlio_mpi import backends
 from dlio_mpi.config_error import ConfigError
 
 VOLUME_KEYS = {"name", "dtype", "chunks", "compression", "fill", "file"}
@@ -16,6 +17,16 @@ def _dims(where, value):
             isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in value):
         raise ConfigError(f"{where}={value!r}: a list of dimensions, each at least 1")
     return value
+
+
+def _crops(b):
+    """A crop of a volume is one independent read of an N-D box through libhdf5."""
+    return b.library == backends.HDF5 and not b.collective
+
+
+def _python_file(b):
+    """Python's own file object: a buffered file over POSIX calls."""
+    return b.buffered and b.library == backends.POSIX
 
 
 def validate_volumes(cfg):
@@ -33,9 +44,9 @@ def validate_volumes(cfg):
     if ds.format != "hdf5":
         raise ConfigError(f"dataset.volumes are HDF5 datasets: dataset.format must be hdf5, "
                           f"not {ds.format}")
-    if io.interface not in ("hdf5", "hdf5_sec2"):
+    if not _crops(backends.of(cfg)):
         raise ConfigError(f"dataset.volumes are read a crop at a time, independently: "
-                          f"io.interface must be hdf5 or hdf5_sec2, not {io.interface}")
+                          f"io.interface must be {backends.listed(_crops)}, not {io.interface}")
     if rd.read_threads or rd.access != "sample" or io.read_type != "on_demand" or rd.reopen:
         raise ConfigError("dataset.volumes are read a crop at a time in the training loop: "
                           "reader.read_threads=0, reader.access=sample, "
@@ -102,10 +113,9 @@ def validate_access(cfg):
             raise ConfigError("reader.reopen opens a file per sample read on demand: it needs "
                               "reader.access=sample and io.read_type=on_demand "
                               "(reader.access=numpy opens per sample anyway)")
-        if io.layout != "multi" or io.interface not in ("posix", "stdio", "mmap", "hdf5",
-                                                         "hdf5_sec2"):
-            raise ConfigError("reader.reopen applies to a rank's own files through posix, "
-                              "stdio, mmap, hdf5 or hdf5_sec2 (io.layout=multi)")
+        if io.layout != "multi" or not backends.of(cfg).reopen:
+            raise ConfigError("reader.reopen applies to a rank's own files through "
+                              f"{backends.listed(lambda b: b.reopen)} (io.layout=multi)")
         if rd.read_threads:
             raise ConfigError("reader.reopen reads in the training loop: set "
                               "reader.read_threads=0")
@@ -114,10 +124,10 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
-    if rd.eof_reads and (rd.access != "stream" or io.interface not in ("posix", "stdio",
-                                                                       "mpiio")):
+    if rd.eof_reads and (rd.access != "stream" or not backends.of(cfg).reads_past_end):
         raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
-                          "reader.access=stream and io.interface posix, stdio or mpiio")
+                          "reader.access=stream and io.interface "
+                          f"{backends.listed(lambda b: b.reads_past_end)}")
     if rd.interleave > 1 and rd.access != "stream":
         raise ConfigError(f"reader.interleave={rd.interleave} is the files a stream reads at "
                           "once: it needs reader.access=stream")
@@ -133,9 +143,9 @@ def validate_access(cfg):
     if rd.access == "stream":
         if ds.format == "hdf5":
             raise ConfigError(f"{where}: HDF5 is read through libhdf5, not as a byte stream")
-        if io.interface not in ("posix", "posix_direct", "stdio", "mmap", "mpiio"):
-            raise ConfigError(f"{where} reads each rank's own files: io.interface must be posix, "
-                              f"posix_direct, stdio, mmap or mpiio, not {io.interface}")
+        if not backends.of(cfg).streams:
+            raise ConfigError(f"{where} reads each rank's own files: io.interface must be "
+                              f"{backends.listed(lambda b: b.streams)}, not {io.interface}")
         if io.layout != "multi":
             raise ConfigError(f"{where} splits the files among ranks: io.layout must be multi, "
                               f"not {io.layout}")
@@ -150,9 +160,10 @@ def validate_access(cfg):
         if ds.format != "raw" or ds.num_samples_per_file != 1:
             raise ConfigError(f"{where} reads an image per file: dataset.format=raw and "
                               "dataset.num_samples_per_file=1")
-        if io.interface not in ("posix", "stdio"):
+        if not backends.of(cfg).buffered:
             raise ConfigError(f"{where}: an image decoder reads through a buffered file; "
-                              f"io.interface must be posix or stdio, not {io.interface}")
+                              f"io.interface must be {backends.listed(lambda b: b.buffered)}, "
+                              f"not {io.interface}")
         if rd.transfer_size == 0 or rd.shuffle_size:
             raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
                               "(not 0), and there is no shuffle buffer")
@@ -160,15 +171,16 @@ def validate_access(cfg):
         if ds.format not in ("npz", "npy"):
             raise ConfigError(f"{where} is numpy.load of NPZ or NPY files: dataset.format must "
                               f"be npz or npy, not {ds.format}")
-        if ds.format == "npy" and io.interface != "posix":
+        if ds.format == "npy" and not _python_file(backends.of(cfg)):
             raise ConfigError(f"{where} of NPY files reads the header through Python's file "
                               "and the array through C stdio, as numpy does: io.interface "
-                              f"must be posix, not {io.interface}")
+                              f"must be {backends.listed(_python_file)}, not {io.interface}")
         if ds.compression != "none":
             raise ConfigError(f"{where} reads stored members: dataset.compression must be none")
-        if io.interface not in ("posix", "stdio"):
+        if not backends.of(cfg).buffered:
             raise ConfigError(f"{where}: numpy reads through a buffered file; io.interface "
-                              f"must be posix or stdio, not {io.interface}")
+                              f"must be {backends.listed(lambda b: b.buffered)}, not "
+                              f"{io.interface}")
         if rd.shuffle_size:
             raise ConfigError("reader.shuffle_size is the shuffle buffer of reader.access="
                               "stream")

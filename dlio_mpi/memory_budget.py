@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlio_mpi import backends
 from dlio_mpi.dataset import Dataset
 
 # the sizes the code uses (the modules named)
@@ -85,10 +86,10 @@ def prefetch_room(cfg, data, batch):
     samples of a batch); O_DIRECT widens a sample by twice the alignment (counted at 4 KiB, the
     usual logical block)."""
     per_file = min(batch, data.spf)
-    widen = 2 * RA_ALIGN if cfg.io.interface == "posix_direct" else 0
+    widen = 2 * RA_ALIGN if backends.of(cfg).direct else 0
     room = per_file * (data.max_sample_bytes() + widen)
     xfer = cfg.reader.transfer_size
-    if not cfg.io.interface.startswith("hdf5") and xfer > 0:
+    if backends.of(cfg).byte_ranges and xfer > 0:
         room = min(room, xfer)
     return room
 
@@ -199,7 +200,7 @@ def reader_needs(cfg, split="train"):
 
     data = Dataset(cfg, split)
     batch = cfg.reader.batch_size if split == "train" else cfg.reader.batch_size_eval
-    rd, io = cfg.reader, cfg.io
+    rd = cfg.reader
     threads = read_ahead_threads(cfg)
     name = "" if split == "train" else "evaluation "
     bkeys = (f"reader.batch_size{'_eval' if split != 'train' else ''}={batch} x "
@@ -217,7 +218,7 @@ def reader_needs(cfg, split="train"):
         rkeys = (f"min(reader.batch_size={batch}, dataset.num_samples_per_file="
                  f"{data.spf}) x {_sample_keys(cfg)}"
                  + (f", at most reader.transfer_size={rd.transfer_size}"
-                    if rd.transfer_size > 0 and not io.interface.startswith("hdf5") else ""))
+                    if rd.transfer_size > 0 and backends.of(cfg).byte_ranges else ""))
     if cfg.dataset.volume_shape:
         needs.append(Need(f"{name}crop buffer", data.max_sample_bytes() + RA_ALIGN,
                           _sample_keys(cfg)))
@@ -235,7 +236,7 @@ def _library_needs(cfg, data):
     ROMIO's collective buffer under the collective interfaces."""
     io, ds = cfg.io, cfg.dataset
     needs = []
-    if io.interface.startswith("hdf5") and (ds.enable_chunking or ds.compression != "none"
+    if backends.of(cfg).library == backends.HDF5 and (ds.enable_chunking or ds.compression != "none"
                                             or ds.volumes):
         from dlio_mpi.readers import Reader
         open_files = min(Reader.MAX_OPEN, data.num_files) if io.layout == "multi" else 1
@@ -243,7 +244,7 @@ def _library_needs(cfg, data):
         needs.append(Need("HDF5 chunk caches", open_files * per_file * H5_CHUNK_CACHE,
                           f"{open_files} open files x {per_file} datasets x 1 MiB "
                           "(dataset.enable_chunking, dataset.compression)"))
-    if io.interface in ("mpiio_coll", "hdf5_coll"):
+    if backends.of(cfg).collective:
         cb = int(dict(io.mpiio_hints).get("cb_buffer_size", CB_BUFFER))
         needs.append(Need("collective buffer", cb, f"io.interface={io.interface}, "
                           f"io.mpiio_hints.cb_buffer_size={cb}"))

@@ -4,11 +4,8 @@ from collections import deque
 
 import numpy as np
 
-from dlio_mpi import engines, epoch_requests, formats
+from dlio_mpi import backends, engines, epoch_requests, formats
 from dlio_mpi.readers import H5Reader, Reader, by_file
-
-COLLECTIVE_INTERFACES = ("mpiio_coll", "hdf5_coll")
-MPI_INTERFACES = ("mpiio", "hdf5")     # MPI-IO calls from the read-ahead threads
 
 
 def read_ahead_off(cfg):
@@ -17,14 +14,15 @@ def read_ahead_off(cfg):
     Collective interfaces stay on the main thread: every rank must enter each collective call
     in the same order. MPI-IO from threads needs MPI_THREAD_MULTIPLE, which mpi4py asks for by
     default; an MPI that grants less keeps those reads on the main thread."""
-    kind = cfg.io.interface
+    b = backends.of(cfg)
+    kind = b.name
     if cfg.reader.read_threads < 1 or cfg.io.read_type != "on_demand" \
             or cfg.dataset.volume_shape:
         return None
-    if kind in COLLECTIVE_INTERFACES:
+    if not b.threadable:
         return (f"reads are issued by the rank's main thread on io.interface={kind}: every "
                 "rank must enter each collective call in the same order")
-    if kind in MPI_INTERFACES:
+    if b.mpi_threads:
         from mpi4py import MPI
         level = MPI.Query_thread()
         if level < MPI.THREAD_MULTIPLE:

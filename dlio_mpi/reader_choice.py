@@ -5,6 +5,7 @@ import fcntl
 import os
 import resource
 
+from dlio_mpi import backends
 from dlio_mpi.readers import H5Reader, MPIReader, Reader
 
 
@@ -50,16 +51,16 @@ def reserve_descriptors(n):
 
 
 def _make(cfg, comm, log, split):
-    kind = cfg.io.interface
+    b = backends.of(cfg)
     if cfg.dataset.volume_shape:
         from dlio_mpi.volume_reader import VolumeReader
         return VolumeReader(cfg, comm, log, split)
     if cfg.reader.access != "sample":
         from dlio_mpi.pattern_reader import PatternReader
         return PatternReader(cfg, comm, log, split)
-    if kind.startswith("hdf5"):
+    if b.library == backends.HDF5:
         inner = H5Reader(cfg, comm, log, split)
-    elif kind in ("mpiio", "mpiio_coll") and cfg.io.layout != "multi":
+    elif b.library == backends.MPIIO and cfg.io.layout != "multi":
         inner = MPIReader(cfg, comm, log, split)
     else:
         inner = Reader(cfg, comm, log, split)

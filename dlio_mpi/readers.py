@@ -9,18 +9,14 @@
 - PrefetchReader (dlio_mpi.prefetch): reader.read_threads C threads reading batches ahead
   through every interface but the collective ones.
 Every read_batch returns the bytes delivered; short data is an error naming file and offset."""
-import os
 
 import numpy as np
 
-from dlio_mpi import access, engines, timing
+from dlio_mpi import access, backends, engines, timing
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.open_files import OpenFiles
 
 PAGE = 4096
-
-ADVICE = {"none": None, "normal": os.POSIX_FADV_NORMAL, "sequential": os.POSIX_FADV_SEQUENTIAL,
-          "random": os.POSIX_FADV_RANDOM, "willneed": os.POSIX_FADV_WILLNEED}
 
 
 class Preprocessing:
@@ -66,6 +62,7 @@ class Reader:
         self.data.log = log         # index reads are the run's reads too
         self.batch = cfg.reader.batch_size if split == "train" else cfg.reader.batch_size_eval
         self.files = OpenFiles(self.MAX_OPEN)
+        self.backend = backends.of(cfg)
         self.xfer = cfg.reader.transfer_size
         self.buf = engines.aligned_empty(
             self.batch * (self.data.max_sample_bytes() + 2 * 65536), self.mem_align)
@@ -109,20 +106,12 @@ class Reader:
         return self.files.open(i, lambda: self._new_handle(i), keep)
 
     def _new_handle(self, i):
-        kind, io = self.cfg.io.interface, self.cfg.io
-        fid = self.data.first_id + i
-        if kind == "stdio":
-            return engines.StdioFile(self.path(i), bufsize=io.stdio_buffer, file_id=fid,
-                                     oplog=self.log)
-        if kind == "mpiio":
-            from mpi4py import MPI
-            h = engines.MPIFile(MPI.COMM_SELF, self.path(i), hints=io.mpiio_hints,
-                                file_id=fid, oplog=self.log)
+        """File i opened through the run's backend on this rank alone."""
+        h = self.backend.open_read(self.path(i), io=self.cfg.io, file_id=self.data.first_id + i,
+                                   oplog=self.log)
+        if self.backend.library == backends.MPIIO:
             self._check_size(h, i)
-            return h
-        return engines.PosixFile(self.path(i), direct=kind == "posix_direct",
-                                 mmap=kind == "mmap", advice=ADVICE[io.fadvise],
-                                 file_id=fid, oplog=self.log)
+        return h
 
     def _check_size(self, h, i):
         """An MPI-IO file shorter than its index is truncated: said before any read, as
@@ -150,7 +139,7 @@ class Reader:
         a = getattr(self, "_align", None)
         if a is None:
             a = 1
-            if self.cfg.io.interface == "posix_direct":
+            if self.backend.direct:
                 a = engines.dio_alignment(self.data.root)[1]
             self._align = a
         return a
@@ -162,7 +151,7 @@ class Reader:
         a = getattr(self, "_mem_align", None)
         if a is None:
             a = PAGE
-            if self.cfg.io.interface == "posix_direct":
+            if self.backend.direct:
                 a = max(a, engines.dio_alignment(self.data.root)[0])
             self._mem_align = a
         return a
@@ -238,8 +227,8 @@ class MPIReader(Reader):
 
     def __init__(self, cfg, comm, log, split="train"):
         super().__init__(cfg, comm, log, split)
-        h = engines.MPIFile(comm, self.path(0), hints=cfg.io.mpiio_hints,
-                            file_id=self.data.first_id, oplog=log)
+        h = self.backend.open_read(self.path(0), io=cfg.io, comm=comm,
+                                   file_id=self.data.first_id, oplog=log, shared=True)
         self._check_size(h, 0)      # every rank sees the same size: all stop, or none
         self.files.add(0, h, pinned=True)
         self.calls, self.step = None, 0
@@ -250,7 +239,7 @@ class MPIReader(Reader):
         return access.pieces(offs, lens, self.xfer)
 
     def start_epoch(self, plan, files=None):
-        if self.cfg.io.interface != "mpiio_coll" or self.xfer <= 0:
+        if not self.backend.collective or self.xfer <= 0:
             return
         from mpi4py import MPI
         mine = np.array([len(self._pieces(batch)[0]) for batch in plan], np.int64)
@@ -259,7 +248,7 @@ class MPIReader(Reader):
         self.step = 0
 
     def read_batch(self, samples):
-        if self.cfg.io.interface == "mpiio":
+        if not self.backend.collective:
             return super().read_batch(samples)
         h = self.files.get(0)
         if self.xfer <= 0:
@@ -296,20 +285,15 @@ class H5Reader(Reader):
 
     def __init__(self, cfg, comm, log, split="train"):
         super().__init__(cfg, comm, log, split)
-        kind = cfg.io.interface
-        self.driver = "sec2" if kind == "hdf5_sec2" else "mpio"
-        self.collective = kind == "hdf5_coll"
+        self.collective = self.backend.collective
         self.shared = cfg.io.layout != "multi"
         if self.shared:
             self.files.add(0, self._new_handle(0), pinned=True)
 
     def _new_handle(self, i):
-        from mpi4py import MPI
-        comm = self.comm if self.shared else MPI.COMM_SELF
-        return engines.H5Dataset(self.path(i), self.data.spec.dataset, driver=self.driver,
-                                 comm=comm if self.driver == "mpio" else None,
-                                 collective=self.collective, hints=self.cfg.io.mpiio_hints,
-                                 file_id=self.data.first_id + i, oplog=self.log)
+        return self.backend.open_read(self.path(i), io=self.cfg.io, comm=self.comm,
+                                      file_id=self.data.first_id + i, oplog=self.log,
+                                      dataset=self.data.spec.dataset, shared=self.shared)
 
     def rows(self, f, local):
         """The dataset rows of samples local of file f: sample i is row i (the layout every

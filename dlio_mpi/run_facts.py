@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from dlio_mpi import engines, prefetch, sysinfo
+from dlio_mpi import backends, engines, prefetch, sysinfo
 from dlio_mpi.metrics import _mpi
 
 
@@ -108,7 +108,7 @@ def odirect_widening(cfg):
     """With io.interface=posix_direct and per-sample reads, how O_DIRECT alignment widens the
     reads of the samples of the first training file (the aligned ranges covering them, cut at
     the file's end, as the reader reads them), or None when no read is widened."""
-    if (cfg.io.interface != "posix_direct" or not cfg.workflow.train
+    if (not backends.of(cfg).direct or not cfg.workflow.train
             or cfg.reader.access != "sample" or cfg.io.read_type != "on_demand"):
         return None
     from dlio_mpi.dataset import Dataset

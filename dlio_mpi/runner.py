@@ -7,8 +7,9 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (collective, config, darshan, datagen, engines, memory_check, metrics,
-                      oplog_format, outputs, pipeline, prefetch, run_facts, safe_files, status)
+from dlio_mpi import (backends, collective, config, darshan, datagen, engines, memory_check,
+                      metrics, oplog_format, outputs, pipeline, prefetch, run_facts, safe_files,
+                      status)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import schedule
 
@@ -82,7 +83,7 @@ def prepare(cfg, comm):
         generated = comm.allreduce(datagen.generate(cfg, comm))
     if cfg.io.check_dataset and not cfg.io.write_first:
         datagen.check(cfg, comm)
-    if cfg.io.interface == "posix_direct":
+    if backends.of(cfg).direct:
         error = bad_value = None
         try:
             data = cfg.dataset.data_folder

@@ -8,6 +8,8 @@ emulated (it only makes sense to a framework)."""
 from dataclasses import dataclass
 from typing import Any, Tuple
 
+from dlio_mpi import backends
+
 
 @dataclass(frozen=True)
 class Key:
@@ -23,8 +25,7 @@ class Key:
 
 
 FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv")
-INTERFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio", "mpiio_coll", "hdf5",
-              "hdf5_coll", "hdf5_sec2")
+INTERFACES = backends.NAMES
 SHUFFLE = ("off", "seed", "random")
 
 SCHEMA = {

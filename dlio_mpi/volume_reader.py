@@ -29,7 +29,7 @@ class _Volumes:
 class VolumeReader(Reader):
     def __init__(self, cfg, comm, log, split="train"):
         super().__init__(cfg, comm, log, split)
-        self.driver = "sec2" if cfg.io.interface == "hdf5_sec2" else "mpio"
+        self.driver = self.backend.hdf5_driver
         self.shared = cfg.io.layout != "multi"
         self.crop = np.asarray(self.data.spec.crop_shape, dtype=np.int64)
         self.box = engines.aligned_empty(self.data.max_sample_bytes(), 4096)

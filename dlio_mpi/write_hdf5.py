@@ -17,9 +17,8 @@ them: the H5D call, and beneath it, under hdf5_sec2, the POSIX calls of the file
 (libhdf5's sieve buffer: 64 KiB writes, and reads of the rest of a buffer it fills)."""
 import numpy as np
 
+from dlio_mpi import backends
 from dlio_mpi.formats import content
-
-INTERFACES = ("hdf5", "hdf5_coll", "hdf5_sec2")
 CHUNK = 64 << 20        # content made and written in pieces of at most this many bytes
 
 
@@ -29,14 +28,16 @@ def check(cfg):
     from dlio_mpi.dataset import chunking
 
     ds, io = cfg.dataset, cfg.io
-    if io.interface not in INTERFACES:
+    b = backends.of(cfg)
+    if b.library != backends.HDF5:
         raise ConfigError(f"io.write_first on dataset.format=hdf5 writes through "
-                          f"{', '.join(INTERFACES)}: not io.interface={io.interface}")
-    if io.interface == "hdf5_sec2" and io.layout != "multi":
+                          f"{backends.listed(lambda x: x.library == backends.HDF5)}: "
+                          f"not io.interface={io.interface}")
+    if b.hdf5_driver != "mpio" and io.layout != "multi":
         raise ConfigError(f"io.write_first: one HDF5 file written by all ranks needs the MPI-IO "
                           f"driver (io.interface hdf5 or hdf5_coll), not hdf5_sec2 with "
                           f"io.layout={io.layout}")
-    if io.write_fsync and io.interface == "hdf5_sec2":
+    if io.write_fsync and b.hdf5_driver != "mpio":
         raise ConfigError("io.write_fsync: libhdf5's sec2 driver never syncs a file (H5Fflush "
                           "syncs through the MPI-IO driver): use io.interface hdf5 or "
                           "hdf5_coll, or io.write_fsync=false")
@@ -103,12 +104,12 @@ def _create(cfg, comm, data, f, rows_total, row_bytes, log):
     from dlio_mpi import engines
 
     spec = data.spec
-    kind = cfg.io.interface
-    mpio = kind != "hdf5_sec2"
+    b = backends.of(cfg)
+    mpio = b.hdf5_driver == "mpio"
     return engines.H5Dataset(
-        data.path(f), spec.dataset, driver="mpio" if mpio else "sec2",
+        data.path(f), spec.dataset, driver=b.hdf5_driver,
         comm=(comm or MPI.COMM_SELF) if mpio else None,
-        collective=kind == "hdf5_coll" and comm is not None, hints=cfg.io.mpiio_hints,
+        collective=b.collective and comm is not None, hints=cfg.io.mpiio_hints,
         file_id=data.first_id + f, oplog=log, create=(rows_total, row_bytes),
         libver=spec.libver, chunk_rows=spec.chunk_rows if spec.chunked else 0)
 
@@ -124,7 +125,7 @@ def write(cfg, comm, data, owner, log):
         rows = np.flatnonzero(owner == rank)
         with _create(cfg, comm, data, 0, spf, row_bytes, log) as h:
             written = _write_rows(cfg, comm, h, spec, 0, rows, row_bytes,
-                                  cfg.io.interface == "hdf5_coll")
+                                  backends.of(cfg).collective)
             if cfg.io.write_fsync:
                 h.sync()
         return written, int(rows.size)

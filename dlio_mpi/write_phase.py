@@ -20,13 +20,17 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, sampler
+from dlio_mpi import access, backends, sampler
 from dlio_mpi.collective import agree
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.formats import content
 
-INTERFACES = ("posix", "posix_direct", "stdio", "mpiio", "mpiio_coll")
 CHUNK = 64 << 20        # content made and written in pieces of at most this many bytes
+
+
+def writes_ranges(b):
+    """Whether the write phase writes byte ranges through backend b."""
+    return b.byte_ranges and not b.mapped
 
 
 def check(cfg):
@@ -43,9 +47,9 @@ def check(cfg):
     if cfg.dataset.format == "hdf5":
         from dlio_mpi import write_hdf5
         write_hdf5.check(cfg)
-    elif cfg.io.interface not in INTERFACES:
-        raise ConfigError(f"io.write_first writes through {', '.join(INTERFACES)}: not "
-                          f"io.interface={cfg.io.interface}")
+    elif not writes_ranges(backends.of(cfg)):
+        raise ConfigError(f"io.write_first writes through {backends.listed(writes_ranges)}: "
+                          f"not io.interface={cfg.io.interface}")
     if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
         raise ConfigError("io.write_first writes the training files only: set "
                           "dataset.num_files_eval=0 or workflow.evaluation=false")
@@ -76,17 +80,8 @@ def _owners(cfg, comm, data):
 
 
 def _open(cfg, comm, path, shared, fid, log):
-    from dlio_mpi import engines
-
-    kind = cfg.io.interface
-    if kind in ("mpiio", "mpiio_coll"):
-        from mpi4py import MPI
-        return engines.MPIFile(comm if shared else MPI.COMM_SELF, path, "c",
-                               hints=cfg.io.mpiio_hints, file_id=fid, oplog=log)
-    if kind == "stdio":
-        return engines.StdioFile(path, "c", bufsize=cfg.io.stdio_buffer, file_id=fid,
-                                 oplog=log)
-    return engines.PosixFile(path, "c", direct=kind == "posix_direct", file_id=fid, oplog=log)
+    return backends.of(cfg).open_write(path, io=cfg.io, comm=comm, file_id=fid, oplog=log,
+                                       shared=shared)
 
 
 def _write_file(cfg, comm, h, data, f, local, collective):
@@ -151,7 +146,9 @@ def write_dataset(cfg, comm, log):
     files, local = data.locate(mine)
     shared = cfg.io.layout != "multi"
     hdf5 = cfg.dataset.format == "hdf5"
-    collective = shared and cfg.io.interface in ("mpiio_coll", "hdf5", "hdf5_coll")
+    b = backends.of(cfg)
+    # calls every rank enters: collective transfers, or a file made through libhdf5 over MPI-IO
+    collective = shared and (b.collective or b.hdf5_driver == "mpio")
     comm.Barrier()
     t0 = time.perf_counter()
     written, error, count = 0, None, int(mine.size)

@@ -7,6 +7,7 @@ import time
 
 import yaml
 
+from dlio_mpi import backends
 from dlio_mpi.advise.measure import speedup
 
 
@@ -26,7 +27,8 @@ def _figures(cand):
 
 def _page_cache_note(summary, cold):
     facts = summary.get("facts") or {}
-    if (summary.get("config") or {}).get("io", {}).get("interface") == "posix_direct":
+    interface = (summary.get("config") or {}).get("io", {}).get("interface")
+    if interface in backends.BACKENDS and backends.get(interface).direct:
         return "reads with O_DIRECT: the page cache holds none of the dataset's reads"
     data, memory = facts.get("dataset_bytes") or 0, facts.get("host_memory_bytes") or 0
     if cold:
