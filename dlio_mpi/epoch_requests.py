@@ -160,12 +160,15 @@ class EpochQueue:
     keep the files of the steps in flight open: the reader's max_open is raised to one more
     than the most files any `ahead` consecutive steps read."""
 
-    def __init__(self, owner, plan, stream=None, sizes=None):
-        """plan: the epoch's (steps, batch) samples; or, with stream (an access.ReadPlan of
-        the files' own reads, known before the epoch: a stream's blocks), those reads, read
-        one after another per file (ordered), a read at a file's end expecting none of its
-        bytes (sizes: file -> its size, where the caller has them; else from the index)."""
-        inner, data = getattr(owner, "inner", owner), owner.data
+    def __init__(self, owner, inner, plan, stream=None, sizes=None):
+        """owner: the reader reading ahead (its read-ahead `ra`, `xfer`, `ahead`, `pre`,
+        `data`); inner: the readers.Reader whose open-file policy opens the files (the owner
+        itself, or the reader it reads ahead for). plan: the epoch's (steps, batch) samples;
+        or, with stream (an access.ReadPlan of the files' own reads, known before the epoch: a
+        stream's blocks), those reads, read one after another per file (ordered), a read at a
+        file's end expecting none of its bytes (sizes: file -> its size, where the caller has
+        them; else from the index)."""
+        data = owner.data
         self.inner, self.data = inner, data
         spf = data.spf
         busy = wants = None

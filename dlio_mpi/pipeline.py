@@ -1,11 +1,11 @@
 """The per-rank training loop: each epoch, read the rank's batches through the configured
-interface (dlio_mpi.readers), emulate compute, join the gradient exchange, and measure."""
+interface (a reader_protocol.BatchReader, the only thing the loop asks of its reader), emulate
+compute, join the gradient exchange, and measure."""
 import time
 
 import numpy as np
 
-from dlio_mpi import (access, engines, prefetch, reader_choice, readers, sampler, steploop,
-                      sysinfo, timing)
+from dlio_mpi import access, engines, reader_choice, sampler, steploop, sysinfo, timing
 from dlio_mpi.exchange import Exchange
 from dlio_mpi.checkpoint import schedule
 
@@ -40,18 +40,7 @@ def load_into_memory(cfg, comm, reader, log):
     comm.Barrier()
     t0 = time.perf_counter()
     for f in np.unique(files):
-        f = int(f)
-        if isinstance(reader, readers.H5Reader):
-            rows = reader.rows(f, local[files == f])
-            reader._open(f).read_rows(rows, np.ones_like(rows))
-            continue
-        idx = reader.data.index(f)
-        if idx.whole_file:
-            lo, hi = 0, idx.file_size
-        else:
-            offs, lens = idx.ranges(local[files == f])
-            lo, hi = int(offs.min()), int((offs + lens).max())
-        reader.read_extent(f, lo, hi)
+        reader.load(int(f), local[files == f])
     wall = time.perf_counter() - t0
     moved, nops, hist = _log_totals(log)
     return {"phase": "load", "epoch": -1, "steps": 0, "samples": int(share.size), "wall_s": wall,
@@ -212,8 +201,9 @@ def run_epochs(cfg, comm, log, progress=None):
             t0 = time.perf_counter()
             if not in_memory:
                 reader.read_batch(batch)
-                if not isinstance(reader, prefetch.PrefetchReader) and reader.pre.active:
-                    time.sleep(float(reader.pre.draw(len(batch)).sum()))
+                busy = reader.preprocess_inline(len(batch))
+                if busy > 0:
+                    time.sleep(busy)
             t1 = time.perf_counter()
             if step == 0:
                 first_io = t1 - t0

@@ -5,7 +5,7 @@ from collections import deque
 import numpy as np
 
 from dlio_mpi import backends, engines, epoch_requests, formats
-from dlio_mpi.readers import H5Reader, Reader, by_file
+from dlio_mpi.readers import H5Reader, by_file
 
 
 def read_ahead_off(cfg):
@@ -43,9 +43,10 @@ def read_ahead_threads(cfg):
     return cfg.reader.read_threads
 
 
-class PrefetchReader(Reader):
-    """reader.read_threads C threads read batches ahead, (reader.prefetch_size + 1) of them,
-    as a data loader's workers do. A batch is one read-ahead request, read as the rank's main
+class PrefetchReader:
+    """A reader_protocol.BatchReader that reads ahead for another (inner: a readers.Reader,
+    which it holds, not is): reader.read_threads C threads read batches ahead,
+    (reader.prefetch_size + 1) of them, as a data loader's workers do. A batch is one read-ahead request, read as the rank's main
     thread reads it: its samples grouped by file, each file's ranges (HDF5: rows) in one engine
     call, a segment of the request; the threads share the oldest batch's segments, and a step
     waits once, for its whole batch. The engine table lets the threads read every interface's
@@ -83,10 +84,13 @@ class PrefetchReader(Reader):
         self.queue = self.ep = None   # the epoch's requests, when built (plan_epoch)
         self.planned = False          # plan_epoch ran for the next start_epoch
 
+    ep = None           # the epoch's requests, when built (plan_epoch)
+
     def plan_epoch(self, plan, files=None):
-        """Reader.plan_epoch, and the epoch's requests built (where they are): before the
-        barrier that starts the epoch, so that after it a rank's thread only queues them."""
-        super().plan_epoch(plan, files)
+        """The inner reader's plan_epoch, and the epoch's requests built (where they are):
+        before the barrier that starts the epoch, so that after it a rank's thread only queues
+        them."""
+        self.inner.plan_epoch(plan, files)
         self._build(plan)
         self.planned = True
 
@@ -114,17 +118,22 @@ class PrefetchReader(Reader):
         batch by batch instead (see the class)."""
         if self.h5 or self.inner.align != 1 or not epoch_requests.indexed_without_io(self.data):
             return False
-        self.queue = epoch_requests.EpochQueue(self, plan)
+        self.queue = epoch_requests.EpochQueue(self, self.inner, plan)
         self.ep = self.queue.ep
         return True
 
     def prepare(self, step):
         """Before step `step` of the built requests is queued (EpochQueue.prepare)."""
-        self.queue.prepare(step)
+        self._built().prepare(step)
 
     def short_batch(self, step):
         """The error of a built step whose batch came short (EpochQueue.short_batch)."""
-        return self.queue.short_batch(self.ra, step)
+        return self._built().short_batch(self.ra, step)
+
+    def _built(self):
+        if self.queue is None:
+            raise RuntimeError("no epoch of requests is built")
+        return self.queue
 
     def _settle(self):
         if self.queue is not None:
@@ -177,6 +186,14 @@ class PrefetchReader(Reader):
         """The next batches queued while the step computes: threads woken now take the CPU
         from the rank's thread while the emulated accelerator works, not before."""
         self._fill()
+
+    def preprocess_inline(self, n):
+        """None: the read-ahead threads preprocess a batch's samples, as a loader's workers
+        do."""
+        return 0.0
+
+    def load(self, f, local):
+        return self.inner.load(f, local)
 
     def read_batch(self, samples):
         if self.ep is not None:

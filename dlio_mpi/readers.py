@@ -49,11 +49,13 @@ def by_file(samples, spf):
 
 class Reader:
     """Byte-range formats through POSIX, STDIO or independent MPI-IO (file per rank's share,
-    files opened lazily). The open files are kept by one policy (open_files.OpenFiles): at most
-    max_open of a rank's own at once, the least recently used closed first, never one with
-    reads in flight; a file shared by all ranks stays open for the whole run."""
+    files opened lazily), a reader_protocol.BatchReader. The open files are kept by one policy
+    (open_files.OpenFiles): at most max_open of a rank's own at once, the least recently used
+    closed first, never one with reads in flight; a file shared by all ranks stays open for
+    the whole run."""
 
     MAX_OPEN = 256
+    ep = None           # no epoch of requests built ahead: the loop calls read_batch
 
     def __init__(self, cfg, comm, log, split="train"):
         self.cfg, self.comm, self.log = cfg, comm, log
@@ -158,6 +160,27 @@ class Reader:
 
     def refill(self):
         """Queue reads ahead (readers with read threads); called while the step computes."""
+
+    def preprocess_inline(self, n):
+        """The batch's emulated preprocessing, drawn here: the rank's own thread spends it."""
+        return float(self.pre.draw(n).sum()) if self.pre.active else 0.0
+
+    def prepare(self, step):
+        raise RuntimeError("no epoch of requests is built")
+
+    def short_batch(self, step):
+        raise RuntimeError("no epoch of requests is built")
+
+    def load(self, f, local):
+        """io.read_type=memory: samples `local` of file f read into memory: the byte extent
+        they span (the whole file where its index says so), in transfer-size pieces."""
+        idx = self.data.index(f)
+        if idx.whole_file:
+            lo, hi = 0, idx.file_size
+        else:
+            offs, lens = idx.ranges(local)
+            lo, hi = int(offs.min()), int((offs + lens).max())
+        return self.read_extent(f, lo, hi)
 
     def read_batch(self, samples):
         """The batch's samples, one engine call per file. The emulator keeps no sample
@@ -320,6 +343,11 @@ class H5Reader(Reader):
             _, got = self._open(int(f)).read_rows(rows, np.ones_like(rows), out=self.buf)
             total += got
         return total
+
+    def load(self, f, local):
+        """io.read_type=memory: the samples' rows of file f in one H5Dread."""
+        rows = self.rows(f, local)
+        return self._open(f).read_rows(rows, np.ones_like(rows))[1]
 
     def read_extent(self, f, lo, hi):
         raise NotImplementedError("HDF5 input is read by rows")

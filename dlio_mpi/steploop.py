@@ -18,7 +18,7 @@ def usable(cfg, reader, plan, done_steps, in_memory):
     """Whether this epoch runs in the C loop: read-ahead threads with the epoch's requests
     built (prefetch.PrefetchReader, or a stream's pattern_reader.PatternReader), and no
     checkpoint due after one of its steps."""
-    if in_memory or getattr(reader, "ep", None) is None:
+    if in_memory or reader.ep is None:
         return False
     if len(plan) == 0 or reader.ep.nsteps != len(plan):
         return False
