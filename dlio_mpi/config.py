@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import os
 
-from dlio_mpi import backends
+from dlio_mpi import backends, formats
 from dlio_mpi.config_checks import check_names, check_ranks, validate  # noqa: F401
 from dlio_mpi.config_error import ConfigError, closest  # noqa: F401 - re-exported
 from dlio_mpi.config_values import (DISTRIBUTIONS, CommandLineText,  # noqa: F401
@@ -150,7 +150,8 @@ def _tensorflow_reader(values, given):
     buffer of its default size when they are shuffled. Keys given keep their values. Returns
     whether it applied."""
     rd, ds, io = values["reader"], values["dataset"], values["io"]
-    if (rd["data_loader"] != "tensorflow" or ds["format"] != "tfrecord"
+    if (rd["data_loader"] != "tensorflow" or ds["format"] not in formats.TRAITS
+            or not formats.traits(ds["format"]).records
             or ("reader", "access") in given or io["layout"] != "multi"
             or io["read_type"] != "on_demand"
             or io["interface"] not in backends.BACKENDS

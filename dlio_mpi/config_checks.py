@@ -1,7 +1,7 @@
 """Checks of a whole configuration, run by dlio_mpi.config.load on every rank before any I/O
 (names that become paths, impossible combinations) and before a run (what needs the job's
 size): each problem is one ConfigError line naming the keys."""
-from dlio_mpi import backends, io_checks
+from dlio_mpi import backends, formats, io_checks
 from dlio_mpi.config_error import ConfigError
 
 # configuration values that become a path component (a file name, or a part of one)
@@ -35,12 +35,13 @@ def validate(cfg):
     if rd.odirect and not (b.library == backends.POSIX and not b.mapped):
         raise ConfigError(f"reader.odirect=true with io.interface={io.interface}: O_DIRECT "
                           "is a POSIX open flag (use io.interface=posix_direct)")
+    fmt = formats.traits(ds.format)
     hdf5_if = b.library == backends.HDF5
-    if ds.format == "hdf5" and not hdf5_if and io.read_type == "on_demand":
-        raise ConfigError(f"dataset.format=hdf5 is read through libhdf5: io.interface must be "
-                          f"{backends.listed(lambda x: x.library == backends.HDF5)}, "
+    if fmt.rows and not hdf5_if and io.read_type == "on_demand":
+        raise ConfigError(f"dataset.format={ds.format} is read through libhdf5: io.interface "
+                          f"must be {backends.listed(lambda x: x.library == backends.HDF5)}, "
                           f"not {io.interface}")
-    if hdf5_if and ds.format != "hdf5":
+    if hdf5_if and not fmt.rows:
         raise ConfigError(f"io.interface={io.interface} reads HDF5 files, but dataset.format="
                           f"{ds.format}")
     if b.collective and io.layout == "multi":
@@ -50,11 +51,10 @@ def validate(cfg):
     if io.layout != "multi" and ds.num_files_train != 1:
         raise ConfigError(f"io.layout={io.layout} is one shared file: dataset.num_files_train "
                           f"must be 1, not {ds.num_files_train}")
-    if ds.compression in ("gzip", "lzf") and ds.format != "hdf5":
-        raise ConfigError(f"dataset.compression={ds.compression} applies to hdf5, not "
-                          f"{ds.format}")
-    if ds.compression == "zip" and ds.format != "npz":
-        raise ConfigError("dataset.compression=zip applies to npz")
+    if ds.compression != "none" and ds.compression not in fmt.compressions:
+        raise ConfigError(f"dataset.compression={ds.compression} applies to "
+                          f"{formats.listed(lambda t: ds.compression in t.compressions)}, "
+                          f"not {ds.format}")
     if io.rank_slice_us and not 100 <= io.rank_slice_us <= 100_000:
         raise ConfigError(f"io.rank_slice_us={io.rank_slice_us}: Linux takes time slices of "
                           "100 to 100000 us (0: the kernel's default)")
@@ -65,7 +65,7 @@ def validate(cfg):
     io_checks.validate_volumes(cfg)
     from dlio_mpi import write_phase
     write_phase.check(cfg)
-    if ds.format == "hdf5" and ds.chunk_size:
+    if fmt.chunked and ds.chunk_size:
         if not (ds.enable_chunking or ds.compression != "none"):
             raise ConfigError(f"dataset.chunk_size={ds.chunk_size} with a contiguous HDF5 "
                               "dataset: set dataset.enable_chunking=true (or compression)")
@@ -74,7 +74,7 @@ def validate(cfg):
             chunking(ds)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    if (ds.compression != "none" or ds.format in ("csv",)) and b.direct:
+    if (ds.compression != "none" or not fmt.aligned) and b.direct:
         raise ConfigError(f"io.interface=posix_direct cannot read {ds.format} "
                           f"{'compressed ' if ds.compression != 'none' else ''}data in aligned "
                           "byte ranges")

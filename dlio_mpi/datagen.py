@@ -138,7 +138,7 @@ def check(cfg, comm):
     try:
         for d in splits(cfg):
             for i in range(rank, d.num_files, size):
-                kw = {"check_data": True} if d.spec.format == "tfrecord" else {}
+                kw = {"check_data": True} if d.traits.index_checks_data else {}
                 idx = formats.index_file(d.path(i), d.spec, i, **kw)
                 try:
                     want = formats.layout(d.spec, i).file_size
@@ -308,7 +308,7 @@ def write_manifest(cfg, state=COMPLETE, made=None):
 def _generate_split(d, cfg, comm):
     """The files of one split; returns how many this rank wrote."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    if d.spec.format == "hdf5" and cfg.io.layout != "multi":
+    if d.traits.rows and cfg.io.layout != "multi":
         return _shared_hdf5(d, comm)
     written, error = 0, None
     try:

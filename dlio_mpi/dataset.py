@@ -41,7 +41,7 @@ def chunking(ds, itemsize=1):
 
 def format_spec(cfg):
     ds = cfg.dataset
-    chunk_rows, chunk_elems = chunking(ds) if ds.format == "hdf5" else (1, 0)
+    chunk_rows, chunk_elems = chunking(ds) if formats.traits(ds.format).chunked else (1, 0)
     return formats.FormatSpec(
         format=ds.format, samples_per_file=ds.num_samples_per_file,
         record_length=ds.record_length, record_length_stdev=ds.record_length_stdev,
@@ -103,7 +103,8 @@ class Dataset:
         self.ext = formats.extension(self.spec)
         self._indexes = OrderedDict()
         self._cached_samples = 0
-        self.byte_ranges = self.spec.format != "hdf5"
+        self.traits = formats.traits(self.spec.format)
+        self.byte_ranges = self.traits.byte_ranges
 
     @property
     def num_samples(self):
@@ -131,7 +132,7 @@ class Dataset:
             idx = formats.layout(self.spec, i)
         except ValueError:
             kw = {}
-            if self.log is not None and self.spec.format == "npz":
+            if self.log is not None and self.traits.index_logged:
                 kw["opener"] = lambda path: _LoggedFile(path, self.log, self.first_id + i)
             idx = formats.index_file(self.path(i), self.spec, i, **kw)
         self._indexes[i] = idx

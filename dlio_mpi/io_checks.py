@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from dlio_mpi import backends
+from dlio_mpi import backends, formats
 from dlio_mpi.config_error import ConfigError
 
 VOLUME_KEYS = {"name", "dtype", "chunks", "compression", "fill", "file"}
@@ -41,9 +41,9 @@ def validate_volumes(cfg):
     if len(crop) != len(shape) or any(c > s for c, s in zip(crop, shape)):
         raise ConfigError(f"dataset.crop_shape={crop} does not fit in dataset.volume_shape="
                           f"{shape}")
-    if ds.format != "hdf5":
-        raise ConfigError(f"dataset.volumes are HDF5 datasets: dataset.format must be hdf5, "
-                          f"not {ds.format}")
+    if not formats.traits(ds.format).rows:
+        raise ConfigError(f"dataset.volumes are HDF5 datasets: dataset.format must be "
+                          f"{formats.listed(lambda t: t.rows)}, not {ds.format}")
     if not _crops(backends.of(cfg)):
         raise ConfigError(f"dataset.volumes are read a crop at a time, independently: "
                           f"io.interface must be {backends.listed(_crops)}, not {io.interface}")
@@ -141,8 +141,9 @@ def validate_access(cfg):
         raise ConfigError(f"{where} reads on demand; io.read_type=memory already reads the "
                           "input front to back at start (in reader.transfer_size pieces)")
     if rd.access == "stream":
-        if ds.format == "hdf5":
-            raise ConfigError(f"{where}: HDF5 is read through libhdf5, not as a byte stream")
+        if not formats.traits(ds.format).byte_ranges:
+            raise ConfigError(f"{where}: dataset.format={ds.format} is read through "
+                              f"{formats.traits(ds.format).library}, not as a byte stream")
         if not backends.of(cfg).streams:
             raise ConfigError(f"{where} reads each rank's own files: io.interface must be "
                               f"{backends.listed(lambda b: b.streams)}, not {io.interface}")
@@ -157,8 +158,9 @@ def validate_access(cfg):
             raise ConfigError(f"reader.shuffle_size={rd.shuffle_size} with "
                               "reader.sample_shuffle=off: no shuffle buffer is used")
     elif rd.access == "image":
-        if ds.format != "raw" or ds.num_samples_per_file != 1:
-            raise ConfigError(f"{where} reads an image per file: dataset.format=raw and "
+        if not formats.traits(ds.format).opaque or ds.num_samples_per_file != 1:
+            raise ConfigError(f"{where} reads an image per file: dataset.format="
+                              f"{formats.listed(lambda t: t.opaque)} and "
                               "dataset.num_samples_per_file=1")
         if not backends.of(cfg).buffered:
             raise ConfigError(f"{where}: an image decoder reads through a buffered file; "
@@ -168,10 +170,11 @@ def validate_access(cfg):
             raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
                               "(not 0), and there is no shuffle buffer")
     else:
-        if ds.format not in ("npz", "npy"):
+        fmt = formats.traits(ds.format)
+        if not fmt.numpy_load:
             raise ConfigError(f"{where} is numpy.load of NPZ or NPY files: dataset.format must "
-                              f"be npz or npy, not {ds.format}")
-        if ds.format == "npy" and not _python_file(backends.of(cfg)):
+                              f"be {formats.listed(lambda t: t.numpy_load)}, not {ds.format}")
+        if fmt.numpy_fromfile and not _python_file(backends.of(cfg)):
             raise ConfigError(f"{where} of NPY files reads the header through Python's file "
                               "and the array through C stdio, as numpy does: io.interface "
                               f"must be {backends.listed(_python_file)}, not {io.interface}")

@@ -149,7 +149,7 @@ def pattern_largest_read(cfg, data):
     blk = _blksize(cfg)
     if rd.access == "image":
         return max(blk, min(rd.transfer_size, whole))
-    if ds.format == "npy" or ds.npz_layout == "stacked":
+    if data.traits.numpy_fromfile or ds.npz_layout == "stacked":
         return max(blk, whole)
     return _numpy_load(cfg, data)[0]
 
@@ -170,7 +170,7 @@ def pattern_step_bytes(cfg, data, batch):
     if rd.access == "stream":
         lead = rd.shuffle_size if rd.sample_shuffle != "off" else 0
         return (batch + lead) * sample + (rd.interleave + rd.eof_reads) * largest
-    if rd.access == "numpy" and cfg.dataset.format == "npz" \
+    if rd.access == "numpy" and not data.traits.numpy_fromfile \
             and cfg.dataset.npz_layout != "stacked":
         return batch * _numpy_load(cfg, data)[1]
     return batch * (largest + 2 * _blksize(cfg))

@@ -131,16 +131,20 @@ class PatternReader(Reader):
         if need > len(self.buf):
             self.buf = engines.aligned_empty(need, self.mem_align)
         if self.ra is not None and self._builds() and self.reads.steps:
-            self.queue = epoch_requests.EpochQueue(self, None, stream=self.reads,
+            self.queue = epoch_requests.EpochQueue(self, self, None, stream=self.reads,
                                                    sizes=self._sizes)
             self.ep = self.queue.ep
 
     def prepare(self, step):
         """Before step `step` of the built requests is queued (EpochQueue.prepare)."""
+        if self.queue is None:
+            return super().prepare(step)
         self.queue.prepare(step)
 
     def short_batch(self, step):
         """The error of a built step whose batch came short (EpochQueue.short_batch)."""
+        if self.queue is None:
+            return super().short_batch(step)
         return self.queue.short_batch(self.ra, step)
 
     def _members(self, f):
@@ -149,14 +153,15 @@ class PatternReader(Reader):
         return tuple(formats.sample_sizes(self.data.spec, f).tolist())
 
     def _npy(self):
-        return self.access == "numpy" and self.data.spec.format == "npy"
+        """numpy.load of a file whose array it reads with C stdio after the header."""
+        return self.access == "numpy" and self.data.traits.numpy_fromfile
 
     def _numpy_ranges(self, f, local):
         if self._blksize is None:
             self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
                 or 4096
         spec = self.data.spec
-        if spec.format == "npy":      # every sample's load reads the header, then the array
+        if self.data.traits.numpy_fromfile:   # each load reads the header, then the array
             idx = self.data.index(f)
             start = int(idx.offsets[0]) if len(idx.offsets) else idx.file_size
             k = len(np.asarray(local))

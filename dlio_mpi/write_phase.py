@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import access, backends, sampler
+from dlio_mpi import access, backends, formats, sampler
 from dlio_mpi.collective import agree
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.formats import content
@@ -41,10 +41,12 @@ def check(cfg):
         if cfg.io.write_fsync:
             raise ConfigError("io.write_fsync=true needs io.write_first=true")
         return
-    if cfg.dataset.format not in ("raw", "hdf5"):
+    fmt = formats.traits(cfg.dataset.format)
+    if not fmt.written_first:
         raise ConfigError(f"io.write_first writes raw records or HDF5 files: dataset.format "
-                          f"must be raw or hdf5, not {cfg.dataset.format}")
-    if cfg.dataset.format == "hdf5":
+                          f"must be {formats.listed(lambda t: t.written_first)}, not "
+                          f"{cfg.dataset.format}")
+    if fmt.rows:
         from dlio_mpi import write_hdf5
         write_hdf5.check(cfg)
     elif not writes_ranges(backends.of(cfg)):
@@ -145,7 +147,7 @@ def write_dataset(cfg, comm, log):
     mine = np.flatnonzero(owner == rank)
     files, local = data.locate(mine)
     shared = cfg.io.layout != "multi"
-    hdf5 = cfg.dataset.format == "hdf5"
+    hdf5 = data.traits.rows
     b = backends.of(cfg)
     # calls every rank enters: collective transfers, or a file made through libhdf5 over MPI-IO
     collective = shared and (b.collective or b.hdf5_driver == "mpio")

@@ -1,6 +1,7 @@
 """Dataset formats as real programs write them, and for each, where a sample lies in a file.
 
-Every format module has NAME, EXTENSION and
+Every format module has NAME, EXTENSION, TRAITS (a traits.FormatTraits: what the rest of the
+emulator asks of the format, instead of comparing its name) and
     write_file(path, file_index, spec) -> FileIndex     write one complete file
     index_file(path, spec, file_index=None) -> FileIndex
                                                         rebuild the index from the file's headers
@@ -16,10 +17,11 @@ from dlio_mpi.formats.spec import FORMATS, FileIndex, FormatError, FormatSpec
 
 MODULES = {m.NAME: m for m in (raw, npy, npz, tfrecord, hdf5, csvtext)}
 assert set(MODULES) == set(FORMATS)
+TRAITS = {name: m.TRAITS for name, m in MODULES.items()}
 
 __all__ = ["FORMATS", "FileIndex", "FormatError", "FormatSpec", "cut_ranges", "encoded_sample",
            "extension", "file_paths", "get", "index_file", "layout", "sample_bytes", "sample_sizes",
-           "sample_value", "write_file", "write_memory"]
+           "sample_value", "traits", "write_file", "write_memory"]
 
 
 def get(name):
@@ -29,6 +31,17 @@ def get(name):
     except KeyError:
         raise ValueError(f"unknown format {name!r}: expected one of {', '.join(FORMATS)}") \
             from None
+
+
+def traits(name):
+    """The FormatTraits of dataset.format=name."""
+    return get(name).TRAITS
+
+
+def listed(where, last="or"):
+    """The formats for which where(traits) holds, for a message: "a, b or c"."""
+    n = [t.name for t in TRAITS.values() if where(t)]
+    return n[0] if len(n) == 1 else f"{', '.join(n[:-1])} {last} {n[-1]}"
 
 
 def extension(spec):
@@ -67,7 +80,7 @@ def write_memory(spec, stream=64 << 20):
     if spec.volumes:
         import numpy as np
         hold = 2 * max(int(np.prod(v[2])) * np.dtype(v[1]).itemsize for v in spec.volumes)
-    elif spec.format == "npy":
+    elif spec.format == "npy":      # written from one array: the whole file
         hold = whole
     elif spec.format == "npz":
         hold = {"stacked": 2 * whole, "shot": 3 * big}.get(spec.npz_layout, whole + big)

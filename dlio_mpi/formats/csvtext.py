@@ -8,9 +8,11 @@ from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError
+from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "csv"
 EXTENSION = ".csv"
+TRAITS = FormatTraits(NAME, EXTENSION, index_computed=True, aligned=False)
 FIELD = 4
 _TEXT = np.zeros(256, dtype=bool)
 _TEXT[np.frombuffer(b"0123456789,.-+eE \r\n", dtype=np.uint8)] = True

@@ -11,9 +11,12 @@ from dlio_mpi import collective, sysinfo
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, open_error, open_file  # noqa: F401
 from dlio_mpi.formats.spec import FileIndex, FormatError
+from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "hdf5"
 EXTENSION = ".h5"
+TRAITS = FormatTraits(NAME, EXTENSION, library="hdf5", compressions=("gzip", "lzf"),
+                      written_first=True, chunked=True)
 
 
 def sample_bytes(spec, file_index, sample_index):

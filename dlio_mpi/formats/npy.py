@@ -7,9 +7,12 @@ from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, npy_header, parse_npy_header
 from dlio_mpi.formats.spec import FileIndex, FormatError
+from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "npy"
 EXTENSION = ".npy"
+TRAITS = FormatTraits(NAME, EXTENSION, index_computed=True, numpy_load=True,
+                      numpy_fromfile=True)
 
 
 def _shape(spec, row_elems):

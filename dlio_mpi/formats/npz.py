@@ -19,9 +19,12 @@ from dlio_mpi.formats import content
 from dlio_mpi.formats._files import (check_count, file_size, npy_header, open_read,
                                      parse_npy_header, pread_exact)
 from dlio_mpi.formats.spec import FileIndex, FormatError
+from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "npz"
 EXTENSION = ".npz"
+TRAITS = FormatTraits(NAME, EXTENSION, compressions=("zip",), index_logged=True,
+                      numpy_load=True)
 _LOCAL = struct.Struct("<4s5H3I2H")     # zip local file header, 30 bytes
 _MEMBER = re.compile(r"x_(\d+)\.npy\Z")
 

@@ -7,9 +7,11 @@ from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import file_size, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError
+from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "raw"
 EXTENSION = ".bin"
+TRAITS = FormatTraits(NAME, EXTENSION, written_first=True, index_computed=True, opaque=True)
 
 
 def layout(spec, file_index=None):

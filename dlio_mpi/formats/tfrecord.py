@@ -13,9 +13,12 @@ from dlio_mpi import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, open_read
 from dlio_mpi.formats.spec import FileIndex, FormatError
+from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "tfrecord"
 EXTENSION = ".tfrecord"
+TRAITS = FormatTraits(NAME, EXTENSION, index_computed=True, index_checks_data=True,
+                      records=True)
 HEADER = 12          # length + its CRC
 OVERHEAD = 16        # header + payload CRC
 _M32 = 0xFFFFFFFF

@@ -1,0 +1,51 @@
+"""What the rest of the emulator asks of a dataset format: each format module carries one
+FormatTraits (its TRAITS), so that config checks, generation, the write phase, the dataset, the
+readers and the fit ask the format instead of comparing its name. Adding a format is one module
+with its TRAITS (and its writer, index and sample functions)."""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FormatTraits:
+    """name          dataset.format
+    extension        of its files
+    library          the library its real readers read it through: "hdf5" (libhdf5, a
+                     sample a row of a dataset), or None (byte ranges of the file)
+    compressions     dataset.compression values it takes besides none
+    aligned          O_DIRECT can read its samples in aligned byte ranges
+    written_first    io.write_first writes its files in place, as a write-then-read
+                     benchmark does
+    index_computed   a file's index is computed from the spec (no I/O)
+    index_logged     reading a file's index (its headers) is part of the run's reads
+    index_checks_data  the index check can verify every record's content (checksums)
+    numpy_load       numpy.load reads its files (reader.access=numpy)
+    numpy_fromfile   numpy.load reads its array with C stdio after the header (one array per
+                     file, .npy)
+    records          its files are a stream of framed records that TensorFlow's record
+                     reader reads (the DLIO benchmark's TensorFlow data loader)
+    opaque           a sample is bare bytes with no framing (an image file, raw records)
+    chunked          its samples may be stored chunked (dataset.chunk_size)"""
+    name: str
+    extension: str
+    library: str = None
+    compressions: tuple = ()
+    aligned: bool = True
+    written_first: bool = False
+    index_computed: bool = False
+    index_logged: bool = False
+    index_checks_data: bool = False
+    numpy_load: bool = False
+    numpy_fromfile: bool = False
+    records: bool = False
+    opaque: bool = False
+    chunked: bool = False
+
+    @property
+    def rows(self):
+        """A sample is a row of an HDF5 dataset, read through libhdf5."""
+        return self.library == "hdf5"
+
+    @property
+    def byte_ranges(self):
+        """A sample is a byte range of its file (read as a stream or by ranges)."""
+        return self.library is None
