@@ -5,8 +5,10 @@
 directory. Each value is derived as follows (the thresholds are the constants below and in
 :mod:`analysis.fit_measures`, which takes the measurements):
 
-- Data files: files read (POSIX, else STDIO, else MPI-IO records) that are not code, libraries
-  or system files (:mod:`analysis.files`), of the format that reads the most bytes.
+- Data files: files read (POSIX, else STDIO, else MPI-IO records) whose role is data
+  (:mod:`analysis.file_roles`, the classification characterize and compare use: not code,
+  configuration, logs, standard streams nor the MPI library's own files), of the format that
+  reads the most bytes.
 - ``dataset.format``: that format, from the file names (.h5/.hdf5 or H5F records: hdf5;
   .tfrecord, .npz, .npy, .csv; else raw).
 - File size: the highest byte read + 1, over the file's records.
@@ -137,7 +139,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     job = load_job(source, dxt=True)
     char = characterize(job)
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
-    files, basis, reading = _file_table(job)
+    files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
     if data.empty:
         raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit")

@@ -14,7 +14,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from .characterize import characterize, data_formats
+from .characterize import characterize, data_formats, data_parts
 from .compare import compare, profile
 from .errors import AnalysisWarning
 from .fit import fit
@@ -47,12 +47,12 @@ class Replay:
 
 def structure(c, layer="POSIX"):
     """The shape of a characterized job, its files counted at ``layer`` (analysis.layers): data
-    files (analysis.files: not code, libraries or the tools' own files such as Open MPI's
-    lock-test files) and those shared by several ranks, interfaces, bytes and calls read, mean
+    files (analysis.file_roles: not code, configuration, standard streams or the MPI library's
+    own files such as Open MPI's lock-test files) and those shared by several ranks, interfaces, bytes and calls read, mean
     read size, bytes and calls written."""
     values = profile(c, layer)
-    parts, _ = parts_at(c.records, c.names, c.layers, layer)
-    data = data_formats(c.names, c.records, parts)
+    parts = data_parts(parts_at(c.records, c.names, c.layers, layer)[0], c.roles)
+    data = data_formats(c.roles, c.names, c.records, parts)
     shared = sum(v.get("shared_files", 0) for v in data.values()) if data \
         else file_counts(parts).shared
     return {"files": values["files"], "shared_files": shared,
