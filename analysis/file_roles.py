@@ -17,8 +17,9 @@ use to tell a job's data I/O from the rest.
     * companions made beside a file the job opened: ompio's lock test
       ``<file>.locktest.<rank>``, ROMIO's shared file pointer ``<dir>/.<name>.shfp.<n>``.
       A companion needs its file among the job's files: the library made it for that file.
-- "other": code, libraries, configuration, logs and system files (:func:`analysis.files.is_data_file`),
-  and files only written whose names say they are a report (``.txt``, ``.out``, ...).
+- "other": code, libraries, configuration, logs and system files
+  (:func:`analysis.files.is_data_file`), and files only written whose names say they are a
+  report (``.txt``, ``.out``, ...).
 
 ``file_roles(names, records)`` gives every record id of the job its role (an H5D record, named
 ``file:/dataset``, takes its file's role). ``DATA_IO`` are the roles whose I/O is the job's
