@@ -52,7 +52,7 @@ def compared(first, second):
 
 def similarity(comparison, metric):
     t = comparison.table
-    return t[(t["metric"] == metric) & (t["job"] == "other")]["similarity"].iloc[0]
+    return t[(t["metric"] == metric) & (t["job"] == comparison.labels[1])]["similarity"].iloc[0]
 
 
 def roles_by_name(c):
@@ -246,3 +246,19 @@ def test_written_only_files_are_checkpoints_unless_named_as_reports():
     assert role_of("/out/results.txt", set(), 0, 100) == "other"
     assert role_of("/out/.hydra/config.yaml", set(), 0, 100) == "other"
     assert not mpi_library_file("/scratch/run/train.h5", {"/scratch/run/train.h5"})
+
+
+@pytest.mark.parametrize("name", ["ior_posix_stdout", "ior_hdf5_coll_sm", "python_train_reader"])
+def test_a_replay_is_not_parted_from_the_real_job_by_what_is_not_data(tmp_path, name):
+    """Fit, generate, run and compare: the emulator prints no IOR report, makes no ompio
+    session files and writes no framework config, and still has the real job's files,
+    interfaces and bytes written."""
+    from analysis.replay import replay
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = replay(log(name), tmp_path / "replay")
+    for key in ("files", "shared_files", "interfaces", "bytes_written", "write_ops"):
+        assert r.emulated[key] == r.real[key], (key, r.comparison.table)
+    assert similarity(r.comparison, "files") == 1.0
+    assert r.score >= 0.95, r.comparison.table
