@@ -243,6 +243,7 @@ def _data_figures(job, records, roles):
     kept = {name: keep_roles(frame, roles) for name, frame in records.items()}
     basis, _ = parts_at(kept, job.names, job.layers)
     checkpoints = {i for i, role in roles.items() if role == "checkpoint"}
+    traces = {name: keep_roles(frame, roles) for name, frame in (job.dxt_segments or {}).items()}
     files = np.unique(np.concatenate([frame["id"].to_numpy().astype(np.uint64)
                                       for _, frame in basis] or [np.zeros(0, np.uint64)]))
     n_checkpoint = sum(1 for f in files.tolist() if int(f) in checkpoints)
@@ -255,10 +256,8 @@ def _data_figures(job, records, roles):
         writes=sum(counter_sum(frame, spec.ops["writes"]) for spec, frame in basis),
         modules={name: module_metrics(SPECS[name], frame, job.nprocs, job.run_time)
                  for name, frame in kept.items() if not frame.empty},
-        dxt={name: dxt_metrics(name, keep_roles(frame, roles), job.run_time,
-                               name in job.partial_modules)
-             for name, frame in (job.dxt_segments or {}).items()
-             if not keep_roles(frame, roles).empty},
+        dxt={name: dxt_metrics(name, frame, job.run_time, name in job.partial_modules)
+             for name, frame in traces.items() if not frame.empty},
     )
 
 

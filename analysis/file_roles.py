@@ -143,6 +143,6 @@ def keep_roles(frame, roles, wanted=DATA_IO):
     row of an id without a role (unnamed) is kept, as data."""
     if frame is None or frame.empty or "id" not in frame:
         return frame
-    keep = np.array([roles.get(int(i), "data") in wanted for i in frame["id"].tolist()],
-                    dtype=bool)
+    left_out = [np.uint64(i) for i, role in roles.items() if role not in wanted]
+    keep = ~frame["id"].isin(left_out)
     return frame if keep.all() else frame[keep].reset_index(drop=True)
