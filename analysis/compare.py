@@ -75,8 +75,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .characterize import Characterization, characterize, data_formats, data_parts
+from .characterize import Characterization, characterize, data_formats
 from .counters import SIZE_BUCKETS, counter_sum, counter_totals
+from .data_io import data_parts
 from .layers import job_layer, parts_at
 from .layers import rank as layer_rank
 from .module_metrics import file_counts, io_time, rank_balance
