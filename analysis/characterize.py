@@ -80,8 +80,8 @@ class Characterization:
     streams and the MPI library's own when the job has none).
     ``data_formats``: format (by file name, "hdf5" also
     for files with H5F records; see :mod:`analysis.files`) -> files, bytes_read,
-    bytes_written, over the files of the totals' basis that moved bytes and are not code,
-    libraries or system files.
+    bytes_written, over the files of the totals' basis that moved bytes and are data or
+    checkpoints.
     """
 
     logs: list
