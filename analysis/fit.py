@@ -150,6 +150,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     evidence["data_files"] = {"format": fmt, "files": len(data),
                               "bytes_read": int(data["bytes_read"].sum()),
                               "other_formats": {k: int(v) for k, v in by_format.iloc[1:].items()}}
+    # what the fit leaves out as no data: standard streams, the MPI library's own files,
+    # checkpoints, code, configuration and logs (analysis.file_roles)
+    evidence["files_apart"] = {role: v for role, v in char.file_roles.items() if role != "data"}
     sizes = data["size"].to_numpy()
     evidence["file_size"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),
                              "max": int(sizes.max())}

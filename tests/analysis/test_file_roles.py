@@ -219,6 +219,10 @@ def test_fit_reads_the_files_characterize_calls_data():
         f = analysis.fit(log(name))
         assert f.evidence["data_files"]["files"] == c.data.files, name
         assert f.evidence["data_files"]["bytes_read"] == c.data.bytes_read, name
+        assert f.evidence["files_apart"] == {role: v for role, v in c.file_roles.items()
+                                             if role != "data"}, name
+    apart = analysis.fit(log("mpiio_shared_pointer_romio")).evidence["files_apart"]
+    assert apart == {"mpi": {"files": 1, "bytes_read": 144, "bytes_written": 88}}
 
 
 @pytest.mark.parametrize("name,files,role", [
