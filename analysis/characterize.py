@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 
 from .counters import SPECS, counter_sum
+from .data_io import DataFigures, data_figures, role_totals
 from .dxt_metrics import dxt_metrics
 from .errors import InvalidCounterWarning
-from .files import file_format, is_data_file, is_tool_file
+from .file_roles import DATA_IO, file_roles, keep_roles
+from .files import file_format, is_tool_file
 from .layers import parts_at
 from .loader import DarshanJob, load
 from .module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
@@ -31,7 +33,7 @@ from .module_metrics import (Files, IOTime, file_counts, io_time, module_metrics
 # (analysis.layers).
 TOTALS_BASIS = ("POSIX", "STDIO")
 # Characterization fields that are not part of its dict: the records and traces it was made of
-INTERNAL_FIELDS = ("dxt_segments", "records", "names", "layers")
+INTERNAL_FIELDS = ("dxt_segments", "records", "names", "layers", "roles")
 # Interfaces that are recognized by their module's presence in the log, without reading it.
 PRESENCE_INTERFACES = {"PNETCDF_FILE": "PnetCDF", "PNETCDF_VAR": "PnetCDF",
                        "DFS": "DAOS DFS", "DAOS": "DAOS"}
@@ -69,10 +71,17 @@ class Characterization:
     are ``records`` (module -> the records characterized, the tools' own files left out),
     ``names`` and ``layers`` (the source's, see :mod:`analysis.layers`), which compare uses.
     ``source``: "darshan" for Darshan logs, "oplog" for a dlio_mpi run's op logs.
+    ``data``: the same figures over the job's data and checkpoint files alone
+    (:class:`DataFigures`). ``file_roles``: role (data, checkpoint, stream, mpi, other; see
+    :mod:`analysis.file_roles`) -> files, bytes_read, bytes_written over the totals' basis, so
+    that what is not data (a framework's config, log and output writes) is reported apart.
+    ``roles`` (record id -> role) is only an attribute, not in :meth:`to_dict`.
+    Interfaces count the data and checkpoint files' records (of every file but the standard
+    streams and the MPI library's own when the job has none).
     ``data_formats``: format (by file name, "hdf5" also
     for files with H5F records; see :mod:`analysis.files`) -> files, bytes_read,
-    bytes_written, over the files of the totals' basis that moved bytes and are not code,
-    libraries or system files.
+    bytes_written, over the files of the totals' basis that moved bytes and are data or
+    checkpoints.
     """
 
     logs: list
@@ -94,6 +103,9 @@ class Characterization:
     records: dict = field(default_factory=dict, repr=False)
     names: dict = field(default_factory=dict, repr=False)
     layers: dict = field(default_factory=dict, repr=False)
+    data: DataFigures | None = None
+    file_roles: dict = field(default_factory=dict)
+    roles: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self):
         """Everything but the DXT segments and the records, as plain JSON-serializable Python
@@ -106,7 +118,7 @@ class Characterization:
         "size_histograms" (module, op, bucket, operations), "dxt" (module, metric, value),
         "dxt_timeline" (module, rank, ...) and "dxt_segments" (module, rank, op, ...)."""
         summary = {key: value for key, value in self.to_dict().items()
-                   if key not in ("modules", "dxt")}
+                   if key not in ("modules", "dxt", "data")}
         histograms = [
             {"module": name, "op": op, "bucket": bucket, "operations": count}
             for name, metrics in self.modules.items()
@@ -125,6 +137,8 @@ class Characterization:
             "dxt_timeline": pd.DataFrame(timeline),
             "dxt_segments": pd.concat(segments, ignore_index=True) if segments
             else pd.DataFrame(),
+            "data_modules": _long_table(self.data.modules if self.data else {}),
+            "data_dxt": _long_table(self.data.dxt if self.data else {}, skip=("timeline",)),
         }
 
 
@@ -158,6 +172,8 @@ def characterize(source, *, dxt=False):
     traces = {name: dxt_metrics(name, frame, job.run_time, name in job.partial_modules)
               for name, frame in (job.dxt_segments or {}).items()}
     basis, time_basis = parts_at(records, job.names, job.layers)
+    roles = file_roles(job.names, records)
+    data = data_figures(job, records, roles)
     return Characterization(
         logs=list(job.paths),
         exe=job.exe,
@@ -165,7 +181,7 @@ def characterize(source, *, dxt=False):
         run_time=job.run_time,
         log_versions=list(job.log_versions),
         modules_in_log=list(job.modules),
-        interfaces=_interfaces(job, modules),
+        interfaces=_interfaces(job, _interface_modules(job, records, roles, modules)),
         no_io=not any(m.ops.get("reads") or m.ops.get("writes") or m.bytes_read
                       or m.bytes_written for m in modules.values()),
         totals=JobTotals(
@@ -182,11 +198,26 @@ def characterize(source, *, dxt=False):
         warnings=list(job.warnings) + messages + tool_note,
         dxt_segments=dict(job.dxt_segments or {}),
         source=job.source,
-        data_formats=data_formats(job.names, records, basis),
+        data_formats=data_formats(roles, job.names, records, basis),
         records=records,
         names=dict(job.names),
         layers=dict(job.layers),
+        data=data,
+        file_roles=role_totals(roles, basis),
+        roles=roles,
     )
+
+
+def _interface_modules(job, records, roles, modules):
+    """The module metrics interfaces are told from: over the data and checkpoint files' records,
+    or, for a job without any, over every file but the standard streams and the MPI library's
+    own (neither is an interface the job chose)."""
+    for wanted in (DATA_IO, ("data", "checkpoint", "other")):
+        kept = {name: keep_roles(frame, roles, wanted) for name, frame in records.items()}
+        if any(not frame.empty for frame in kept.values()):
+            return {name: module_metrics(SPECS[name], frame, job.nprocs, job.run_time)
+                    for name, frame in kept.items()}
+    return {}
 
 
 def _without_tool_files(job):
@@ -219,9 +250,10 @@ def _without_tool_files(job):
     return dataclasses.replace(job, records=records, dxt_segments=segments), [note]
 
 
-def data_formats(names, records, basis):
+def data_formats(roles, names, records, basis):
     """Format -> files, bytes_read, bytes_written, shared_files over the files of the
-    (spec, frame) parts ``basis`` that moved bytes and are data (see Characterization)."""
+    (spec, frame) parts ``basis`` that moved bytes and are data or checkpoints (``roles``,
+    :mod:`analysis.file_roles`; see Characterization)."""
     hdf5_ids = set(records["H5F"]["id"].tolist()) if "H5F" in records else set()
     parts = [pd.DataFrame({"id": frame["id"].to_numpy(),
                            "rank": frame["rank"].to_numpy(),
@@ -237,7 +269,7 @@ def data_formats(names, records, basis):
     moved["shared"] = by_id["rank"].agg(lambda r: int(r.nunique() > 1 or (r < 0).any()))
     moved = moved[(moved["read"] > 0) | (moved["written"] > 0)]
     names = [names.get(int(i), "") for i in moved.index]
-    data = np.array([is_data_file(n) for n in names], dtype=bool)
+    data = np.array([roles.get(int(i), "data") in DATA_IO for i in moved.index], dtype=bool)
     moved = moved.assign(format=[file_format(n, int(i) in hdf5_ids)
                                  for n, i in zip(names, moved.index)])[data]
     formats = moved.groupby("format").agg(files=("read", "size"), bytes_read=("read", "sum"),

@@ -48,6 +48,13 @@ from H5D_USE_MPIIO_COLLECTIVE), so that a job through another driver or another 
 still falls to the structure gate. A Darshan log against a Darshan log, or any job whose files
 were all observed at POSIX, is compared at POSIX.
 
+Data I/O: every metric counts the job's data and checkpoint files only (``Characterization.roles``,
+:mod:`analysis.file_roles`): a program's printing to its standard streams, the files the MPI
+library makes for itself (Open MPI's session-directory segments and lock tests, ROMIO's shared
+file pointer), and a framework's configuration, log and output files are neither data nor an
+interface, so that IOR's report on stdout or a training script's YAML and JSON writes do not
+part a job from its replay. The characterization reports them apart (``file_roles``).
+
 Reads through mmap are invisible to Darshan; an emulator run's op log leaves them out of its
 counters as Darshan does (so an mmap run compares with its Darshan log like for like), and the
 comparison's ``notes`` say how many bytes each job left out that way. They also repeat the
@@ -70,6 +77,7 @@ import pandas as pd
 
 from .characterize import Characterization, characterize, data_formats
 from .counters import SIZE_BUCKETS, counter_sum, counter_totals
+from .data_io import data_parts
 from .layers import job_layer, parts_at
 from .layers import rank as layer_rank
 from .module_metrics import file_counts, io_time, rank_balance
@@ -79,12 +87,17 @@ from .reused_descriptors import NOTE_MARK as REUSED_NOTE
 # (metric, kind, weight, description)
 METRICS = (
     ("ranks", "ratio", 0.5, "processes"),
-    ("bytes_read", "ratio", 2.0, "bytes read (POSIX + STDIO, at the layer compared)"),
-    ("bytes_written", "ratio", 1.0, "bytes written (POSIX + STDIO, at the layer compared)"),
-    ("read_ops", "ratio", 1.0, "read calls (POSIX + STDIO, at the layer compared)"),
-    ("write_ops", "ratio", 0.5, "write calls (POSIX + STDIO, at the layer compared)"),
-    ("files", "ratio", 1.0, "data files that moved bytes (at the layer compared; not code, "
-     "libraries, configuration or the tools' own files)"),
+    ("bytes_read", "ratio", 2.0, "bytes read from the data files (POSIX + STDIO, at the layer "
+     "compared)"),
+    ("bytes_written", "ratio", 1.0, "bytes written to the data and checkpoint files (POSIX + "
+     "STDIO, at the layer compared)"),
+    ("read_ops", "ratio", 1.0, "read calls to the data files (POSIX + STDIO, at the layer "
+     "compared)"),
+    ("write_ops", "ratio", 0.5, "write calls to the data and checkpoint files (POSIX + STDIO, "
+     "at the layer compared)"),
+    ("files", "ratio", 1.0, "data and checkpoint files that moved bytes (at the layer "
+     "compared; not code, configuration, logs, standard streams, the MPI library's or the "
+     "tools' own files)"),
     ("shared_file_fraction", "fraction", 1.0, "share of the data files opened by several ranks"),
     ("mean_read_size", "ratio", 2.0, "bytes read / read calls"),
     ("read_size_histogram", "distribution", 2.0, "read sizes at the layer compared, Darshan "
@@ -94,11 +107,11 @@ METRICS = (
     ("consecutive_read_fraction", "fraction", 1.0, "POSIX consecutive reads / reads (of "
      "the files counted at POSIX)"),
     ("early_read_fraction", "fraction", 1.0,
-     "read bytes in the first 10% of run time (DXT: POSIX, else STDIO, else MPI-IO)"),
+     "data bytes read in the first 10% of run time (DXT: POSIX, else STDIO, else MPI-IO)"),
     ("io_time_share", "share", 0.5, "slowest rank's I/O time / run time"),
     ("rank_imbalance", "ratio", 0.5, "max / mean bytes per rank (POSIX, else STDIO; unknown "
      "when most bytes are in records Darshan reduced over the ranks, files every rank opened)"),
-    ("interfaces", "set", 2.0, "interfaces used"),
+    ("interfaces", "set", 2.0, "interfaces used for the data and checkpoint files"),
 )
 # the traces early_read_fraction is taken from, by the layer compared (none of HDF5)
 DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
@@ -153,10 +166,13 @@ def profile(c, layer="POSIX"):
     """The values of METRICS for one Characterization (None where unknown), its files counted
     at ``layer`` (see :func:`analysis.layers.parts_at`)."""
     parts, time_parts = parts_at(c.records, c.names, c.layers, layer)
+    # the job's data I/O alone: not its standard streams, the MPI library's own files, nor
+    # its configuration, log and output files (analysis.file_roles)
+    parts, time_parts = data_parts(parts, c.roles), data_parts(time_parts, c.roles)
     reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in parts if "reads" in spec.ops)
     writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in parts if "writes" in spec.ops)
     bytes_read = sum(counter_sum(f, [spec.bytes_read]) for spec, f in parts)
-    formats = data_formats(c.names, c.records, parts)
+    formats = data_formats(c.roles, c.names, c.records, parts)
     files = file_counts(parts)
     sized = [counter_totals(f, spec.size_counters("read")) for spec, f in parts
              if spec.size_counters("read")]
@@ -168,8 +184,9 @@ def profile(c, layer="POSIX"):
     posix_reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in posix)
     balanced = next((b for spec, f in parts
                      if (b := rank_balance(spec, f, c.nprocs)) is not None), None)
-    early = next((c.dxt[name].early_read_fraction for name in DXT_PREFERENCE[layer]
-                  if name in c.dxt and c.dxt[name].early_read_fraction is not None), None)
+    traces = c.data.dxt if c.data is not None else c.dxt
+    early = next((traces[name].early_read_fraction for name in DXT_PREFERENCE[layer]
+                  if name in traces and traces[name].early_read_fraction is not None), None)
     return {
         "ranks": c.nprocs,
         "bytes_read": bytes_read,

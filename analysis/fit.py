@@ -5,8 +5,10 @@
 directory. Each value is derived as follows (the thresholds are the constants below and in
 :mod:`analysis.fit_measures`, which takes the measurements):
 
-- Data files: files read (POSIX, else STDIO, else MPI-IO records) that are not code, libraries
-  or system files (:mod:`analysis.files`), of the format that reads the most bytes.
+- Data files: files read (POSIX, else STDIO, else MPI-IO records) whose role is data
+  (:mod:`analysis.file_roles`, the classification characterize and compare use: not code,
+  configuration, logs, standard streams nor the MPI library's own files), of the format that
+  reads the most bytes.
 - ``dataset.format``: that format, from the file names (.h5/.hdf5 or H5F records: hdf5;
   .tfrecord, .npz, .npy, .csv; else raw).
 - File size: the highest byte read + 1, over the file's records.
@@ -138,7 +140,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     job = load_job(source, dxt=True)
     char = characterize(job)
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
-    files, basis, reading = _file_table(job)
+    files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
     if data.empty:
         raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit")
@@ -149,6 +151,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     evidence["data_files"] = {"format": fmt, "files": len(data),
                               "bytes_read": int(data["bytes_read"].sum()),
                               "other_formats": {k: int(v) for k, v in by_format.iloc[1:].items()}}
+    # what the fit leaves out as no data: standard streams, the MPI library's own files,
+    # checkpoints, code, configuration and logs (analysis.file_roles)
+    evidence["files_apart"] = {role: v for role, v in char.file_roles.items() if role != "data"}
     sizes = data["size"].to_numpy()
     evidence["file_size"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),
                              "max": int(sizes.max())}

@@ -11,7 +11,8 @@ import pandas as pd
 
 from .counters import SPECS
 from .dxt_metrics import EARLY_PERIOD
-from .files import file_format, is_data_file
+from .file_roles import file_roles
+from .files import file_format
 from .fit_patterns import FRAMING
 from .oplog_records import sequential_flags
 
@@ -111,8 +112,10 @@ def _stem(job):
     return "".join(ch if ch.isalnum() else "_" for ch in base) or "job"
 
 
-def _file_table(job):
-    """Per file id: name, data (bool), format, ranks reading it, bytes read, size, module.
+def _file_table(job, roles=None):
+    """Per file id: name, data (bool: its role is "data", analysis.file_roles; ``roles`` as
+    characterize gave them, else classified here alike), format, ranks reading it, bytes read,
+    size, module.
     With POSIX records, a file's STDIO reads count too (C stdio's reads are below Darshan's
     POSIX wrappers); the counters returned (reading) are the basis module's."""
     basis = next((m for m in ("POSIX", "STDIO", "MPI-IO")
@@ -153,7 +156,9 @@ def _file_table(job):
             "ranks": both["rank"].agg(lambda r: job.nprocs if (r < 0).any() else r.nunique()),
         })
     table["name"] = [job.names.get(int(i), "") for i in table.index]
-    table["data"] = [is_data_file(n) for n in table["name"]]
+    if roles is None:
+        roles = file_roles(job.names, job.records)
+    table["data"] = [roles.get(int(i), "data") == "data" for i in table.index]
     table["format"] = [file_format(n, int(i) in hdf5) for i, n in zip(table.index,
                                                                        table["name"])]
     return table, basis, reading

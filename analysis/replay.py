@@ -22,7 +22,6 @@ from .errors import AnalysisWarning
 from .fit import fit
 from .launch import run_emulator
 from .layers import parts_at
-from .module_metrics import file_counts
 
 RUN_TIMEOUT_S = 1800
 STRUCTURE = ("files", "shared_files", "interfaces", "bytes_read", "read_ops",
@@ -49,14 +48,13 @@ class Replay:
 
 def structure(c, layer="POSIX"):
     """The shape of a characterized job, its files counted at ``layer`` (analysis.layers): data
-    files (analysis.files: not code, libraries or the tools' own files such as Open MPI's
-    lock-test files) and those shared by several ranks, interfaces, bytes and calls read, mean
-    read size, bytes and calls written."""
+    and checkpoint files (analysis.file_roles: not code, configuration, standard streams or the
+    MPI library's own files such as Open MPI's lock-test files) and those shared by several
+    ranks, interfaces, bytes and calls read, mean read size, bytes and calls written."""
     values = profile(c, layer)
     parts, _ = parts_at(c.records, c.names, c.layers, layer)
-    data = data_formats(c.names, c.records, parts)
-    shared = sum(v.get("shared_files", 0) for v in data.values()) if data \
-        else file_counts(parts).shared
+    data = data_formats(c.roles, c.names, c.records, parts)
+    shared = sum(v.get("shared_files", 0) for v in data.values())
     return {"files": values["files"], "shared_files": shared,
             "interfaces": values["interfaces"], "bytes_read": values["bytes_read"],
             "read_ops": values["read_ops"], "mean_read_size": values["mean_read_size"],

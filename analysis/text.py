@@ -12,8 +12,9 @@ def to_json(characterization, indent=2):
 
 
 def render_text(characterization):
-    """A plain-text report: job header and totals, a table of module metrics, DXT summaries
-    and the warnings. Byte counts are shown in binary units; JSON has them exact."""
+    """A plain-text report: job header and totals, the data I/O alone (data and checkpoint
+    files, with what is not data apart), a table of module metrics, DXT summaries and the
+    warnings. Byte counts are shown in binary units; JSON has them exact."""
     c = characterization
     lines = ["dlio_mpi op-log I/O characterization" if c.source == "oplog"
              else "Darshan I/O characterization"]
@@ -35,7 +36,7 @@ def render_text(characterization):
     if c.no_io:
         lines += ["", "No I/O recorded."]
     else:
-        lines += ["", *_totals(c), "", *_module_table(c.modules)]
+        lines += ["", *_totals(c), "", *_data_io(c), "", *_module_table(c.modules)]
         for metrics in c.dxt.values():
             lines += ["", *_dxt_summary(metrics)]
     if c.warnings:
@@ -57,6 +58,33 @@ def _totals(c):
         f"mean per rank {_seconds(t.io_time.mean_per_rank)} "
         f"({_share(t.io_time.mean_per_rank_share)})",
     ]
+
+
+def _data_io(c):
+    """The data and checkpoint files' figures (Characterization.data), then the files of the
+    other roles, apart."""
+    d = c.data
+    if d is None:
+        return []
+    posix = d.modules.get("POSIX")
+    trace = next((d.dxt[m] for m in ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO") if m in d.dxt),
+                 None)
+    lines = ["Data I/O (data and checkpoint files only)",
+             f"  files:           {d.files} data, {d.checkpoint_files} checkpoint",
+             f"  bytes read:      {_bytes(d.bytes_read)} in {_count(d.reads)} reads"
+             + (f" ({_pct(posix.sequential_read_pct)} sequential, "
+                f"{_pct(posix.consecutive_read_pct)} consecutive)"
+                if posix is not None and posix.sequential_read_pct is not None else ""),
+             f"  bytes written:   {_bytes(d.bytes_written)} in {_count(d.writes)} writes"]
+    if trace is not None and trace.read_sizes is not None:
+        lines.append(f"  read sizes:      median {_bytes(trace.read_sizes.median)}, mean "
+                     f"{_bytes(trace.read_sizes.mean)} ({trace.module})")
+    apart = [f"{role} {v['files']} files ({_bytes(v['bytes_read'])} read, "
+             f"{_bytes(v['bytes_written'])} written)"
+             for role, v in c.file_roles.items() if role not in ("data", "checkpoint")]
+    if apart:
+        lines.append("  not data:        " + "; ".join(apart))
+    return lines
 
 
 def _sizes(sizes):
