@@ -81,6 +81,23 @@ def parallel_hdf5():
     return inc, lib, where
 
 
+def liburing():
+    """(libraries, macros) for the io_uring engine: liburing where pkg-config or the compiler
+    finds it, else none (the engine then says at open that the build has no liburing)."""
+    try:
+        out = subprocess.run(["pkg-config", "--libs", "liburing"], capture_output=True,
+                             text=True)
+        if out.returncode == 0:
+            return ["uring"], [("DM_HAVE_URING", None)]
+    except FileNotFoundError:
+        pass
+    if os.path.exists("/usr/include/liburing.h"):
+        return ["uring"], [("DM_HAVE_URING", None)]
+    print("dlio_mpi: no liburing found: io.interface=io_uring is not in this build "
+          "(Debian: apt-get install liburing-dev)", file=sys.stderr)
+    return [], []
+
+
 def check_oplog_format():
     """csrc/dm.h's operation and interface codes must be those of dlio_mpi/oplog_format.py,
     which the engines and the analysis read the op log with."""
@@ -103,6 +120,7 @@ def extensions():
     check_oplog_format()
     cc = mpi_compiler()
     inc, lib, where = parallel_hdf5()
+    uring_libs, uring_macros = liburing()
     os.environ["CC"] = cc
     ldshared = (sysconfig.get_config_var("LDSHARED") or "cc -shared").split()
     os.environ["LDSHARED"] = " ".join([cc] + ldshared[1:])
@@ -113,11 +131,11 @@ def extensions():
         include_dirs=["csrc", numpy.get_include(), mpi4py.get_include()] + inc,
         library_dirs=lib,
         runtime_library_dirs=[d for d in lib if d.startswith("/") and not d.startswith("/usr/lib")],
-        libraries=["hdf5"],
+        libraries=["hdf5"] + uring_libs,
         extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wno-unused-function",
                             "-Wno-sign-compare"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
-                       ("H5_USE_110_API", None)],
+                       ("H5_USE_110_API", None)] + uring_macros,
     )
     return cythonize([ext], compiler_directives={"language_level": "3"},
                      include_path=[mpi4py.get_include(), os.path.dirname(mpi4py.__file__)])

@@ -11,8 +11,10 @@ log observes of the file (``DarshanJob.layers``; :mod:`analysis.layers`):
 ====================  ========  ===============================================================
 interface             observed  records
 ====================  ========  ===============================================================
-posix, posix_direct,  POSIX     POSIX records, DXT_POSIX trace
-mmap
+posix, posix_direct,  POSIX     POSIX records, DXT_POSIX trace (io_uring's transfers too, each
+mmap, io_uring                  a read or write at its offset: Darshan itself records the
+                                file's open and close only, not what the kernel takes from the
+                                ring)
 stdio                 POSIX     STDIO records; a DXT_STDIO trace (not a Darshan module: Darshan
                                 traces POSIX and MPI-IO only; it is given so that STDIO runs
                                 get a timeline)

@@ -13,7 +13,7 @@ def _codes(*names):
     return tuple(IFACE[name] for name in names)
 
 
-POSIX_IFACES = _codes("posix", "posix_direct", "mmap")
+POSIX_IFACES = _codes("posix", "posix_direct", "mmap", "io_uring")
 STDIO_IFACES = _codes("stdio")
 MPIIO_IFACES = _codes("mpiio_ind", "mpiio_coll")
 HDF5_MPIIO_IFACES = _codes("hdf5_ind", "hdf5_coll")

@@ -51,7 +51,7 @@ enum dm_op {
 enum dm_iface {
     DM_IF_POSIX = 0, DM_IF_POSIX_DIRECT = 1, DM_IF_STDIO = 2, DM_IF_MMAP = 3,
     DM_IF_MPIIO_IND = 4, DM_IF_MPIIO_COLL = 5, DM_IF_HDF5_IND = 6, DM_IF_HDF5_COLL = 7,
-    DM_IF_HDF5_SEC2 = 8, DM_IF_N = 9
+    DM_IF_HDF5_SEC2 = 8, DM_IF_IO_URING = 9, DM_IF_N = 10
 };
 
 /* Log-bucketed latency histogram: bucket b holds durations d (ns) with
@@ -272,6 +272,28 @@ dm_transfer dm_stdio_transfer(dm_stdio *h, int op, int64_t xfer);
 /* fflush, then fsync (fdatasync with data_only), logged as its own operation */
 int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e);
 
+/* ------------------------------------------------------------------ io_uring */
+/* A file opened as POSIX opens it, read and written through an io_uring of its own with up to
+ * depth transfers in flight (uring_engine.c). */
+typedef struct {
+    dm_posix file;          /* the open file: descriptor, path, file id, op log, in-flight count */
+    void *ring;             /* struct io_uring *, NULL when closed */
+    int depth;
+} dm_uring;
+
+/* Whether this build has liburing (1) or not (0: opening through io_uring is an error). */
+int dm_uring_available(void);
+int dm_uring_open(dm_uring *h, const char *path, int flags, int depth, int32_t file_id,
+                  dm_oplog *log, dm_err *e);
+int dm_uring_close(dm_uring *h, dm_err *e);
+/* n ranges packed one after another in buf (with discard every transfer at buf), cut into
+ * transfers of at most xfer bytes (0: a range in one), read (writing: written) with up to depth
+ * in flight; got[i] (if not NULL) the bytes of range i; with exact a read range cut short by
+ * the end of the file is a DM_EOF error; *total the bytes moved. */
+int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
+                    char *buf, int discard, int writing, int64_t *got, int exact,
+                    int64_t *total, dm_err *e);
+
 /* ------------------------------------------------------------------ MPI-IO */
 typedef struct {
     MPI_File fh;
@@ -391,9 +413,12 @@ typedef struct dm_engine_ops {
                  dm_err *e);
     /* the handle's count of read-ahead segments not done */
     dm_inflight *(*inflight)(void *h);
+    /* 1: readv cuts ranges into transfers of at most xfer bytes, each at buf with discard
+     * (a buffer of one transfer is enough); 0: it reads a segment into a buffer that holds it */
+    int cuts;
 } dm_engine_ops;
 
-extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops;
+extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops, dm_uring_ops;
 
 /* ------------------------------------------------------------------ read-ahead */
 typedef struct dm_readahead dm_readahead;

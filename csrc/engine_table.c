@@ -32,7 +32,7 @@ static dm_transfer posix_transfer(void *h, int op, int64_t xfer) {
 static dm_inflight *posix_inflight(void *h) { return &((dm_posix *)h)->inflight; }
 
 const dm_engine_ops dm_posix_ops = {"posix", 0, always, bytes_span, posix_log, posix_transfer,
-                                    ranges_readv, posix_inflight};
+                                    ranges_readv, posix_inflight, 1};
 
 /* ---- STDIO */
 static dm_oplog *stdio_log(const void *h) { return ((const dm_stdio *)h)->log; }
@@ -43,7 +43,7 @@ static dm_transfer stdio_transfer(void *h, int op, int64_t xfer) {
 static dm_inflight *stdio_inflight(void *h) { return &((dm_stdio *)h)->inflight; }
 
 const dm_engine_ops dm_stdio_ops = {"stdio", 1, always, bytes_span, stdio_log, stdio_transfer,
-                                    ranges_readv, stdio_inflight};
+                                    ranges_readv, stdio_inflight, 1};
 
 /* ---- MPI-IO, independent reads (the collective read_all is not in the table): explicit
  * offsets, so a handle's reads may run side by side; from read-ahead threads they need an MPI
@@ -56,7 +56,21 @@ static dm_transfer mpiio_transfer(void *h, int op, int64_t xfer) {
 static dm_inflight *mpiio_inflight(void *h) { return &((dm_mpiio *)h)->inflight; }
 
 const dm_engine_ops dm_mpiio_ops = {"mpiio", 0, always, bytes_span, mpiio_log, mpiio_transfer,
-                                    ranges_readv, mpiio_inflight};
+                                    ranges_readv, mpiio_inflight, 1};
+
+/* ---- io_uring: its own queue of transfers (a handle's ring used by one thread at a time) */
+static dm_oplog *uring_log(const void *h) { return ((const dm_uring *)h)->file.log; }
+static dm_inflight *uring_inflight(void *h) { return &((dm_uring *)h)->file.inflight; }
+
+static int uring_readv(const dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
+                       const int64_t *len, int64_t xfer, char *buf, int discard, int64_t *total,
+                       dm_err *e) {
+    (void)ops;
+    return dm_uring_ranges(h, n, off, len, xfer, buf, discard, 0, NULL, 0, total, e);
+}
+
+const dm_engine_ops dm_uring_ops = {"io_uring", 1, always, bytes_span, uring_log, NULL,
+                                    uring_readv, uring_inflight, 1};
 
 /* ---- HDF5: ranges are rows (start, count) of dimension 0. libhdf5 is not thread-safe in
  * this build: every HDF5 call of the engine holds one lock (dm_h5_lock), so read-ahead threads
@@ -87,4 +101,4 @@ static int h5_readv(const dm_engine_ops *ops, void *h, size_t n, const int64_t *
 static dm_inflight *h5_inflight(void *h) { return &((dm_h5 *)h)->inflight; }
 
 const dm_engine_ops dm_h5_ops = {"hdf5", 0, h5_threadable, h5_span, h5_log, NULL, h5_readv,
-                                 h5_inflight};
+                                 h5_inflight, 0};

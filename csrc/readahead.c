@@ -164,7 +164,7 @@ int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const
         int64_t span = g->ops->span(g->handle, g->n, len + n);
         need += span;
         /* without keep, a thread's buffer holds a transfer (HDF5: the segment's rows) */
-        int64_t room = g->ops->transfer ? largest_transfer(g->n, len + n, g->xfer) : span;
+        int64_t room = g->ops->cuts ? largest_transfer(g->n, len + n, g->xfer) : span;
         if (room > widest) widest = room;
         n += g->n;
         dm_oplog *log = g->ops->log(g->handle);

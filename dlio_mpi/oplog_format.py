@@ -13,7 +13,7 @@ import re
 # enum dm_op and enum dm_iface of csrc/dm.h, by code
 OPS = ("read", "write", "open", "close", "fsync", "fdatasync", "seek", "stat", "mmap", "view")
 IFACES = ("posix", "posix_direct", "stdio", "mmap", "mpiio_ind", "mpiio_coll", "hdf5_ind",
-          "hdf5_coll", "hdf5_sec2")
+          "hdf5_coll", "hdf5_sec2", "io_uring")
 OP = {name: code for code, name in enumerate(OPS)}
 IFACE = {name: code for code, name in enumerate(IFACES)}
 

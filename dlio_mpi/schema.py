@@ -219,6 +219,8 @@ SCHEMA = {
                          ("on_demand", "memory")),
         "mpiio_hints": Key("dict", {}, "MPI_Info hints for MPI-IO and HDF5 opens"),
         "stdio_buffer": Key("size", 0, "STDIO stream buffer (0: the C library's)", minimum=0),
+        "queue_depth": Key("int", 32, "io.interface=io_uring: transfers of a file's reads and "
+                           "writes in flight at once", minimum=1),
         "fadvise": Key("enum", "none", "posix_fadvise hint at open",
                        ("none", "normal", "sequential", "random", "willneed")),
         "remainder": Key("enum", "drop", "samples left over after equal steps: dropped, or "

@@ -48,10 +48,11 @@ def drop_cache(path):
     os.close(fd)
 
 
-def fio(path, rw, bs, size, direct, runtime=None, extra=()):
-    """Bandwidth (bytes/s) and IOPS of one fio job with psync, the page cache kept as it is."""
+def fio(path, rw, bs, size, direct, runtime=None, extra=(), engine="psync"):
+    """Bandwidth (bytes/s) and IOPS of one fio job (psync unless told), the page cache kept as
+    it is."""
     cmd = ["fio", "--name=bench", f"--filename={path}", f"--rw={rw}", f"--bs={bs}",
-           "--ioengine=psync", f"--size={size}", f"--direct={1 if direct else 0}",
+           f"--ioengine={engine}", f"--size={size}", f"--direct={1 if direct else 0}",
            "--invalidate=0", "--thread", "--output-format=json", *extra]
     if runtime:
         cmd += [f"--runtime={runtime}", "--time_based"]
@@ -96,6 +97,17 @@ def native_rand(path, offs, bs, log=None):
     return rate
 
 
+def uring_rand(path, offs, bs, depth):
+    """4 KiB reads at offs through the io_uring engine, depth in flight: reads per second."""
+    out = engines.aligned_empty(bs, 4096)
+    lens = np.full(len(offs), bs, dtype=np.int64)
+    with engines.UringFile(path, depth=depth) as f:
+        t0 = time.perf_counter()
+        f.readv(offs, lens, xfer=bs, out=out, discard=True)
+        dt = time.perf_counter() - t0
+    return len(offs) / dt
+
+
 def python_rand(path, offs, bs):
     with PosixRef(path) as f:
         return _rand(f, offs, bs)
@@ -121,6 +133,8 @@ def main():
                     help="MiB read per O_DIRECT measurement (default 256)")
     ap.add_argument("--rand-ops", type=int, default=200_000, help="4 KiB reads per round")
     ap.add_argument("--dir", default=None, help="directory for the file (default: TMPDIR)")
+    ap.add_argument("--uring-depth", type=int, default=32,
+                    help="io_uring transfers in flight, both sides (default 32)")
     args = ap.parse_args()
     if not shutil.which("fio"):
         sys.exit("bench-engines: fio not found (scripts/setup.sh installs it)")
@@ -181,6 +195,25 @@ def main():
             r["fio"].append(fio(path, "randread", "4k", size, False, runtime=1,
                                 extra=["--norandommap"])[1])
         rows["rand 4 KiB cached (ops/s)"] = r
+
+        # 4 KiB random reads through io_uring, io.queue_depth in flight, against fio's
+        # io_uring engine at the same depth and block size
+        uring = engines.URING_AVAILABLE
+        if uring:
+            r = {"io_uring": [], "fio io_uring": []}
+            d = args.uring_depth
+            for i in range(args.rounds):
+                offs = random_offsets(size, 4096, args.rand_ops, 100 + i)
+                if i % 2:
+                    r["io_uring"].append(uring_rand(path, offs, 4096, d))
+                r["fio io_uring"].append(fio(path, "randread", "4k", size, False, runtime=1,
+                                             extra=["--norandommap", f"--iodepth={d}"],
+                                             engine="io_uring")[1])
+                if not i % 2:
+                    r["io_uring"].append(uring_rand(path, offs, 4096, d))
+            rows[f"rand 4 KiB io_uring qd{d} (ops/s)"] = r
+        else:
+            print("# io_uring skipped: built without liburing", file=sys.stderr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -188,14 +221,14 @@ def main():
         """Median over rounds of a/b, each round's pair measured back to back."""
         return round(med([x / y for x, y in zip(rows[row][a], rows[row][b])]), 3)
 
-    print(f"{'pattern':<28}{'contender':<14}{'median':>16}  unit")
+    print(f"{'pattern':<36}{'contender':<14}{'median':>16}  unit")
     for name, r in rows.items():
         unit = "ops/s" if "ops/s" in name else "GiB/s"
         for who, xs in r.items():
             if not xs:
                 continue
             v = med(xs) if unit == "ops/s" else med(xs) / (1 << 30)
-            print(f"{name:<28}{who:<14}{v:>16,.3f}  {unit}")
+            print(f"{name:<36}{who:<14}{v:>16,.3f}  {unit}")
     rand = "rand 4 KiB cached (ops/s)"
     # the op log's cost: the same reads with and without it, paired within each round
     nat, lg = rows[rand]["native"], rows[rand]["native+oplog"]
@@ -206,6 +239,9 @@ def main():
         "odirect_1m_vs_fio": ratio("seq 1 MiB O_DIRECT", "native", "fio") if odirect else None,
         "rand_4k_native_vs_python": ratio(rand, "native", "python"),
         "rand_4k_native_vs_fio": ratio(rand, "native", "fio"),
+        "rand_4k_uring_vs_fio_uring": ratio(f"rand 4 KiB io_uring qd{args.uring_depth} (ops/s)",
+                                            "io_uring", "fio io_uring") if uring else None,
+        "uring_depth": args.uring_depth,
         "oplog_overhead": round(overhead, 4),
         "seq_1m_cached_gib_s": round(med(rows["seq 1 MiB cached"]["native"]) / (1 << 30), 3),
         "odirect_1m_gib_s": round(med(rows["seq 1 MiB O_DIRECT"]["native"]) / (1 << 30), 3)

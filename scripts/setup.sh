@@ -32,16 +32,18 @@ else
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev libhdf5-openmpi-dev \
-      hdf5-tools fio strace pkg-config >/dev/null
+      hdf5-tools fio strace pkg-config liburing-dev >/dev/null
 fi
-# tools some tests and benchmarks use: fio (bench-engines), strace (the start-up metadata test,
+# tools and libraries some tests and benchmarks use: fio (bench-engines), strace (the start-up metadata test,
 # bench-scale)
 missing=()
 for tool in fio strace; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+# liburing: the io_uring engine (io.interface=io_uring); without it the build leaves it out
+pkg-config --exists liburing 2>/dev/null || [ -f /usr/include/liburing.h ] || missing+=(liburing-dev)
 if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } \
-    || log "not installed: ${missing[*]} (fio: bench-engines; strace: a start-up test, bench-scale)"
+    || log "not installed: ${missing[*]} (fio: bench-engines; strace: a start-up test, bench-scale; liburing-dev: io.interface=io_uring)"
 fi
 
 # 2. virtual environment

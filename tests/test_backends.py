@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_every_interface_the_schema_takes_is_a_backend():
     assert SCHEMA["io"]["interface"].choices == backends.NAMES
     assert set(backends.NAMES) == {"posix", "posix_direct", "stdio", "mmap", "mpiio",
-                                   "mpiio_coll", "hdf5", "hdf5_coll", "hdf5_sec2"}
+                                   "mpiio_coll", "hdf5", "hdf5_coll", "hdf5_sec2", "io_uring"}
     with pytest.raises(KeyError, match="no io.interface 'nfs'"):
         backends.get("nfs")
 
@@ -23,10 +23,10 @@ def test_traits():
     b = backends.BACKENDS
     assert [n for n in b if b[n].collective] == ["mpiio_coll", "hdf5_coll"]
     assert [n for n in b if b[n].threadable] == ["posix", "posix_direct", "stdio", "mmap",
-                                                 "mpiio", "hdf5", "hdf5_sec2"]
+                                                 "mpiio", "hdf5", "hdf5_sec2", "io_uring"]
     assert [n for n in b if b[n].streams] == ["posix", "posix_direct", "stdio", "mmap",
-                                              "mpiio"]
-    assert [n for n in b if b[n].reads_past_end] == ["posix", "stdio", "mpiio"]
+                                              "mpiio", "io_uring"]
+    assert [n for n in b if b[n].reads_past_end] == ["posix", "stdio", "mpiio", "io_uring"]
     assert [n for n in b if b[n].buffered] == ["posix", "stdio"]
     assert [n for n in b if b[n].uses_mpi] == ["mpiio", "mpiio_coll", "hdf5", "hdf5_coll"]
     assert [n for n in b if b[n].mpi_threads] == ["mpiio", "hdf5"]
@@ -40,7 +40,8 @@ def test_traits():
 @pytest.mark.parametrize("name,kind", [("posix", engines.PosixFile),
                                        ("posix_direct", engines.PosixFile),
                                        ("stdio", engines.StdioFile), ("mmap", engines.PosixFile),
-                                       ("mpiio", engines.MPIFile)])
+                                       ("mpiio", engines.MPIFile),
+                                       ("io_uring", engines.UringFile)])
 def test_open_read_reads_through_the_backend(datafile, name, kind):
     path, data = datafile(1 << 16)
     cfg = config.load(["workload=default", f"io.interface={name}"])

@@ -21,9 +21,9 @@ def test_a_header_that_differs_is_named():
     text = _header()
     renamed = header_mismatches(text.replace("DM_OP_VIEW = 9", "DM_OP_VIEWS = 9"))
     assert len(renamed) == 1 and "enum dm_op" in renamed[0] and "VIEWS=9" in renamed[0]
-    moved = header_mismatches(text.replace("DM_IF_HDF5_SEC2 = 8, DM_IF_N = 9",
-                                           "DM_IF_HDF5_SEC2 = 8, DM_IF_GDS = 9, DM_IF_N = 10"))
-    assert len(moved) == 2 and "DM_IF_N is 10" in moved[1]
+    moved = header_mismatches(text.replace("DM_IF_IO_URING = 9, DM_IF_N = 10",
+                                           "DM_IF_IO_URING = 9, DM_IF_GDS = 10, DM_IF_N = 11"))
+    assert len(moved) == 2 and "DM_IF_N is 11" in moved[1]
     assert header_mismatches("") == ["csrc/dm.h: no enum dm_op", "csrc/dm.h: no enum dm_iface"]
 
 

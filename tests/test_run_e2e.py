@@ -25,7 +25,7 @@ def load_oplogs(out, ranks, epochs):
 @pytest.mark.parametrize("n,interface,threads", [
     (1, "posix", 0), (2, "posix", 0), (3, "posix", 0), (4, "posix", 0), (2, "posix", 4),
     (3, "posix_direct", 2), (2, "posix_direct", 0), (3, "stdio", 0), (2, "mmap", 1),
-    (3, "mpiio", 0), (4, "mpiio_coll", 0)])
+    (3, "mpiio", 0), (4, "mpiio_coll", 0), (2, "io_uring", 0), (3, "io_uring", 2)])
 def test_every_sample_once_per_epoch(tmp_path, n, interface, threads):
     data, out = tmp_path / "data", tmp_path / "out"
     files, epochs, batch = 13, 2, 3

@@ -29,6 +29,8 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     ReadAhead,
     ShortReadError,
     StdioFile,
+    URING_AVAILABLE,
+    UringFile,
     aligned_empty,
     dio_alignment,
     dio_probe,

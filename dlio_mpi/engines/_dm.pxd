@@ -85,6 +85,19 @@ cdef extern from "dm.h" nogil:
     dm_transfer dm_posix_transfer(dm_posix *h, int op, int64_t xfer)
     int dm_posix_sync(dm_posix *h, int data_only, dm_err *e)
 
+    ctypedef struct dm_uring:
+        dm_posix file
+        void *ring
+        int depth
+
+    int dm_uring_available()
+    int dm_uring_open(dm_uring *h, const char *path, int flags, int depth, int32_t file_id,
+                      dm_oplog *log, dm_err *e)
+    int dm_uring_close(dm_uring *h, dm_err *e)
+    int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *len,
+                        int64_t xfer, char *buf, int discard, int writing, int64_t *got,
+                        int exact, int64_t *total, dm_err *e)
+
     ctypedef struct FILE
     ctypedef struct dm_stdio:
         FILE *fp
@@ -152,7 +165,7 @@ cdef extern from "dm.h" nogil:
     ctypedef struct dm_engine_ops:
         const char *name
         dm_inflight *(*inflight)(void *h) noexcept nogil
-    const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops
+    const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops, dm_uring_ops
 
     ctypedef struct dm_readahead
     ctypedef struct dm_ra_seg:
