@@ -28,12 +28,16 @@ def _reported():
     """Analysis errors as one line and exit status 1; warnings as stderr lines."""
     from .errors import AnalysisWarning, LogError
     from .fit import FitError
-    from .launch import LaunchError
+    from .launch import Interrupted, LaunchError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AnalysisWarning)
         try:
             yield
+        except Interrupted as error:        # its job ended; the shell's status for a signal
+            _flush(caught)
+            click.echo(f"analyze: {error}", err=True)
+            sys.exit(128 + error.signum)
         except (LogError, FitError, LaunchError, OSError) as error:
             _flush(caught)
             if isinstance(error, OSError) and error.filename and error.strerror:
