@@ -84,8 +84,8 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
 def _write_order(job, ids, rows, basis):
     """How each rank wrote the data files: "shuffled" when under SHUFFLED_SEQ of the writes
     after a file's first went past the end of the rank's previous one (Darshan's sequential; a
-    random order makes about half, IOR's -z 0.48 to 0.51), else "sequential" (in order, or in order with gaps as
-    interleaved segments are). From the DXT trace of the writes where there is one (each
+    random order makes about half, IOR's -z 0.48 to 0.51), else "sequential" (in order, or in
+    order with gaps as interleaved segments are). From the DXT trace of the writes where there is one (each
     rank's and file's writes in time order), else from the POSIX counters; None with
     neither. {"order", "seq", "consec", "writes", "from"}."""
     for name in DXT_PREFERENCE:

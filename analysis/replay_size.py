@@ -19,7 +19,6 @@ in replay.json.
 """
 
 import copy
-import math
 import os
 from dataclasses import dataclass, field
 
