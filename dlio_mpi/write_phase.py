@@ -41,9 +41,6 @@ def check(cfg):
         if cfg.io.write_order != "sequential":
             raise ConfigError(f"io.write_order={cfg.io.write_order} needs io.write_first=true")
         return
-    if cfg.io.write_order == "shuffled" and cfg.dataset.format != "raw":
-        raise ConfigError(f"io.write_order=shuffled writes raw records: dataset.format must be "
-                          f"raw, not {cfg.dataset.format} (HDF5 rows are written in order)")
     if cfg.dataset.format not in ("raw", "hdf5"):
         raise ConfigError(f"io.write_first writes raw records or HDF5 files: dataset.format "
                           f"must be raw or hdf5, not {cfg.dataset.format}")
@@ -56,6 +53,9 @@ def check(cfg):
     if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
         raise ConfigError("io.write_first writes the training files only: set "
                           "dataset.num_files_eval=0 or workflow.evaluation=false")
+    if cfg.io.write_order == "shuffled" and cfg.dataset.format != "raw":
+        raise ConfigError(f"io.write_order=shuffled writes raw records: dataset.format must be "
+                          f"raw, not {cfg.dataset.format} (HDF5 rows are written in order)")
 
 
 def _owners(cfg, comm, data):
