@@ -21,6 +21,7 @@ import warnings
 import click
 
 ERROR = 1
+USAGE = 2       # a request that cannot be met as given
 
 
 @contextlib.contextmanager
@@ -28,12 +29,21 @@ def _reported():
     """Analysis errors as one line and exit status 1; warnings as stderr lines."""
     from .errors import AnalysisWarning, LogError
     from .fit import FitError
-    from .launch import LaunchError
+    from .launch import Interrupted, LaunchError
+    from .replay_size import ReplaySizeError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AnalysisWarning)
         try:
             yield
+        except Interrupted as error:        # its job ended; the shell's status for a signal
+            _flush(caught)
+            click.echo(f"analyze: {error}", err=True)
+            sys.exit(128 + error.signum)
+        except ReplaySizeError as error:    # the line says it all, numbers included
+            _flush(caught)
+            click.echo(f"analyze: {error}", err=True)
+            sys.exit(USAGE)
         except (LogError, FitError, LaunchError, OSError) as error:
             _flush(caught)
             if isinstance(error, OSError) and error.filename and error.strerror:
@@ -142,14 +152,20 @@ def fit_cmd(path, output, data_folder, name, as_json):
               help="processes (default: the log's)")
 @click.option("--mpiexec", "launcher", default=None,
               help="launcher command (default: mpiexec from PATH)")
+@click.option("--scale", default=None,
+              type=click.FloatRange(min=0, max=1, min_open=True),
+              help="shrink the dataset and the bytes read to about this share (files, then "
+                   "sample length, then epochs), keeping transfer size, samples per file, "
+                   "access order, interface, layout and ranks")
 @click.option("--json", "as_json", is_flag=True,
               help="after the report, one JSON object on the last line")
-def replay_cmd(path, out_dir, ranks, launcher, as_json):
-    """Fit a workload to PATH, run it under mpiexec and compare the run with PATH."""
+def replay_cmd(path, out_dir, ranks, launcher, scale, as_json):
+    """Fit a workload to PATH, run it under mpiexec and compare the run with PATH. A replay
+    that would not fit the free space of --out is refused (exit 2) before anything is made."""
     from .replay import render_replay, replay
 
     with _reported():
-        result = replay(path, out_dir, ranks=ranks, launcher=launcher,
+        result = replay(path, out_dir, ranks=ranks, launcher=launcher, scale=scale,
                         progress=lambda m: click.echo(f"replay: {m}", err=True))
     click.echo(render_replay(result), nl=False)
     if as_json:

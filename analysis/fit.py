@@ -56,7 +56,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   start).
 - ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw or HDF5 data files'
   bytes, each file's first write before its first read (a write-then-read benchmark such as
-  IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them.
+  IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them;
+  ``io.write_order: shuffled`` (raw files) when the writes after a file's first were under
+  SHUFFLED_SEQ sequential (IOR's -z), from the DXT trace of the writes, else the POSIX counters.
 - Forked worker processes (a data loader's, each with a non-MPI log; analysis.loader gives
   them their parent's rank): ``reader.read_threads`` is the most workers of a rank alive at
   once.

@@ -312,12 +312,14 @@ def generation_bytes(cfg):
 
 def write_first_bytes(cfg):
     """write_phase.write_dataset: a piece of content (at least a sample, at most 64 MiB, a file's
-    samples) and the samples' owners."""
+    samples; twice under io.write_order=shuffled, which packs it again in its order) and the
+    samples' owners."""
     from dlio_mpi.write_phase import CHUNK
 
     data = Dataset(cfg)
     big = data.max_sample_bytes()
-    return max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
+    copies = 2 if cfg.io.write_order == "shuffled" else 1
+    return copies * max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
 
 
 def memory_load_bytes(cfg, world):

@@ -257,6 +257,11 @@ SCHEMA = {
                            "reader.transfer_size pieces (HDF5: H5Dwrite calls of whole rows), "
                            "as a write-then-read benchmark (IOR) does"),
         "write_fsync": Key("bool", False, "io.write_first: fsync each file after its writes"),
+        "write_order": Key("enum", "sequential", "io.write_first: the order of a rank's "
+                           "transfer-size pieces of a file: sequential (ascending offsets, as "
+                           "IOR writes by default) or shuffled (a seeded permutation, as IOR's "
+                           "-z random offsets); raw files only",
+                           choices=("sequential", "shuffled")),
         "check_dataset": Key("bool", False, "before training, check every file of the dataset "
                              "in parallel: its format, sample count and sizes (TFRecord CRCs "
                              "too)"),

@@ -3,7 +3,9 @@
 raw records here, HDF5 files through libhdf5 in dlio_mpi.write_hdf5.
 
 Each rank writes the samples it reads in the first epoch, file by file in ascending order
-(IOR writes its blocks in order, whatever order it reads them in); a sample read by several
+(IOR writes its blocks in order, whatever order it reads them in), or, under
+io.write_order=shuffled, its transfer-size pieces of a file in a seeded random order (IOR's -z,
+within each CHUNK of the rank's samples, so that memory stays bounded); a sample read by several
 ranks is written by the lowest of them, and samples nobody reads in the first epoch are dealt
 to the ranks in turn, so that every byte of the dataset is written exactly once. Under
 io.interface=mpiio_coll a shared file is written with one collective call per transfer-size
@@ -40,6 +42,8 @@ def check(cfg):
     if not cfg.io.write_first:
         if cfg.io.write_fsync:
             raise ConfigError("io.write_fsync=true needs io.write_first=true")
+        if cfg.io.write_order != "sequential":
+            raise ConfigError(f"io.write_order={cfg.io.write_order} needs io.write_first=true")
         return
     fmt = formats.traits(cfg.dataset.format)
     if not fmt.written_first:
@@ -55,6 +59,9 @@ def check(cfg):
     if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
         raise ConfigError("io.write_first writes the training files only: set "
                           "dataset.num_files_eval=0 or workflow.evaluation=false")
+    if cfg.io.write_order == "shuffled" and cfg.dataset.format != "raw":
+        raise ConfigError(f"io.write_order=shuffled writes raw records: dataset.format must be "
+                          f"raw, not {cfg.dataset.format} (HDF5 rows are written in order)")
 
 
 def _owners(cfg, comm, data):
@@ -86,14 +93,31 @@ def _open(cfg, comm, path, shared, fid, log):
                                        shared=shared)
 
 
+def _shuffled(cfg, rank, f, lo, offs, lens, buf, spare):
+    """io.write_order=shuffled: the transfer-size pieces of ranges (offs, lens), packed in buf,
+    in a seeded order of this rank, file and run: (offsets, lengths, buffer packed in that
+    order). spare: a buffer at least as large as the ranges' bytes."""
+    po, pl = access.pieces(offs, lens, cfg.reader.transfer_size)
+    order = np.random.default_rng([cfg.train.seed, rank, f, lo]).permutation(len(po))
+    src = np.cumsum(pl) - pl
+    at = 0
+    for i in order.tolist():
+        n = int(pl[i])
+        spare[at:at + n] = buf[src[i]:src[i] + n]
+        at += n
+    return po[order], pl[order], spare
+
+
 def _write_file(cfg, comm, h, data, f, local, collective):
-    """Write samples `local` (sorted) of file f through h; returns the bytes written."""
+    """Write samples `local` (sorted) of file f through h, in io.write_order; returns the bytes
+    written."""
     from dlio_mpi import engines
 
     idx = data.index(f)
     sizes = idx.lengths[local]
     written = 0
-    buf = None
+    buf = spare = None
+    shuffled = cfg.io.write_order == "shuffled"
     runs = list(content.batches(sizes, CHUNK)) if len(local) else []
     if collective:
         from mpi4py import MPI
@@ -109,15 +133,20 @@ def _write_file(cfg, comm, h, data, f, local, collective):
             buf = engines.aligned_empty(need, 4096)
         content.fill(data.spec.seed, f, local[lo:hi], sizes[lo:hi], buf)
         offs, lens = idx.ranges(local[lo:hi])
+        packed = buf
+        if shuffled:
+            if spare is None or len(spare) < need:
+                spare = engines.aligned_empty(need, 4096)
+            offs, lens, packed = _shuffled(cfg, comm.Get_rank(), f, lo, offs, lens, buf, spare)
         if collective:
             po, pl = access.pieces(offs, lens, cfg.reader.transfer_size)
             at = 0
             for o, n in zip(po.tolist(), pl.tolist()):
-                written += h.write_all([o], [n], buf[at:at + n])
+                written += h.write_all([o], [n], packed[at:at + n])
                 at += n
             done += len(po)
         else:
-            written += h.writev(offs, lens, buf[:need], xfer=cfg.reader.transfer_size)
+            written += h.writev(offs, lens, packed[:need], xfer=cfg.reader.transfer_size)
     if collective:
         empty = np.empty(0, np.uint8)
         for _ in range(total_calls - done):
@@ -134,7 +163,8 @@ def write_dataset(cfg, comm, log):
     data = Dataset(cfg)
     # in memory at once: a piece of content (at least one sample) and the samples' owners
     big = data.max_sample_bytes()
-    hold = max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
+    copies = 2 if cfg.io.write_order == "shuffled" else 1      # packed again in its order
+    hold = copies * max(big, min(data.spf * big, CHUNK)) + 16 * data.num_samples
     agree(comm, datagen.memory_error(cfg, comm, hold))
     error = None
     if rank == 0:

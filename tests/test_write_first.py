@@ -31,6 +31,9 @@ def _args(tmp_path, *extra):
          "dataset.num_files_train=1", "dataset.num_samples_per_file=30"]),
     (2, ["io.interface=mpiio", "io.layout=shared", "dataset.num_files_train=1",
          "dataset.num_samples_per_file=30"]),
+    (2, ["io.interface=posix", "io.write_order=shuffled"]),
+    (3, ["io.interface=mpiio_coll", "io.layout=shared", "dataset.num_files_train=1",
+         "dataset.num_samples_per_file=30", "io.write_order=shuffled"]),
 ])
 def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
     args = _args(tmp_path, *extra)
@@ -52,7 +55,7 @@ def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
     total = d.num_files * d.spf * 40 * 1024
     assert s["write"]["bytes_written"] == total
     assert s["bytes_moved"] == 2 * (s["steps_per_epoch"] * 2 * n) * 40 * 1024
-    writes = []
+    writes, ascending = [], []
     for r in range(n):
         z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
         assert list(z["phases"][:1]) == ["write"]
@@ -61,6 +64,9 @@ def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
         assert (op[~w] != 0).all()              # no reads in the write phase
         # a rank with fewer pieces joins the collective writes with none: 0-byte calls
         writes += [x for x in zip(fl[w].tolist(), off[w].tolist(), nb[w].tolist()) if x[2]]
+        for f in set(fl[w].tolist()):
+            mine = off[w & (fl == f) & (nb > 0)]
+            ascending.append(bool((np.diff(mine) > 0).all()))
         syncs = int((op == 4).sum()) if "write_fsync=true" in " ".join(extra) else 0
         if syncs:
             assert syncs == len(set(fl[w].tolist()))
@@ -75,6 +81,8 @@ def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
         assert pieces[0][0] == 0
         assert all(o1 + b1 == o2 for (o1, b1), (o2, _) in zip(pieces, pieces[1:]))
     assert len(cover) == (1 if shared else d.num_files)
+    # io.write_order: each rank's pieces of a file in ascending offsets, or not one rank so
+    assert not any(ascending) if cfg.io.write_order == "shuffled" else all(ascending)
 
 
 def test_write_first_needs_raw_or_hdf5_files(tmp_path):
@@ -84,6 +92,12 @@ def test_write_first_needs_raw_or_hdf5_files(tmp_path):
         config.load(["workload=default"] + _args(tmp_path, "io.interface=mmap"))
     with pytest.raises(ConfigError, match="io.write_fsync=true needs io.write_first"):
         config.load(["workload=default", "io.write_fsync=true"])
+    with pytest.raises(ConfigError, match="io.write_order=shuffled needs io.write_first"):
+        config.load(["workload=default", "io.write_order=shuffled"])
+    with pytest.raises(ConfigError, match="io.write_order=shuffled writes raw records"):
+        config.load(["workload=default"] + _args(tmp_path, "dataset.format=hdf5",
+                                                 "io.interface=hdf5_sec2",
+                                                 "io.write_order=shuffled"))
 
 
 def test_posix_direct_makes_the_data_folder_it_writes(tmp_path):
