@@ -229,8 +229,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
-        elif "npy_loads" in evidence:        # a sample is a load: its header read
-            starts = (lambda r: r["offset"].to_numpy() == 0)
+        elif "npy_loads" in evidence or "whole_file_loads" in evidence:
+            # a sample is a load: its first read (the header's, or the file's start)
+            starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
         compute, batch, threads, timing = _timeline(trace, record, starts)
         evidence["timeline"] = timing
         if compute > 0:
@@ -285,14 +286,16 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      **({"checkpoint": True} if checkpoints else {})},
         "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
                     "num_samples_per_file": spf, "record_length": record,
-                    **{k: evidence[k] for k in ("hdf5_libver", "npz_layout")
-                       if k in evidence},
+                    **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
+                                                 "record_length_stdev") if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
                        if "hdf5_chunk" in evidence else {})},
         "reader": {"batch_size": batch, "read_threads": threads,
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},
-        "train": {"epochs": epochs, "computation_time": round(compute, 6)},
+        "train": {"epochs": epochs, "computation_time": round(compute, 6),
+                  **({"seed": evidence["size_seed"]["seed"]} if "size_seed" in evidence
+                     else {})},
         "io": {"interface": interface, "layout": layout, "read_type": read_type,
                **io_extra},
         **({"checkpoint": checkpoints[1]} if checkpoints else {}),
