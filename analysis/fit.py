@@ -82,7 +82,7 @@ from . import fit_patterns
 from .characterize import characterize, load_job
 from .dxt_metrics import AT_START_THRESHOLD, load_burst
 from .fit_checkpoints import fit_checkpoints
-from .fit_measures import (_counted_reads, _data_trace, _early_share,
+from .fit_measures import (_counted_reads, _data_trace, _direct, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
                            _shuffle, _stem, _timeline, _transfer_size, _write_first)
 from .fit_patterns import FRAMING
@@ -217,6 +217,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             shuffle = "off" if order_off else "seed"
     if "npy_loads" in evidence:
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
+    if interface == "posix" and _direct(job, data, notes, evidence):
+        interface = "posix_direct"
     evidence["record_length"] = record
     if layout == "shared" and trace is not None and read_type == "on_demand" \
             and fit_patterns.round_robin(trace, record, job.nprocs):
