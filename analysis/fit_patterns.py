@@ -120,17 +120,37 @@ def whole_file_loads(trace, sizes):
     if stream is None or stream[2] != 1:
         return None
     loads = whole = 0
-    for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
+    spans = []
+    for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
         reads = reads.sort_values("start", kind="stable")
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        t0, t1 = reads["start"].to_numpy(), reads["end"].to_numpy()
         for a, b in _passes(off, ln):
             if not (ln[a:b] > 0).any():
                 continue
             loads += 1
             whole += int(ln[a:b].sum()) >= WHOLE_SHARE * sizes.get(int(fid), 0)
-    if not loads or whole < STREAM_SHARE * loads:
+            spans.append((int(rank), float(t0[a]), float(t1[b - 1]),
+                          np.diff(t0[a:b]) if b - a > 1 else np.zeros(0)))
+    if not loads or whole < STREAM_SHARE * loads or not _loads_apart(spans):
         return None
     return loads, stream[0], stream[1]
+
+
+def _loads_apart(spans):
+    """True when a load is one piece of work: the pauses between a rank's loads (passes:
+    rank, start, end, the gaps between their reads' starts) are longer than those inside a
+    load (median against median). A single pass over a file read step by step is a stream of
+    samples, not a load."""
+    between, inside = [], []
+    for rank in {r for r, _, _, _ in spans}:
+        mine = sorted((a, b) for r, a, b, _ in spans if r == rank)
+        between += [a2 - b1 for (_, b1), (a2, _) in zip(mine[:-1], mine[1:])]
+    for _, _, _, gaps in spans:
+        inside += gaps.tolist()
+    if not between:
+        return False
+    return not inside or float(np.median(between)) > float(np.median(inside))
 
 
 def size_seed(sizes, mean, stdev, start=123):
