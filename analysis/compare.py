@@ -63,9 +63,10 @@ which the jobs' counters leave out (:mod:`analysis.reused_descriptors`).
 
 Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
 similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
-by several ranks, the interfaces). A job of the right volume but the wrong shape cannot score
-high: files shared by every rank where the real job's were each read by one (shared share 1
-against 0) give 0; twice the files cap the score at 0.70; one interface of two at 0.5. The
+by several ranks, the interfaces, the number of checkpoint files). A job of the right volume
+but the wrong shape cannot score high: files shared by every rank where the real job's were
+each read by one (shared share 1 against 0) give 0; twice the files cap the score at 0.70; one
+interface of two at 0.5; no checkpoint where the real job wrote some gives 0. The
 table's row ``structure_gate`` holds the gate.
 """
 
@@ -112,11 +113,13 @@ METRICS = (
     ("rank_imbalance", "ratio", 0.5, "max / mean bytes per rank (POSIX, else STDIO; unknown "
      "when most bytes are in records Darshan reduced over the ranks, files every rank opened)"),
     ("interfaces", "set", 2.0, "interfaces used for the data and checkpoint files"),
+    ("checkpoint_files", "ratio", 0.5, "checkpoint files written (analysis.file_roles: "
+     "data-like names written and never read)"),
 )
 # the traces early_read_fraction is taken from, by the layer compared (none of HDF5)
 DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
                   "HDF5": ()}
-STRUCTURE = ("files", "shared_file_fraction", "interfaces")
+STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files")
 # added to both shares of run time before their ratio (module docstring)
 SHARE_FLOOR = 0.01
 
@@ -205,7 +208,19 @@ def profile(c, layer="POSIX"):
         if balanced is not None and balanced.mean_bytes > 0
         and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
         "interfaces": sorted(interfaces_at(c, layer)),
+        "checkpoint_files": _checkpoint_files(parts, c.roles),
     }
+
+
+def _checkpoint_files(parts, roles):
+    """The checkpoint files (analysis.file_roles) the parts wrote bytes to."""
+    ids = set()
+    for spec, frame in parts:
+        if frame.empty:
+            continue
+        wrote = frame[frame[spec.bytes_written] > 0]["id"].tolist()
+        ids.update(int(i) for i in wrote if roles.get(int(i)) == "checkpoint")
+    return len(ids)
 
 
 def interfaces_at(c, layer):

@@ -66,7 +66,10 @@ directory. Each value is derived as follows (the thresholds are the constants be
   data file through a reused descriptor (analysis.reused_descriptors); its note is the fit's
   first note.
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
-it. Checkpoints are not fitted.
+it.
+- Checkpoints (files the job wrote and never read, analysis.file_roles): how many, when
+  (after which epoch or step of the data reads), by which ranks, their size, files and write
+  calls, as the model and checkpoint keys of analysis.fit_checkpoints.
 """
 
 import os
@@ -80,7 +83,8 @@ from dlio_mpi.safe_files import write_whole
 from . import fit_patterns
 from .characterize import characterize, load_job
 from .dxt_metrics import AT_START_THRESHOLD, load_burst
-from .fit_measures import (_counted_reads, _data_trace, _early_share,
+from .fit_checkpoints import fit_checkpoints
+from .fit_measures import (_counted_reads, _data_trace, _direct, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
                            _shuffle, _stem, _timeline, _transfer_size, _write_first)
 from .fit_patterns import FRAMING
@@ -215,6 +219,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             shuffle = "off" if order_off else "seed"
     if "npy_loads" in evidence:
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
+    if interface == "posix" and _direct(job, data, notes, evidence):
+        interface = "posix_direct"
     evidence["record_length"] = record
     if layout == "shared" and trace is not None and read_type == "on_demand" \
             and fit_patterns.round_robin(trace, record, job.nprocs):
@@ -227,8 +233,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
-        elif "npy_loads" in evidence:        # a sample is a load: its header read
-            starts = (lambda r: r["offset"].to_numpy() == 0)
+        elif "npy_loads" in evidence or "whole_file_loads" in evidence:
+            # a sample is a load: its first read (the header's, or the file's start)
+            starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
         compute, batch, threads, timing = _timeline(trace, record, starts)
         evidence["timeline"] = timing
         if compute > 0:
@@ -269,21 +276,33 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"again): epochs capped at {MAX_EPOCHS}")
         epochs = MAX_EPOCHS
     io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence)
+    reads = None
+    if trace is not None:
+        ordered = trace.sort_values("start", kind="stable")
+        reads = (ordered["start"].to_numpy(), ordered["length"].to_numpy())
+    checkpoints = fit_checkpoints(job, char.roles, reads, int(data["bytes_read"].sum()),
+                                  epochs, max(1, per_rank // max(batch, 1)), output_folder,
+                                  notes, evidence)
     workload = {
-        "model": {"name": name or f"fitted_{_stem(job)}"},
-        "workflow": {"generate_data": True, "train": True},
+        "model": {"name": name or f"fitted_{_stem(job)}",
+                  **(checkpoints[0] if checkpoints else {})},
+        "workflow": {"generate_data": True, "train": True,
+                     **({"checkpoint": True} if checkpoints else {})},
         "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
                     "num_samples_per_file": spf, "record_length": record,
-                    **{k: evidence[k] for k in ("hdf5_libver", "npz_layout")
-                       if k in evidence},
+                    **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
+                                                 "record_length_stdev") if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
                        if "hdf5_chunk" in evidence else {})},
         "reader": {"batch_size": batch, "read_threads": threads,
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},
-        "train": {"epochs": epochs, "computation_time": round(compute, 6)},
+        "train": {"epochs": epochs, "computation_time": round(compute, 6),
+                  **({"seed": evidence["size_seed"]["seed"]} if "size_seed" in evidence
+                     else {})},
         "io": {"interface": interface, "layout": layout, "read_type": read_type,
                **io_extra},
+        **({"checkpoint": checkpoints[1]} if checkpoints else {}),
         "output": {"folder": output_folder},
     }
     return Fit(workload=workload, ranks=ranks, evidence=evidence, notes=notes,

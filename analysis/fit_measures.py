@@ -17,6 +17,9 @@ from .fit_patterns import FRAMING
 from .oplog_records import sequential_flags
 
 WRITTEN_SHARE = 0.9
+# bytes/s under which reads of data the reading process has just written cannot have come
+# from the page cache (a copy from memory runs at several GiB/s)
+PAGE_CACHE_RATE = 2 << 30
 FORWARD_SHARE = 0.8
 SHUFFLED_SEQ = 0.75      # halfway between a random order's sequential share (0.5) and in order
 STEP_GAP = 1e-3
@@ -430,3 +433,57 @@ def _timeline(trace, record, sample_starts=None):
     return compute, batch, threads, {"step_gaps_per_rank": steps_per_rank,
                                      "median_step_gap_s": compute,
                                      "reads_in_flight_p95": in_flight}
+
+
+def _direct(job, data, notes, evidence):
+    """True when the job's data reads bypassed the page cache (O_DIRECT), on strong evidence
+    only. A Darshan log does not record O_DIRECT (POSIX_MODE is the permission mode): every
+    data access aligned to the file alignment Darshan uses (no POSIX_FILE_NOT_ALIGNED nor
+    POSIX_MEM_NOT_ALIGNED, DXT offsets and lengths multiples of it) is needed, and proves
+    nothing alone; strong evidence is reads of data that the same rank wrote earlier in the
+    job (a buffered write leaves it in that process's page cache) running, median per call,
+    below PAGE_CACHE_RATE. The note says which it was."""
+    posix = job.records.get("POSIX")
+    if posix is None or posix.empty:
+        return False
+    rows = posix[posix["id"].isin(list(data.index))]
+    moved = rows[(rows["POSIX_READS"] > 0) | (rows["POSIX_WRITES"] > 0)]
+    if moved.empty or "POSIX_FILE_ALIGNMENT" not in moved:
+        return False
+    align = int(moved["POSIX_FILE_ALIGNMENT"].max())
+    unaligned = int(moved["POSIX_FILE_NOT_ALIGNED"].clip(lower=0).sum()
+                    + moved["POSIX_MEM_NOT_ALIGNED"].clip(lower=0).sum())
+    trace = (job.dxt_segments or {}).get("DXT_POSIX")
+    if trace is not None:
+        trace = trace[trace["id"].isin(list(data.index)) & (trace["length"] > 0)]
+        if align > 0 and ((trace["offset"] % align != 0) | (trace["length"] % align != 0)).any():
+            unaligned += 1
+    if unaligned or align <= 1:
+        return False
+    evidence["aligned_accesses"] = align
+    unseen = (f"every data access was aligned to {align} bytes, as O_DIRECT needs; a Darshan "
+              "log does not record O_DIRECT (POSIX_MODE is the permission mode)")
+    own = moved[(moved["POSIX_READS"] > 0) & (moved["POSIX_BYTES_WRITTEN"] > 0)]
+    if trace is None or own.empty:
+        notes.append(f"{unseen} and nothing shows the page cache bypassed (no data read back "
+                     "by the rank that wrote it): io.interface posix")
+        return False
+    mine = set(zip(own["rank"].astype(int), own["id"].astype("uint64")))
+    reads = trace[trace["op"] == "read"]
+    reads = reads[[(int(r), i) in mine for r, i in zip(reads["rank"], reads["id"])]]
+    seconds = (reads["end"] - reads["start"]).to_numpy()
+    if reads.empty or (seconds <= 0).all():
+        notes.append(f"{unseen}; the reads' times are unknown: io.interface posix")
+        return False
+    rate = float(np.median(reads["length"].to_numpy()[seconds > 0] / seconds[seconds > 0]))
+    evidence["readback_rate"] = rate
+    gib = rate / (1 << 30)
+    if rate < PAGE_CACHE_RATE:
+        notes.append(f"{unseen}; the data each rank had written itself was read back at "
+                     f"{gib:.2f} GiB/s (median per read), slower than a copy from the page "
+                     f"cache where buffered writes leave it: O_DIRECT, io.interface "
+                     "posix_direct")
+        return True
+    notes.append(f"{unseen}; the data each rank had written itself was read back at "
+                 f"{gib:.2f} GiB/s (median per read), from the page cache: io.interface posix")
+    return False

@@ -16,6 +16,8 @@ analysis.fit: what a log shows of how a program read its samples, beyond sizes a
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
   over the data files' datasets); the file format from the superblock read (``hdf5_libver``);
   a chunked dataset from reads of one size other than a sample's (``hdf5_chunk``).
+- Whole-file loads (``whole_file_loads``): each file read by one rank, every pass over it (an
+  open) from its start to (nearly) its end in blocks of one size: the sample is the file.
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
@@ -25,6 +27,9 @@ import numpy as np
 EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
 FRAMING = {"tfrecord": 16, "npz": 128}  # bytes a format adds to a sample, as fit assumes
 STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
+WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
+SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
+SEED_CLOSE = 0.005  # relative difference of the totals at which the search stops
 
 
 def numpy_loads(trace, sizes):
@@ -102,6 +107,76 @@ def stream_block(trace, sizes):
     values, counts = np.unique(blocks, return_counts=True)
     return (int(values[np.argmax(counts)]), int(round(float(np.median(eofs)))),
             _at_once(spans))
+
+
+def whole_file_loads(trace, sizes):
+    """(loads, B, E) when the files are loaded whole: a stream of B-byte blocks (stream_block)
+    one file at a time, each file read by one rank only, and at least STREAM_SHARE of the
+    passes over a file reading WHOLE_SHARE of its bytes or more; loads: the passes, E the
+    reads that returned nothing at a pass's end (median). Else None."""
+    if trace["id"].nunique() < 1 or (trace.groupby("id")["rank"].nunique() > 1).any():
+        return None
+    stream = stream_block(trace, sizes)
+    if stream is None or stream[2] != 1:
+        return None
+    loads = whole = 0
+    spans = []
+    for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        reads = reads.sort_values("start", kind="stable")
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        t0, t1 = reads["start"].to_numpy(), reads["end"].to_numpy()
+        for a, b in _passes(off, ln):
+            if not (ln[a:b] > 0).any():
+                continue
+            loads += 1
+            whole += int(ln[a:b].sum()) >= WHOLE_SHARE * sizes.get(int(fid), 0)
+            spans.append((int(rank), float(t0[a]), float(t1[b - 1]),
+                          np.diff(t0[a:b]) if b - a > 1 else np.zeros(0)))
+    if not loads or whole < STREAM_SHARE * loads or not _loads_apart(spans):
+        return None
+    return loads, stream[0], stream[1]
+
+
+def _loads_apart(spans):
+    """True when a load is one piece of work: the pauses between a rank's loads (passes:
+    rank, start, end, the gaps between their reads' starts) are longer than those inside a
+    load (median against median). A single pass over a file read step by step is a stream of
+    samples, not a load."""
+    between, inside = [], []
+    for rank in {r for r, _, _, _ in spans}:
+        mine = sorted((a, b) for r, a, b, _ in spans if r == rank)
+        between += [a2 - b1 for (_, b1), (a2, _) in zip(mine[:-1], mine[1:])]
+    for _, _, _, gaps in spans:
+        inside += gaps.tolist()
+    if not between:
+        return False
+    return not inside or float(np.median(between)) > float(np.median(inside))
+
+
+def size_seed(sizes, mean, stdev, start=123):
+    """(train.seed, relative difference of the totals) for a raw dataset of one sample per
+    file drawn with mean and stdev (dlio_mpi.formats.content.sample_sizes): a few files' draws
+    can total far from the real files' bytes, so the seed is the first from ``start`` whose
+    draws total within SEED_CLOSE of them and spread as much within a tenth, else the closest
+    of SEED_TRIES."""
+    from dlio_mpi.formats.content import sample_sizes
+    from dlio_mpi.formats.spec import FormatSpec
+
+    real = np.asarray(sizes, dtype=np.float64)
+    total, spread = float(real.sum()), float(real.std())
+    best = (float("inf"), start, 0.0)
+    for seed in range(start, start + SEED_TRIES):
+        spec = FormatSpec(format="raw", samples_per_file=1, record_length=int(mean),
+                          record_length_stdev=float(stdev), seed=seed)
+        drawn = np.array([int(sample_sizes(spec, i)[0]) for i in range(len(real))],
+                         dtype=np.float64)
+        off = abs(drawn.sum() - total) / total
+        spread_off = abs(drawn.std() - spread) / spread if spread else 0.0
+        if off <= SEED_CLOSE and spread_off <= 0.1:
+            return seed, off
+        if off + 0.1 * spread_off < best[0]:
+            best = (off + 0.1 * spread_off, seed, off)
+    return best[1], best[2]
 
 
 def file_order_ascending(trace, names):
@@ -265,6 +340,32 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "per file")
             return (file_size, 1, request, {"access": "image", "buffer_size": buffer},
                     max(1, int(round(loads / files))), ascending)
+    if fmt == "raw" and layout == "multi":
+        whole = whole_file_loads(trace, sizes)
+        if whole is not None:
+            loads, block, eof = whole
+            size = data["size"].to_numpy()
+            spread = int(round(float(size.std())))
+            evidence["whole_file_loads"] = {"loads": loads, "block": block, "eof_reads": eof}
+            if spread:
+                evidence["record_length_stdev"] = spread
+                seed, off = size_seed(size, float(size.mean()), spread)
+                evidence["size_seed"] = {"seed": seed, "total_difference": off}
+            epochs = max(1, int(round(loads / files)))
+            notes.append(f"each file was read whole by one rank, {loads / files:.3g} times "
+                         f"(an open each), in {block}-byte reads: a sample is the whole file "
+                         f"(dataset.record_length the mean file size, record_length_stdev "
+                         f"{spread} their spread"
+                         + (f", train.seed {evidence['size_seed']['seed']} draws sizes "
+                            f"that total the files' bytes within "
+                            f"{evidence['size_seed']['total_difference']:.1%}" if spread
+                            else "") + f"), {epochs} epochs")
+            if ascending is False:
+                notes.append("a rank takes its own files in an order of its own each epoch: "
+                             "the emulator keeps each file on its rank and reads them in "
+                             "name order (the counters of each file are the same)")
+            extra = {"access": "stream", "eof_reads": eof} if eof else {}
+            return (int(round(float(size.mean()))), 1, block, extra, epochs, True)
     if fmt in ("tfrecord", "csv") and layout == "multi":
         # the formats whose readers stream (for others, reading samples in file order is
         # the same I/O and is fitted as such)

@@ -20,8 +20,9 @@ def test_metric_set_and_weights_are_the_documented_ones():
         ("sequential_read_fraction", "fraction", 1.0),
         ("consecutive_read_fraction", "fraction", 1.0),
         ("early_read_fraction", "fraction", 1.0), ("io_time_share", "share", 0.5),
-        ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0)]
-    assert TOTAL_WEIGHT == 17.0
+        ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0),
+        ("checkpoint_files", "ratio", 0.5)]
+    assert TOTAL_WEIGHT == 17.5
 
 
 def test_per_metric_similarities():

@@ -1,0 +1,32 @@
+"""Real-log fixtures and runs of fitted workloads for the fit tests: the log's path and truth,
+and a fitted workload, changed, run on the emulator and compared with the real log."""
+import json
+import os
+
+import yaml
+
+from analysis.compare import compare
+from analysis.fit import fit
+from analysis.launch import run_emulator
+
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                    "darshan")
+with open(os.path.join(HERE, "truth.json")) as _f:
+    TRUTH = json.load(_f)
+
+
+def log(name):
+    return os.path.join(HERE, f"{name}.darshan")
+
+
+def run_changed(name, tmp_path, change):
+    """The score against the real log of an emulator run of the workload fitted to log
+    ``name`` after ``change(workload)`` (a workload of another shape)."""
+    fitted = fit(log(name), data_folder=str(tmp_path / "data"),
+                 output_folder=str(tmp_path / "run"))
+    change(fitted.workload)
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(fitted.workload, sort_keys=False))
+    run_emulator("changed", fitted.ranks, ["run", "--config", str(path), "io.keep_oplog=true",
+                                           "workflow.generate_data=true"])
+    return compare([log(name), str(tmp_path / "run")], labels=["real", "emulated"])

@@ -1,0 +1,56 @@
+"""Checkpoints recovered by the fit from a real log (checkpoint_train: rank 0 saves a
+torch.save-like file into global_epochN_stepM/ after every epoch), written by the replay and
+counted by compare."""
+import os
+
+import pytest
+
+import analysis
+from analysis.replay import replay
+
+from fitted_runs import TRUTH, log, run_changed
+
+
+def test_checkpoint_cadence_size_ranks_and_files():
+    t = TRUTH["checkpoint_train"]["checkpoints"]
+    f = analysis.fit(log("checkpoint_train"), output_folder="/scratch/out/run")
+    w = f.workload
+    assert w["workflow"]["checkpoint"] is True
+    assert w["model"]["model_size_bytes"] == t["bytes"]
+    ck = w["checkpoint"]
+    assert (ck["checkpoint_after_epoch"], ck["epochs_between_checkpoints"]) == (1, 1)
+    assert "steps_between_checkpoints" not in ck
+    assert (ck["writers"], ck["format"]) == ("rank0", "file_per_rank")
+    assert "fsync" not in ck
+    # as many write calls per file as the real file took
+    assert ck["transfer_size"] == -(-t["bytes"] // t["POSIX_WRITES_per_file"])
+    assert ck["checkpoint_folder"] == "/scratch/out/checkpoints"
+    e = f.evidence["checkpoint_writes"]
+    assert (e["checkpoints"], e["files"], e["writer_ranks"]) == (t["count"], [1] * 3, [0])
+    assert e["epochs_done"] == pytest.approx(t["after_epochs"], abs=0.01)
+    assert e["names"] == [os.path.basename(n) for n in t["names"]]
+    assert w["train"]["epochs"] == TRUTH["checkpoint_train"]["epochs"]
+
+
+def test_a_job_without_checkpoints_fits_none():
+    w = analysis.fit(log("python_train_reader")).workload
+    assert "checkpoint" not in w and "checkpoint" not in w["workflow"]
+
+
+def test_replay_writes_the_checkpoints(tmp_path):
+    t = TRUTH["checkpoint_train"]
+    r = replay(log("checkpoint_train"), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["bytes_written"] == r.real["bytes_written"] == t["posix"][
+        "POSIX_BYTES_WRITTEN"]
+    assert r.emulated["write_ops"] == r.real["write_ops"] == t["posix"]["POSIX_WRITES"]
+    assert r.comparison.row("checkpoint_files") == (3, 3)
+    assert r.emulated["files"] == r.real["files"]
+
+
+def test_a_replay_without_the_checkpoints_scores_low(tmp_path):
+    def no_checkpoints(w):
+        w["workflow"]["checkpoint"] = False
+    c = run_changed("checkpoint_train", tmp_path, no_checkpoints)
+    assert c.row("checkpoint_files") == (3, 0)
+    assert c.score < 0.6, c.table

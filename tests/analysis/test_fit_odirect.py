@@ -1,0 +1,43 @@
+"""O_DIRECT is not in a Darshan log: IOR POSIX written then read back with --posix.odirect and
+without gives the same counters (every access aligned); the fit chooses posix_direct only on
+strong evidence (the rank's own writes read back slower than the page cache) and says why."""
+import analysis
+from analysis.replay import replay
+
+from fitted_runs import TRUTH, log
+
+
+def _alignment_note(f):
+    notes = [n for n in f.notes if "does not record O_DIRECT" in n]
+    assert len(notes) == 1, f.notes
+    return notes[0]
+
+
+def test_direct_reads_are_fitted_as_posix_direct_with_the_reason():
+    assert TRUTH["ior_posix_odirect"]["o_direct"] is True
+    f = analysis.fit(log("ior_posix_odirect"))
+    assert f.workload["io"]["interface"] == "posix_direct"
+    assert "slower than a copy from the page cache" in _alignment_note(f)
+    assert f.evidence["readback_rate"] < 2 << 30
+
+
+def test_buffered_reads_of_the_same_shape_stay_posix():
+    assert TRUTH["ior_posix_buffered"]["o_direct"] is False
+    f = analysis.fit(log("ior_posix_buffered"))
+    assert f.workload["io"]["interface"] == "posix"
+    assert "from the page cache: io.interface posix" in _alignment_note(f)
+
+
+def test_aligned_reads_alone_are_no_evidence():
+    """Aligned reads of data the job did not write: O_DIRECT possible, not chosen."""
+    f = analysis.fit(log("checkpoint_train"))
+    assert f.workload["io"]["interface"] == "posix"
+    assert "nothing shows the page cache bypassed" in _alignment_note(f)
+
+
+def test_replay_of_the_direct_job(tmp_path):
+    r = replay(log("ior_posix_odirect"), tmp_path / "replay")
+    assert r.fit.workload["io"]["interface"] == "posix_direct"
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["bytes_read"] == r.real["bytes_read"]
+    assert r.emulated["bytes_written"] == r.real["bytes_written"]
