@@ -59,9 +59,10 @@ def check(cfg):
     if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
         raise ConfigError("io.write_first writes the training files only: set "
                           "dataset.num_files_eval=0 or workflow.evaluation=false")
-    if cfg.io.write_order == "shuffled" and cfg.dataset.format != "raw":
-        raise ConfigError(f"io.write_order=shuffled writes raw records: dataset.format must be "
-                          f"raw, not {cfg.dataset.format} (HDF5 rows are written in order)")
+    if cfg.io.write_order == "shuffled" and fmt.rows:
+        raise ConfigError(f"io.write_order=shuffled writes byte ranges: dataset.format must be "
+                          f"{formats.listed(lambda t: t.written_first and t.byte_ranges)}, not "
+                          f"{cfg.dataset.format} (HDF5 rows are written in order)")
 
 
 def _owners(cfg, comm, data):
