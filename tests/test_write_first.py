@@ -94,7 +94,7 @@ def test_write_first_needs_raw_or_hdf5_files(tmp_path):
         config.load(["workload=default", "io.write_fsync=true"])
     with pytest.raises(ConfigError, match="io.write_order=shuffled needs io.write_first"):
         config.load(["workload=default", "io.write_order=shuffled"])
-    with pytest.raises(ConfigError, match="io.write_order=shuffled writes raw records"):
+    with pytest.raises(ConfigError, match="io.write_order=shuffled writes byte ranges"):
         config.load(["workload=default"] + _args(tmp_path, "dataset.format=hdf5",
                                                  "io.interface=hdf5_sec2",
                                                  "io.write_order=shuffled"))
