@@ -225,7 +225,7 @@ class EpochQueue:
             slots, at = np.unique(seq, return_index=True)
             files = self.inner.files
             for f in self.lay.files[slots[np.argsort(-at, kind="stable")]].tolist():
-                files.touch(f)
+                files.mark_used(f)
         self.synced = max(self.synced, end)
 
     def _closed(self, f):
@@ -258,7 +258,7 @@ class EpochQueue:
             if not self.ready[slot]:
                 self._fill_index(slot, f)
             if ep.has_handle(slot):
-                inner.files.touch(f)
+                inner.files.mark_used(f)
             else:
                 ep.set_handle(slot, inner._open(f, keep))
         self.synced = g1

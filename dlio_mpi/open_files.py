@@ -42,7 +42,7 @@ class OpenFiles:
             self._open.move_to_end(f)
         return h
 
-    def touch(self, f):
+    def mark_used(self, f):
         """File f, if open, is now the most recently used."""
         if f in self._open:
             self._open.move_to_end(f)

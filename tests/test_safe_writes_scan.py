@@ -18,12 +18,14 @@ WRITE_SELF = {"write_text", "write_bytes", "touch"}
 # calls that create or overwrite a file named by an argument
 COPIES = {"copy", "copy2", "copyfile", "copytree", "move", "symlink", "link"}
 # the engines' constructors (dlio_mpi.engines) and the modes that create without O_EXCL
-ENGINES = {"PosixFile", "StdioFile", "MPIFile"}
+ENGINES = {"PosixFile", "StdioFile", "MPIFile", "UringFile"}
 ENGINE_WRITES_IN_PLACE = {
     # the run's write phase (io.write_first) writes the dataset files in place through the
     # application's interface, as a write-then-read benchmark does: "c" (create, keep), which
     # the POSIX and STDIO engines open without following a link at the name
     os.path.join("dlio_mpi", "write_phase.py"),
+    # the backend's open for it (Backend.open_write), which only the write phase calls
+    os.path.join("dlio_mpi", "backends", "__init__.py"),
 }
 # HDF5 files the run's write phase creates in place (io.write_first), as above
 H5_CREATE_IN_PLACE = {os.path.join("dlio_mpi", "write_hdf5.py")}
