@@ -134,7 +134,6 @@ def write_configuration(run_dir, cfg, overrides):
 def run(cfg, comm, echo=print, job_start_ns=None, overrides=()):
     """The main job (overrides: the command line's, recorded with the run). Returns the
     summary (on every rank)."""
-    rank, size = comm.Get_rank(), comm.Get_size()
     t0 = comm.bcast(time.time(), root=0)
     # the job as Darshan covers it, from MPI_Init on: on the op log's clock
     job = [engines.mono_ns() if job_start_ns is None else int(job_start_ns), 0]

@@ -7,8 +7,12 @@ latency histograms, first batch, what the run ran on, every phase in detail) in 
 their own (OWN). The configuration and the overrides are written beside it as DLIO records
 them (CONFIG_FOLDER/config.yaml and overrides.yaml)."""
 import datetime
+import json
+import os
 
 import numpy as np
+
+from dlio_mpi import outputs
 
 # 2: the DLIO layout (1: the flat layout of earlier versions, no schema_version key)
 SCHEMA_VERSION = 2
@@ -27,10 +31,31 @@ def timestamp(seconds):
         "%Y-%m-%dT%H:%M:%S.%f")
 
 
+SUMMARY = "summary.json"
+
+
 def own(summary):
-    """The section of a summary that holds this project's own figures ({} when it has none)."""
-    section = summary.get(OWN) if isinstance(summary, dict) else None
+    """The section of a summary that holds this project's own figures: a summary of the
+    earlier flat layout (no schema_version) is that section whole; {} when there is none."""
+    if not isinstance(summary, dict):
+        return {}
+    if "schema_version" not in summary and OWN not in summary:
+        return summary
+    section = summary.get(OWN)
     return section if isinstance(section, dict) else {}
+
+
+def ranks(summary):
+    """The run's ranks (DLIO's num_accelerators; `ranks` in the earlier flat layout)."""
+    return summary.get("num_accelerators", summary.get("ranks"))
+
+
+def load(directory):
+    """(summary, its own section) of the run in directory: a run's folder, or an output
+    folder (its latest run). OSError or ValueError as open and json.load raise them."""
+    with open(os.path.join(outputs.results_folder(directory), SUMMARY)) as f:
+        summary = json.load(f)
+    return summary, own(summary)
 
 
 def _series(metric, name, unit, values):

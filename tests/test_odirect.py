@@ -121,7 +121,7 @@ def _direct_run(tmp_path, *extra, check=True):
                 "dataset.record_length=1000", "dataset.record_length_stdev=0",
                 "reader.batch_size=2", "train.epochs=1", "train.computation_time=0",
                 "io.interface=posix_direct", *extra, check=check, timeout=120)
-    s = out / "summary.json"
+    s = out / "latest" / "summary.json"
     return p, (json.loads(s.read_text()) if s.exists() else None), data, out
 
 
