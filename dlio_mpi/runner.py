@@ -124,7 +124,7 @@ def write_configuration(run_dir, cfg, overrides):
     folder = os.path.join(run_dir, summary_layout.CONFIG_FOLDER)
     os.mkdir(folder)
     safe_files.write_whole(os.path.join(folder, "config.yaml"),
-                           yaml.safe_dump({"workload": cfg.to_dict()}, sort_keys=False))
+                           yaml.safe_dump(summary_layout.dlio_config(cfg), sort_keys=False))
     safe_files.write_whole(os.path.join(folder, "overrides.yaml"),
                            yaml.safe_dump(summary_layout.dlio_overrides(overrides)))
     safe_files.replace_link(os.path.join(run_dir, summary_layout.HYDRA_FOLDER),

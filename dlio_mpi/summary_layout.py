@@ -124,6 +124,23 @@ def layout(own_figures, cfg, *, trained, evaluations, checkpoints, hosts, starte
     }
 
 
+# keys this project names otherwise than the DLIO benchmark does today (it reads both)
+DLIO_NAMES = {("dataset", "record_length"): "record_length_bytes",
+              ("dataset", "record_length_stdev"): "record_length_bytes_stdev",
+              ("dataset", "record_length_resize"): "record_length_bytes_resize"}
+
+
+def dlio_config(cfg):
+    """The configuration as DLIO's config.yaml holds it: the workload's sections under
+    `workload:`, its keys under DLIO's names."""
+    doc = cfg.to_dict()
+    for (section, ours), theirs in DLIO_NAMES.items():
+        body = doc.get(section, {})
+        if ours in body:
+            body[theirs] = body.pop(ours)
+    return {"workload": doc}
+
+
 def dlio_overrides(overrides):
     """The command line's overrides as DLIO records them in overrides.yaml: `workload=NAME`
     as given, a setting as Hydra's `++workload.section.key=value`."""
