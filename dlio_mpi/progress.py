@@ -21,6 +21,8 @@ EVERY_S = 5.0
 
 log = logging.getLogger(LOGGER)
 log.propagate = False
+# silent until setup(): a run made from Python (advise's runs, tests) says nothing of its own
+log.addHandler(logging.NullHandler())
 
 
 class _ToStream(logging.StreamHandler):

@@ -110,8 +110,9 @@ def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
         assert json.loads((tmp_path / "o" / "status.json").read_text())["status"] == "running"
         assert not (tmp_path / "o" / ".dlio_mpi.failed").exists()
         assert (tmp_path / "o" / ".dlio_mpi.lock").read_text() == lock
+        live = os.readlink(tmp_path / "o" / "latest")       # the live run's folder only
         assert sorted(f.name for f in (tmp_path / "o").iterdir()) == [
-            ".dlio_mpi.lock", "status.json"]
+            ".dlio_mpi.lock", live, "latest", "status.json"]
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         finish(p)
