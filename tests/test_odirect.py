@@ -122,7 +122,7 @@ def _direct_run(tmp_path, *extra, check=True):
                 "reader.batch_size=2", "train.epochs=1", "train.computation_time=0",
                 "io.interface=posix_direct", *extra, check=check, timeout=120)
     s = out / "latest" / "summary.json"
-    return p, (json.loads(s.read_text()) if s.exists() else None), data, out
+    return p, (json.loads(s.read_text())["dlio_mpi"] if s.exists() else None), data, out
 
 
 def test_misaligned_transfer_size_is_a_config_error(dfile, tmp_path):
