@@ -4,6 +4,8 @@ job the rules read (from its characterization, workload and summary)."""
 import re
 from dataclasses import dataclass, field
 
+from dlio_mpi import summary_layout
+
 SMALL_READ_BYTES = 64 * 1024     # a median read below this is small for a parallel file system
 MIN_READS = 100                  # fewer reads than this tell nothing about their sizes
 RANDOM_SEQ_PCT = 60.0            # a job with fewer sequential reads than this reads randomly
@@ -58,10 +60,11 @@ def _size_key(n):
 
 
 class _Job:
-    """The figures diagnosis needs, from the characterization and the summary."""
+    """The figures diagnosis needs, from the characterization and the summary (its own
+    figures: summary_layout.own)."""
 
     def __init__(self, char, workload, summary):
-        self.char, self.w, self.summary = char, workload, summary or {}
+        self.char, self.w, self.summary = char, workload, summary_layout.own(summary or {})
         basis = char.totals.basis
         self.reads = sum(char.modules[m].ops.get("reads") or 0 for m in basis)
         self.opens = sum(char.modules[m].ops.get("opens") or 0 for m in basis)

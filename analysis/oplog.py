@@ -96,7 +96,7 @@ import zipfile
 import zlib
 
 import numpy as np
-from dlio_mpi import oplog_format
+from dlio_mpi import oplog_format, outputs, summary_layout
 
 from .errors import LogError, PartialLogWarning
 from .loader import DarshanJob
@@ -116,15 +116,18 @@ MMAP_NOTE = ("{bytes} bytes in {reads} reads " + MMAP_MARK + ", as Darshan leave
 
 
 def is_run_dir(path):
-    """True for a directory holding a run's summary.json and at least one op log."""
+    """True for a directory holding a run's summary.json and at least one op log: a run's
+    folder, or an output folder whose latest run does."""
     path = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    path = outputs.results_folder(path) if path else path
     return bool(path) and os.path.isdir(path) \
         and os.path.isfile(os.path.join(path, SUMMARY)) \
         and bool(glob.glob(os.path.join(path, OPLOG_GLOB)))
 
 
 def load_run(directory):
-    """The DarshanJob of a dlio_mpi run directory (summary.json + oplog_rank*.npz).
+    """The DarshanJob of a dlio_mpi run directory (summary.json + oplog_rank*.npz), or of an
+    output folder's latest run.
 
     Times cover what Darshan's do: seconds since the job's start, which each rank records right
     after MPI_Init (``job_mono_ns``), to its end (when the rank writes its op log, just before
@@ -139,23 +142,24 @@ def load_run(directory):
     dataset is noted in the job's warnings (the op log does not hold the generation's I/O,
     Darshan's log does). DXT-like traces are always built.
     """
-    directory = os.fspath(directory)
+    directory = outputs.results_folder(os.fspath(directory))
     summary_path = os.path.join(directory, SUMMARY)
     try:
         with open(summary_path) as f:
-            summary = json.load(f)
+            full = json.load(f)
     except (OSError, ValueError) as error:
         detail = " ".join(str(error).split()) or type(error).__name__
         raise LogError(f"{summary_path}: not a readable run summary ({detail})") from None
-    if not isinstance(summary, dict):
+    if not isinstance(full, dict):
         raise LogError(f"{summary_path}: not a readable run summary (a JSON object is expected)")
+    summary = summary_layout.own(full)
     paths = sorted(glob.glob(os.path.join(directory, OPLOG_GLOB)))
     if not paths:
         raise LogError(f"{directory}: no {OPLOG_GLOB}: run with io.keep_oplog=true")
     config = summary.get("config", {})
-    ranks = int(summary.get("ranks", len(paths)))
+    ranks = int(summary_layout.ranks(full) or len(paths))
     table, origins, windows = _read_oplogs(paths)
-    one_clock = int(summary.get("hosts", 1)) <= 1
+    one_clock = int(full.get("num_hosts", summary.get("hosts", 1))) <= 1
     # time 0: the job's start (the earliest on one clock, each rank's own on several); older
     # logs: the training part's start, else the earliest origin
     zero = {rank: windows.get(rank, (origin, origin))[0] for rank, origin in origins.items()}

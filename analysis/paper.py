@@ -21,6 +21,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 
+from dlio_mpi import summary_layout
 from dlio_mpi.safe_files import write_whole
 
 from .characterize import characterize
@@ -101,8 +102,7 @@ def training_time(run_dir):
     the run time the paper's I/O shares are taken over, since a scaled-down run's start-up
     (imports, MPI_Init, checks: a second or so) would weigh on them as it does not on a real
     application's hours."""
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        s = json.load(f)
+    _, s = summary_layout.load(run_dir)
     return (s.get("load") or {}).get("duration_s", 0.0) + sum(
         e.get("duration_s", 0.0) for e in s.get("epochs", []) + s.get("evaluations", []))
 
@@ -112,8 +112,7 @@ def probe_step(run_dir):
     time and the run's training time, over its steps. A load of input read at start counts
     towards the steps with its wall time (summary.json: the slowest rank's), the time the
     training waits for it; otherwise the I/O time is Darshan's estimate from the op log."""
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        s = json.load(f)
+    _, s = summary_layout.load(run_dir)
     steps = max(1, int(s.get("steps_per_epoch", 1)))
     if s.get("load"):
         io = s["load"].get("duration_s", 0.0) + sum(e.get("io_wait_s_max", 0.0)

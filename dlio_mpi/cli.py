@@ -72,6 +72,19 @@ def darshan_options(f):
     return f
 
 
+def verbosity_options(f):
+    f = click.option("-v", "--verbose", count=True,
+                     help="more lines while it runs (debug)")(f)
+    return click.option("-q", "--quiet", count=True,
+                        help="no progress lines, warnings and results only")(f)
+
+
+def _say_progress(comm, verbose, quiet):
+    from dlio_mpi import progress
+
+    progress.setup(comm.Get_rank(), verbose - quiet)
+
+
 def _under_darshan(cfg, darshan, dxt, modmem, nonmpi):
     """With --darshan, re-execute this process under Darshan before MPI starts."""
     from dlio_mpi import darshan as dm
@@ -94,12 +107,14 @@ def _under_darshan(cfg, darshan, dxt, modmem, nonmpi):
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="a workload YAML (DLIO benchmark files load unchanged)")
 @darshan_options
-def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
+@verbosity_options
+def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, verbose, quiet):
     """Run the training emulation on every rank.
 
     OVERRIDES are workload=NAME and section.key=value (dataset.num_files_train=64,
     io.interface=mpiio_coll, io.mpiio_hints.cb_nodes=4, ...). A missing dataset is generated
-    first; the summary goes to output.folder/summary.json."""
+    first; each run's results go to a folder of their own in output.folder (output.folder/
+    latest/summary.json for the newest), with the run's log."""
     cfg = _load(overrides, config_file)
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
@@ -110,8 +125,9 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
 
     comm = MPI.COMM_WORLD
     _stop_on_signals()
+    _say_progress(comm, verbose, quiet)
     try:
-        summary = runner.run(cfg, comm, job_start_ns=started_ns)
+        summary = runner.run(cfg, comm, job_start_ns=started_ns, overrides=overrides)
     except config.ConfigError as e:
         run_status.mark_stopped(cfg, "failed", str(e))
         if comm.Get_rank() == 0:
@@ -138,9 +154,10 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
         _fail(comm, e)
     if comm.Get_rank() == 0:
         from dlio_mpi.metrics import format_summary
+        from dlio_mpi.outputs import LATEST
         click.echo(format_summary(summary))
-        click.echo(f"summary: {cfg.output.folder}/summary.json")
-    if cfg.io.fail_below_au and summary["train_au_meet_expectation"] != "success":
+        click.echo(f"summary: {cfg.output.folder}/{LATEST}/summary.json")
+    if cfg.io.fail_below_au and summary["metric"]["train_au_meet_expectation"] != "success":
         sys.exit(AU_FAIL)
 
 
@@ -148,7 +165,9 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
 @click.argument("overrides", nargs=-1)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False))
 @darshan_options
-def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
+@verbosity_options
+def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, verbose,
+             quiet):
     """Generate the dataset of a workload (in parallel over the ranks) and stop."""
     cfg = _load(overrides, config_file)
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
@@ -157,8 +176,9 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
     from dlio_mpi import datagen
 
     comm = MPI.COMM_WORLD
+    _say_progress(comm, verbose, quiet)
     try:
-        n = comm.allreduce(datagen.generate(cfg, comm))
+        n = comm.allreduce(datagen.generate(cfg, comm, say=True))
     except Exception as e:
         _fail(comm, e)
     if comm.Get_rank() == 0:

@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from dlio_mpi import collective, formats, safe_files, sysinfo
+from dlio_mpi import collective, formats, progress, safe_files, sysinfo
 from dlio_mpi.dataset import Dataset
 
 MANIFEST = "manifest.json"
@@ -154,9 +154,9 @@ def check(cfg, comm):
     collective.agree(comm, error)
 
 
-def generate(cfg, comm):
+def generate(cfg, comm, say=False):
     """Write the dataset of cfg on every rank of comm (collective). Returns the number of files
-    this rank wrote."""
+    this rank wrote. With say, rank 0 says what it generates and how far it is (progress)."""
     rank = comm.Get_rank()
     parts = splits(cfg)
     root = cfg.dataset.data_folder
@@ -169,7 +169,20 @@ def generate(cfg, comm):
         except (OSError, ManifestError) as e:
             error = f"rank 0: cannot prepare {root}: {error_text(e)}"
     collective.agree(comm, error)
-    written = sum(_generate_split(d, cfg, comm) for d in parts)
+    tracker = None
+    if say and rank == 0:
+        total = sum(d.num_files for d in parts)
+        progress.log.info(f"generating the dataset in {root}: {total} files "
+                          f"({cfg.dataset.format}) on {comm.Get_size()} ranks")
+        # rank 0's files times the ranks: every rank writes as many files, give or take one
+        tracker = progress.Tracker("generating", total, "files")
+    written = 0
+    try:
+        for d in parts:
+            written += _generate_split(d, cfg, comm, tracker, written)
+    finally:
+        if tracker:
+            tracker.close()
     if rank == 0:
         write_manifest(cfg)
     comm.Barrier()
@@ -305,8 +318,10 @@ def write_manifest(cfg, state=COMPLETE, made=None):
     safe_files.write_whole(path, json.dumps(body, indent=1), fsync=True)
 
 
-def _generate_split(d, cfg, comm):
-    """The files of one split; returns how many this rank wrote."""
+def _generate_split(d, cfg, comm, tracker=None, before=0):
+    """The files of one split; returns how many this rank wrote. tracker (rank 0's
+    progress.Tracker) hears the job's files done, estimated from this rank's (before: the
+    files this rank wrote in the splits before this one)."""
     rank, size = comm.Get_rank(), comm.Get_size()
     if d.traits.rows and cfg.io.layout != "multi":
         return _shared_hdf5(d, comm)
@@ -330,6 +345,8 @@ def _generate_split(d, cfg, comm):
                                           formats.file_paths(d.spec, final)))):
                 os.replace(a, b)
             written += 1
+            if tracker:
+                tracker.update(min((before + written) * size, tracker.total))
     except OSError as e:
         where = e.filename or d.root
         error = f"rank {rank}: generating {where}: {e.strerror}"

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from dlio_mpi import sampler, sysinfo
+from dlio_mpi import sampler, summary_layout, sysinfo
 
 
 def reduce_epochs(epochs, comm):
@@ -27,7 +27,8 @@ def reduce_epochs(epochs, comm):
         waits = np.zeros_like(e["step_wait_hist"])
         comm.Allreduce(e["step_wait_hist"], waits, op=MPI.SUM)
         out.append({
-            "phase": e["phase"], "epoch": e["epoch"], "steps": e["steps"], "samples": samples,
+            # epochs numbered from 1, as the progress lines number them
+            "phase": e["phase"], "epoch": e["epoch"] + 1 if e["epoch"] >= 0 else e["epoch"], "steps": e["steps"], "samples": samples,
             "duration_s": wall, "first_done_s": first_done, "last_done_s": wall,
             "au": au, "samples_per_s": samples / wall, "bytes_moved": moved,
             "bytes_per_s": moved / wall, "read_ops": ops,
@@ -41,23 +42,22 @@ def reduce_epochs(epochs, comm):
 
 
 def summary(cfg, size, everything, checkpoints, *, facts, startup, generated, not_emulated,
-            read_threads, darshan_logs, bucket_bounds, started):
-    """summary.json's content: the configuration, the job-wide figures of every phase
-    (everything, from reduce_epochs), the checkpoints, what the run ran on (facts), start-up
-    figures, and when the run started (seconds since the epoch)."""
+            read_threads, darshan_logs, bucket_bounds, started, hosts):
+    """summary.json's content (dlio_mpi.summary_layout): the job-wide figures of every phase
+    (everything, from reduce_epochs), the checkpoints, what the run ran on (facts, and hosts:
+    a (name, CPUs, memory bytes) per host), start-up figures, and when the run started
+    (seconds since the epoch)."""
     load = [e for e in everything if e["phase"] == "load"]
     wrote = [e for e in everything if e["phase"] == "write"]
     trained = [e for e in everything if e["phase"] == "train"]
     evals = [e for e in everything if e["phase"] == "eval"]
-    au = float(np.mean([e["au"] for e in trained])) if trained else 0.0
     unread = (cfg.num_samples - (trained[0]["steps"] if trained else 0) * cfg.reader.batch_size
               * size if cfg.reader.access == "stream" else
               sampler.unread_per_epoch(cfg.num_samples, size, cfg.reader.batch_size,
                                        cfg.io.remainder, cfg.io.layout, cfg.io.read_type))
-    return {
+    ended = time.time()
+    own = {
         "config": cfg.to_dict(),
-        "ranks": size,
-        "hosts": facts["hosts"],
         "steps_per_epoch": trained[0]["steps"] if trained else 0,
         "samples_dropped_per_epoch": max(0, unread),
         "samples_padded_per_epoch": max(0, -unread),
@@ -66,32 +66,22 @@ def summary(cfg, size, everything, checkpoints, *, facts, startup, generated, no
                   "bandwidth_bytes_per_s": wrote[0]["bytes_per_s"]} if wrote else None,
         "evaluations": evals,
         "checkpoints": checkpoints,
-        "checkpoint_write_duration_s_mean": _mean([c["duration_s"] for c in checkpoints
-                                                   if c["op"] == "write"]),
-        "checkpoint_write_bandwidth_bytes_per_s_mean": _mean(
-            [c["bandwidth_bytes_per_s"] for c in checkpoints if c["op"] == "write"]),
-        "workload": cfg.workload,
         "not_emulated": not_emulated,
         "read_threads": read_threads,
         "files_generated": generated,
         "darshan_logs": darshan_logs,
-        # a run without training epochs (checkpoints only) has no AU and no throughput
-        "train_au_mean_percentage": 100 * au if trained else None,
-        "train_au_meet_expectation": ("success" if au >= cfg.metric.au else "fail")
-        if trained else "not applicable",
         "au_threshold_percentage": 100 * cfg.metric.au,
-        "train_throughput_mean_samples_per_second":
-            float(np.mean([e["samples_per_s"] for e in trained])) if trained else None,
-        "train_io_mean_MB_per_second":
-            float(np.mean([e["bytes_per_s"] for e in trained])) / 1e6 if trained else None,
         "bytes_moved": int(sum(e["bytes_moved"] for e in everything if e["phase"] != "write")),
         "epochs": trained,
         "histogram_bucket_lower_ns": bucket_bounds,
         "facts": facts,
         "startup": startup,
         "started": started,
-        "duration_s": time.time() - started,
+        "duration_s": ended - started,
     }
+    return summary_layout.layout(own, cfg, trained=trained, evaluations=evals,
+                                 checkpoints=checkpoints, hosts=hosts, started=started,
+                                 ended=ended)
 
 
 # per_rank.csv's columns after the rank: when (seconds since the epoch) and after how long
@@ -121,7 +111,7 @@ def startup_figures(comm, first_batch):
 def per_rank_header(epochs):
     """per_rank.csv's header: the rank, its start-up figures, then each phase's figures."""
     return ["rank", *STARTUP_COLUMNS] + [
-        f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch']}_{k}" for e in epochs
+        f"{e['phase']}{'' if e['epoch'] < 0 else e['epoch'] + 1}_{k}" for e in epochs
         for k in PER_PHASE]
 
 
@@ -147,10 +137,13 @@ def _remainder_words(s):
     return f"{s['samples_dropped_per_epoch']} samples dropped per epoch"
 
 
-def format_summary(s):
-    lines = [f"ranks {s['ranks']}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
+def format_summary(summary):
+    """The summary's text, as `run` prints it at the end."""
+    s, m = summary_layout.own(summary), summary["metric"]
+    ranks = summary["num_accelerators"]
+    lines = [f"ranks {ranks}, {len(s['epochs'])} epochs of {s['steps_per_epoch']} steps"
              f" ({_remainder_words(s)})" if s["epochs"]
-             else f"ranks {s['ranks']}, checkpoints only"]
+             else f"ranks {ranks}, checkpoints only"]
     for c in s.get("checkpoints") or []:
         published = f", published in {c['publish_s'] * 1e3:.1f} ms" \
             if c["op"] == "write" and "publish_s" in c else ""
@@ -158,7 +151,7 @@ def format_summary(s):
                      f"{c['duration_s']:.3f} s ({c['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s, "
                      f"{c['fsyncs']} fsyncs{published})")
     for e in s.get("evaluations") or []:
-        lines.append(f"evaluation after epoch {e['epoch'] + 1}: {e['samples']} samples in "
+        lines.append(f"evaluation after epoch {e['epoch']}: {e['samples']} samples in "
                      f"{e['duration_s']:.3f} s, {e['bytes_per_s'] / 2**20:.1f} MiB/s moved")
     if s.get("write"):
         w = s["write"]
@@ -169,19 +162,18 @@ def format_summary(s):
         lines.append(f"input read into memory at start: {ld['bytes_moved']} bytes in "
                      f"{ld['duration_s']:.3f} s")
     for e in s["epochs"]:
-        lines.append(f"epoch {e['epoch'] + 1}: {e['samples']} samples in {e['duration_s']:.3f} s,"
+        lines.append(f"epoch {e['epoch']}: {e['samples']} samples in {e['duration_s']:.3f} s,"
                      f" {e['samples_per_s']:.1f} samples/s, {e['bytes_per_s'] / 2**20:.1f} MiB/s"
                      f" moved, AU {100 * e['au']:.1f}%")
-    for w in s["facts"]["warnings"]:
-        lines.append(f"warning: {w}")
-    if s["train_au_mean_percentage"] is None:
+    if "train_au_mean_percentage" not in m:
         moved = sum(c["bytes"] for c in s["checkpoints"] if c.get("op") == "write")
         lines.append(f"no training epochs (checkpoints only): no AU or throughput; "
                      f"checkpoint bytes written {moved}")
         return "\n".join(lines)
-    lines.append(f"train_au_mean_percentage {s['train_au_mean_percentage']:.2f} "
-                 f"({s['train_au_meet_expectation']} against {s['au_threshold_percentage']:.0f}), "
+    lines.append(f"train_au_mean_percentage {m['train_au_mean_percentage']:.2f} "
+                 f"({m['train_au_meet_expectation']} against {s['au_threshold_percentage']:.0f}), "
                  f"train_throughput_mean_samples_per_second "
-                 f"{s['train_throughput_mean_samples_per_second']:.1f}, "
+                 f"{m['train_throughput_mean_samples_per_second']:.1f}, "
+                 f"train_io_mean_MB_per_second {m['train_io_mean_MB_per_second']:.1f}, "
                  f"bytes moved {s['bytes_moved']}")
     return "\n".join(lines)

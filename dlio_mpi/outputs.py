@@ -1,6 +1,8 @@
 """The output directory of a run: one run at a time (a lock), its file names, and its results.
-summary.json and per_rank.csv appear only when a run completes; a run that starts removes the
-previous run's, so an interrupted run never leaves results that look valid. The run's status
+Each run keeps its results in a folder of its own inside the output folder, named by when it
+started (as the DLIO benchmark's runs are), and `latest` links to the newest: summary.json and
+per_rank.csv appear there only when the run completes, so an interrupted run never leaves
+results that look valid. The lock and status.json stay in the output folder. The run's status
 file and its marking when a run stops are dlio_mpi.status's."""
 import csv
 import io
@@ -15,6 +17,8 @@ LOCK = ".dlio_mpi.lock"
 STATUS = "status.json"
 FAILED = ".dlio_mpi.failed"     # left by the first rank that failed, for rank 0's status
 RESULTS = ("summary.json", "per_rank.csv", FAILED)
+LATEST = "latest"
+RUN_FOLDER_TIME = "%Y-%m-%d-%H-%M-%S"        # the DLIO benchmark's run folders' names
 
 
 # the lock of the run this process belongs to (set on every rank once the run holds its
@@ -163,6 +167,29 @@ def clear_results(directory):
             os.unlink(os.path.join(directory, name))
         except FileNotFoundError:
             pass
+
+
+def new_run_folder(directory, started):
+    """The folder of a run that started at `started` (seconds since the epoch) inside output
+    folder directory, made now, with `latest` linked to it; a second run within the same
+    second gets a suffix. Returns its path."""
+    name = time.strftime(RUN_FOLDER_TIME, time.localtime(started))
+    for n in range(1, 1000):
+        candidate = name if n == 1 else f"{name}-{n}"
+        try:
+            os.mkdir(os.path.join(directory, candidate))
+        except FileExistsError:
+            continue
+        safe_files.replace_link(os.path.join(directory, LATEST), candidate)
+        return os.path.join(directory, candidate)
+    raise OSError(f"{directory}: no free run folder name for {name}")
+
+
+def results_folder(directory):
+    """Where the results of the newest run in output folder directory are: its `latest` run
+    folder, or directory itself when it has none (a run folder given directly)."""
+    latest = os.path.join(directory, LATEST)
+    return latest if os.path.isdir(latest) else directory
 
 
 def write_results(directory, summary, header, rows):

@@ -127,7 +127,8 @@ def evaluate(cfg, comm, log, epoch, rng):
 def run_epochs(cfg, comm, log, progress=None):
     """Run the training loop (with its evaluation phases); returns this rank's numbers per
     phase ("load", "train", "eval"), the op log arrays of each phase (with io.keep_oplog),
-    and when the first batch arrived."""
+    and when the first batch arrived. progress (progress.RunProgress, called on rank 0):
+    after steps, and with each phase and checkpoint as it ends."""
     rank, size = comm.Get_rank(), comm.Get_size()
     phases, oplogs, checkpoints = [], [], []
 
@@ -138,9 +139,16 @@ def run_epochs(cfg, comm, log, progress=None):
             oplogs.append((name, {k: np.array(v) for k, v in log.arrays().items()}))
         log.reset()
 
+    def said(what, entry):
+        """progress's line for a phase or a checkpoint that ended (rank 0, where it says)."""
+        hook = getattr(progress, what, None) if rank == 0 else None
+        if hook:
+            hook(entry)
+
     if cfg.io.write_first:
         from dlio_mpi import write_phase
         phases.append(write_phase.write_dataset(cfg, comm, log))
+        said("phase_done", phases[-1])
         keep_log("write")
     reader = reader_choice.make_reader(cfg, comm, log)
     exchange = Exchange(comm, cfg.io.allreduce_bytes, cfg.io.exchange_wait)
@@ -156,12 +164,14 @@ def run_epochs(cfg, comm, log, progress=None):
     def write_checkpoint(step, epoch):
         res = ckpt.write(len(checkpoints), ckpt_size)
         entry = schedule.record(res, len(checkpoints), "write")
-        entry.update(step=step, epoch=epoch)
+        entry.update(step=step, epoch=epoch + 1)       # numbered from 1, as on screen
         checkpoints.append(entry)
+        said("checkpoint_done", entry)
         return res.duration
 
     def close_phase(entry):
         phases.append(entry)
+        said("phase_done", entry)
         keep_log(f"{entry['phase']}{entry['epoch']}")
 
     if in_memory:

@@ -51,6 +51,16 @@ def run_facts(cfg, comm):
     return facts
 
 
+def host_figures(comm):
+    """One (name, CPUs, memory bytes) per host of the job, in the order of their first rank
+    (rank 0's host first): what the DLIO layout of the summary lists per host."""
+    seen = {}
+    for name, cpus, memory in comm.allgather((os.uname().nodename, os.cpu_count() or 0,
+                                              sysinfo.memory_bytes())):
+        seen.setdefault(name, (name, cpus, memory))
+    return list(seen.values())
+
+
 def rank_slice(cfg, comm):
     """Ask for io.rank_slice_us for the rank's thread (engines.thread_slice); the fact: the
     slice every rank was given (us), or 0 and why not."""

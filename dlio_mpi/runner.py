@@ -1,15 +1,16 @@
 """A whole run on every rank: check, make the dataset if it is missing, train, reduce the
-measurements across ranks (dlio_mpi.metrics), and write the outputs (rank 0: summary.json,
-per-rank CSV)."""
+measurements across ranks (dlio_mpi.metrics), and write the outputs (rank 0, in the run's own
+folder inside output.folder: summary.json in the DLIO layout, the configuration and overrides
+as DLIO records them, per-rank CSV, the log)."""
 import os
-import sys
 import time
 
 import numpy as np
+import yaml
 
 from dlio_mpi import (backends, collective, config, darshan, datagen, engines, memory_check,
-                      metrics, oplog_format, outputs, pipeline, prefetch, run_facts, safe_files,
-                      status)
+                      metrics, oplog_format, outputs, pipeline, prefetch, progress, run_facts,
+                      safe_files, status, summary_layout)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import schedule
 
@@ -21,14 +22,16 @@ def check_supported(cfg):
         raise config.ConfigError(f"not emulated by this version yet: {', '.join(missing)}")
 
 
-def prepare(cfg, comm):
-    """Output directory and dataset, agreed on by every rank."""
+def prepare(cfg, comm, started, overrides=()):
+    """Output directory (the run's own folder in it, with the configuration and overrides as
+    DLIO records them) and dataset, agreed on by every rank. Returns (files generated, the
+    run's folder, rank 0's log file handler or None)."""
     rank = comm.Get_rank()
     check_supported(cfg)
     if cfg.workflow.train:
         config.check_ranks(cfg, comm.Get_size())
     out_dir = cfg.output.folder
-    error = None
+    error = run_dir = log_file = None
     if rank == 0:
         try:
             os.makedirs(out_dir, exist_ok=True)
@@ -37,13 +40,19 @@ def prepare(cfg, comm):
             os.unlink(probe)
             outputs.acquire(out_dir)
             outputs.clear_results(out_dir)
-            status.set_status(out_dir, "running", ranks=comm.Get_size())
+            run_dir = outputs.new_run_folder(out_dir, started)
+            status.set_status(out_dir, "running", ranks=comm.Get_size(),
+                              run_folder=os.path.basename(run_dir))
             status.guard_status(out_dir)
+            log_file = progress.open_log_file(run_dir)
+            progress.log.info(f"run on {comm.Get_size()} ranks: results in {run_dir}")
+            write_configuration(run_dir, cfg, overrides)
         except OSError as e:
             error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
         except outputs.OutputInUse as e:
             error = f"rank 0: {e}"
     collective.agree(comm, error)
+    run_dir = comm.bcast(run_dir, root=0)
     owner = comm.bcast(outputs.owned if rank == 0 else None, root=0)
     if rank != 0:
         outputs.owned = owner
@@ -52,7 +61,7 @@ def prepare(cfg, comm):
         schedule.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:
         memory_check.check(cfg, comm)
-        return 0
+        return 0, run_dir, log_file
     have, error = None, None
     if rank == 0:
         try:
@@ -80,7 +89,10 @@ def prepare(cfg, comm):
             "workflow.generate_data=true")
     memory_check.check(cfg, comm, generating=stale)
     if stale:
-        generated = comm.allreduce(datagen.generate(cfg, comm))
+        t0 = time.perf_counter()
+        generated = comm.allreduce(datagen.generate(cfg, comm, say=True))
+        progress.log.info(f"dataset generated: {generated} files written in "
+                          f"{time.perf_counter() - t0:.1f} s")
     if cfg.io.check_dataset and not cfg.io.write_first:
         datagen.check(cfg, comm)
     if backends.of(cfg).direct:
@@ -102,49 +114,62 @@ def prepare(cfg, comm):
         if bad_values:          # a configuration value: a config error on every rank
             raise config.ConfigError(bad_values[0])
         collective.agree(comm, error)
-    return generated
+    return generated, run_dir, log_file
 
 
-def run(cfg, comm, echo=print, job_start_ns=None):
-    """The main job. Returns the summary (on every rank)."""
-    rank, size = comm.Get_rank(), comm.Get_size()
-    t0 = time.time()
+def write_configuration(run_dir, cfg, overrides):
+    """The run's configuration and overrides as DLIO records them: config.yaml (the workload
+    under `workload:`) and overrides.yaml (a list of Hydra overrides) in
+    summary_layout.CONFIG_FOLDER, with Hydra's own folder name linked to it."""
+    folder = os.path.join(run_dir, summary_layout.CONFIG_FOLDER)
+    os.mkdir(folder)
+    safe_files.write_whole(os.path.join(folder, "config.yaml"),
+                           yaml.safe_dump(summary_layout.dlio_config(cfg), sort_keys=False))
+    safe_files.write_whole(os.path.join(folder, "overrides.yaml"),
+                           yaml.safe_dump(summary_layout.dlio_overrides(overrides)))
+    safe_files.replace_link(os.path.join(run_dir, summary_layout.HYDRA_FOLDER),
+                            summary_layout.CONFIG_FOLDER)
+
+
+def run(cfg, comm, echo=print, job_start_ns=None, overrides=()):
+    """The main job (overrides: the command line's, recorded with the run). Returns the
+    summary (on every rank)."""
+    t0 = comm.bcast(time.time(), root=0)
     # the job as Darshan covers it, from MPI_Init on: on the op log's clock
     job = [engines.mono_ns() if job_start_ns is None else int(job_start_ns), 0]
-    generated = prepare(cfg, comm)
+    generated, run_dir, log_file = prepare(cfg, comm, t0, overrides)
+    try:
+        return _run(cfg, comm, t0, job, generated, run_dir)
+    finally:
+        progress.close_log_file(log_file)
+
+
+def _run(cfg, comm, t0, job, generated, run_dir):
+    rank, size = comm.Get_rank(), comm.Get_size()
     log = engines.OpLog(cfg.io.oplog_capacity)
-
-    tty = sys.stderr.isatty()
-    epoch_start = {}
-
-    def progress(epoch, step, steps):
-        """Rank 0 on a terminal: epoch, step and this rank's samples/s, at most ~10 times a
-        second; silent otherwise."""
-        if not tty:
-            return
-        now = time.perf_counter()
-        t0 = epoch_start.setdefault(epoch, now)
-        if step != steps and now - epoch_start.get("shown", 0) < 0.1:
-            return
-        epoch_start["shown"] = now
-        rate = step * cfg.reader.batch_size / (now - t0) if now > t0 else 0.0
-        print(f"\repoch {epoch + 1}/{cfg.train.epochs} step {step}/{steps} "
-              f"{rate:,.0f} samples/s per rank", end="", file=sys.stderr, flush=True)
-
+    shown = progress.RunProgress(cfg, size) if rank == 0 else None
     facts = run_facts.run_facts(cfg, comm)
+    hosts = run_facts.host_figures(comm)
+    if rank == 0:
+        for line in facts["warnings"]:
+            progress.log.warning(line)
     window = [engines.mono_ns(), 0]     # the training part, on the op log's clock
     if cfg.workflow.train:
-        epochs, oplogs, first_batch, checkpoints = pipeline.run_epochs(cfg, comm, log, progress)
+        try:
+            epochs, oplogs, first_batch, checkpoints = pipeline.run_epochs(cfg, comm, log,
+                                                                           shown)
+        finally:
+            if shown:
+                shown.close()
     else:
         epochs, oplogs, first_batch = [], [], None
-        checkpoints = schedule.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"])
+        checkpoints = schedule.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"],
+                                               progress.checkpoint_line if rank == 0 else None)
         if cfg.io.keep_oplog:       # the checkpoints' writes and reads, as one phase
             log.finalize()
             oplogs.append(("checkpoint", {k: np.array(v) for k, v in log.arrays().items()}))
     window[1] = engines.mono_ns()
     startup, my_startup = startup_figures(comm, first_batch)
-    if rank == 0 and sys.stderr.isatty():
-        print(file=sys.stderr)
     everything = reduce_epochs(epochs, comm)
     off = prefetch.read_ahead_off(cfg)
     summary = metrics.summary(
@@ -152,14 +177,14 @@ def run(cfg, comm, echo=print, job_start_ns=None):
         not_emulated=list(cfg.not_emulated) + ([f"reader.read_threads ({off})"] if off else []),
         read_threads=prefetch.read_ahead_threads(cfg),
         darshan_logs=sorted({x for x in comm.allgather(darshan.active_log()) if x}),
-        bucket_bounds=engines.hist_bucket_bounds().tolist(), started=t0)
+        bucket_bounds=engines.hist_bucket_bounds().tolist(), started=t0, hosts=hosts)
     rows = comm.gather(metrics.per_rank_row(rank, my_startup, epochs), root=0)
     out_dir = cfg.output.folder
     if cfg.io.keep_oplog:
-        oplog_format.save(out_dir, rank, oplogs, log.origin_mono_ns, window,
+        oplog_format.save(run_dir, rank, oplogs, log.origin_mono_ns, window,
                           (job[0], engines.mono_ns()))
     if rank == 0:
-        outputs.write_results(out_dir, summary, metrics.per_rank_header(epochs), rows)
+        outputs.write_results(run_dir, summary, metrics.per_rank_header(epochs), rows)
         status.unguard_status()
         status.set_status(out_dir, "complete")
         outputs.release(out_dir)

@@ -133,3 +133,21 @@ def write_whole(path, data, *, fsync=False, temp=None):
     with replaced(path, "wb" if isinstance(data, (bytes, bytearray, memoryview)) else "w",
                   fsync=fsync, temp=temp) as f:
         f.write(data)
+
+
+def replace_link(path, target):
+    """A symbolic link at path pointing to target (a name relative to path's folder), made
+    under a temporary name and renamed into place: whatever entry held path (a link, a file)
+    is replaced, never followed."""
+    temp = f"{path}.part"
+    remove_entry(temp)
+    try:
+        os.symlink(target, temp)
+    except FileExistsError as e:
+        raise _refused(temp, e) from None
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            remove_entry(temp)
+        raise

@@ -60,6 +60,7 @@ import tempfile
 import time
 
 from launch import mpiexec
+from dlio_mpi import summary_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EPOCHS = 3
@@ -129,7 +130,7 @@ def emulate(n, over, out):
     """AU of one run on n ranks (mean over the epochs after the first), and its CPU share."""
     _, wall, cpu = launch(n, [sys.executable, "-m", "dlio_mpi", "run"] + over
                           + [f"output.folder={out}"])
-    s = json.load(open(os.path.join(out, "summary.json")))
+    s = summary_layout.load(out)[1]
     epochs = s["epochs"][1:] or s["epochs"]
     return statistics.mean(e["au"] for e in epochs), cpu / (wall * os.cpu_count())
 

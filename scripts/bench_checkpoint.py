@@ -67,6 +67,7 @@ from memstate import Cache, back_memory, free_page_reporting
 import dlio_mpi
 from dlio_mpi.config import parse_size
 from dlio_mpi.schema import SCHEMA
+from dlio_mpi import summary_layout
 
 
 def _chunk_default():
@@ -132,7 +133,7 @@ def emulator(fmt, n, size, ck_dir, out, writing):
             f"checkpoint.checkpoint_folder={ck_dir}", f"output.folder={out}"]
     launched = time.time()
     run(mpiexec(n) + [sys.executable, "-m", "dlio_mpi"] + args, f"dlio_mpi run ({fmt})")
-    s = json.load(open(os.path.join(out, "summary.json")))
+    s = summary_layout.load(out)[1]
     STARTUP.append(s["started"] - launched)
     op = "write" if writing else "read"
     (c,) = [c for c in s["checkpoints"] if c["op"] == op]

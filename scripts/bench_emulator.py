@@ -25,6 +25,7 @@ import tempfile
 import time
 
 from launch import mpiexec
+from dlio_mpi import summary_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
@@ -79,7 +80,7 @@ def main():
             dlio(2, ["run"] + common + [f"output.folder={out}", f"train.epochs={args.epochs}",
                                         f"reader.read_threads={threads}",
                                         f"train.computation_time={compute}"])
-            s = json.load(open(os.path.join(out, "summary.json")))
+            s = summary_layout.load(out)[1]
             # the first epoch opens the files and touches the buffers: the warm epochs count
             return statistics.mean(e["samples_per_s"] for e in s["epochs"][1:]), s
 
@@ -105,7 +106,7 @@ def main():
                 env = dict(os.environ, DLIO_MPI_LAUNCH_TIME=repr(time.time()))
                 dlio(n, ["run"] + common + [f"output.folder={out}_{n}", "train.epochs=1"],
                      env=env)
-                s1 = json.load(open(os.path.join(f"{out}_{n}", "summary.json")))
+                s1 = summary_layout.load(f"{out}_{n}")[1]
                 rows[f"first batch s, {n} rank{'s' if n > 1 else ''}"].append(
                     s1["startup"]["first_batch_s_max"])
     finally:

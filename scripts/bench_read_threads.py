@@ -18,7 +18,6 @@ files as TensorFlow's reader does (reader.access=stream: each rank's files front
 """
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -26,6 +25,7 @@ import sys
 import tempfile
 
 from launch import mpiexec
+from dlio_mpi import summary_layout
 
 FORMAT = {"hdf5": "hdf5", "hdf5_sec2": "hdf5"}     # the others read NPZ
 
@@ -87,7 +87,7 @@ def main():
                 out = f"{tmp}/out{t}"
                 dlio(args.bind, ["run"] + common + [f"output.folder={out}",
                                                     f"reader.read_threads={t}"])
-                s = json.load(open(os.path.join(out, "summary.json")))
+                s = summary_layout.load(out)[1]
                 if s["read_threads"] != t:
                     sys.exit(f"bench-read-threads: {t} read threads asked, the run used "
                              f"{s['read_threads']} ({s['not_emulated']})")

@@ -32,6 +32,7 @@ import time
 
 import metaops
 from launch import mpiexec
+from dlio_mpi import outputs, summary_layout
 
 
 def run(n, args, bind, wrap=None, env=None):
@@ -44,7 +45,7 @@ def run(n, args, bind, wrap=None, env=None):
 
 
 def per_rank(out):
-    with open(os.path.join(out, "per_rank.csv")) as f:
+    with open(os.path.join(outputs.results_folder(out), "per_rank.csv")) as f:
         return {int(r["rank"]): r for r in csv.DictReader(f)}
 
 
@@ -79,7 +80,7 @@ def main():
                 out = os.path.join(tmp, f"out{n}")
                 run(n, common + [f"output.folder={out}", "io.keep_oplog=true"], args.bind,
                     env=env)
-                s = json.load(open(os.path.join(out, "summary.json")))["startup"]
+                s = summary_layout.load(out)[1]["startup"]
                 t = timed[n]
                 t["first"].append(s["first_batch_s_max"])
                 t["cpu_mean"].append(s["first_batch_cpu_s_mean"])

@@ -40,3 +40,14 @@ def drop_dac_capabilities():
     for cap in (1, 2):      # and from the bounding set, or root regains them at exec
         if libc.prctl(24, cap, 0, 0, 0) != 0:     # PR_CAPBSET_DROP
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def run_summary(out):
+    """The summary.json of the latest run in output folder out, whole (the DLIO layout)."""
+    import json
+    return json.loads((out / "latest" / "summary.json").read_text())
+
+
+def own_summary(out):
+    """This project's own figures in the latest run's summary.json (its dlio_mpi section)."""
+    return run_summary(out)["dlio_mpi"]

@@ -2,7 +2,6 @@
 the library the pattern stands in for would issue (a buffered TFRecord stream over the rank's
 own files; numpy.load of each sample's NPZ member), in the same order."""
 import io
-import json
 import os
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 
 from dlio_mpi import access, config, sampler
 from dlio_mpi.dataset import Dataset
-from datautil import load_npz
+from datautil import load_npz, own_summary
 from mpirun import run_mpi
 from test_access import _Recorder, _with_probe
 
@@ -34,12 +33,12 @@ def test_stream_reads_files_front_to_back(tmp_path, n, threads, interface):
     run_mpi(n, "run_cli.py", "run", *args, timeout=240)
     cfg = config.load(["workload=default"] + args)
     data = Dataset(cfg)
-    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    s = own_summary(tmp_path / "out")
     assert s["read_threads"] == threads
     steps = access.stream_steps(7, 5, n, 2)
     assert s["steps_per_epoch"] == steps
     assert s["samples_dropped_per_epoch"] == 35 - steps * 2 * n
-    logs = [load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz") for r in range(n)]
+    logs = [load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz") for r in range(n)]
     for e in range(2):
         seen = set()
         for r, z in enumerate(logs):
@@ -77,7 +76,7 @@ def test_numpy_access_is_numpy_load(tmp_path, n, interface):
     data = Dataset(cfg)
     blk = os.stat(data.path(0)).st_blksize
     for r in range(n):
-        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
         plan = sampler.rank_samples(12, n, r, 2, 0, cfg.train.seed, True)
         want = []
         for s in plan.reshape(-1).tolist():
@@ -99,11 +98,11 @@ def test_stream_read_ahead_holds_a_buffer_per_thread_not_a_ring_of_batches(tmp_p
             "workload=imagenet", "dataset.num_files_train=4", "dataset.num_samples_per_file=96",
             "reader.shuffle_size=32", "train.computation_time=0.001", "io.keep_oplog=true"]
     run_mpi(2, "run_cli.py", "run", *args, timeout=240)
-    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    s = own_summary(tmp_path / "out")
     assert s["read_threads"] == 8
     assert s["startup"]["peak_rss_mib_max"] < 100, s["startup"]
     cfg = config.load(args)
-    logs = [load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz") for r in range(2)]
+    logs = [load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz") for r in range(2)]
     got = sum(int(z["e0_bytes"][z["e0_op"] == 0].sum()) for z in logs)
     assert got == s["epochs"][0]["bytes_moved"] > 0
     assert s["epochs"][0]["samples"] == s["steps_per_epoch"] * 2 * cfg.reader.batch_size
@@ -118,11 +117,11 @@ def test_a_file_opened_per_sample_reads_each_sample_once(tmp_path):
             "dataset.record_length=8k", "reader.batch_size=3", "reader.reopen=true",
             "reader.read_threads=0", "train.epochs=1", "io.keep_oplog=true"]
     run_mpi(2, "run_cli.py", "run", *args, timeout=240)
-    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    s = own_summary(tmp_path / "out")
     reads = opens = 0
     seen = set()
     for r in range(2):
-        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
         op, fl, off = z["e0_op"], z["e0_file"], z["e0_offset"]
         reads += int((op == READ).sum())
         opens += int((op == OPEN).sum())
@@ -148,7 +147,7 @@ def test_numpy_access_of_npy_files_is_numpy_load(tmp_path, threads):
     data = Dataset(cfg)
     blk = os.stat(data.path(0)).st_blksize
     for r in range(2):
-        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
         for e in range(2):
             want = []
             for f in sampler.rank_samples(6, 2, r, 1, e, cfg.train.seed, True).reshape(-1):
@@ -188,7 +187,7 @@ def test_stream_of_csv_files_is_pandas_read_csv(tmp_path):
     cfg = config.load(["workload=default"] + args)
     data = Dataset(cfg)
     for r in range(2):
-        got = _reads(load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz"), 0)
+        got = _reads(load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz"), 0)
         files = list(dict.fromkeys(f for f, _, _ in got))
         assert len(files) == 2
         for f in files:

@@ -1,7 +1,6 @@
 """Darshan integration without the Darshan runtime: where the runtime is looked for, the
 environment and config built, and, with a stand-in preload library compiled here, that every
 rank really runs with it preloaded (before MPI starts) and the run records its log's name."""
-import json
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import pytest
 
 from dlio_mpi import darshan
 from mpirun import run_mpi
+from datautil import own_summary
 
 STANDIN = textwrap.dedent(r'''
     #include <stdio.h>
@@ -133,7 +133,7 @@ def test_every_rank_runs_preloaded(tmp_path, standin, nonmpi):
         assert len(set(logs)) == 2 and all(l.startswith(str(out) + "/dlio_mpi.") for l in logs)
     else:
         assert logs == [str(out / "dlio_mpi.darshan")] * 2
-    summary = json.loads((out / "summary.json").read_text())
+    summary = own_summary(out)
     assert summary["darshan_logs"] == sorted(set(logs))
     conf = (out / "darshan.conf").read_text()
     assert f"NAME_INCLUDE ^{os.path.realpath(data)}/ {darshan.PATH_MODULES}" in conf

@@ -85,7 +85,7 @@ def test_a_truncated_file_under_mpiio(tmp_path, interface, layout, env):
     assert e and e[0].startswith("dlio_mpi: rank ") and \
         f"unexpected end of file in {victim}: {24 * 16384 + 100} bytes, the dataset's " \
         f"samples need {size} (truncated?)" in e[0], p.stdout[-3000:]
-    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not (tmp_path / "o" / "latest" / "summary.json").exists()
     # rank 0, stopped by the launcher when the failing rank ended the job, marks it failed
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "failed" and "unexpected end of file in" in status["reason"]

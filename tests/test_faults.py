@@ -11,6 +11,7 @@ import time
 import pytest
 
 from mpirun import HERE, mpiexec_cmd, run_mpi
+from datautil import run_summary
 
 
 def start(tmp_path, n, *extra):
@@ -73,7 +74,7 @@ def test_a_signal_marks_the_run_interrupted(tmp_path, sig):
     assert len([ln for ln in out.splitlines() if "stopped by SIG" in ln]) == 1, out
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "interrupted"
-    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not (tmp_path / "o" / "latest" / "summary.json").exists()
     assert not (tmp_path / "o" / ".dlio_mpi.lock").exists()
 
 
@@ -92,7 +93,7 @@ def test_a_rank_killed_ends_the_job(tmp_path):
     assert p.returncode != 0
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "interrupted", status
-    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not (tmp_path / "o" / "latest" / "summary.json").exists()
 
 
 def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
@@ -109,8 +110,9 @@ def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
         assert json.loads((tmp_path / "o" / "status.json").read_text())["status"] == "running"
         assert not (tmp_path / "o" / ".dlio_mpi.failed").exists()
         assert (tmp_path / "o" / ".dlio_mpi.lock").read_text() == lock
+        live = os.readlink(tmp_path / "o" / "latest")       # the live run's folder only
         assert sorted(f.name for f in (tmp_path / "o").iterdir()) == [
-            ".dlio_mpi.lock", "status.json"]
+            ".dlio_mpi.lock", live, "latest", "status.json"]
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         finish(p)
@@ -135,7 +137,7 @@ def test_rank_0_killed_marks_the_run_interrupted(tmp_path):
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "interrupted", status
     assert status["reason"].startswith(f"rank 0 (pid {rank0}) died; the launcher ended the job")
-    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not (tmp_path / "o" / "latest" / "summary.json").exists()
     s = status_cmd(tmp_path / "o")
     assert s.returncode == 1 and s.stdout.startswith(f"{tmp_path}/o: interrupted (rank 0 (pid")
 
@@ -169,11 +171,12 @@ def test_a_stale_lock_is_taken_over(tmp_path):
     dead.wait()
     (out / ".dlio_mpi.lock").write_text(json.dumps({"host": os.uname().nodename,
                                                      "pid": dead.pid}))
-    (out / "summary.json").write_text("{}")        # an earlier run's results
+    (out / "summary.json").write_text("{}")        # an earlier version's results
     run_mpi(1, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d", f"output.folder={out}",
             "train.epochs=1", timeout=60)
     assert json.loads((out / "status.json").read_text())["status"] == "complete"
-    assert json.loads((out / "summary.json").read_text())["ranks"] == 1
+    assert run_summary(out)["num_accelerators"] == 1
+    assert not (out / "summary.json").exists()
 
 
 def test_unwritable_output_folder(tmp_path):

@@ -16,6 +16,7 @@ from mpirun import run_mpi
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "scripts"))
 import metaops  # noqa: E402
+from datautil import own_summary
 
 STRACE = shutil.which("strace")
 PREAD = re.compile(r"pread64\((\d+), .*, (\d+), (\d+)\)\s+=\s+(\d+)")
@@ -106,7 +107,6 @@ def test_engine_box_reads_are_h5pys(tmp_path, compression):
 def data_file_bytes_by_strace(tmp_path, interface, epochs):
     """(bytes the file system returned for reads of the dataset's files, opens of them, the
     run's bytes_moved) of a 1-rank run of io.interface under strace."""
-    import json
     data, out, trace = tmp_path / f"d{interface}", tmp_path / f"o{interface}", tmp_path / "t"
     common = [f"dataset.data_folder={data}", "dataset.format=hdf5", "dataset.num_files_train=4",
               "dataset.num_samples_per_file=4", "dataset.record_length=16k",
@@ -125,7 +125,7 @@ def data_file_bytes_by_strace(tmp_path, interface, epochs):
             got += int(m.group(3))
         elif opened.match(line) and "= -1" not in line:
             opens += 1
-    return got, opens, json.loads((out / "summary.json").read_text())["bytes_moved"]
+    return got, opens, own_summary(out)["bytes_moved"]
 
 
 @pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")

@@ -121,8 +121,8 @@ def _direct_run(tmp_path, *extra, check=True):
                 "dataset.record_length=1000", "dataset.record_length_stdev=0",
                 "reader.batch_size=2", "train.epochs=1", "train.computation_time=0",
                 "io.interface=posix_direct", *extra, check=check, timeout=120)
-    s = out / "summary.json"
-    return p, (json.loads(s.read_text()) if s.exists() else None), data, out
+    s = out / "latest" / "summary.json"
+    return p, (json.loads(s.read_text())["dlio_mpi"] if s.exists() else None), data, out
 
 
 def test_misaligned_transfer_size_is_a_config_error(dfile, tmp_path):
@@ -151,7 +151,7 @@ def test_widened_reads_are_warned_and_counted(dfile, tmp_path):
     assert w == {"alignment": align, "sample_bytes_max": 1000, "read_bytes_max": int(read.max()),
                  "file0_sample_bytes": 4000, "file0_read_bytes": int(read.sum())}
     assert s["bytes_moved"] == 4 * int(read.sum())        # every file is laid out as file 0
-    warning = (f"warning: io.interface=posix_direct: O_DIRECT alignment ({align} bytes on "
+    warning = (f"io.interface=posix_direct: O_DIRECT alignment ({align} bytes on "
                f"{data}) widens each sample read to up to {int(read.max())} bytes (samples of "
                f"1000 bytes at most); bytes moved include the widening (file 0: "
                f"{int(read.sum())} bytes read for 4000 bytes of samples)")

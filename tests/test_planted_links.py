@@ -29,7 +29,12 @@ def plant(link, target):
 def check_written(path, target):
     assert target.read_text() == KEPT
     assert path.is_file() and not path.is_symlink(), path
-    assert not [p for p in path.parent.iterdir() if p.is_symlink()]
+    assert not [p for p in path.parent.iterdir() if p.is_symlink() and not inside(p)]
+
+
+def inside(link):
+    """Whether a link points into its own folder (the output folder's `latest`)."""
+    return os.path.dirname(os.path.realpath(link)) == os.path.realpath(link.parent)
 
 
 def test_generation_temporary_name(tmp_path, target):
@@ -56,12 +61,27 @@ def test_checkpoint_temporary_name(tmp_path, target, fmt, name):
     assert not os.path.lexists(ckpt / f"{name}.part")
 
 
-@pytest.mark.parametrize("name", ["status.json", "summary.json", "per_rank.csv"])
-def test_output_temporary_name(tmp_path, target, name):
+def test_output_temporary_name(tmp_path, target):
     out = tmp_path / "o"
-    plant(out / f"{name}.part", target)
+    plant(out / "status.json.part", target)
     run_mpi(1, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d", f"output.folder={out}",
             *SMALL, timeout=120)
-    check_written(out / name, target)
+    check_written(out / "status.json", target)
     assert json.loads((out / "status.json").read_text())["status"] == "complete"
-    assert (out / "summary.json").is_file() and (out / "per_rank.csv").is_file()
+    latest = out / "latest"
+    assert (latest / "summary.json").is_file() and (latest / "per_rank.csv").is_file()
+
+
+@pytest.mark.parametrize("name", ["latest", "latest.part"])
+def test_latest_link_planted(tmp_path, target, name):
+    """A link planted at `latest` or its temporary name is replaced by the run's own link to
+    its folder: nothing is written through it."""
+    out = tmp_path / "o"
+    plant(out / name, target.parent)
+    run_mpi(1, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d", f"output.folder={out}",
+            *SMALL, timeout=120)
+    assert sorted(os.listdir(target.parent)) == ["precious.txt"]
+    assert target.read_text() == KEPT
+    latest = out / "latest"
+    assert inside(latest) and (latest / "summary.json").is_file()
+    assert not os.path.lexists(out / "latest.part")

@@ -33,7 +33,7 @@ def test_stream_over_many_files_reads_each_record_once(dataset, tmp_path, batch,
     run_mpi(1, "run_cli.py", "run", f"dataset.data_folder={dataset}", f"output.folder={out}",
             *SHAPE, f"reader.batch_size={batch}", f"reader.read_threads={threads}",
             "io.keep_oplog=true", timeout=180)
-    z = load_npz(out / "oplog_rank00000.npz")
+    z = load_npz(out / "latest" / "oplog_rank00000.npz")
     steps = FILES // batch
     for e in range(2):
         op, f, nbytes = z[f"e{e}_op"], z[f"e{e}_file"], z[f"e{e}_bytes"]

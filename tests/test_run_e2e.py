@@ -1,12 +1,11 @@
 """End-to-end runs under mpiexec: every sample read exactly once per epoch (from the op logs of
 all ranks), bytes moved equal to the samples read, steps equal on all ranks, outputs written."""
 import csv
-import json
 
 import numpy as np
 import pytest
 
-from datautil import load_npz
+from datautil import load_npz, own_summary
 from mpirun import run_mpi
 
 SPF, REC = 8, 65536
@@ -15,7 +14,7 @@ SPF, REC = 8, 65536
 def load_oplogs(out, ranks, epochs):
     per_epoch = [[] for _ in range(epochs)]
     for r in range(ranks):
-        z = load_npz(out / f"oplog_rank{r:05d}.npz")
+        z = load_npz(out / "latest" / f"oplog_rank{r:05d}.npz")
         for e in range(epochs):
             per_epoch[e].append({k: z[f"e{e}_{k}"] for k in ("op", "file", "offset", "bytes",
                                                              "iface")})
@@ -42,7 +41,7 @@ def test_every_sample_once_per_epoch(tmp_path, n, interface, threads):
                 f"io.interface={interface}", f"io.layout={layout}", "io.keep_oplog=true",
                 f"reader.read_threads={threads}", "reader.prefetch_size=2",
                 timeout=180)
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     total = files * spf
     steps = total // (n * batch)
     assert s["steps_per_epoch"] == steps
@@ -71,15 +70,15 @@ def test_every_sample_once_per_epoch(tmp_path, n, interface, threads):
         assert np.unique(seen).size == seen.size          # none read twice
         if steps * n * batch == total:
             assert set(seen.tolist()) == set(range(total))
-    rows = list(csv.DictReader((out / "per_rank.csv").read_text().splitlines()))
+    rows = list(csv.DictReader((out / "latest" / "per_rank.csv").read_text().splitlines()))
     assert sorted(int(r["rank"]) for r in rows) == list(range(n))
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     assert max(float(r["first_batch_s"]) for r in rows) == pytest.approx(
         s["startup"]["first_batch_s_max"], abs=1e-5)
     assert all(0 < float(r["first_batch_cpu_s"]) <= float(r["first_batch_s"]) * 2 + 1
                for r in rows)
     assert all(abs(float(r["first_batch_unix_s"]) - s["started"]) < 60 for r in rows)
-    assert int(rows[0]["train0_bytes_moved"]) > 0
+    assert int(rows[0]["train1_bytes_moved"]) > 0
 
 
 def test_bad_key_is_one_line_and_exit_2(tmp_path):
@@ -108,7 +107,7 @@ def run_small(tmp_path, n, *extra):
     run_mpi(n, "run_cli.py", "run", f"dataset.data_folder={data}", f"output.folder={out}",
             f"dataset.record_length={REC}", "train.computation_time=0", "io.keep_oplog=true",
             *extra, timeout=180)
-    return json.loads((out / "summary.json").read_text()), out
+    return own_summary(out), out
 
 
 def test_replicated_file_read_whole_into_memory_by_every_rank(tmp_path):
@@ -126,7 +125,7 @@ def test_replicated_file_read_whole_into_memory_by_every_rank(tmp_path):
     for e in s["epochs"]:
         assert e["bytes_moved"] == 0 and e["samples"] == n * (spf // 4) * 4
     for r in range(n):
-        z = load_npz(out / f"oplog_rank{r:05d}.npz")
+        z = load_npz(out / "latest" / f"oplog_rank{r:05d}.npz")
         reads = z["e0_op"] == 0
         assert z["e0_offset"][reads].tolist() == list(range(0, size, 256 * 1024))
         assert int(z["e0_bytes"][reads].sum()) == size
@@ -143,14 +142,14 @@ def test_shared_file_padded_remainder(tmp_path):
                 "dataset.num_files_train=1", f"dataset.num_samples_per_file={spf}",
                 "reader.batch_size=2", "io.layout=shared", "io.remainder=pad", "train.epochs=1",
                 "reader.sample_shuffle=seed", timeout=180)
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     assert s["steps_per_epoch"] == 4
     assert s["samples_dropped_per_epoch"] == 0 and s["samples_padded_per_epoch"] == 4
     assert "ranks 3, 1 epochs of 4 steps (4 samples padded per epoch)" in p.stdout
     assert "dropped" not in p.stdout
     seen = []
     for r in range(n):
-        z = load_npz(out / f"oplog_rank{r:05d}.npz")
+        z = load_npz(out / "latest" / f"oplog_rank{r:05d}.npz")
         reads = z["e0_op"] == 0
         seen.append(z["e0_offset"][reads] // REC)
     seen = np.concatenate(seen)
@@ -175,7 +174,7 @@ def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
     else:
         with open(victim, "r+b") as f:
             f.truncate(REC + 100)
-    (out / "summary.json").unlink()
+    (out / "latest" / "summary.json").unlink()
     p = run_mpi(3, "run_cli.py", *args, check=False, timeout=60)
     assert p.returncode != 0
     errs = [l for l in p.stdout.splitlines() if l.startswith("dlio_mpi: rank")]
@@ -186,7 +185,7 @@ def test_damaged_dataset_ends_the_job_with_one_line(tmp_path, damage):
         ("unexpected end of file" in errs[0])
     if damage == "cut_later":
         assert errs[0].endswith(f"wanted {2 * REC} bytes from offset 0, got {REC + 100}"), errs
-    assert not (out / "summary.json").exists()
+    assert not (out / "latest" / "summary.json").exists()
 
 
 def test_summary_histograms_and_facts(tmp_path):
@@ -217,7 +216,7 @@ def test_evaluation_phases(tmp_path):
     for e in s["evaluations"]:
         assert e["samples"] == eval_steps * n * 3
         assert e["bytes_moved"] == eval_steps * n * 3 * REC
-    z = load_npz(out / "oplog_rank00000.npz")
+    z = load_npz(out / "latest" / "oplog_rank00000.npz")
     assert z["phases"].tolist() == ["train0", "eval0", "train1", "eval1"]
     ev = z["e1_file"][z["e1_op"] == 0]
     tr = z["e0_file"][z["e0_op"] == 0]
@@ -264,7 +263,7 @@ def test_more_files_than_the_open_file_limit(tmp_path):
     is_open = np.cumsum(np.where(ops == 2, 1, np.where(ops == 3, -1, 0)))
     assert is_open.max() == Reader.MAX_OPEN
     assert (ops == 2).sum() > files
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     assert s["bytes_moved"] == epochs * files * 4096
 
 
@@ -283,7 +282,7 @@ def test_mpiio_coll_reads_in_transfer_size_pieces(tmp_path):
             "train.computation_time=0", f"reader.transfer_size={xfer}",
             "io.interface=mpiio_coll", "io.layout=shared", "io.keep_oplog=true"]
     run_mpi(n, "run_cli.py", "run", *args, f"output.folder={out}", timeout=180)
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     logs = load_oplogs(out, n, 1)[0]
     calls = [int((log["op"] == 0).sum()) for log in logs]
     assert len(set(calls)) == 1, calls                # the same collective calls on every rank
@@ -314,7 +313,7 @@ def test_read_threads_beyond_the_ranks_cpus_are_named(tmp_path):
         out = tmp_path / f"o{threads}"
         p = run_mpi(1, "run_cli.py", "run", *common, f"output.folder={out}",
                     f"reader.read_threads={threads}", launcher_args=bind_to_core(), timeout=120)
-        s = json.loads((out / "summary.json").read_text())
+        s = own_summary(out)
         assert s["facts"]["cpus_per_rank_min"] == 1
         lines = [w for w in s["facts"]["warnings"] if "reader.read_threads" in w]
         assert bool(lines) == warned, s["facts"]["warnings"]

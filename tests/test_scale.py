@@ -1,7 +1,6 @@
 """Correctness at 16 and 32 ranks (oversubscribed on a small machine): every sample read once
 per epoch, checkpoints complete, outputs reduced and correct."""
 import csv
-import json
 import os
 import shutil
 import sys
@@ -10,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from datautil import load_npz
+from datautil import load_npz, own_summary, run_summary
 from dlio_mpi.checkpoint import record as checkpoint_record
 from mpirun import bind_to_core, run_mpi
 
@@ -30,12 +29,12 @@ def test_many_ranks(tmp_path, n):
             "reader.read_threads=0", "io.keep_oplog=true", "workflow.checkpoint=true",
             "model.model_size_bytes=64k", "checkpoint.writers=all", "checkpoint.fsync=true",
             timeout=600)
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     total = files * spf
     steps = total // (n * 2)
-    assert s["ranks"] == n and s["steps_per_epoch"] == steps
+    assert run_summary(out)["num_accelerators"] == n and s["steps_per_epoch"] == steps
     assert s["samples_dropped_per_epoch"] == total - steps * n * 2
-    logs = [load_npz(out / f"oplog_rank{r:05d}.npz") for r in range(n)]
+    logs = [load_npz(out / "latest" / f"oplog_rank{r:05d}.npz") for r in range(n)]
     for e in range(2):
         # the phases are train0, checkpoint0, train1, checkpoint1
         i = [list(z["phases"]).index(f"train{e}") for z in logs]
@@ -51,7 +50,7 @@ def test_many_ranks(tmp_path, n):
     assert len(ck_files) == 2 * n
     assert checkpoint_record.read(ck) == (True, [f.name for f in ck_files])
     assert sum(f.stat().st_size for f in ck_files) == 2 * 64 * 1024
-    rows = (out / "per_rank.csv").read_text().strip().splitlines()
+    rows = (out / "latest" / "per_rank.csv").read_text().strip().splitlines()
     assert len(rows) == n + 1
 
 
@@ -91,7 +90,7 @@ def test_start_up_metadata_of_the_dataset_does_not_grow_with_ranks(tmp_path):
                 shutil.rmtree(sdir)
                 sdir.mkdir()
         rows = {int(r["rank"]): r for r in
-                csv.DictReader((out / "per_rank.csv").read_text().splitlines())}
+                csv.DictReader((out / "latest" / "per_rank.csv").read_text().splitlines())}
         assert sorted(rows) == list(range(n))
         for r in range(n):
             calls = metaops.read(sdir / f"rank.{r}", args=True,

@@ -88,7 +88,7 @@ def test_checkpoint_on_a_full_file_system(small_fs, tmp_path, fmt, env):
         assert "No space left on device" in lines[0], out
     c = small_fs / "c"
     assert not (final_files(c) if c.exists() else []), final_files(c)
-    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not (tmp_path / "o" / "latest" / "summary.json").exists()
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "failed" and status["reason"] == lines[0][len("dlio_mpi: "):]
 
@@ -113,7 +113,7 @@ def test_o_direct_on_a_file_system_that_refuses_it(ramfs, tmp_path):
     assert p.returncode != 0
     lines = [l for l in out.splitlines() if l.startswith("dlio_mpi: rank")]
     assert lines and f"the file system of {ramfs}/d does not support O_DIRECT" in lines[0], out
-    assert not (tmp_path / "o" / "summary.json").exists()
+    assert not (tmp_path / "o" / "latest" / "summary.json").exists()
 
 
 SHARED_H5 = ["generate", "dataset.num_files_train=1", "dataset.num_samples_per_file=64",

@@ -1,6 +1,5 @@
 """HDF5 volumes (dataset.volumes): N-D datasets chunked and compressed as asked, read as crops
 at seeded positions, each crop of each volume one H5Dread of the engine."""
-import json
 
 import numpy as np
 import pytest
@@ -8,7 +7,7 @@ import pytest
 from dlio_mpi import config, formats, oplog_format
 from dlio_mpi.dataset import format_spec
 from dlio_mpi.formats import volumes
-from datautil import load_npz
+from datautil import load_npz, own_summary
 from mpirun import run_mpi
 
 VOLS = ('[{name: labels, dtype: int64, chunks: [9, 11, 11], compression: gzip, fill: 0.03}, '
@@ -89,11 +88,11 @@ def test_a_run_reads_a_crop_of_every_volume_per_sample(tmp_path):
     args = BASE + [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
                    "io.keep_oplog=true", "train.epochs=1", "train.computation_time=0"]
     run_mpi(2, "run_cli.py", "run", *args[1:], timeout=240)
-    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    s = own_summary(tmp_path / "o")
     assert s["steps_per_epoch"] == 6
     posix = 0
     for r in range(2):
-        z = load_npz(tmp_path / "o" / f"oplog_rank{r:05d}.npz")
+        z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz")
         op, iface, nb = z["e0_op"], z["e0_iface"], z["e0_bytes"]
         h5 = (op == 0) & (iface == 8)
         assert h5.sum() == 12 * 2
@@ -128,7 +127,7 @@ def test_a_volume_kept_in_a_companion_file(tmp_path):
     spec = format_spec(config.load(split))
     assert volumes.volume_file_id(spec, 1, 0) == oplog_format.COMPANION_ID_BASE + (1 << 20)
     for r in range(2):
-        z = load_npz(tmp_path / "o" / f"oplog_rank{r:05d}.npz")
+        z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz")
         op, iface, nb, fid = z["e0_op"], z["e0_iface"], z["e0_bytes"], z["e0_file"]
         h5 = (op == 0) & (iface == 8)
         # per sample: the labels' crop from the dataset's file, the raw crop from its own

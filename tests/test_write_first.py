@@ -1,7 +1,6 @@
 """io.write_first: the run writes the raw files it reads (a write-then-read benchmark such as
 IOR) through the configured interface, in reader.transfer_size pieces, before the first
 epoch: every byte once, the same content generate writes, in the op log as writes."""
-import json
 import os
 
 import numpy as np
@@ -11,7 +10,7 @@ from dlio_mpi import config, datagen
 from dlio_mpi.config_error import ConfigError
 from dlio_mpi.dataset import Dataset
 from dlio_mpi.formats import raw
-from datautil import load_npz
+from datautil import load_npz, own_summary
 from mpirun import run_mpi
 
 
@@ -51,13 +50,13 @@ def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
         with open(d.path(i), "rb") as f:
             assert f.read() == want.read_bytes(), d.path(i)
     assert datagen.read_manifest(cfg.dataset.data_folder) == datagen.manifest_for(cfg)
-    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    s = own_summary(tmp_path / "out")
     total = d.num_files * d.spf * 40 * 1024
     assert s["write"]["bytes_written"] == total
     assert s["bytes_moved"] == 2 * (s["steps_per_epoch"] * 2 * n) * 40 * 1024
     writes, ascending = [], []
     for r in range(n):
-        z = load_npz(tmp_path / "out" / f"oplog_rank{r:05d}.npz")
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
         assert list(z["phases"][:1]) == ["write"]
         op, fl, off, nb = (z[f"e0_{k}"] for k in ("op", "file", "offset", "bytes"))
         w = op == 1

@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from dlio_mpi import config
+from dlio_mpi import config, summary_layout
 from dlio_mpi.schema import SCHEMA
 
 MIN_ROUNDS = 3
@@ -74,9 +74,10 @@ class Candidate:
                 "runs": self.runs, "error": self.error}
 
 
-def run_figures(summary):
+def run_figures(full):
     """The figures advise keeps of a run: time per epoch (see the package docstring), AU,
     bytes moved per epoch (reads of the load, epochs and evaluations), samples/s."""
+    summary, metric = summary_layout.own(full), full.get("metric") or {}
     epochs = summary.get("epochs") or []
     n = max(1, len(epochs))
     waited = sum(e["duration_s"] for e in epochs)
@@ -84,9 +85,9 @@ def run_figures(summary):
     waited += sum(e["duration_s"] for e in summary.get("evaluations") or [])
     waited += sum(c["duration_s"] for c in summary.get("checkpoints") or [] if c["op"] == "write")
     return {"time_per_epoch_s": waited / n,
-            "au_pct": summary.get("train_au_mean_percentage"),
+            "au_pct": metric.get("train_au_mean_percentage"),
             "bytes_moved_per_epoch": (summary.get("bytes_moved") or 0) / n,
-            "samples_per_s": summary.get("train_throughput_mean_samples_per_second")}
+            "samples_per_s": metric.get("train_throughput_mean_samples_per_second")}
 
 
 def speedup(base, cand):

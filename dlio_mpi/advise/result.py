@@ -7,7 +7,7 @@ import time
 
 import yaml
 
-from dlio_mpi import backends
+from dlio_mpi import backends, summary_layout
 from dlio_mpi.advise.measure import speedup
 
 
@@ -26,6 +26,7 @@ def _figures(cand):
 
 
 def _page_cache_note(summary, cold):
+    summary = summary_layout.own(summary)
     facts = summary.get("facts") or {}
     interface = (summary.get("config") or {}).get("io", {}).get("interface")
     if interface in backends.BACKENDS and backends.get(interface).direct:

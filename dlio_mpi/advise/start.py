@@ -3,11 +3,10 @@ directory (the configuration in its summary.json), or a Darshan log (the workloa
 Runs on rank 0 only; what advise makes (datasets, checkpoints) goes below its output folder
 unless the overrides or the run directory name another place."""
 
-import json
 import os
 import warnings
 
-from dlio_mpi import config
+from dlio_mpi import config, outputs, summary_layout
 from dlio_mpi.advise.measure import AdviseError, minimal_doc
 
 
@@ -30,11 +29,9 @@ def starting_point(source, overrides, config_file, out_dir):
         cfg = config.load(overrides, config_file=config_file)
         local = True
     elif os.path.isdir(source):
-        summary_path = os.path.join(source, "summary.json")
+        summary_path = os.path.join(outputs.results_folder(source), summary_layout.SUMMARY)
         try:
-            with open(summary_path) as f:
-                summary = json.load(f)
-            doc = summary["config"]
+            doc = summary_layout.load(source)[1]["config"]
         except FileNotFoundError:
             raise AdviseError(f"{source}: no summary.json: not a complete dlio_mpi run "
                               "directory") from None

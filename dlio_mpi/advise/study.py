@@ -5,7 +5,7 @@ import os
 import time
 import warnings
 
-from dlio_mpi import config
+from dlio_mpi import config, summary_layout
 from dlio_mpi.advise.measure import (MIN_ROUNDS, AdviseError, Advisor, Candidate, _slug,
                                      changes_dataset, merged, speedup)
 
@@ -32,13 +32,13 @@ MAX_EPOCHS = 100
 
 
 def _epochs_s(summary):
-    return sum(e["duration_s"] for e in summary.get("epochs") or [])
+    return sum(e["duration_s"] for e in summary_layout.own(summary).get("epochs") or [])
 
 
 def epochs_to_measure(summary):
     """The epochs a run needs for its epochs to last MEASURABLE_S (at most MAX_EPOCHS), or
     None when the workload's own epochs are long enough (or it trains no epochs)."""
-    epochs = summary.get("epochs") or []
+    epochs = summary_layout.own(summary).get("epochs") or []
     total = _epochs_s(summary)
     if not epochs or total >= MEASURABLE_S or len(epochs) >= MAX_EPOCHS:
         return None

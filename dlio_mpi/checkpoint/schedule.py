@@ -85,12 +85,13 @@ def record(result, index, op):
             "publish_s": float(result.publish_duration)}
 
 
-def checkpoint_only(cfg, comm, log, ranks_per_host):
+def checkpoint_only(cfg, comm, log, ranks_per_host, on_done=None):
     """Write checkpoint.num_checkpoints_write checkpoints, then read
     checkpoint.num_checkpoints_read back; with recovery_rank_shift a rank reads the shard of
     the rank one host further on (one rank further on a single host). num_checkpoints_write=0
     writes none and reads checkpoints 0 .. num_checkpoints_read-1 that an earlier run of the
-    same size wrote to checkpoint_folder (a restart: their pages need not be cached)."""
+    same size wrote to checkpoint_folder (a restart: their pages need not be cached).
+    on_done(record), when given, runs after each checkpoint (for its progress line)."""
     size = size_of(cfg, comm.Get_size())
     ck = cfg.checkpoint
     writes = ck.num_checkpoints_write if ck.num_checkpoints_write >= 0 else 1
@@ -104,6 +105,10 @@ def checkpoint_only(cfg, comm, log, ranks_per_host):
     out = []
     for i in range(writes):
         out.append(record(c.write(i, size), i, "write"))
+        if on_done:
+            on_done(out[-1])
     for i in range(reads):
         out.append(record(c.read(i, size, shift=shift, verify=ck.verify), i, "read"))
+        if on_done:
+            on_done(out[-1])
     return out

@@ -92,9 +92,10 @@ def test_flipped_region_map_is_one_line(log, tmp_path):
 
 @pytest.fixture()
 def damaged_run(emulate, tmp_path):
-    """A copy of a real 2-rank run directory (op logs kept) and its good original."""
+    """A copy of a real 2-rank run's folder (op logs kept) and its good original."""
     good = emulate("dataset.num_files_train=4", "dataset.num_samples_per_file=4",
-                   "dataset.record_length=4096", "reader.batch_size=2", "train.epochs=1")
+                   "dataset.record_length=4096", "reader.batch_size=2",
+                   "train.epochs=1") / "latest"
     bad = tmp_path / "run"
     shutil.copytree(good, bad)
     return good, bad

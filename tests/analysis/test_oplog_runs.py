@@ -14,8 +14,8 @@ REC = 64 * KIB
 
 
 def _summary(out):
-    with open(out / "summary.json") as f:
-        return json.load(f)
+    with open(out / "latest" / "summary.json") as f:
+        return json.load(f)["dlio_mpi"]
 
 
 def test_per_rank_tfrecord_files_in_64k_reads(emulate):
@@ -106,9 +106,9 @@ def test_run_directory_with_the_logs_of_a_darshan_run_is_read_from_its_op_logs(
                   "dataset.num_samples_per_file=4", f"dataset.record_length={REC * 4}",
                   "reader.transfer_size=64k", "reader.batch_size=2", "train.epochs=1",
                   "reader.sample_shuffle=off", "reader.read_threads=1")
-    assert os.path.isfile(out / "per_rank.csv")
-    assert analysis.characterize(out).logs == [str(out / "oplog_rank00000.npz"),
-                                               str(out / "oplog_rank00001.npz")]
+    assert os.path.isfile(out / "latest" / "per_rank.csv")
+    assert analysis.characterize(out).logs == [str(out / "latest" / "oplog_rank00000.npz"),
+                                               str(out / "latest" / "oplog_rank00001.npz")]
 
 
 DARSHAN_CASES = {

@@ -1,6 +1,5 @@
 """Checkpoint write bursts: one burst per checkpoint of an emulator run, with the checkpoint's
 bytes and writers; made-up traces for the grouping rule."""
-import json
 
 import pandas as pd
 import pytest
@@ -8,6 +7,7 @@ import pytest
 from analysis import characterize
 from analysis.dxt_metrics import _write_bursts
 from mpirun import run_mpi
+from datautil import own_summary
 
 
 def test_bursts_of_a_run_with_checkpoints(tmp_path):
@@ -20,7 +20,7 @@ def test_bursts_of_a_run_with_checkpoints(tmp_path):
             "checkpoint.steps_between_checkpoints=5", "train.epochs=2",
             "train.computation_time=0.05", "io.keep_oplog=true", "checkpoint.transfer_size=256k",
             timeout=180)
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     writes = [c for c in s["checkpoints"] if c["op"] == "write"]
     c = characterize(out)
     bursts = next(d.write_bursts for d in c.dxt.values() if d.write_bursts)

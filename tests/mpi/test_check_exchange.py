@@ -4,11 +4,11 @@ barrier (a futex barrier per node, across "nodes" too) and an allreduce, waiting
 allreduce gives the sum, and a sleeping wait takes less CPU than a spinning one. A run with
 io.allreduce_bytes and each io.exchange_wait completes its steps and records the time slice
 its rank threads were given."""
-import json
 
 import pytest
 
 from mpirun import run_mpi
+from datautil import own_summary
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -37,7 +37,7 @@ def test_run_with_each_exchange_wait(tmp_path, wait):
             "dataset.num_samples_per_file=4", "dataset.record_length=4096",
             "reader.batch_size=2", "train.epochs=2", "train.computation_time=0.001",
             "io.allreduce_bytes=64k", f"io.exchange_wait={wait}", timeout=180)
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     assert s["config"]["io"]["exchange_wait"] == wait
     assert [e["steps"] for e in s["epochs"]] == [8, 8]
     assert [e["samples"] for e in s["epochs"]] == [32, 32]

@@ -7,11 +7,10 @@ HDF5 through the MPI-IO driver, at 1, 2 and 4 ranks.
   op log holds the same reads (count, file, offset, bytes) as the same run without read
   threads; the summary counts the threads and does not list them as not emulated;
 - collective interfaces keep their reads on the rank's main thread, and say so."""
-import json
 
 import pytest
 
-from datautil import load_npz
+from datautil import load_npz, own_summary
 from mpirun import run_mpi
 
 REC = 16384
@@ -30,7 +29,7 @@ def reads(out, ranks, epochs):
     for e in range(epochs):
         ranks_reads = []
         for r in range(ranks):
-            z = load_npz(out / f"oplog_rank{r:05d}.npz")
+            z = load_npz(out / "latest" / f"oplog_rank{r:05d}.npz")
             op, f, o, b = (z[f"e{e}_{k}"] for k in ("op", "file", "offset", "bytes"))
             m = op == 0
             ranks_reads.append(sorted(zip(f[m].tolist(), o[m].tolist(), b[m].tolist())))
@@ -64,7 +63,7 @@ def test_runs_read_ahead_as_the_main_thread_reads(tmp_path, case, n):
         out = tmp_path / f"out{threads}"
         run_mpi(n, "run_cli.py", "run", *args, f"output.folder={out}",
                 f"reader.read_threads={threads}", timeout=180)
-        got[threads] = (json.loads((out / "summary.json").read_text()),
+        got[threads] = (own_summary(out),
                         reads(out, n, epochs))
     s, ahead = got[3]
     assert s["read_threads"] == 3
@@ -107,7 +106,7 @@ def test_mpi_below_thread_multiple_keeps_reads_on_the_main_thread(tmp_path, inte
             f"dataset.format={fmt}", "reader.batch_size=2", "train.epochs=1",
             "train.computation_time=0", f"io.interface={interface}", "reader.read_threads=2",
             timeout=180, env={"MPI4PY_RC_THREAD_LEVEL": "serialized"})
-    s = json.loads((out / "summary.json").read_text())
+    s = own_summary(out)
     assert s["read_threads"] == 0
     assert s["bytes_moved"] == 8 * 4 * REC
     why = [x for x in s["not_emulated"] if x.startswith("reader.read_threads")]
