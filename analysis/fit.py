@@ -78,7 +78,7 @@ from dlio_mpi.safe_files import write_whole
 from . import fit_patterns
 from .characterize import characterize, load_job
 from .dxt_metrics import AT_START_THRESHOLD, load_burst
-from .fit_measures import (_counted_reads, _data_trace, _early_share,
+from .fit_measures import (_collective_order, _counted_reads, _data_trace, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
                            _shuffle, _stem, _timeline, _transfer_size, _write_first)
 from .fit_patterns import FRAMING
@@ -219,6 +219,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         reader_extra["sharding"] = "round_robin"
         shuffle = "off"
         evidence["round_robin"] = True
+    elif interface in ("mpiio_coll", "hdf5_coll"):
+        shuffle = _collective_order(job, data, shuffle, notes, evidence)
     compute, batch, threads = 0.0, 1, 0
     if trace is not None and read_type == "on_demand":
         starts = None
