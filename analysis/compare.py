@@ -214,7 +214,7 @@ def profile(c, layer="POSIX"):
         and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
         "interfaces": sorted(interfaces_at(c, layer)),
         "read_order": None if layer == "POSIX" else read_order(
-            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}),
+            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
     }
 
 

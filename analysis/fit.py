@@ -221,6 +221,13 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         evidence["round_robin"] = True
     elif interface in ("mpiio_coll", "hdf5_coll"):
         shuffle = _collective_order(job, data, shuffle, notes, evidence)
+        if read_type == "memory":
+            # the emulator's load at start reads by independent calls: the job's collective
+            # read calls are only replayed as reads on demand
+            read_type = "on_demand"
+            notes.append("reads by collective calls, all early: fitted as reads on demand "
+                         "with no compute (io.read_type=memory would load by independent "
+                         "calls)")
     compute, batch, threads = 0.0, 1, 0
     if trace is not None and read_type == "on_demand":
         starts = None

@@ -23,6 +23,8 @@ forward about half of the time."""
 
 import numpy as np
 
+from .layers import dataset_file
+
 # traces of a layer's calls, from which the pieces of each call are taken
 TRACES = {"MPI-IO": "DXT_MPIIO", "HDF5": "DXT_H5D"}
 
@@ -92,10 +94,11 @@ def _windowed_calls(collective, posix):
     return [(np.concatenate(o), np.concatenate(n_)) for o, n_ in pieces]
 
 
-def read_order(segments, layer, ids=None):
+def read_order(segments, layer, ids=None, names=None):
     """The continuity share (module docstring) of the data reads at ``layer`` ("MPI-IO" or
     "HDF5") of a job's DXT segments (module -> DataFrame), over the files ``ids`` (record ids;
-    all when None); None when the traces cannot show it (no trace of the layer, collective
+    all when None; with ``names``, record id -> name, also the datasets in those files, as
+    an op log's H5D trace names them); None when the traces cannot show it (no trace of the layer, collective
     calls without an aggregators' POSIX trace, fewer than two calls per file)."""
     frame = (segments or {}).get(TRACES.get(layer, ""))
     if frame is None and layer == "HDF5":
@@ -104,6 +107,11 @@ def read_order(segments, layer, ids=None):
         return None
     reads = frame[frame["op"] == "read"]
     if ids is not None:
+        ids = set(ids)
+        if names:
+            files = {names.get(i) for i in ids}
+            ids |= {int(i) for i in reads["id"].unique()
+                    if dataset_file(names.get(int(i), "")) in files}
         reads = reads[reads["id"].isin(list(ids))]
     posix = (segments or {}).get("DXT_POSIX")
     if posix is not None:
