@@ -234,7 +234,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
-        elif "npy_loads" in evidence:        # a sample is a load: its header read
+        elif "npy_loads" in evidence or "image_reads" in evidence:
+            # a sample is a load: its header read (an image's buffer fill) at offset 0
             starts = (lambda r: r["offset"].to_numpy() == 0)
         compute, batch, threads, timing = _timeline(trace, record, starts)
         evidence["timeline"] = timing
