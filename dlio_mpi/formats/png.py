@@ -31,6 +31,9 @@ def _chunk(kind, data):
         struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
 
+IEND = _chunk(b"IEND", b"")
+
+
 def encode(image):
     """The PNG file of a 2-D uint8 image (bytes)."""
     h, w = image.shape
@@ -40,7 +43,7 @@ def encode(image):
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)
     idat = b"".join(_chunk(b"IDAT", stream[i:i + IDAT_CHUNK])
                     for i in range(0, max(len(stream), 1), IDAT_CHUNK))
-    return SIGNATURE + _chunk(b"IHDR", ihdr) + idat + _chunk(b"IEND", b"")
+    return SIGNATURE + _chunk(b"IHDR", ihdr) + idat + IEND
 
 
 def idat_chunks(size):
@@ -98,6 +101,7 @@ def index_file(path, spec, file_index=None):
     fd = open_read(path)
     try:
         head = pread_exact(fd, path, 0, HEAD)
+        tail = os.pread(fd, CHUNK_FRAME, max(size - CHUNK_FRAME, 0))
     finally:
         os.close(fd)
     if head[:8] != SIGNATURE or head[12:16] != b"IHDR":
@@ -106,6 +110,8 @@ def index_file(path, spec, file_index=None):
     if (depth, colour) != (8, 0) or w != h:
         raise FormatError(path, f"a {w}x{h} image of {depth}-bit colour type {colour}, expected "
                                 "a square 8-bit greyscale image")
+    if tail != IEND:
+        raise FormatError(path, "no IEND chunk at its end (truncated?)")
     try:
         idat_chunks(size)
     except ValueError:
