@@ -40,7 +40,11 @@ records of it there (else at its highest layer below, such as a checkpoint writt
 POSIX), for bytes, calls, files, the size histogram (MPI-IO's and H5D's aggregate size
 counters above POSIX), the I/O time (with H5F's at HDF5) and the rank balance. Sequential and
 consecutive reads are Darshan counters of POSIX only: above POSIX they cover the files counted
-at POSIX (none for a job whose reads are all above it: unknown, left out). The read start comes
+at POSIX (none for a job whose reads are all above it: unknown, left out); above POSIX the
+order of the read calls is ``read_order`` (:mod:`analysis.read_order`: from the calls' own
+offsets, or for collective calls, whose DXT_MPIIO offsets are unknown, from the aggregators'
+POSIX reads inside them), part of the structure gate: in order against shuffled gives about
+0.5. The read start comes
 from DXT_MPIIO at MPI-IO and is unknown at HDF5 (Darshan traces no HDF5 calls). Interfaces are
 those seen from the layer up: at MPI-IO, the MPI-IO kinds and HDF5; at HDF5, "HDF5" and its
 driver by the H5F and H5D counters ("HDF5 through MPI-IO" from H5F_USE_MPIIO, "HDF5 collective"
@@ -63,10 +67,11 @@ which the jobs' counters leave out (:mod:`analysis.reused_descriptors`).
 
 Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
 similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
-by several ranks, the interfaces, the number of checkpoint files). A job of the right volume
-but the wrong shape cannot score high: files shared by every rank where the real job's were
-each read by one (shared share 1 against 0) give 0; twice the files cap the score at 0.70; one
-interface of two at 0.5; no checkpoint where the real job wrote some gives 0. The
+by several ranks, the interfaces, the number of checkpoint files, the read order above
+POSIX). A job of the right volume but the wrong shape cannot score high: files shared by every
+rank where the real job's were each read by one (shared share 1 against 0) give 0; twice the
+files cap the score at 0.70; one interface of two at 0.5; no checkpoint where the real job wrote
+some gives 0. The
 table's row ``structure_gate`` holds the gate.
 """
 
@@ -83,6 +88,7 @@ from .layers import job_layer, parts_at
 from .layers import rank as layer_rank
 from .module_metrics import file_counts, io_time, rank_balance
 from .oplog import MMAP_MARK
+from .read_order import read_order
 from .reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 # (metric, kind, weight, description)
@@ -115,11 +121,15 @@ METRICS = (
     ("interfaces", "set", 2.0, "interfaces used for the data and checkpoint files"),
     ("checkpoint_files", "ratio", 0.5, "checkpoint files written (analysis.file_roles: "
      "data-like names written and never read)"),
+    ("read_order", "fraction", 1.0, "MPI-IO and HDF5: share of the read calls that move "
+     "their lane of the file forward (analysis.read_order; at POSIX the sequential counters "
+     "tell)"),
 )
 # the traces early_read_fraction is taken from, by the layer compared (none of HDF5)
 DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
                   "HDF5": ()}
-STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files")
+STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files",
+             "read_order")
 # added to both shares of run time before their ratio (module docstring)
 SHARE_FLOOR = 0.01
 
@@ -209,6 +219,8 @@ def profile(c, layer="POSIX"):
         and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
         "interfaces": sorted(interfaces_at(c, layer)),
         "checkpoint_files": _checkpoint_files(parts, c.roles),
+        "read_order": None if layer == "POSIX" else read_order(
+            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
     }
 
 

@@ -14,10 +14,11 @@ FORMAT_OF_EXTENSION = {
     ".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".he5": "hdf5",
     ".tfrecord": "tfrecord", ".tfrecords": "tfrecord",
     ".npz": "npz", ".npy": "npy", ".csv": "csv",
+    ".jpeg": "jpeg", ".jpg": "jpeg", ".png": "png",
 }
 # the extension dlio_mpi gives each format's files (dlio_mpi/formats/*.py EXTENSION)
 EMULATOR_EXTENSIONS = {"raw": ".bin", "npy": ".npy", "npz": ".npz", "tfrecord": ".tfrecord",
-                       "hdf5": ".h5", "csv": ".csv"}
+                       "hdf5": ".h5", "csv": ".csv", "jpeg": ".jpeg", "png": ".png"}
 # files that are not a training job's data: code, libraries, configuration, system files
 NOT_DATA_EXTENSIONS = frozenset({
     ".py", ".pyc", ".pyo", ".pyd", ".so", ".a", ".o", ".pth", ".egg", ".whl", ".h", ".pxd",

@@ -84,7 +84,7 @@ from . import fit_patterns
 from .characterize import characterize, load_job
 from .dxt_metrics import AT_START_THRESHOLD, load_burst
 from .fit_checkpoints import fit_checkpoints
-from .fit_measures import (_counted_reads, _data_trace, _direct, _early_share,
+from .fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
                            _shuffle, _stem, _timeline, _transfer_size, _write_first)
 from .fit_patterns import FRAMING
@@ -227,14 +227,25 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         reader_extra["sharding"] = "round_robin"
         shuffle = "off"
         evidence["round_robin"] = True
+    elif interface in ("mpiio_coll", "hdf5_coll"):
+        shuffle = _collective_order(job, data, shuffle, notes, evidence)
+        if read_type == "memory":
+            # the emulator's load at start reads by independent calls: the job's collective
+            # read calls are only replayed as reads on demand
+            read_type = "on_demand"
+            notes.append("reads by collective calls, all early: fitted as reads on demand "
+                         "with no compute (io.read_type=memory would load by independent "
+                         "calls)")
     compute, batch, threads = 0.0, 1, 0
     if trace is not None and read_type == "on_demand":
         starts = None
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
-        elif "npy_loads" in evidence or "whole_file_loads" in evidence:
-            # a sample is a load: its first read (the header's, or the file's start)
+        elif ("npy_loads" in evidence or "whole_file_loads" in evidence
+              or "image_reads" in evidence):
+            # a sample is a load: its first read (the header's, the file's start, an image's
+            # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
         compute, batch, threads, timing = _timeline(trace, record, starts)
         evidence["timeline"] = timing

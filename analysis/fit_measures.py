@@ -15,6 +15,7 @@ from .file_roles import file_roles
 from .files import file_format
 from .fit_patterns import FRAMING
 from .oplog_records import sequential_flags
+from .read_order import read_order
 
 WRITTEN_SHARE = 0.9
 # bytes/s under which reads of data the reading process has just written cannot have come
@@ -376,6 +377,26 @@ def _shuffle(trace, basis, reading, sample_piece=None):
         return "off", 1.0
     forward = 1.0 - max(0, n - seq - records) / jumps
     return ("off" if forward >= FORWARD_SHARE else "seed"), forward
+
+
+def _collective_order(job, data, shuffle, notes, evidence):
+    """sample_shuffle of a job read by collective calls: their order recovered from the
+    aggregators' POSIX reads (analysis.read_order), which are no rank's own order (an
+    aggregator reads a piece of every rank's request in each call); the order found from
+    the counters when the traces cannot show it, saying so."""
+    share = read_order(job.dxt_segments, "MPI-IO", set(data.index))
+    evidence["collective_read_order"] = share
+    if share is None:
+        notes.append("the order of the collective reads cannot be seen (Darshan's DXT_MPIIO "
+                     "gives no offset for a collective call, and no DXT_POSIX trace of the "
+                     f"aggregators' reads shows it): reader.sample_shuffle {shuffle} from the "
+                     "POSIX counters, which count the aggregators' reads, not the ranks'")
+        return shuffle
+    order = "off" if share >= FORWARD_SHARE else "seed"
+    notes.append(f"the collective reads' order, from the aggregators' POSIX reads inside each "
+                 f"call: {share:.0%} of the calls move each rank's place forward: "
+                 f"reader.sample_shuffle {order}")
+    return order
 
 
 def _step_gap(gaps):

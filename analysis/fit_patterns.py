@@ -30,6 +30,7 @@ STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to ba
 WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
 SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
 SEED_CLOSE = 0.005  # relative difference of the totals at which the search stops
+PIL_BLOCK = 65536   # the block a PIL decoder asks its file for (ImageFile's MAXBLOCK)
 
 
 def numpy_loads(trace, sizes):
@@ -252,12 +253,14 @@ def hdf5_libver(trace):
     return None
 
 
-def image_pattern(trace, sizes):
+def image_pattern(trace, sizes, decoder=None):
     """(buffer size, request size) when at least STREAM_SHARE of the (rank, file) pairs read
     their file as an image decoder does through Python's buffered file (PIL: the header's
     buffer fill at offset 0, then requests of one size to the end, and the end-of-file probe;
+    for a PNG file (decoder "png"), its IDAT chunks one after another as Pillow writes them;
     once per open), else None."""
-    from dlio_mpi.numpy_reads import image_reads
+    from dlio_mpi.formats import png
+    from dlio_mpi.numpy_reads import image_reads, png_reads
 
     found, pairs = [], 0
     for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
@@ -268,7 +271,14 @@ def image_pattern(trace, sizes):
         if size is None or len(off) < 2 or off[0] != 0 or off[1] != ln[0]:
             continue
         buffer, request = int(ln[0]), int(ln[0] + ln[1])
-        o, n = image_reads(size, buffer, request)
+        if decoder == "png":
+            request = max(request, PIL_BLOCK)
+            try:
+                o, n = png_reads(size, tuple(png.idat_chunks(size)), buffer, request)
+            except ValueError:      # not chunked as Pillow chunks a file
+                continue
+        else:
+            o, n = image_reads(size, buffer, request)
         got = np.clip(np.minimum(o + n, size) - o, 0, None)
         one = list(zip(o.tolist(), got.tolist()))
         seen = list(zip(off.tolist(), ln.tolist()))
@@ -330,15 +340,29 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "in it cannot be told apart: one sample per file")
             return (array, 1, 0, {"access": "numpy", "buffer_size": buffer},
                     max(1, int(round(count / files))), ascending)
-    if fmt == "raw" and layout == "multi":
-        image = image_pattern(trace, sizes)
+    if fmt in ("raw", "jpeg", "png") and layout == "multi":
+        decoder = fmt if fmt != "raw" else None
+        image = image_pattern(trace, sizes, decoder)
         if image is not None:
             buffer, request = image
             evidence["image_reads"] = {"buffer_size": buffer, "request": request}
             loads = files * max(1, int(round(total / max(int(data["size"].sum()), 1))))
-            notes.append("files read whole as an image decoder reads them (PIL): one sample "
-                         "per file")
-            return (file_size, 1, request, {"access": "image", "buffer_size": buffer},
+            record = file_size
+            if decoder is not None:
+                # the format's record length is the decoded image's pixels: those of the
+                # image whose file the format's own encoder makes of the files' median size
+                from dlio_mpi import formats
+                record = formats.get(fmt).record_length_for(file_size)
+                evidence["image_pixels"] = record
+                notes.append(f"{fmt} files read whole as PIL reads them: one image per file; "
+                             f"dataset.record_length {record} is the pixels of the square "
+                             f"greyscale image whose {fmt} file has the files' median size "
+                             f"({file_size} B), as this emulator's encoder writes it (the "
+                             "real images' pixels cannot be seen)")
+            else:
+                notes.append("files read whole as an image decoder reads them (PIL): one "
+                             "sample per file")
+            return (record, 1, request, {"access": "image", "buffer_size": buffer},
                     max(1, int(round(loads / files))), ascending)
     if fmt == "raw" and layout == "multi":
         whole = whole_file_loads(trace, sizes)

@@ -23,7 +23,10 @@ mpiio_ind             POSIX     MPI-IO records (independent), DXT_MPIIO; and the
                                 and syncs (what Open MPI issues for a contiguous independent
                                 call: under Darshan the POSIX counters are the same numbers)
 mpiio_coll            MPI-IO    MPI-IO records (collective), DXT_MPIIO; no POSIX records
-hdf5_ind, hdf5_coll   HDF5      H5F and H5D records (H5Fflush: H5F_FLUSHES only); no MPI-IO or
+hdf5_ind, hdf5_coll   HDF5      H5F and H5D records (H5Fflush: H5F_FLUSHES only), a DXT_H5D
+                                trace of the H5Dread and H5Dwrite calls (the first row's byte
+                                offset in the dataset: not a Darshan module either, given for
+                                the order of the reads, analysis.read_order); no MPI-IO or
                                 POSIX records
 hdf5_sec2             POSIX     H5F and H5D records; POSIX beneath as libhdf5 issued it (the
                                 emulator's logging sec2 driver records every pread/pwrite

@@ -99,8 +99,10 @@ def layers(ops, iface, config, names, ids):
                 extra = {"POSIX_MMAPS": -1}     # not kept by Darshan since 3.2
             records[module] = module_records(module, part, extra)
     segments = {}
+    # DXT_H5D is no Darshan trace either: the rows' places of each H5Dread, for the order of
+    # the reads at HDF5 (analysis.read_order)
     for trace, module in (("DXT_POSIX", "POSIX"), ("DXT_MPIIO", "MPI-IO"),
-                          ("DXT_STDIO", "STDIO")):
+                          ("DXT_STDIO", "STDIO"), ("DXT_H5D", "H5D")):
         part = layers[module]
         moved = np.isin(part.op, (READ, WRITE))
         if moved.any():

@@ -55,6 +55,15 @@ def validate(cfg):
         raise ConfigError(f"dataset.compression={ds.compression} applies to "
                           f"{formats.listed(lambda t: ds.compression in t.compressions)}, "
                           f"not {ds.format}")
+    if fmt.decoder and ds.num_samples_per_file != 1:
+        raise ConfigError(f"dataset.format={ds.format} holds one image per file: "
+                          "dataset.num_samples_per_file must be 1, not "
+                          f"{ds.num_samples_per_file}")
+    if fmt.decoder == "jpeg" and cfg.workflow.generate_data:
+        import importlib.util
+        if importlib.util.find_spec("PIL") is None:
+            raise ConfigError("dataset.format=jpeg: generating JPEG files needs Pillow "
+                              "(pip install pillow)")
     if io.rank_slice_us and not 100 <= io.rank_slice_us <= 100_000:
         raise ConfigError(f"io.rank_slice_us={io.rank_slice_us}: Linux takes time slices of "
                           "100 to 100000 us (0: the kernel's default)")

@@ -1,7 +1,7 @@
 """The reads Python libraries issue through Python's buffered file: numpy.load of an NPZ member
 (found by running numpy and zipfile themselves), the load of an FRNN shot file (four members,
-one of them pickled), and an image decoder reading a file whole
-(image_reads, PIL's pattern).
+one of them pickled), and an image decoder reading a file whole (image_reads, PIL's pattern
+for a JPEG file; png_reads, PIL's chunk by chunk reads of a PNG file).
 
 `np.load(path)[name]` opens the file through Python's buffered file object (its buffer is the
 file system's st_blksize), checks the magic, reads the zip end records and central directory,
@@ -182,6 +182,32 @@ def image_reads(file_size, blksize=4096, request=65536, header=16):
         f.seek(0)
         while len(f.read(request)) == request:
             pass
+    return _arrays(raw.reads)
+
+
+@lru_cache(maxsize=4096)
+def png_reads(file_size, idat, blksize=4096, request=65536, head=33):
+    """(offsets, lengths) PIL issues to load a PNG file of file_size bytes whose IDAT chunks
+    hold idat bytes each (a tuple; the first chunk's header at `head`), through Python's
+    buffered file of blksize: the first 16 bytes (a buffer fill), back to the start, the
+    signature, IHDR and its CRC, the first IDAT's header; then each chunk's data in requests
+    of at most `request` bytes (the decoder's block), its CRC and the next chunk's header (the
+    last one IEND's)."""
+    sink = _Sink()
+    sink.size = int(file_size)
+    raw = _Virtual(sink)
+    with io.BufferedReader(raw, buffer_size=blksize) as f:
+        f.read(16)
+        f.seek(0)
+        for n in (8, 8, 13, 4, 8):      # signature, IHDR header and data, CRC, IDAT header
+            f.read(n)
+        f.seek(head + 8)
+        for size in idat:
+            left = int(size)
+            while left > 0:
+                left -= len(f.read(min(request, left)))
+            f.read(4)
+            f.read(8)
     return _arrays(raw.reads)
 
 

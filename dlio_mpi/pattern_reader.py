@@ -31,6 +31,7 @@ from collections import deque
 import numpy as np
 
 from dlio_mpi import access, engines, epoch_requests, formats, numpy_reads
+from dlio_mpi.formats import png
 from dlio_mpi.prefetch import read_ahead_threads
 from dlio_mpi.readers import Reader
 
@@ -181,7 +182,11 @@ class PatternReader(Reader):
         if self._blksize is None:
             self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
                 or 4096
-        return numpy_reads.image_reads(self.data.index(f).file_size, self._blksize, self.xfer)
+        size = self.data.index(f).file_size
+        if self.data.traits.decoder == "png":
+            return numpy_reads.png_reads(size, tuple(png.idat_chunks(size)), self._blksize,
+                                         self.xfer)
+        return numpy_reads.image_reads(size, self._blksize, self.xfer)
 
     def _whole_load(self, f):
         """(file_size, offsets, lengths) of a sample's load from a stacked or shot file."""

@@ -24,7 +24,7 @@ class Key:
     rounded: bool = False
 
 
-FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv")
+FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png")
 INTERFACES = backends.NAMES
 SHUFFLE = ("off", "seed", "random")
 

@@ -53,6 +53,9 @@ def sample_sizes(spec, file_index):
         raw = np.maximum(np.rint(draws), 1).astype(np.int64)
         if spec.rows_share_size:
             raw = np.repeat(raw, n)
+    if spec.square_images:          # a whole square of pixels
+        side = np.maximum(np.rint(np.sqrt(raw)), 1).astype(np.int64)
+        return side * side
     k = spec.itemsize
     return np.maximum((raw + k // 2) // k, 1) * k
 

@@ -7,9 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv")
+FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png")
 COMPRESSIONS = {"raw": ("none",), "npy": ("none",), "tfrecord": ("none",), "csv": ("none",),
-                "npz": ("none", "zip"), "hdf5": ("none", "gzip", "lzf")}
+                "npz": ("none", "zip"), "hdf5": ("none", "gzip", "lzf"), "jpeg": ("none",),
+                "png": ("none",)}
+# formats whose sample is a square image: its size is a whole square of 8-bit pixels
+SQUARE_IMAGES = ("jpeg", "png")
 
 
 class FormatError(ValueError):
@@ -27,7 +30,8 @@ class FormatSpec:
 
     record_length / record_length_stdev: each sample's size is drawn from a normal distribution
     (seeded by seed and the file index), rounded, clipped to at least 1 byte, then rounded to a
-    whole number of elements (dtype for npy/npz/hdf5, 4-byte fields for csv); stdev 0 is a fixed
+    whole number of elements (dtype for npy/npz/hdf5, 4-byte fields for csv) or of a square
+    image's pixels (jpeg, png: record_length is the decoded image's bytes); stdev 0 is a fixed
     size. Formats that store a file's samples as rows of one array (npy with several samples per
     file, hdf5) draw one size per file, shared by its rows."""
     format: str = "raw"
@@ -98,6 +102,11 @@ class FormatSpec:
         if self.format in ("npy", "npz", "hdf5"):
             return np.dtype(self.dtype).itemsize
         return 4 if self.format == "csv" else 1
+
+    @property
+    def square_images(self):
+        """A sample is a square greyscale image (formats/_images.py)."""
+        return self.format in SQUARE_IMAGES
 
     @property
     def rows_share_size(self):

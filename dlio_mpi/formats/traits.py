@@ -24,7 +24,11 @@ class FormatTraits:
     records          its files are a stream of framed records that TensorFlow's record
                      reader reads (the DLIO benchmark's TensorFlow data loader)
     opaque           a sample is bare bytes with no framing (an image file, raw records)
-    chunked          its samples may be stored chunked (dataset.chunk_size)"""
+    chunked          its samples may be stored chunked (dataset.chunk_size)
+    decoder          the image decoder (PIL's plugin) whose reads reader.access=image issues:
+                     "jpeg" (the header's buffer fill, then 64 KiB requests to the end) or
+                     "png" (chunk by chunk: numpy_reads.png_reads); None for other formats
+                     (read as the jpeg decoder reads a file)"""
     name: str
     extension: str
     library: str = None
@@ -39,6 +43,7 @@ class FormatTraits:
     records: bool = False
     opaque: bool = False
     chunked: bool = False
+    decoder: str = None
 
     @property
     def rows(self):

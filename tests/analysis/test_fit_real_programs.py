@@ -9,6 +9,7 @@ import pytest
 
 import analysis
 from analysis.replay import replay
+from dlio_mpi.formats import jpeg
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
@@ -72,8 +73,11 @@ def test_jpeg_files_read_as_pil_reads_them():
     f = analysis.fit(log("dlio_jpeg"))
     w = f.workload
     assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"]) == (64, 1)
+    # the format's record length is the image's pixels; its files have the real files' size
+    assert w["dataset"]["format"] == "jpeg"
+    side = int(round(w["dataset"]["record_length"] ** 0.5))
     lo, hi = t["files_bytes_min_max"]
-    assert lo <= w["dataset"]["record_length"] <= hi
+    assert 0.99 * lo <= jpeg.file_bytes(side) <= 1.01 * hi
     assert (w["reader"]["access"], w["reader"]["buffer_size"], w["reader"]["transfer_size"]) \
         == ("image", 4096, 65536)
     assert (w["reader"]["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])

@@ -124,7 +124,8 @@ def test_collective_mpiio_claims_no_posix_calls_beneath(tmp_path):
 def test_hdf5_through_mpiio_claims_neither_mpiio_nor_posix(tmp_path):
     """Through libhdf5's MPI-IO driver the op log sees the H5Dread calls, not libhdf5's metadata
     reads nor how it splits a selection into MPI-IO calls: H5F and H5D records only, counted at
-    HDF5; the file's open (H5Fopen and H5Dopen in one entry) is H5F time."""
+    HDF5; the file's open (H5Fopen and H5Dopen in one entry) is H5F time. Its one trace is
+    of the H5Dread calls (DXT_H5D, no Darshan trace), for their order."""
     calls = [call("open", 0, 1000, iface="hdf5_coll"),
              call("read", 2000, 100, offset=0, nbytes=4096, iface="hdf5_coll"),
              call("read", 3000, 100, offset=4096, nbytes=4096, iface="hdf5_coll"),
@@ -133,7 +134,8 @@ def test_hdf5_through_mpiio_claims_neither_mpiio_nor_posix(tmp_path):
                     fmt="hdf5")
     job = load_run(run)
     name = "/data/train/img_0000000_of_1.h5"
-    assert set(job.records) == {"H5F", "H5D"} and not job.dxt_segments
+    assert set(job.records) == {"H5F", "H5D"} and set(job.dxt_segments) == {"DXT_H5D"}
+    assert job.dxt_segments["DXT_H5D"]["offset"].tolist() == [0, 4096, 0, 4096]
     assert job.layers == {record_id(name): "HDF5"}
     f = _record(job, "H5F", 0, name)
     assert (f.H5F_OPENS, f.H5F_USE_MPIIO) == (1, 1)

@@ -1,0 +1,47 @@
+"""Images loaded through PIL, fitted as the jpeg and png formats (real logs in
+tests/fixtures/darshan, truth.json): the DLIO benchmark's JPEG files and a loader of PNG files
+of this project's own (pil_png_loader.py), each file read whole the way PIL reads it."""
+import json
+import os
+import warnings
+
+import pytest
+
+import analysis
+from dlio_mpi.formats import jpeg, png
+
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                    "darshan")
+TRUTH = json.load(open(os.path.join(HERE, "truth.json")))
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@pytest.mark.parametrize("name, module", [("dlio_jpeg", jpeg), ("pil_png", png)])
+def test_pil_loads_fit_the_image_format(name, module):
+    t = TRUTH[name]
+    fitted = analysis.fit(os.path.join(HERE, name + ".darshan"))
+    w = fitted.workload
+    assert w["dataset"]["format"] == t["format"]
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"]) == \
+        (t["num_files"], 1)
+    assert (w["reader"]["access"], w["reader"]["buffer_size"], w["reader"]["transfer_size"]) \
+        == ("image", 4096, 65536)
+    assert (w["reader"]["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
+    # the pixels of the image whose file (as the format writes it) has the real files' size
+    side = int(round(w["dataset"]["record_length"] ** 0.5))
+    assert side * side == w["dataset"]["record_length"]
+    lo, hi = t["files_bytes_min_max"]
+    assert 0.99 * lo <= module.file_bytes(side) <= 1.01 * hi
+    assert any("read whole as PIL reads them" in n for n in fitted.notes)
+
+
+def test_png_pixels_are_the_real_ones():
+    """Pillow's PNG of noise does not compress: the file's size gives the real image's pixels."""
+    w = analysis.fit(os.path.join(HERE, "pil_png.darshan")).workload
+    assert w["dataset"]["record_length"] == TRUTH["pil_png"]["image_pixels"]
