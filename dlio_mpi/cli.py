@@ -157,8 +157,18 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
     from dlio_mpi import datagen
 
     comm = MPI.COMM_WORLD
+    _stop_on_signals()
     try:
         n = comm.allreduce(datagen.generate(cfg, comm))
+    except Interrupted as e:
+        # one line for the job, from rank 0 (the launcher signals every rank); the files
+        # written so far stay, whole or under .part names, and the manifest, if written,
+        # says in progress: a run refuses the dataset, clean removes it
+        if comm.Get_rank() == 0:
+            click.echo(f"dlio_mpi: rank 0: stopped by {e}; the generation of "
+                       f"{cfg.dataset.data_folder} did not finish (clean removes it, generate "
+                       "completes it)", err=True)
+        sys.exit(128 + e.signum)
     except Exception as e:
         _fail(comm, e)
     if comm.Get_rank() == 0:

@@ -296,3 +296,50 @@ def test_a_signal_during_a_checkpoint_marks_the_run_interrupted(tmp_path, fmt):
     assert status["status"] == "interrupted", (status, out)
     # the launcher may end a rank inside its write before it says anything: never a failure
     assert "write failed" not in out + status["reason"], out
+
+
+def start_generate(tmp_path, n, *extra):
+    """generate on n ranks under mpiexec, or on one process without a launcher (n=0)."""
+    cmd = (mpiexec_cmd(n) if n else []) + [
+        sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), "generate",
+        f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o", *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env=dict(os.environ),
+                            stdin=subprocess.DEVNULL)
+
+
+def wait_generating(tmp_path, p, timeout=60):
+    """Until the first files of the dataset are written (its manifest says in progress)."""
+    train = tmp_path / "d" / "train"
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if train.is_dir() and len(os.listdir(train)) > 20:
+            return
+        if p.poll() is not None:
+            pytest.fail(f"the generation ended early:\n{p.communicate()[0]}")
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)
+    pytest.fail("the generation did not start")
+
+
+@pytest.mark.parametrize("ranks", [2, 0], ids=["mpiexec-2", "alone"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_generate_is_said(tmp_path, sig, ranks):
+    """Before: no line at all, exit 1. One line; the rank exits 128 + the signal's number
+    (mpiexec, itself signalled, exits 1); the files written stay and the manifest says in
+    progress, so a run refuses the dataset and clean removes it."""
+    p = start_generate(tmp_path, ranks, "dataset.num_files_train=100000",
+                       "dataset.num_samples_per_file=1", "dataset.record_length=4k")
+    wait_generating(tmp_path, p)
+    os.killpg(p.pid, sig)
+    out = finish(p)
+    lines = [ln for ln in out.splitlines() if ln.startswith("dlio_mpi: ")]
+    assert len(lines) == 1, out
+    # mpiexec passes a SIGINT on to the ranks as SIGTERM
+    got = sig if not ranks else signal.SIGTERM
+    assert lines[0].startswith(f"dlio_mpi: rank 0: stopped by {got.name}; "), out
+    assert f"the generation of {tmp_path}/d did not finish" in lines[0], out
+    assert "Traceback" not in out, out
+    assert p.returncode == (128 + sig if not ranks else 1), (p.returncode, out)
+    manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert manifest["state"] == "in_progress", manifest
