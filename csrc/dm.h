@@ -355,6 +355,9 @@ int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *cou
 int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
                      const char *buf, int64_t *total, dm_err *e);
 int dm_h5_flush(dm_h5 *h, dm_err *e);
+/* Files whose H5Fclose failed with their id still held by HDF5: the process must then end
+ * without HDF5's shutdown (hdf5_engine.c). */
+int dm_h5_unclosed(void);
 /* The logging sec2 driver (h5_logvfd.c): set on a file access property list, it makes libhdf5
  * read and write through pread/pwrite as sec2 does and records each call in log as a POSIX
  * call of file file_id. */

@@ -143,6 +143,7 @@ cdef extern from "dm.h" nogil:
     int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
                          const char *buf, int64_t *total, dm_err *e)
     int dm_h5_flush(dm_h5 *h, dm_err *e)
+    int dm_h5_unclosed()
 
     ctypedef struct dm_inflight:
         uint32_t n
