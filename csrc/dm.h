@@ -454,6 +454,9 @@ int dm_ra_boost(dm_readahead *ra, int nice);
 int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
                         const char *body, long watch_pid, dm_err *e);
 void dm_status_guard_disarm(void);
+/* The other ranks on this host (rank, pid): a guard armed by rank 0 names the one whose process
+ * is gone when the signal arrives. */
+int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e);
 
 /* ------------------------------------------------------------------ misc */
 void *dm_aligned_alloc(size_t align, size_t bytes);

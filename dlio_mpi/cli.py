@@ -118,14 +118,21 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
             click.echo(f"dlio_mpi: config error: {e}", err=True)
         sys.exit(CONFIG_ERROR)
     except Interrupted as e:
-        # one line for the job, from rank 0 (the launcher signals every rank)
-        marked = run_status.mark_stopped(cfg, "interrupted", str(e), rank=comm.Get_rank())
+        # one line for the job, from rank 0 (the launcher signals every rank); a rank on rank
+        # 0's host whose process is gone died, and the launcher is ending the job
+        from dlio_mpi import rank_deaths
+
+        dead = rank_deaths.dead_ranks() if comm.Get_rank() == 0 else []
+        why = f"{rank_deaths.describe(dead)}; the launcher ended the job ({e})" if dead \
+            else str(e)
+        marked = run_status.mark_stopped(cfg, "interrupted", why, rank=comm.Get_rank())
         if marked == "failed":
             click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e} after another rank "
                        "failed; the run is marked failed", err=True)
         elif marked or comm.Get_rank() == 0:
-            click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e}; the run is marked "
-                       "interrupted", err=True)
+            after = f" after {rank_deaths.describe(dead)}" if dead else ""
+            click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e}{after}; the run is "
+                       "marked interrupted", err=True)
         sys.exit(128 + e.signum)
     except Exception as e:
         rank = comm.Get_rank()

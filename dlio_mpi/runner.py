@@ -8,7 +8,8 @@ import time
 import numpy as np
 
 from dlio_mpi import (collective, config, darshan, datagen, engines, memory_check, metrics,
-                      oplog_format, outputs, pipeline, prefetch, run_facts, safe_files, status)
+                      oplog_format, outputs, pipeline, prefetch, rank_deaths, run_facts,
+                      safe_files, status)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import schedule
 
@@ -47,6 +48,7 @@ def prepare(cfg, comm):
     if rank != 0:
         outputs.owned = owner
         status.guard_status_beside(out_dir, rank)
+    rank_deaths.gather(comm)
     if cfg.workflow.checkpoint:
         schedule.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:

@@ -3,6 +3,7 @@ SIGKILL. Each ends with a clear line and a non-zero exit, no hang, and no result
 valid."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -86,13 +87,22 @@ def test_a_rank_killed_ends_the_job(tmp_path):
     ranks = rank_pids(tmp_path, p)
     assert len(ranks) == 3, ranks
     t0 = time.time()
-    os.kill(ranks[1], signal.SIGKILL)
-    finish(p)
+    rank0 = json.loads((tmp_path / "o" / ".dlio_mpi.lock").read_text())["pid"]
+    victim = next(pid for pid in ranks if pid != rank0)
+    os.kill(victim, signal.SIGKILL)
+    out = finish(p)
     assert time.time() - t0 < 30
     assert p.returncode != 0
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "interrupted", status
     assert not (tmp_path / "o" / "summary.json").exists()
+    # the rank that died is named (before: "stopped by SIGTERM", as a user's cancel)
+    died = re.search(r"^rank (\d+) \(pid (\d+)\) died; the launcher ended the job",
+                     status["reason"])
+    assert died and int(died.group(2)) == victim and died.group(1) in ("1", "2"), status
+    stopped = [ln for ln in out.splitlines() if "stopped by SIG" in ln]
+    assert all(f"after rank {died.group(1)} (pid {victim}) died; the run is marked "
+               "interrupted" in ln for ln in stopped), out
 
 
 def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
