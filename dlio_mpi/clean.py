@@ -4,28 +4,22 @@ dataset's directories, so a partial dataset, whose manifest says in progress, go
 manifest, the checkpoint files its runs recorded in the checkpoint folder's record and the
 record, and the directories the emulator made that this leaves empty. Every path is checked
 to resolve inside the data or checkpoint folder before anything is removed. A path that is
-the root, a home directory or a system directory is refused."""
+the root, a home directory or a system directory is refused (dlio_mpi.protected_folders; generate
+and run refuse to write there too)."""
 import os
 
-from dlio_mpi import datagen
+from dlio_mpi import datagen, protected_folders
 from dlio_mpi.checkpoint import record as checkpoint_record
-
-PROTECTED = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc",
-             "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/work")
-
 
 class RefusedPath(RuntimeError):
     """A directory that clean will not touch."""
 
 
 def check_path(path):
-    real = os.path.realpath(path)
-    homes = {os.path.realpath(os.path.expanduser("~"))}
-    if os.path.isdir("/home"):
-        homes.update(os.path.realpath(os.path.join("/home", d)) for d in os.listdir("/home"))
-    if real in PROTECTED or real in homes:
-        raise RefusedPath(f"refusing to clean {path} ({real} is a system or home directory)")
-    return real
+    why = protected_folders.refusal(path)
+    if why:
+        raise RefusedPath(f"refusing to clean {path} ({why})")
+    return os.path.realpath(path)
 
 
 def _inside(paths, folder, what):

@@ -61,6 +61,16 @@ def _load(overrides, config_file):
         sys.exit(CONFIG_ERROR)
 
 
+def _refuse_protected_folders(cfg, checkpoints):
+    """generate and run write into no folder that clean would refuse to remove files from."""
+    from dlio_mpi import protected_folders
+
+    line = protected_folders.writing_refusal(cfg, checkpoints)
+    if line:
+        _say_once(f"dlio_mpi: config error: {line}")
+        sys.exit(CONFIG_ERROR)
+
+
 def darshan_options(f):
     f = click.option("--darshan", is_flag=True,
                      help="run under Darshan (libdarshan.so preloaded in every rank)")(f)
@@ -101,6 +111,7 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     io.interface=mpiio_coll, io.mpiio_hints.cb_nodes=4, ...). A missing dataset is generated
     first; the summary goes to output.folder/summary.json."""
     cfg = _load(overrides, config_file)
+    _refuse_protected_folders(cfg, cfg.workflow.checkpoint)
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
@@ -158,6 +169,7 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
 def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi):
     """Generate the dataset of a workload (in parallel over the ranks) and stop."""
     cfg = _load(overrides, config_file)
+    _refuse_protected_folders(cfg, False)
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
