@@ -7,10 +7,11 @@ import time
 
 import numpy as np
 
-from dlio_mpi import (collective, config, darshan, datagen, engines, memory_check, metrics,
-                      oplog_format, outputs, pipeline, prefetch, rank_deaths, run_facts,
-                      safe_files, status)
+from dlio_mpi import (collective, config, darshan, datagen, engines, folder_lock, memory_check,
+                      metrics, oplog_format, outputs, pipeline, prefetch, rank_deaths,
+                      run_facts, safe_files, status)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
+from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import schedule
 
 
@@ -43,6 +44,14 @@ def prepare(cfg, comm):
             error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
         except outputs.OutputInUse as e:
             error = f"rank 0: {e}"
+        if cfg.workflow.checkpoint and not error:
+            folder = cfg.checkpoint.checkpoint_folder
+            try:
+                checkpoint_lock.take(folder)
+            except OSError as e:
+                error = f"rank 0: checkpoint folder {folder} cannot be written: {e.strerror}"
+            except folder_lock.FolderInUse as e:
+                error = f"rank 0: {e}"
     collective.agree(comm, error)
     owner = comm.bcast(outputs.owned if rank == 0 else None, root=0)
     if rank != 0:
@@ -163,6 +172,7 @@ def run(cfg, comm, echo=print, job_start_ns=None):
         outputs.write_results(out_dir, summary, metrics.per_rank_header(epochs), rows)
         status.unguard_status()
         status.set_status(out_dir, "complete")
+        checkpoint_lock.release()
         outputs.release(out_dir)
     else:
         status.unguard_status()
