@@ -9,6 +9,7 @@ import io
 import json
 import os
 import socket
+import time
 
 from dlio_mpi import folder_lock, safe_files
 
