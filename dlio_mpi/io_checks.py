@@ -143,7 +143,7 @@ def validate_access(cfg):
     if rd.access == "stream":
         if not formats.traits(ds.format).byte_ranges:
             raise ConfigError(f"{where}: dataset.format={ds.format} is read through "
-                              f"{formats.traits(ds.format).library}, not as a byte stream")
+                              f"lib{formats.traits(ds.format).library}, not as a byte stream")
         if not backends.of(cfg).streams:
             raise ConfigError(f"{where} reads each rank's own files: io.interface must be "
                               f"{backends.listed(lambda b: b.streams)}, not {io.interface}")

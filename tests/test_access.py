@@ -176,7 +176,7 @@ def test_numpy_reads_wider_dtype(tmp_path):
     (["reader.access=stream", "io.interface=mpiio_coll", "io.layout=shared",
       "dataset.num_files_train=1"], "io.interface must be"),
     (["reader.access=stream", "io.read_type=memory"], "io.read_type=memory"),
-    (["reader.access=numpy", "dataset.format=raw"], "dataset.format must be npz"),
+    (["reader.access=numpy", "dataset.format=raw"], "dataset.format must be npy or npz"),
     (["reader.access=numpy", "dataset.format=npz", "dataset.compression=zip"], "stored"),
     (["reader.access=numpy", "dataset.format=npz", "io.interface=mmap"], "buffered file"),
     (["reader.access=numpy", "dataset.format=npy", "io.interface=stdio"],

@@ -156,8 +156,15 @@ def test_an_agreed_error_under_cpu_load_is_one_line_and_a_whole_status(tmp_path,
             out = tmp_path / "o"
             status = json.loads((out / "status.json").read_text())
             assert status["status"] == "failed" and status["reason"] == e[0][len("dlio_mpi: "):]
+            # the output folder: the status, the run's own folder and its latest link; no
+            # temporary file, no result that looks valid
             left = sorted(f.name for f in out.iterdir())
-            assert left == ["status.json"], (attempt, left)
+            # one folder per attempt: each run keeps its own
+            assert left[-2:] == ["latest", "status.json"] and len(left) == attempt + 3, \
+                (attempt, left)
+            run = sorted(f.name for f in (out / "latest").iterdir())
+            assert not [n for n in run if n.endswith(".part") or n in (
+                "summary.json", "per_rank.csv")], (attempt, run)
     finally:
         for q in load:
             q.kill()
