@@ -58,6 +58,9 @@ class LogContents:
     # module -> {"edges": bin edges (s since the log's start), "read": bytes per bin summed over
     # ranks, "write": ...}, from HEATMAP records
     heatmap_bins: dict = field(default_factory=dict)
+    # the job's "h" metadata: the MPI-IO hints Darshan wrote this log with (DARSHAN_LOGHINTS,
+    # "key=value;..."), not the application's; "" when the log has none
+    hints: str = ""
 
 
 def read_log(path, modules, dxt_modules=()):
@@ -121,6 +124,7 @@ def _read_open_report(report, path, modules, dxt_modules):
         heatmap_bytes=heatmap_bytes,
         names=names,
         heatmap_bins=heatmap_bins,
+        hints=str((job.get("metadata") or {}).get("h", "") or ""),
     )
 
 
