@@ -29,8 +29,10 @@ class LogJob:
     """The parts of a characterization the log rules read: the data files' records (module ->
     frame), their names, the traces of their reads, ranks, run time and I/O share."""
 
-    def __init__(self, char, thresholds, hints=()):
-        self.char, self.t, self.hints = char, thresholds, tuple(hints)
+    def __init__(self, char, thresholds, log=None):
+        self.char, self.t = char, thresholds
+        self.hints = tuple(getattr(log, "hints", ()) or ())
+        self.workers = dict(getattr(log, "workers", {}) or {})
         roles = getattr(char, "roles", None) or {}
         records = getattr(char, "records", None) or {}
         wanted = DATA_IO
@@ -419,15 +421,33 @@ def checkpoint_stalls(job):
 
 
 def workers_misattributed(job):
-    """Darshan's own totals disagree (HEATMAP bytes against the counters): the sign of forked
-    data-loader workers whose I/O Darshan recorded against the wrong files or lost."""
+    """Forked data-loader workers, each with a Darshan log of its own, or Darshan's own totals
+    disagreeing (HEATMAP bytes against the counters): Darshan records such workers' I/O
+    against the wrong files or loses it. Evidence: the workers, and writes Darshan put under
+    data files that the job only reads."""
     messages = [w for w in getattr(job.char, "warnings", []) or [] if "HEATMAP" in w]
-    if not messages:
+    if not messages and not job.workers:
         return None
+    parts = []
+    if job.workers:
+        n = sum(len(v) for v in job.workers.values())
+        parts.append(f"{n} forked worker process(es) of rank(s) "
+                     f"{', '.join(str(r) for r in sorted(job.workers))}, each with a Darshan "
+                     "log of its own")
+    frame = job.frame("POSIX")
+    data = {i for i, r in job.roles.items() if r == "data"}
+    if frame is not None and data:
+        mine = frame[frame["id"].isin([np.uint64(i) for i in data])]
+        writes = int(_col(mine, "POSIX_WRITES").sum())
+        if writes:
+            parts.append(f"{writes} writes ({_size(_col(mine, 'POSIX_BYTES_WRITTEN').sum())}) "
+                         "counted under the data files it reads (POSIX_WRITES)")
+    parts += messages[:1]
     return Finding(
         "workers_misattributed", "data-loader workers' I/O mis-attributed by Darshan",
-        messages[0] + (f" (and {len(messages) - 1} more)" if len(messages) > 1 else ""),
-        "heatmap_mismatches", float(len(messages)), 0.0, job.io_share / 2)
+        "; ".join(parts), "worker_processes",
+        float(sum(len(v) for v in job.workers.values())), 0.0, job.io_share / 2,
+        ranks=sorted(job.workers))
 
 
 def _read_runs(job):
@@ -508,7 +528,8 @@ RULES = (small_reads, small_writes, small_reads_shared, small_writes_shared, mis
          shuffle_defeats_readahead)
 
 
-def log_findings(char, thresholds, hints=()):
-    """The findings of the log rules on a characterization (unordered)."""
-    job = LogJob(char, thresholds, hints)
+def log_findings(char, thresholds, log=None):
+    """The findings of the log rules on a characterization (unordered); ``log``: the
+    DarshanJob it was made of (its MPI-IO hints and forked workers), if at hand."""
+    job = LogJob(char, thresholds, log)
     return [f for f in (rule(job) for rule in RULES) if f is not None]
