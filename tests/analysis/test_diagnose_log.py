@@ -170,3 +170,37 @@ def test_a_file_that_is_no_log_is_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "dlio_mpi", "analyze", "diagnose", str(bad)],
                          cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_with_a_workload_each_log_finding_carries_the_change_advise_measures():
+    """advise starts from these findings: with the workload it runs (here, as if fitted to
+    train_reader.py's log) a kind only the log's rules see gets its candidate changes."""
+    import warnings
+
+    from analysis.characterize import characterize, load_job
+    from analysis.diagnose import diagnose
+    from analysis.errors import AnalysisWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnalysisWarning)
+        log = load_job(fixture("python_train_reader.darshan"), dxt=True)
+        char = characterize(log)
+    workload = {"dataset": {"format": "raw", "num_files_train": 4, "num_samples_per_file": 4,
+                            "record_length": 262144},
+                "reader": {"transfer_size": 65536, "sample_shuffle": "seed"}}
+    got = {f.key: f for f in diagnose(char, workload, log=log)}
+    assert got["samples_in_pieces"].changes == {
+        "a sample per read (transfer size 0)": {"reader": {"transfer_size": 0}}}
+    assert got["shuffle_defeats_readahead"].changes == {
+        "shuffle files, not samples": {"reader": {"sample_shuffle": "off",
+                                                  "file_shuffle": "seed"}}}
+    assert got["redundant_reads"].changes == {
+        "read the input into memory at start": {"io": {"read_type": "memory"}}}
+    from dlio_mpi import config
+    from dlio_mpi.advise.measure import merged
+    for key in ("samples_in_pieces", "shuffle_defeats_readahead", "redundant_reads"):
+        for change in got[key].changes.values():
+            config.load(["output.folder=/nonexistent"], doc=merged(workload, change))
+    # the same kinds, no workload: evidence only
+    assert all(not f.changes for f in diagnose(char, None, log=log)
+               if f.key in ("samples_in_pieces", "shuffle_defeats_readahead"))
