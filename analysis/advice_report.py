@@ -39,7 +39,7 @@ def render_text(result):
              f"{result['elapsed_s']:.0f} s of a {result['budget_s']:.0f} s budget", ""]
     if result["findings"]:
         lines.append("findings (most severe first):")
-        lines += [f"  {i + 1}. {f['title']}: {f['evidence']}"
+        lines += [f"  {i + 1}. {f['title']} ({f.get('id', f['key'])}): {f['evidence']}"
                   for i, f in enumerate(result["findings"])]
     else:
         lines.append("findings: none (no rule's threshold was crossed)")

@@ -1,6 +1,7 @@
 """Command line of the analysis: the click group ``analyze``.
 
     python -m analysis.cli characterize PATH...        (or: python -m analysis ...)
+    python -m analysis.cli diagnose PATH [--threshold NAME=VALUE ...]
     python -m analysis.cli compare PATH PATH...
     python -m analysis.cli fit PATH -o workload.yaml
     python -m analysis.cli report PATH -o DIR
@@ -116,6 +117,33 @@ def characterize_cmd(paths, dxt, as_json, merge_jobs):
         _dump(data[0] if len(data) == 1 else data)
     else:
         click.echo("\n".join(render_text(r) for r in results), nl=False)
+
+
+@analyze.command("diagnose")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
+              help="a rule's threshold (repeatable; docs/diagnose.md lists them)")
+@click.option("--dxt/--no-dxt", default=True, show_default=True,
+              help="read Darshan's DXT traces (the training rules need them)")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON: the findings, each with its stable id, and the thresholds")
+def diagnose_cmd(path, thresholds, dxt, as_json):
+    """What is wrong with the I/O of PATH: findings, most severe first, each with its evidence
+    and the workload change advise would measure for it."""
+    from .diagnosis_report import diagnose_path, render_diagnosis
+    from .finding_kinds import Thresholds
+
+    try:
+        limits = Thresholds().with_values(thresholds)
+    except ValueError as error:
+        click.echo(f"analyze: diagnose: {error}", err=True)
+        sys.exit(USAGE)
+    with _reported():
+        result = diagnose_path(path, limits, dxt=dxt)
+    if as_json:
+        _dump(result)
+    else:
+        click.echo(render_diagnosis(result), nl=False)
 
 
 @analyze.command("compare")

@@ -32,28 +32,68 @@ measure first when the budget is short:
 - compression: the I/O share of a job reading compressed data, halved.
 """
 
-from .diagnose_reads import (_beyond_page_cache, _many_small_files, _metadata_heavy,
+from .diagnose_log import log_findings
+from .diagnose_reads import (_beyond_page_cache, _larger_reads, _many_small_files, _metadata_heavy,
                              _misaligned, _misaligned_direct, _random_access, _small_reads)
 from .diagnose_run import (_checkpoint_stalls, _compression, _no_overlap, _rank_imbalance,
                            _shared_independent)
+from .finding_kinds import KINDS, Thresholds
 from .findings import (CHECKPOINT_SHARE, IMBALANCE, IO_WAIT_SHARE, MANY_FILES,
                        MIN_READS, MISALIGNED_PCT, OPENS_PER_READ, RANDOM_SEQ_PCT,
                        SMALL_FILE_BYTES, SMALL_READ_BYTES, Finding, _Job)
 
-__all__ = ["diagnose", "Finding", "RULES", "CHECKPOINT_SHARE", "IMBALANCE", "IO_WAIT_SHARE",
-           "MANY_FILES", "MIN_READS", "MISALIGNED_PCT", "OPENS_PER_READ", "RANDOM_SEQ_PCT",
-           "SMALL_FILE_BYTES", "SMALL_READ_BYTES"]
+__all__ = ["diagnose", "Finding", "RULES", "KINDS", "Thresholds", "CHECKPOINT_SHARE",
+           "IMBALANCE", "IO_WAIT_SHARE", "MANY_FILES", "MIN_READS", "MISALIGNED_PCT",
+           "OPENS_PER_READ", "RANDOM_SEQ_PCT", "SMALL_FILE_BYTES", "SMALL_READ_BYTES"]
 
 
-def diagnose(char, workload, summary=None, read_ahead=None):
-    """The findings of a job, most severe first (see the module docstring). ``workload``
-    should hold every key (a key it lacks counts as unset); ``read_ahead``: the interfaces
-    whose reads read threads can run ahead (None: all)."""
-    job = _Job(char, workload, summary)
+def diagnose(char, workload=None, summary=None, read_ahead=None, thresholds=None, log=None):
+    """The findings of a job, most severe first (see the module docstring): the log's counter
+    rules (analysis.diagnose_log, with ``thresholds``, default :class:`Thresholds`, and
+    ``log``, the DarshanJob the characterization was made of, if at hand) and the workload's
+    rules, one finding per kind. Where
+    both find a kind, the workload rule's finding is kept (its changes are what advise
+    measures) with the files and ranks the counters name. ``workload`` should hold every key
+    (a key it lacks counts as unset; None: nothing known of it); ``read_ahead``: the
+    interfaces whose reads read threads can run ahead (None: all)."""
+    job = _Job(char, workload or {}, summary)
     job.read_ahead = read_ahead
-    found = [f for f in (rule(job) for rule in RULES) if f is not None]
-    return sorted(found, key=lambda f: -f.severity)
+    by_kind = {f.key: f for f in log_findings(char, thresholds or Thresholds(), log)}
+    for f in (rule(job) for rule in RULES):
+        if f is None:
+            continue
+        seen = by_kind.get(f.key)
+        if seen is not None:
+            f.files = f.files or seen.files
+            f.ranks = f.ranks or seen.ranks
+            f.severity = max(f.severity, seen.severity)
+        by_kind[f.key] = f
+    if workload:
+        for f in by_kind.values():
+            if not f.changes:
+                f.changes = _changes_for(f.key, job)
+    return sorted(by_kind.values(), key=lambda f: (-f.severity, f.key))
 
 
 RULES = (_small_reads, _misaligned_direct, _misaligned, _beyond_page_cache, _random_access,
-         _many_small_files, _metadata_heavy, _shared_independent, _rank_imbalance, _no_overlap, _checkpoint_stalls, _compression)
+         _many_small_files, _metadata_heavy, _shared_independent, _rank_imbalance, _no_overlap,
+         _checkpoint_stalls, _compression)
+
+
+def _changes_for(key, job):
+    """The changes of a kind only the log's rules found, from the workload (see
+    analysis.finding_kinds for what each kind's change is)."""
+    changes = {}
+    if key in ("small_reads", "small_reads_shared"):
+        changes = _larger_reads(job, job.size("dataset", "record_length", 0))
+    elif key == "samples_in_pieces" and job.size("reader", "transfer_size", 262144):
+        changes["a sample per read (transfer size 0)"] = {"reader": {"transfer_size": 0}}
+    elif key == "shuffle_defeats_readahead" and \
+            job.get("reader", "sample_shuffle", "off") != "off":
+        changes["shuffle files, not samples"] = {"reader": {"sample_shuffle": "off",
+                                                            "file_shuffle": "seed"}}
+    elif key == "redundant_reads" and job.get("io", "read_type", "on_demand") == "on_demand":
+        changes["read the input into memory at start"] = {"io": {"read_type": "memory"}}
+    elif key == "stdio_heavy" and job.get("io", "interface", "posix") == "stdio":
+        changes["POSIX reads"] = {"io": {"interface": "posix"}}
+    return changes

@@ -21,10 +21,11 @@ KiB, MiB = 1024, 1024 * 1024
 
 @dataclass
 class Finding:
-    """One cause of slow I/O: ``key`` (small_reads, no_overlap, ...), a one-line ``title``,
-    ``evidence`` (what was measured, against which threshold), ``metric``/``value``/
-    ``threshold`` (the same as numbers), ``severity`` (the module docstring) and ``changes``
-    (label -> partial workload)."""
+    """One cause of slow I/O: ``key`` (its id in analysis.finding_kinds.KINDS), a one-line
+    ``title``, ``evidence`` (what was measured, against which threshold), ``metric``/``value``/
+    ``threshold`` (the same as numbers), ``severity`` (the module docstring), ``changes``
+    (label -> partial workload, where the workload is known) and the ``files`` and ``ranks``
+    that trigger it."""
 
     key: str
     title: str
@@ -34,11 +35,18 @@ class Finding:
     threshold: float
     severity: float
     changes: dict = field(default_factory=dict)
+    files: list = field(default_factory=list)     # the files that trigger it, worst first
+    ranks: list = field(default_factory=list)     # the ranks that trigger it
 
     def to_dict(self):
-        return {"key": self.key, "title": self.title, "evidence": self.evidence,
-                "metric": self.metric, "value": self.value, "threshold": self.threshold,
-                "severity": round(self.severity, 4), "changes": self.changes}
+        from .finding_kinds import KINDS
+        kind = KINDS.get(self.key)
+        return {"id": self.key, "key": self.key, "title": self.title,
+                "evidence": self.evidence, "metric": self.metric, "value": self.value,
+                "threshold": self.threshold, "severity": round(self.severity, 4),
+                "files": list(self.files), "ranks": list(self.ranks),
+                "drishti": list(kind.drishti) if kind else [],
+                "advise": kind.change if kind else "", "changes": self.changes}
 
 
 def _size(n):

@@ -72,6 +72,8 @@ class DarshanJob:
     # rank -> [(start, end) of each forked worker process of that rank (s since start_time)]:
     # a data loader's workers, each with a non-MPI log of its own, read as threads of the rank
     workers: dict = field(default_factory=dict)
+    # the MPI-IO hints each log records (logfile.LogContents.hints), one entry per distinct value
+    hints: tuple = ()
 
 
 def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES, merge_jobs=False):
@@ -281,6 +283,7 @@ def _combine(logs, dxt, messages):
         names=names,
         heatmap_bins=_combine_heatmaps(logs, job_start),
         workers=workers,
+        hints=tuple(dict.fromkeys(log.hints for log in logs if log.hints)),
     )
 
 

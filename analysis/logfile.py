@@ -59,6 +59,9 @@ class LogContents:
     # ranks, "write": ...}, from HEATMAP records
     heatmap_bins: dict = field(default_factory=dict)
     job_id: int = 0  # the job id the runtime recorded (the scheduler's, else a pid)
+    # the job's "h" metadata: the MPI-IO hints Darshan wrote this log with (DARSHAN_LOGHINTS,
+    # "key=value;..."), not the application's; "" when the log has none
+    hints: str = ""
 
 
 def read_log(path, modules, dxt_modules=()):
@@ -123,6 +126,7 @@ def _read_open_report(report, path, modules, dxt_modules):
         names=names,
         heatmap_bins=heatmap_bins,
         job_id=int(job.get("jobid", 0)),
+        hints=str((job.get("metadata") or {}).get("h", "") or ""),
     )
 
 

@@ -9,11 +9,19 @@ The ratio is the sum over the logs of our median time over the sum of theirs; me
 a noisy, shared machine moves both sides together.
 
     scripts/bench-analysis [--logs 4] [--rounds 3] [--logs-dir DIR]
+
+With --diagnose: the time of `analyze diagnose LOG --json` against Drishti's on the same logs
+(its program from --drishti, $DRISHTI or PATH), each as one fresh process, and the time Drishti
+reports for its own analysis ("... in N seconds"); the ratio is ours over Drishti's, as above.
+
+    scripts/bench-analysis --diagnose [--logs 4] [--rounds 3] [--drishti PROGRAM]
 """
 import argparse
 import glob
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_LOGS = os.path.join(os.path.dirname(REPO), "shared", "darshan-logs")
 GOAL = 0.5
+DIAGNOSE_GOAL_S = 1.0       # analyze diagnose, per log
 
 
 def timed(cmd):
@@ -45,11 +54,19 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--logs-dir", default=os.environ.get("DLIO_MPI_DARSHAN_LOGS",
                                                              DEFAULT_LOGS))
+    parser.add_argument("--diagnose", action="store_true",
+                        help="analyze diagnose against Drishti instead")
+    parser.add_argument("--drishti", default=os.environ.get("DRISHTI") or shutil.which("drishti"),
+                        help="Drishti's program (default: $DRISHTI, else drishti on PATH)")
     args = parser.parse_args()
     logs = sorted(glob.glob(os.path.join(args.logs_dir, "*.darshan")), key=os.path.getsize,
                   reverse=True)[:args.logs]
     if not logs:
         sys.exit(f"bench-analysis: no *.darshan logs in {args.logs_dir}")
+    if args.diagnose:
+        if not args.drishti:
+            sys.exit("bench-analysis: --diagnose needs Drishti (--drishti PROGRAM or $DRISHTI)")
+        return bench_diagnose(logs, args)
     py = sys.executable
     ours = {log: [] for log in logs}
     theirs = {log: [] for log in logs}
@@ -101,6 +118,98 @@ def main():
         "characterize_vs_pydarshan_summary": ratio,
         "goal": GOAL,
     }))
+
+
+def drishti_run(program, log, out_dir):
+    """(wall seconds, the seconds Drishti reports for itself) of one Drishti run, or
+    (None, None) if it failed."""
+    t0 = time.perf_counter()
+    done = subprocess.run([program, "--csv", "--export_dir", out_dir, log], cwd=REPO,
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if done.returncode != 0:
+        print(f"  drishti failed ({done.returncode}) on {log}", file=sys.stderr)
+        return None, None
+    own = re.search(r"in\s+([0-9.]+)\s+seconds", " ".join(done.stdout.split()))
+    return elapsed, float(own.group(1)) if own else None
+
+
+IN_PROCESS = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+from analysis.diagnosis_report import diagnose_path
+out = {}
+for log in sys.argv[1:]:
+    t0 = time.perf_counter()
+    diagnose_path(log)
+    out[log] = time.perf_counter() - t0
+print(json.dumps(out))
+"""
+
+
+def in_process_times(logs):
+    """Log -> seconds of diagnose_path in one process that imported the analysis once (the
+    figure beside Drishti's own time, which leaves out its start-up too)."""
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS, *logs], cwd=REPO,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench_diagnose(logs, args):
+    py = sys.executable
+    analysis_s = {log: [] for log in logs}
+    ours = {log: [] for log in logs}
+    theirs = {log: [] for log in logs}
+    theirs_own = {log: [] for log in logs}
+    with tempfile.TemporaryDirectory(prefix="bench-diagnose-") as tmp:
+        for r in range(args.rounds):
+            for i, log in enumerate(logs):
+                steps = [lambda: ours[log].append(timed(
+                             [py, "-m", "analysis.cli", "diagnose", log, "--json"])),
+                         lambda: [lst.append(v) for lst, v in zip(
+                             (theirs[log], theirs_own[log]), drishti_run(args.drishti, log, tmp))]]
+                if (r + i) % 2:
+                    steps.reverse()
+                for step in steps:
+                    step()
+            for log, seconds in in_process_times(logs).items():
+                analysis_s[log].append(seconds)
+
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    print(f"{'log':<62} {'ours s':>8} {'analysis s':>10} {'drishti s':>10} {'its own s':>10}"
+          f" {'ratio':>6}")
+    total_ours = total_theirs = 0.0
+    table = {}
+    for log in logs:
+        a, b, c = med(ours[log]), med(theirs[log]), med(theirs_own[log])
+        d = med(analysis_s[log])
+        name = os.path.basename(log)
+        table[name] = {"ours_s": a, "ours_analysis_s": d, "drishti_s": b, "drishti_own_s": c}
+        if a is None or b is None:
+            print(f"{name[:62]:<62} {a if a is not None else float('nan'):>8.2f} "
+                  f"{d:>10.2f} {'failed':>10}")
+            continue
+        total_ours += a
+        total_theirs += b
+        print(f"{name[:62]:<62} {a:>8.2f} {d:>10.2f} {b:>10.2f} "
+              f"{c if c is not None else float('nan'):>10.2f} {a / b:>6.2f}")
+    ratio = total_ours / total_theirs if total_theirs else None
+    slowest = max((v["ours_s"] for v in table.values() if v["ours_s"] is not None), default=None)
+    slowest_analysis = max((v["ours_analysis_s"] for v in table.values()), default=None)
+    own = [(v["ours_analysis_s"], v["drishti_own_s"]) for v in table.values()
+           if v["drishti_own_s"]]
+    own_ratio = sum(a for a, _ in own) / sum(b for _, b in own) if own else None
+    print(f"analyze diagnose vs Drishti (whole processes): {ratio:.2f}; analysis alone vs "
+          f"Drishti's own time: {own_ratio:.2f}; slowest log {slowest:.2f} s as a process, "
+          f"{slowest_analysis:.2f} s of analysis (goal < {DIAGNOSE_GOAL_S} s)"
+          if ratio is not None and own_ratio is not None else "no log measured on both sides")
+    print(json.dumps({"logs": list(table), "rounds": args.rounds, "per_log": table,
+                      "diagnose_vs_drishti": ratio, "analysis_vs_drishti_own": own_ratio,
+                      "slowest_diagnose_s": slowest, "slowest_analysis_s": slowest_analysis,
+                      "goal_s": DIAGNOSE_GOAL_S}))
 
 
 if __name__ == "__main__":

@@ -16,12 +16,13 @@ def _named(overrides, key):
 
 
 def starting_point(source, overrides, config_file, out_dir):
-    """(workload document, characterization of the source or None, notes): ``source`` is
+    """(workload document, characterization of the source or None, notes, the DarshanJob of a
+    Darshan log source or None): ``source`` is
     None (the workload comes from ``workload=NAME`` or ``config_file``), a run directory or a
     Darshan log."""
     from analysis.errors import AnalysisWarning
 
-    notes, char = [], None
+    notes, char, log = [], None, None
     out_dir = os.path.abspath(out_dir)
     if source is None:
         if not config_file and not _named(overrides, "workload"):
@@ -48,13 +49,14 @@ def starting_point(source, overrides, config_file, out_dir):
         notes.append(f"started from the run in {source} (its configuration)")
         local = False
     elif os.path.exists(source):
-        from analysis.characterize import characterize
+        from analysis.characterize import characterize, load_job
         from analysis.fit import fit
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AnalysisWarning)
             fitted = fit(source, data_folder=os.path.join(out_dir, "data", "fitted"),
                          output_folder=os.path.join(out_dir, "runs", "fitted"))
-            char = characterize(source, dxt=True)
+            log = load_job(source, dxt=True)
+            char = characterize(log)
         os.makedirs(out_dir, exist_ok=True)
         fitted.write(os.path.join(out_dir, "fitted.yaml"))
         cfg = config.load(overrides, doc=fitted.workload, doc_source=f"{source} (fitted)")
@@ -74,4 +76,4 @@ def starting_point(source, overrides, config_file, out_dir):
                                                                              "checkpoints")
     doc.get("output", {}).pop("folder", None)
     doc.setdefault("io", {}).pop("keep_oplog", None)
-    return doc, char, notes
+    return doc, char, notes, log

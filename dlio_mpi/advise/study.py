@@ -122,7 +122,8 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
     kept = {}                   # rank 0's characterization of the source, not broadcast
 
     def start():
-        doc, kept["char"], notes = starting_point(source, overrides, config_file, out_dir)
+        doc, kept["char"], notes, kept["log"] = starting_point(source, overrides, config_file,
+                                                                out_dir)
         return doc, notes
 
     base_doc, notes = _agreed(comm, start)
@@ -154,7 +155,8 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
             ahead = (cfg.io.interface,) if read_ahead_threads(threaded) else ()
         except config.ConfigError:      # a workload that reads in its training loop
             ahead = ()
-        findings = diagnose(char, cfg.to_dict(), summary, read_ahead=ahead)
+        # the findings of `analyze diagnose` on the source, with the changes of this workload
+        findings = diagnose(char, cfg.to_dict(), summary, read_ahead=ahead, log=kept.get("log"))
         cands, skipped = plan(findings, base_doc, adv, comm.Get_size(), adv.longest)
         return [f.to_dict() for f in findings], cands, skipped
 
