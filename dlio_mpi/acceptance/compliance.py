@@ -19,7 +19,8 @@ def check(*, dataset_bytes, num_files, host_memory_bytes, hosts, ranks_per_host,
     out.append(_rule(
         f"dataset at least {rules.HOST_MEMORY_MULTIPLIER}x the summed memory of the client "
         "hosts", dataset_bytes >= need,
-        f"{dataset_bytes / GIB:.3f} GiB in {num_files} files; {rules.HOST_MEMORY_MULTIPLIER} x "
+        f"{dataset_bytes:,} bytes ({dataset_bytes / GIB:.3f} GiB) in {num_files} files; "
+        f"{rules.HOST_MEMORY_MULTIPLIER} x "
         f"{host_memory_bytes / GIB:.3f} GiB (MemTotal summed over {len(hosts)} hosts: "
         f"{', '.join(hosts)}) = {need / GIB:.3f} GiB"))
     everything = ([warmup] if warmup else []) + runs

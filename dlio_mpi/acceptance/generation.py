@@ -52,8 +52,11 @@ def generate(workload, results, user_overrides, comm, *, hosts, accelerators,
                          samples_per_file=shape.dataset.num_samples_per_file,
                          batch_size=shape.reader.batch_size, hosts=hosts,
                          accelerators=accelerators, host_memory_bytes=host_memory_bytes)
+    # the user's own file count (a smaller dataset, with the flag) is sharded as its size asks
+    files = configs.given(user_overrides).get("dataset.num_files_train")
+    files = shape.dataset.num_files_train if files is not None else m.num_files_train
     cfg = configs.load(configs.base(workload, results, user_overrides,
-                                    sized=(m.num_files_train, m.num_subfolders_train))
+                                    sized=(files, datasize.subfolders(files)))
                        + ["workflow.generate_data=true"])
     if cfg.dataset.num_files_train < m.num_files_train and not allow_undersized:
         raise AcceptanceError(undersized_line(cfg.dataset.num_files_train, m,
