@@ -158,3 +158,23 @@ def test_a_folder_of_other_files_refused(tmp_path):
     assert line == (f"dlio_mpi: acceptance: results folder {tmp_path} holds files but no "
                     "acceptance.json: it is not an acceptance procedure's; give an empty or "
                     "new folder")
+
+
+def test_a_failed_run_is_named(tmp_path):
+    res = tmp_path / "r"
+    acceptance("datagen", "resnet50", "--results", res, "--accelerators", "2",
+               "--allow-undersized-dataset", *SHRINK)
+    damaged = res / "data" / "resnet50" / "train" / "img_0000003_of_8.tfrecord"
+    os.truncate(damaged, 100)
+    p = acceptance("run", "resnet50", "--results", res, "--allow-undersized-dataset",
+                   check=False)
+    assert p.returncode == 1
+    folder = os.path.realpath(res / "training" / "resnet50" / "run" / "latest")
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("dlio_mpi: ")]
+    assert lines == [f"dlio_mpi: acceptance resnet50: warmup failed ({folder}/warmup): rank 1: "
+                     f"unexpected end of file in {damaged}: wanted 65792 bytes from offset 0, "
+                     "got 100; the runs before it are kept"]
+    state = json.loads((res / "training" / "resnet50" / "run" / "latest" / "warmup" /
+                        "status.json").read_text())
+    assert state["status"] == "failed"
+    assert not os.path.exists(os.path.join(folder, "result.json"))

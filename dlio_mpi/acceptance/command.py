@@ -169,9 +169,9 @@ def run(workload, results, runs, allow_fewer_runs, allow_undersized_dataset, see
     except rules.AcceptanceError as e:
         _refuse(str(e), comm.Get_rank())
     except Interrupted as e:
-        if comm.Get_rank() == 0:
-            click.echo(f"dlio_mpi: acceptance: stopped by {e}; the completed runs are kept",
-                       err=True)
+        if comm.Get_rank() == 0 and not getattr(e, "after_failure", False):
+            click.echo(f"dlio_mpi: acceptance {workload}: {getattr(e, 'run', 'the procedure')} "
+                       f"stopped by {e}; the completed runs are kept", err=True)
         sys.exit(128 + e.signum)
     except Exception as e:
         _fail(comm, e)

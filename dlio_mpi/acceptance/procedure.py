@@ -11,7 +11,7 @@ from dlio_mpi import status as run_status
 from dlio_mpi.acceptance import compliance, configs, datasize, result, results_folder, rules
 from dlio_mpi.acceptance.generation import undersized_line
 from dlio_mpi.acceptance.rules import AcceptanceError
-from dlio_mpi.exits import _error_line
+from dlio_mpi.exits import Interrupted, _error_line
 
 
 class RunFailed(RuntimeError):
@@ -78,6 +78,13 @@ def _one_run(name, cfg, overrides, comm, workload):
     """One run; its failure as an error that names the run (and the rank)."""
     try:
         return runner.run(cfg, comm, overrides=overrides)
+    except Interrupted as e:
+        # a rank stopped by the launcher after another rank failed says nothing: the failed
+        # rank's line is the job's
+        marked = run_status.mark_stopped(cfg, "interrupted", str(e), rank=comm.Get_rank())
+        e.after_failure = marked == "failed"
+        e.run = name
+        raise
     except Exception as e:
         rank = comm.Get_rank()
         line, by = _error_line(rank, e)

@@ -6,7 +6,6 @@ which procedure the folder belongs to and describes its dataset (by default DIR/
 so that the runs read the dataset datagen made and another procedure's runs are refused."""
 import json
 import os
-import time
 
 from dlio_mpi import outputs, safe_files
 from dlio_mpi.acceptance.rules import AcceptanceError
@@ -15,7 +14,6 @@ MARKER = "acceptance.json"
 PROCEDURE = "mlperf_storage_training"
 RESULT = "result.json"
 WARMUP = "warmup"
-LATEST = outputs.LATEST
 
 
 def run_name(i):
@@ -81,7 +79,3 @@ def new_step_folder(results, workload, step, started):
 
 def write_json(path, doc):
     safe_files.write_whole(path, json.dumps(doc, indent=1), fsync=True)
-
-
-def now():
-    return time.time()
