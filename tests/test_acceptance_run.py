@@ -135,6 +135,8 @@ def test_fewer_runs_with_the_flag_not_compliant(results):
      "mlperf_storage_training resnet50, not of mlperf_storage_training cosmoflow"),
     (("run", "bert"), "dlio_mpi: acceptance: workload 'bert': MLPerf Storage's training rules "
      "define cosmoflow, resnet50, unet3d"),
+    (("run", "resnet50", "train.seed=5"), "dlio_mpi: acceptance: 'train.seed=5': the "
+     "procedure sets train.seed (--seed)"),
     (("run", "resnet50", "--allow-undersized-dataset", "dataset.record_length=8192"),
      "dlio_mpi: acceptance: {res}/data/resnet50 holds another dataset than the one these "
      "settings read"),

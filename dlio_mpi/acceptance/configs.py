@@ -19,14 +19,21 @@ def given(overrides):
     return out
 
 
+# keys the procedure sets for itself, and where the user sets them instead
+RESERVED = {"workload": "the command's argument", "train.seed": "--seed",
+            "dataset.seed": "fixed by the procedure", "output.folder": "--results",
+            "workflow.generate_data": "datagen makes the dataset once",
+            "io.fail_below_au": "result.json's pass"}
+
+
 def check_overrides(overrides):
-    """The user's overrides are section.key=value; the workload is the procedure's argument."""
+    """The user's overrides are section.key=value, none of the keys the procedure sets."""
     for item in overrides:
-        key = item.partition("=")[0].strip().lstrip("+")
         if "=" not in item:
             raise AcceptanceError(f"{item!r}: overrides are section.key=value")
-        if key == "workload":
-            raise AcceptanceError(f"{item!r}: the workload is the command's argument")
+        key = next(iter(given([item])))
+        if key in RESERVED:
+            raise AcceptanceError(f"{item!r}: the procedure sets {key} ({RESERVED[key]})")
 
 
 def base(workload, results, user_overrides, sized=None):
