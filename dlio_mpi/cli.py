@@ -11,11 +11,11 @@ from dlio_mpi.exits import (AU_FAIL, CONFIG_ERROR, Interrupted,  # noqa: F401
 
 
 class _Commands(click.Group):
-    """Commands, with `analyze` (analysis/, pandas and PyDarshan) and `advise` imported only
-    when used, so that a run's start-up does not pay for them."""
+    """Commands, with `analyze` (analysis/, pandas and PyDarshan), `advise` and `acceptance`
+    imported only when used, so that a run's start-up does not pay for them."""
 
     def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | {"analyze", "advise"})
+        return sorted(set(super().list_commands(ctx)) | {"analyze", "advise", "acceptance"})
 
     def get_command(self, ctx, name):
         if name == "analyze":
@@ -24,6 +24,9 @@ class _Commands(click.Group):
         if name == "advise":
             from dlio_mpi.advise.command import advise_cmd
             return advise_cmd
+        if name == "acceptance":
+            from dlio_mpi.acceptance.command import acceptance
+            return acceptance
         return super().get_command(ctx, name)
 
 

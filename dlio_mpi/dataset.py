@@ -39,13 +39,18 @@ def chunking(ds, itemsize=1):
     return 1, size // itemsize
 
 
+def content_seed(cfg):
+    """The seed of the dataset's content and sizes: dataset.seed, or train.seed when unset."""
+    return cfg.dataset.seed if cfg.dataset.seed >= 0 else cfg.train.seed
+
+
 def format_spec(cfg):
     ds = cfg.dataset
     chunk_rows, chunk_elems = chunking(ds) if formats.traits(ds.format).chunked else (1, 0)
     return formats.FormatSpec(
         format=ds.format, samples_per_file=ds.num_samples_per_file,
         record_length=ds.record_length, record_length_stdev=ds.record_length_stdev,
-        seed=cfg.train.seed, compression=_COMPRESSION[ds.compression],
+        seed=content_seed(cfg), compression=_COMPRESSION[ds.compression],
         compression_level=min(ds.compression_level, 9),
         chunked=ds.enable_chunking or ds.compression in ("gzip", "lzf"), chunk_rows=chunk_rows,
         chunk_elems=chunk_elems, libver=ds.hdf5_libver, npz_layout=ds.npz_layout,

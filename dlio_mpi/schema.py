@@ -71,6 +71,10 @@ SCHEMA = {
         "num_subfolders_train": Key("int", 0, "subfolders of train/", minimum=0),
         "num_subfolders_eval": Key("int", 0, "subfolders of valid/", minimum=0),
         "file_prefix": Key("str", "img", "file name prefix"),
+        # this project's own: the generated content's seed apart from the shuffles', so that
+        # runs whose train.seed differs read one dataset (MLPerf Storage changes the seed
+        # between runs, never the data)
+        "seed": Key("int", -1, "seed of the generated content (-1: train.seed)", minimum=-1),
         "compression": Key("enum", "none", "compression (hdf5: gzip, lzf; npz: zip)",
                            ("none", "gzip", "lzf", "zip")),
         "compression_level": Key("int", 4, "gzip level", minimum=0),

@@ -1,0 +1,184 @@
+"""python -m dlio_mpi acceptance: datasize, datagen, run."""
+import json
+import sys
+
+import click
+
+from dlio_mpi.acceptance import rules
+from dlio_mpi.exits import AU_FAIL, CONFIG_ERROR, Interrupted, _fail, _stop_on_signals
+
+GIB = 2**30
+
+
+def _refuse(line, rank=0):
+    """Bad input: one line (from rank 0 under mpiexec), exit 2."""
+    if rank == 0:
+        click.echo(f"dlio_mpi: acceptance: {line}", err=True)
+    sys.exit(CONFIG_ERROR)
+
+
+def _memory_bytes(gib):
+    from dlio_mpi import sysinfo
+
+    if gib is None:
+        return sysinfo.memory_bytes()
+    if gib <= 0:
+        _refuse(f"--host-memory-gib {gib:g}: must be more than 0")
+    return int(gib * GIB)
+
+
+def _positive(name, value):
+    if value < 1:
+        _refuse(f"{name} {value}: must be at least 1")
+
+
+@click.group()
+def acceptance():
+    """Storage acceptance as MLPerf Storage defines it: size the dataset (datasize), make it
+    once (datagen), then a warm-up and five runs judged against the workload's AU threshold
+    and the rules (run). Workloads: unet3d, resnet50, cosmoflow."""
+
+
+overrides_argument = click.argument("overrides", nargs=-1)
+results_option = click.option("--results", required=True, type=click.Path(file_okay=False),
+                              help="the procedure's results folder (its dataset in data/)")
+undersized_option = click.option(
+    "--allow-undersized-dataset", is_flag=True,
+    help="go on with a dataset under the rules' minimum (reported not compliant)")
+
+
+@acceptance.command(context_settings={"ignore_unknown_options": True})
+@click.argument("workload")
+@click.option("--hosts", type=int, default=1, show_default=True, help="client hosts")
+@click.option("--accelerators", type=int, required=True,
+              help="emulated accelerators over all the hosts (the largest count to be run)")
+@click.option("--host-memory-gib", type=float, default=None,
+              help="memory of each host, GiB (default: this host's MemTotal)")
+@overrides_argument
+def datasize(workload, hosts, accelerators, host_memory_gib, overrides):
+    """The minimum training dataset by both rules, with the arithmetic; the last line is one
+    JSON object (num_files_train, num_subfolders_train, dataset_gib, rule)."""
+    from dlio_mpi.acceptance import configs
+    from dlio_mpi.acceptance import datasize as sizing
+
+    _positive("--hosts", hosts)
+    _positive("--accelerators", accelerators)
+    memory = _memory_bytes(host_memory_gib)
+    try:
+        rules.threshold(workload)
+        configs.check_overrides(overrides)
+        sizing.check_even(hosts, accelerators)
+        cfg = configs.load(configs.base(workload, ".", overrides))
+        m = sizing.minimum(record_length=cfg.dataset.record_length,
+                           samples_per_file=cfg.dataset.num_samples_per_file,
+                           batch_size=cfg.reader.batch_size, hosts=hosts,
+                           accelerators=accelerators, host_memory_bytes=hosts * memory)
+    except rules.AcceptanceError as e:
+        _refuse(str(e))
+    for line in sizing.explain(m):
+        click.echo(line)
+    click.echo(json.dumps(m.as_json()))
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    _stop_on_signals()
+    return MPI.COMM_WORLD
+
+
+def _say(comm, verbose, quiet):
+    from dlio_mpi import progress
+
+    progress.setup(comm.Get_rank(), verbose - quiet)
+
+
+def _verbosity(f):
+    f = click.option("-v", "--verbose", count=True, help="more lines while it runs")(f)
+    return click.option("-q", "--quiet", count=True, help="warnings and results only")(f)
+
+
+@acceptance.command(context_settings={"ignore_unknown_options": True})
+@click.argument("workload")
+@results_option
+@click.option("--hosts", type=int, default=1, show_default=True,
+              help="client hosts the runs will use")
+@click.option("--accelerators", type=int, required=True,
+              help="emulated accelerators over all the hosts (the largest count to be run)")
+@click.option("--host-memory-gib", type=float, default=None,
+              help="memory of each host, GiB (default: this host's MemTotal)")
+@undersized_option
+@_verbosity
+@overrides_argument
+def datagen(workload, results, hosts, accelerators, host_memory_gib, allow_undersized_dataset,
+            verbose, quiet, overrides):
+    """Generate the procedure's dataset once, in parallel over the ranks (run it under
+    mpiexec; run it again to complete an interrupted generation)."""
+    from dlio_mpi.acceptance import generation
+
+    _positive("--hosts", hosts)
+    _positive("--accelerators", accelerators)
+    memory = _memory_bytes(host_memory_gib)
+    comm = _mpi()
+    _say(comm, verbose, quiet)
+    try:
+        written, before, cfg, m = generation.generate(
+            workload, results, overrides, comm, hosts=hosts, accelerators=accelerators,
+            host_memory_bytes=hosts * memory, allow_undersized=allow_undersized_dataset)
+    except rules.AcceptanceError as e:
+        _refuse(str(e), comm.Get_rank())
+    except Interrupted as e:
+        if comm.Get_rank() == 0:
+            click.echo(f"dlio_mpi: acceptance: datagen stopped by {e}; run it again to "
+                       "complete the dataset", err=True)
+        sys.exit(128 + e.signum)
+    except Exception as e:
+        _fail(comm, e)
+    if comm.Get_rank() == 0:
+        click.echo(f"{written} files written, {before} already complete, in "
+                   f"{cfg.dataset.data_folder} (rules' minimum {m.num_files_train} files: "
+                   f"{m.rule})")
+
+
+@acceptance.command(context_settings={"ignore_unknown_options": True})
+@click.argument("workload")
+@results_option
+@click.option("--runs", type=int, default=rules.RUNS, show_default=True,
+              help="measured runs after the warm-up")
+@click.option("--allow-fewer-runs", is_flag=True,
+              help=f"allow --runs under {rules.RUNS} (reported not compliant)")
+@undersized_option
+@click.option("--seed", type=int, default=None,
+              help="train.seed of the warm-up (run i: seed + i; default: the workload's)")
+@_verbosity
+@overrides_argument
+def run(workload, results, runs, allow_fewer_runs, allow_undersized_dataset, seed, verbose,
+        quiet, overrides):
+    """The warm-up and the measured runs (run it under mpiexec, one rank per accelerator):
+    result.json in results/training/WORKLOAD/run/latest/. Exit status 0 when the mean AU
+    meets the workload's threshold, 3 when it does not."""
+    from dlio_mpi.acceptance import procedure, result
+
+    comm = _mpi()
+    _say(comm, verbose, quiet)
+    try:
+        doc = procedure.run(workload, results, overrides, comm, runs=runs,
+                            allow_undersized=allow_undersized_dataset,
+                            allow_fewer_runs=allow_fewer_runs, seed=seed,
+                            say=lambda line: click.echo(line))
+    except rules.AcceptanceError as e:
+        _refuse(str(e), comm.Get_rank())
+    except Interrupted as e:
+        if comm.Get_rank() == 0 and not getattr(e, "after_failure", False):
+            click.echo(f"dlio_mpi: acceptance {workload}: {getattr(e, 'run', 'the procedure')} "
+                       f"stopped by {e}; the completed runs are kept", err=True)
+        sys.exit(128 + e.signum)
+    except Exception as e:
+        _fail(comm, e)
+    passed = comm.bcast(doc["pass"] if doc else None, root=0)
+    if comm.Get_rank() == 0:
+        for line in result.lines(doc):
+            click.echo(line)
+        click.echo(f"result: {doc['folder']}/result.json")
+    if not passed:
+        sys.exit(AU_FAIL)
