@@ -8,7 +8,8 @@
     python -m analysis.cli replay LOG --out DIR [--ranks N]
 
 A PATH is a Darshan log, a directory of one job's Darshan logs, or a dlio_mpi run directory
-(summary.json + op logs). Text by default; ``--json`` prints JSON instead. A file that cannot
+(summary.json + op logs); a directory of several jobs' logs is refused, naming the jobs, unless
+``--merge-jobs`` reads them as one job. Text by default; ``--json`` prints JSON instead. A file that cannot
 be read ends the command with one line on stderr and exit status 1; the analysis' warnings
 about a log's contents are printed on stderr as ``analyze: warning: ...`` lines.
 """
@@ -59,6 +60,23 @@ def _flush(caught):
     caught.clear()
 
 
+def merge_jobs_option(f):
+    return click.option("--merge-jobs", is_flag=True,
+                        help="read a directory holding several jobs' Darshan logs as one job "
+                             "(refused otherwise)")(f)
+
+
+def _source(path, dxt, merge_jobs):
+    """What the analysis reads for PATH: the path itself, or with --merge-jobs the job loaded
+    from all the logs it holds."""
+    from .oplog import is_run_dir
+
+    if not merge_jobs or is_run_dir(path):
+        return path
+    from .loader import load
+    return load(path, dxt=dxt, merge_jobs=True)
+
+
 def _dump(data):
     click.echo(json.dumps(data, indent=2, default=_json_default))
 
@@ -85,13 +103,14 @@ def analyze():
               help="read Darshan's DXT traces (a run directory always has its traces)")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON: one object, or an array of them for several PATHs")
-def characterize_cmd(paths, dxt, as_json):
+@merge_jobs_option
+def characterize_cmd(paths, dxt, as_json, merge_jobs):
     """The DLIO paper's I/O characterization of each PATH (each one job)."""
     from .characterize import characterize
     from .text import render_text
 
     with _reported():
-        results = [characterize(path, dxt=dxt) for path in paths]
+        results = [characterize(_source(path, dxt, merge_jobs), dxt=dxt) for path in paths]
     if as_json:
         data = [r.to_dict() for r in results]
         _dump(data[0] if len(data) == 1 else data)
@@ -106,7 +125,8 @@ def characterize_cmd(paths, dxt, as_json):
               help="use the DXT trace where a log holds one (transfer sizes, timeline)")
 @click.option("--json", "as_json", is_flag=True,
               help="the comparison as one JSON object instead of the table")
-def compare_cmd(paths, labels, dxt, as_json):
+@merge_jobs_option
+def compare_cmd(paths, labels, dxt, as_json, merge_jobs):
     """Jobs side by side, with a similarity score in [0, 1] of each to the first."""
     from .compare import compare, render_comparison
 
@@ -115,7 +135,8 @@ def compare_cmd(paths, labels, dxt, as_json):
     if labels and len(labels) != len(paths):
         raise click.UsageError(f"{len(labels)} --label for {len(paths)} PATHs")
     with _reported():
-        result = compare(paths, labels=labels or None, dxt=dxt)
+        result = compare([_source(path, dxt, merge_jobs) for path in paths],
+                         labels=labels or None, dxt=dxt)
     if as_json:
         _dump(result.to_dict())
     else:
@@ -131,12 +152,13 @@ def compare_cmd(paths, labels, dxt, as_json):
 @click.option("--name", default=None, help="model.name of the fitted workload")
 @click.option("--json", "as_json", is_flag=True,
               help="print the fit (workload, evidence, notes) as JSON")
-def fit_cmd(path, output, data_folder, name, as_json):
+@merge_jobs_option
+def fit_cmd(path, output, data_folder, name, as_json, merge_jobs):
     """Fit a dlio_mpi workload to the I/O of PATH and write it as YAML."""
     from .fit import fit
 
     with _reported():
-        result = fit(path, data_folder=data_folder, name=name)
+        result = fit(_source(path, True, merge_jobs), data_folder=data_folder, name=name)
         result.write(output)
     if as_json:
         _dump({**result.to_dict(), "output": output})
@@ -182,12 +204,13 @@ def replay_cmd(path, out_dir, ranks, launcher, scale, as_json):
               help="use the DXT trace where a log holds one (timeline, bandwidth over time)")
 @click.option("--json", "as_json", is_flag=True,
               help="the files written as one JSON object instead of a line each")
-def report_cmd(path, out_dir, dxt, as_json):
+@merge_jobs_option
+def report_cmd(path, out_dir, dxt, as_json, merge_jobs):
     """Markdown and a self-contained HTML report with figures."""
     from .report import write_report
 
     with _reported():
-        files = write_report(path, out_dir, dxt=dxt)
+        files = write_report(_source(path, dxt, merge_jobs), out_dir, dxt=dxt)
     if as_json:
         _dump({"markdown": files.markdown, "html": files.html, "figures": files.figures})
     else:

@@ -2,7 +2,8 @@
 
 ``load(path)`` reads a single log. ``load(directory)`` or ``load([path, ...])`` reads a set of
 logs written by the processes of one job (Darshan in non-MPI mode writes one log per process)
-and joins them into one job, as if one MPI job of all their processes had written one log.
+and joins them into one job, as if one MPI job of all their processes had written one log. A
+set holding the logs of several jobs is refused, naming them, unless ``merge_jobs=True``.
 I/O that Darshan counted under a file through a reused descriptor number is left out of the
 file's POSIX records and trace, with a note (:mod:`analysis.reused_descriptors`).
 """
@@ -10,6 +11,7 @@ file's POSIX records and trace, with a note (:mod:`analysis.reused_descriptors`)
 import glob
 import os
 import re
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -72,14 +74,15 @@ class DarshanJob:
     workers: dict = field(default_factory=dict)
 
 
-def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):
+def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES, merge_jobs=False):
     """Load a Darshan log, a directory of one job's logs, or a list of one job's log paths.
 
     Reads the counter records of ``modules`` (those the logs hold) and, with ``dxt=True``,
     the DXT_POSIX and DXT_MPIIO traces. Warns (PartialLogWarning) for every module a log marks
     partial and (HeatmapMismatchWarning) when a log's HEATMAP byte totals differ from its
     POSIX, STDIO or MPI-IO byte counters by more than 1%. Raises LogError for a file that
-    cannot be read.
+    cannot be read, and for a set of logs of several jobs (see :func:`jobs_of`) unless
+    ``merge_jobs=True``, which joins them as if they were one.
 
     Then leaves out of the POSIX records (and traces) the I/O that Darshan counted under a
     file through a reused descriptor number, where a DXT trace shows it (read for that even
@@ -88,6 +91,8 @@ def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES):
     """
     paths = log_paths(source)
     logs = [read_log(path, modules, DXT_MODULES if dxt else ()) for path in paths]
+    if not merge_jobs:
+        _refuse_several_jobs(source, logs)
     messages = []
     for log in logs:
         messages += [(PartialLogWarning, message) for message in _partial_messages(log)]
@@ -118,6 +123,51 @@ def log_paths(source):
     if not paths:
         raise LogError("no Darshan log given: the list of paths is empty")
     return paths
+
+
+# how far apart in time (s) two logs of one job may lie: the runtime's times are whole seconds
+# in older logs
+JOB_GAP_S = 2.0
+
+
+def jobs_of(logs):
+    """The logs of a set grouped by job (lists of indexes, in start order). An MPI job writes
+    one log for all its processes, so two logs of several processes are two jobs; per-process
+    logs (non-MPI mode, forked workers, the launcher's helpers) of one job overlap in time, so
+    a log that starts after every earlier one ended starts another job."""
+    jobs, end, multi = [], None, False
+    for i in sorted(range(len(logs)), key=lambda i: logs[i].start_time):
+        log = logs[i]
+        if not jobs or log.start_time > end + JOB_GAP_S or (log.nprocs > 1 and multi):
+            jobs.append([])
+            end, multi = log.start_time, False
+        jobs[-1].append(i)
+        end = max(end, log.start_time + log.run_time)
+        multi = multi or log.nprocs > 1
+    return jobs
+
+
+def _job_name(logs, job):
+    """A job as a user can find it: its job id, program, start time (UTC) and first log."""
+    log = next((logs[i] for i in job if logs[i].nprocs > 1), logs[job[0]])
+    words = log.exe.split()
+    exe = os.path.basename(words[0]) if words else "?"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(log.start_time))
+    more = f" and {len(job) - 1} more log{'s' if len(job) > 2 else ''}" if len(job) > 1 else ""
+    return (f"job {log.job_id} ({exe}, {log.nprocs} process{'es' if log.nprocs > 1 else ''}, "
+            f"started {started} UTC: {os.path.basename(log.path)}{more})")
+
+
+def _refuse_several_jobs(source, logs):
+    jobs = jobs_of(logs)
+    if len(jobs) < 2:
+        return
+    where = (f"{os.fspath(source)} holds" if isinstance(source, (str, os.PathLike))
+             else f"the {len(logs)} logs given are")
+    names = "; ".join(_job_name(logs, job) for job in jobs[:4])
+    more = f"; and {len(jobs) - 4} more" if len(jobs) > 4 else ""
+    raise LogError(f"{where} the logs of {len(jobs)} jobs, not one: {names}{more}: "
+                   "give one job's logs, or --merge-jobs to read them as one job")
 
 
 def _partial_messages(log):

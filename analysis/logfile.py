@@ -58,6 +58,7 @@ class LogContents:
     # module -> {"edges": bin edges (s since the log's start), "read": bytes per bin summed over
     # ranks, "write": ...}, from HEATMAP records
     heatmap_bins: dict = field(default_factory=dict)
+    job_id: int = 0  # the job id the runtime recorded (the scheduler's, else a pid)
 
 
 def read_log(path, modules, dxt_modules=()):
@@ -121,6 +122,7 @@ def _read_open_report(report, path, modules, dxt_modules):
         heatmap_bytes=heatmap_bytes,
         names=names,
         heatmap_bins=heatmap_bins,
+        job_id=int(job.get("jobid", 0)),
     )
 
 

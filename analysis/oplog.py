@@ -191,7 +191,8 @@ def load_run(directory):
                                                          names, ids)
     names = {ids[f]: name for f, name in names.items()}
     names.update(dataset_names)
-    messages = _overflow_messages(directory, summary, ops)
+    messages = (_missing_messages(directory, ranks, origins)
+                or _overflow_messages(directory, summary, ops))
     for message in messages:
         warnings.warn(message, PartialLogWarning, stacklevel=2)
     notes = []
@@ -254,6 +255,19 @@ def _read_oplogs(paths):
              "bytes": np.int64, "file": np.int64, "op": np.uint8, "iface": np.uint8}
     return ({key: np.concatenate(parts).astype(types[key]) if parts
              else np.zeros(0, types[key]) for key, parts in columns.items()}, origins, windows)
+
+
+def _missing_messages(directory, ranks, origins):
+    """A message naming the op logs of the run's ranks that are not in directory (the bytes
+    the run moved then differ from the logs' for that reason, not io.oplog_capacity)."""
+    missing = [rank for rank in range(ranks) if rank not in origins]
+    if not missing:
+        return []
+    shown = ", ".join(oplog_format.file_name(rank) for rank in missing[:8])
+    more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+    return [f"{directory}: the run had {ranks} ranks but {len(missing)} op log"
+            f"{'s are' if len(missing) > 1 else ' is'} missing ({shown}{more}): counts, "
+            f"bytes and traces cover {ranks - len(missing)} of the {ranks} ranks only"]
 
 
 def _overflow_messages(directory, summary, ops):

@@ -377,6 +377,9 @@ int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *cou
 int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
                      const char *buf, int64_t *total, dm_err *e);
 int dm_h5_flush(dm_h5 *h, dm_err *e);
+/* Files whose H5Fclose failed with their id still held by HDF5: the process must then end
+ * without HDF5's shutdown (hdf5_engine.c). */
+int dm_h5_unclosed(void);
 /* The logging sec2 driver (h5_logvfd.c): set on a file access property list, it makes libhdf5
  * read and write through pread/pwrite as sec2 does and records each call in log as a POSIX
  * call of file file_id. */
@@ -476,6 +479,9 @@ int dm_ra_boost(dm_readahead *ra, int nice);
 int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
                         const char *body, long watch_pid, dm_err *e);
 void dm_status_guard_disarm(void);
+/* The other ranks on this host (rank, pid): a guard armed by rank 0 names the one whose process
+ * is gone when the signal arrives. */
+int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e);
 
 /* ------------------------------------------------------------------ misc */
 void *dm_aligned_alloc(size_t align, size_t bytes);

@@ -11,6 +11,11 @@
 
 static pthread_mutex_t g_h5_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_once_t g_h5_once = PTHREAD_ONCE_INIT;
+/* Files whose H5Fclose failed and whose id HDF5 still holds. HDF5 1.10 frees a file's structure
+ * when its close fails (a metadata write refused: ENOSPC) but keeps the id, and the library's
+ * own shutdown at MPI_Finalize closes that id again, reading freed memory (a segfault in
+ * H5F__close_cb). A process holding one must end without that shutdown. */
+static int g_h5_unclosed;
 
 void dm_h5_lock(void) { pthread_mutex_lock(&g_h5_lock); }
 void dm_h5_unlock(void) { pthread_mutex_unlock(&g_h5_lock); }
@@ -98,11 +103,26 @@ static int describe(dm_h5 *h, dm_err *e) {
     return 0;
 }
 
+/* H5Fclose, counting a file whose close failed while its id stays registered (see
+ * g_h5_unclosed). Called holding the lock. */
+static herr_t close_file(hid_t file) {
+    herr_t r = H5Fclose(file);
+    if (r < 0 && H5Iis_valid(file) > 0) g_h5_unclosed++;
+    return r;
+}
+
+int dm_h5_unclosed(void) {
+    dm_h5_lock();
+    int n = g_h5_unclosed;
+    dm_h5_unlock();
+    return n;
+}
+
 static void close_ids(dm_h5 *h) {
     if (h->dtype > 0) H5Tclose(h->dtype);
     if (h->space > 0) H5Sclose(h->space);
     if (h->dset > 0) H5Dclose(h->dset);
-    if (h->file > 0) H5Fclose(h->file);
+    if (h->file > 0) close_file(h->file);
     h->dtype = h->space = h->dset = h->file = -1;
 }
 
@@ -210,11 +230,23 @@ int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const 
     }
     h->dset = ok < 0 ? -1 : H5Dcreate2(h->file, dset, H5T_NATIVE_UINT8, space, H5P_DEFAULT,
                                        dcpl, H5P_DEFAULT);
+    /* the file's metadata written now, before any row: its blocks are then allocated, so
+     * that a file system filled during the writes fails the writes, not the close (a failed
+     * H5Fclose cannot be recovered from, see g_h5_unclosed) */
+    errno = 0;
+    herr_t flushed = h->dset < 0 ? -1 : H5Fflush(h->file, H5F_SCOPE_LOCAL);
+    int flush_errno = errno;
     uint64_t t1 = dm_ticks();
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
-    if (h->dset < 0) {
-        h5_err(e, "create", h, -1);
+    if (h->dset < 0 || flushed < 0) {
+        if (h->dset >= 0 && flush_errno) {    /* the system's reason, not HDF5's stack */
+            H5Eclear2(H5E_DEFAULT);
+            dm_err_set(e, flush_errno, "writing the metadata of dataset %s in %s failed: %s",
+                       h->name, h->path, strerror(flush_errno));
+        } else {
+            h5_err(e, "create", h, -1);
+        }
         close_ids(h);
         dm_h5_unlock();
         return -1;
@@ -231,7 +263,7 @@ int dm_h5_close(dm_h5 *h, dm_err *e) {
     if (h->dtype >= 0) r |= H5Tclose(h->dtype);
     if (h->space >= 0) r |= H5Sclose(h->space);
     if (h->dset >= 0) r |= H5Dclose(h->dset);
-    r |= H5Fclose(h->file);
+    r |= close_file(h->file);
     uint64_t t1 = dm_ticks();
     if (r < 0) h5_err(e, "close", h, -1);
     h->dtype = h->space = h->dset = h->file = -1;

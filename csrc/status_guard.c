@@ -7,12 +7,15 @@
  * and rename: async-signal-safe calls only), unless a failing rank has left its note, then hands
  * the signal on to the handler installed before it (Python's). A rank on rank 0's host arms it
  * with rank 0's pid: it writes only when rank 0 is gone (killed, so the launcher ends the job
- * and nothing else would say so).
+ * and nothing else would say so). Rank 0's guard also knows the pids of the other ranks on its
+ * host: when one of them is gone as the signal arrives, that rank died and the launcher is
+ * ending the job, and the status written names it instead of the prepared reason.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,6 +30,55 @@ static long g_watch;
 static volatile sig_atomic_t g_armed;
 static struct sigaction g_prev[2];
 static const int g_sigs[2] = {SIGTERM, SIGINT};
+/* the other ranks on this host: their ranks and pids (set before arming, read in the handler) */
+static int *g_peer_rank;
+static long *g_peer_pid;
+static volatile sig_atomic_t g_npeers;
+
+/* Appends text, or a non-negative number, to out (async-signal-safe: no stdio). */
+static size_t put_text(char *out, size_t at, size_t cap, const char *text)
+{
+    while (*text && at + 1 < cap)
+        out[at++] = *text++;
+    out[at] = '\0';
+    return at;
+}
+
+static size_t put_number(char *out, size_t at, size_t cap, long v)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 && n < (int)sizeof digits);
+    while (n > 0 && at + 1 < cap)
+        out[at++] = digits[--n];
+    out[at] = '\0';
+    return at;
+}
+
+/* The index of a peer whose process is gone, or -1. */
+static int dead_peer(void)
+{
+    for (int i = 0; i < g_npeers; i++)
+        if (kill((pid_t)g_peer_pid[i], 0) != 0 && errno == ESRCH)
+            return i;
+    return -1;
+}
+
+/* The status naming a dead peer into g_body (in the handler, once disarmed). */
+static void body_for_dead_peer(int i)
+{
+    size_t at = put_text(g_body, 0, GUARD_BODY, "{\"status\": \"interrupted\", \"reason\": \"rank ");
+    at = put_number(g_body, at, GUARD_BODY, g_peer_rank[i]);
+    at = put_text(g_body, at, GUARD_BODY, " (pid ");
+    at = put_number(g_body, at, GUARD_BODY, g_peer_pid[i]);
+    at = put_text(g_body, at, GUARD_BODY, ") died; the launcher ended the job\", \"pid\": ");
+    at = put_number(g_body, at, GUARD_BODY, (long)getpid());
+    at = put_text(g_body, at, GUARD_BODY, "}");
+    g_len = at;
+}
 
 static void pass_on(int sig, siginfo_t *info, void *ctx)
 {
@@ -49,6 +101,9 @@ static void on_signal(int sig, siginfo_t *info, void *ctx)
         g_armed = 0;
         int watched_alive = g_watch > 0 && (kill((pid_t)g_watch, 0) == 0 || errno != ESRCH);
         if (!watched_alive && (g_skip[0] == '\0' || access(g_skip, F_OK) != 0)) {
+            int dead = dead_peer();
+            if (dead >= 0)
+                body_for_dead_peer(dead);
             /* the entry at the temporary name (stale, or a planted link) goes first, and
              * the file is created new, never through a link */
             unlink(g_tmp);
@@ -100,6 +155,30 @@ int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
         }
     }
     g_armed = 1;
+    return 0;
+}
+
+int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e)
+{
+    int *r = n > 0 ? malloc((size_t)n * sizeof *r) : NULL;
+    long *p = n > 0 ? malloc((size_t)n * sizeof *p) : NULL;
+    if (n > 0 && (!r || !p)) {
+        free(r);
+        free(p);
+        dm_err_set(e, DM_ENOMEM, "status guard: out of memory for %d ranks", n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        r[i] = ranks[i];
+        p[i] = pids[i];
+    }
+    /* the handler sees either no peers or the whole new list */
+    g_npeers = 0;
+    free(g_peer_rank);
+    free(g_peer_pid);
+    g_peer_rank = r;
+    g_peer_pid = p;
+    g_npeers = n;
     return 0;
 }
 

@@ -4,28 +4,35 @@ dataset's directories, so a partial dataset, whose manifest says in progress, go
 manifest, the checkpoint files its runs recorded in the checkpoint folder's record and the
 record, and the directories the emulator made that this leaves empty. Every path is checked
 to resolve inside the data or checkpoint folder before anything is removed. A path that is
-the root, a home directory or a system directory is refused."""
+the root, a home directory or a system directory is refused (dlio_mpi.protected_folders; generate
+and run refuse to write there too)."""
 import os
 
-from dlio_mpi import datagen
+from dlio_mpi import datagen, folder_lock, protected_folders
+from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import record as checkpoint_record
-
-PROTECTED = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc",
-             "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/work")
-
 
 class RefusedPath(RuntimeError):
     """A directory that clean will not touch."""
 
 
 def check_path(path):
-    real = os.path.realpath(path)
-    homes = {os.path.realpath(os.path.expanduser("~"))}
-    if os.path.isdir("/home"):
-        homes.update(os.path.realpath(os.path.join("/home", d)) for d in os.listdir("/home"))
-    if real in PROTECTED or real in homes:
-        raise RefusedPath(f"refusing to clean {path} ({real} is a system or home directory)")
-    return real
+    why = protected_folders.refusal(path)
+    if why:
+        raise RefusedPath(f"refusing to clean {path} ({why})")
+    return os.path.realpath(path)
+
+
+def _left_lock(path, what):
+    """[path] for a lock left by a process that died (clean removes it), [] for none; a live
+    process's lock is refused: that process is writing there."""
+    rec = folder_lock.read(path)
+    if rec is None:
+        return []
+    if folder_lock.dead(path):
+        return [path]
+    raise RefusedPath(f"refusing to clean {what}: pid {rec.get('pid', '?')} on "
+                      f"{rec.get('host', '?')} is writing there (its lock {path})")
 
 
 def _inside(paths, folder, what):
@@ -54,6 +61,7 @@ def dataset_files(cfg):
         out.extend(sorted(p for p, _, _ in datagen.dataset_entries(d)))
         dirs.extend(d.directories() + ([os.path.join(root, d.split)] if d.subfolders else []))
     out.append(os.path.join(root, datagen.MANIFEST))
+    out += _left_lock(os.path.join(root, datagen.GENERATING), root)
     if "made_dirs" in have:
         dirs = [os.path.normpath(os.path.join(root, m)) for m in have["made_dirs"]]
     # (a manifest of earlier versions records none: its split directories, not the folder)
@@ -76,7 +84,8 @@ def checkpoint_files(cfg):
     made, names = rec
     files = [os.path.join(folder, n) for n in names]
     files = [f for p in files for f in (p, p + ".part")] + \
-        [os.path.join(folder, checkpoint_record.RECORD)]
+        [os.path.join(folder, checkpoint_record.RECORD)] + \
+        _left_lock(os.path.join(folder, checkpoint_lock.LOCK), folder)
     return _inside(files, folder, "checkpoint folder"), [folder] if made else [], None
 
 

@@ -67,6 +67,16 @@ def config_option(f):
                         "load unchanged); overrides apply on top")(f)
 
 
+def _refuse_protected_folders(cfg, checkpoints):
+    """generate and run write into no folder that clean would refuse to remove files from."""
+    from dlio_mpi import protected_folders
+
+    line = protected_folders.writing_refusal(cfg, checkpoints)
+    if line:
+        _say_once(f"dlio_mpi: config error: {line}")
+        sys.exit(CONFIG_ERROR)
+
+
 def darshan_options(f):
     f = click.option("--darshan", is_flag=True,
                      help="run under Darshan (libdarshan.so preloaded in every rank)")(f)
@@ -140,6 +150,7 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, ve
     Each run's results go to a folder of their own in output.folder (output.folder/latest/
     summary.json for the newest), with the run's log."""
     cfg = _load(overrides, config_file)
+    _refuse_protected_folders(cfg, cfg.workflow.checkpoint)
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
@@ -158,14 +169,21 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, ve
             click.echo(f"dlio_mpi: config error: {e}", err=True)
         sys.exit(CONFIG_ERROR)
     except Interrupted as e:
-        # one line for the job, from rank 0 (the launcher signals every rank)
-        marked = run_status.mark_stopped(cfg, "interrupted", str(e), rank=comm.Get_rank())
+        # one line for the job, from rank 0 (the launcher signals every rank); a rank on rank
+        # 0's host whose process is gone died, and the launcher is ending the job
+        from dlio_mpi import rank_deaths
+
+        dead = rank_deaths.dead_ranks() if comm.Get_rank() == 0 else []
+        why = f"{rank_deaths.describe(dead)}; the launcher ended the job ({e})" if dead \
+            else str(e)
+        marked = run_status.mark_stopped(cfg, "interrupted", why, rank=comm.Get_rank())
         if marked == "failed":
             click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e} after another rank "
                        "failed; the run is marked failed", err=True)
         elif marked or comm.Get_rank() == 0:
-            click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e}; the run is marked "
-                       "interrupted", err=True)
+            after = f" after {rank_deaths.describe(dead)}" if dead else ""
+            click.echo(f"dlio_mpi: rank {comm.Get_rank()}: stopped by {e}{after}; the run is "
+                       "marked interrupted", err=True)
         sys.exit(128 + e.signum)
     except Exception as e:
         rank = comm.Get_rank()
@@ -195,6 +213,7 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
              quiet):
     """Generate the dataset of a workload (in parallel over the ranks) and stop."""
     cfg = _load(overrides, config_file)
+    _refuse_protected_folders(cfg, False)
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
@@ -202,8 +221,18 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
 
     comm = MPI.COMM_WORLD
     _say_progress(comm, verbose, quiet)
+    _stop_on_signals()
     try:
         n = comm.allreduce(datagen.generate(cfg, comm, say=True))
+    except Interrupted as e:
+        # one line for the job, from rank 0 (the launcher signals every rank); the files
+        # written so far stay, whole or under .part names, and the manifest, if written,
+        # says in progress: a run refuses the dataset, clean removes it
+        if comm.Get_rank() == 0:
+            click.echo(f"dlio_mpi: rank 0: stopped by {e}; the generation of "
+                       f"{cfg.dataset.data_folder} did not finish (clean removes it, generate "
+                       "completes it)", err=True)
+        sys.exit(128 + e.signum)
     except Exception as e:
         _fail(comm, e)
     if comm.Get_rank() == 0:

@@ -11,7 +11,7 @@ import os
 import socket
 import time
 
-from dlio_mpi import safe_files
+from dlio_mpi import folder_lock, safe_files
 
 LOCK = ".dlio_mpi.lock"
 STATUS = "status.json"
@@ -31,46 +31,10 @@ class OutputInUse(RuntimeError):
     """Another live run holds the output directory."""
 
 
-def _boot_id():
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def _started(pid):
-    """When process pid started (clock ticks after boot: /proc/PID/stat field 22), or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-        return int(stat[stat.rindex(")") + 2:].split()[19])    # fields from the 3rd on
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _me():
-    """This process as a lock records it: host, pid, when it started (and in which boot), so
-    that a pid reused by another process after a crash is not taken for the run."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(),
-            "started": _started(os.getpid()), "boot": _boot_id()}
-
-
-def _alive(rec):
-    """Whether the process a lock record names (on this host) still runs: its pid lives and,
-    where the record says when it started, it is the same process (not a pid reused since)."""
-    pid = rec["pid"]
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if rec.get("started") is None or rec.get("boot") is None:
-        return True             # a record that does not say: the pid is all there is
-    if rec["boot"] != _boot_id():
-        return False            # the host has restarted since
-    return _started(pid) == rec["started"]
+# the record of this process and the liveness of a lock's owner (dlio_mpi.folder_lock)
+_me = folder_lock.this_process
+_started = folder_lock.started
+_alive = folder_lock.alive
 
 
 def read_lock(directory):
@@ -131,24 +95,13 @@ def acquire(directory):
     host is taken over; a live run's, or another host's, is an error naming it."""
     global owned
     path = os.path.join(directory, LOCK)
-    me = _me()
-    for _ in range(2):
-        try:
-            fd = safe_files.create_fd(path, replace_stale=False)
-        except FileExistsError:
-            other = read_lock(directory) or {}
-            if other.get("host") == me["host"] and isinstance(other.get("pid"), int) \
-                    and not _alive(other):
-                os.unlink(path)             # left by a run that died: take it over
-                continue
-            who = f"pid {other.get('pid', '?')} on {other.get('host', '?')}"
-            raise OutputInUse(f"output folder {directory} is in use by another run ({who}); "
-                              f"if that run is gone, remove {path}")
-        with os.fdopen(fd, "w") as f:
-            json.dump(me, f)
-        owned = me
-        return path
-    raise OutputInUse(f"cannot take the lock {path}")
+    try:
+        owned = folder_lock.take(path, lambda who: (
+            f"output folder {directory} is in use by another run ({who}); if that run is "
+            f"gone, remove {path}"))
+    except folder_lock.FolderInUse as e:
+        raise OutputInUse(str(e)) from None
+    return path
 
 
 def release(directory):

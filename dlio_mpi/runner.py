@@ -8,10 +8,11 @@ import time
 import numpy as np
 import yaml
 
-from dlio_mpi import (backends, collective, config, darshan, datagen, engines, memory_check,
-                      metrics, oplog_format, outputs, pipeline, prefetch, progress, run_facts,
-                      safe_files, status, summary_layout)
+from dlio_mpi import (backends, collective, config, darshan, datagen, engines, folder_lock,
+                      memory_check, metrics, oplog_format, outputs, pipeline, prefetch,
+                      progress, rank_deaths, run_facts, safe_files, status, summary_layout)
 from dlio_mpi.metrics import reduce_epochs, startup_figures
+from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import schedule
 
 
@@ -51,12 +52,21 @@ def prepare(cfg, comm, started, overrides=()):
             error = f"rank 0: output directory {out_dir} cannot be written: {e.strerror}"
         except outputs.OutputInUse as e:
             error = f"rank 0: {e}"
+        if cfg.workflow.checkpoint and not error:
+            folder = cfg.checkpoint.checkpoint_folder
+            try:
+                checkpoint_lock.take(folder)
+            except OSError as e:
+                error = f"rank 0: checkpoint folder {folder} cannot be written: {e.strerror}"
+            except folder_lock.FolderInUse as e:
+                error = f"rank 0: {e}"
     collective.agree(comm, error)
     run_dir = comm.bcast(run_dir, root=0)
     owner = comm.bcast(outputs.owned if rank == 0 else None, root=0)
     if rank != 0:
         outputs.owned = owner
         status.guard_status_beside(out_dir, rank)
+    rank_deaths.gather(comm)
     if cfg.workflow.checkpoint:
         schedule.size_of(cfg, comm.Get_size())       # a ConfigError before any I/O
     if not cfg.workflow.train:
@@ -187,6 +197,7 @@ def _run(cfg, comm, t0, job, generated, run_dir):
         outputs.write_results(run_dir, summary, metrics.per_rank_header(epochs), rows)
         status.unguard_status()
         status.set_status(out_dir, "complete")
+        checkpoint_lock.release()
         outputs.release(out_dir)
     else:
         status.unguard_status()

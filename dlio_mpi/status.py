@@ -6,6 +6,7 @@ import os
 import time
 
 from dlio_mpi import outputs, safe_files
+from dlio_mpi.checkpoint import lock as checkpoint_lock
 
 
 def set_status(directory, status, *, writer=None, **extra):
@@ -128,5 +129,6 @@ def mark_stopped(cfg, status, why, rank=None):
         set_status(out_dir, status, reason=why)
     except OSError:
         pass
+    checkpoint_lock.release()
     outputs.release(out_dir)
     return status

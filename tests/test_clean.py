@@ -96,3 +96,29 @@ def test_clean_removes_the_folders_the_emulator_made_and_keeps_the_users(tmp_pat
     assert r.exit_code == 0 and r.stdout.startswith("removed 8 files"), r.output
     assert not (tmp_path / "ck").exists()               # made by the run, emptied by clean
     assert mine.is_dir() and not list(mine.iterdir())   # the user's: emptied, kept
+
+
+@pytest.mark.parametrize("command, key", [
+    ("generate", "dataset.data_folder"), ("run", "dataset.data_folder"),
+    ("run", "checkpoint.checkpoint_folder")])
+def test_generate_and_run_refuse_the_folders_clean_refuses(tmp_path, command, key):
+    """Before: generate and run wrote into the home directory without a word, and clean then
+    refused that folder. Now they refuse it first (one line, exit 2) and write nothing."""
+    import subprocess
+    import sys
+    home = tmp_path / "home"
+    home.mkdir()
+    folders = {"dataset.data_folder": f"{tmp_path}/data",
+               "checkpoint.checkpoint_folder": f"{tmp_path}/ck", key: str(home)}
+    args = [f"{k}={v}" for k, v in folders.items()] + [
+        f"output.folder={tmp_path}/o", "dataset.num_files_train=2", "train.epochs=1",
+        "workflow.checkpoint=true", "model.model_size_bytes=64k"]
+    p = subprocess.run([sys.executable, "-m", "dlio_mpi", command, *args], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, HOME=str(home)))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.splitlines() == [
+        f"dlio_mpi: config error: {key}={home}: {home} is a system or home directory, where "
+        f"clean cannot remove what was written; give a folder of its own (e.g. "
+        f"{home}/dlio_mpi)"], p.stderr
+    assert list(home.iterdir()) == []
+    assert not (tmp_path / "o").exists() and not (tmp_path / "data").exists()

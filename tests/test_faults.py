@@ -3,6 +3,7 @@ SIGKILL. Each ends with a clear line and a non-zero exit, no hang, and no result
 valid."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -87,13 +88,22 @@ def test_a_rank_killed_ends_the_job(tmp_path):
     ranks = rank_pids(tmp_path, p)
     assert len(ranks) == 3, ranks
     t0 = time.time()
-    os.kill(ranks[1], signal.SIGKILL)
-    finish(p)
+    rank0 = json.loads((tmp_path / "o" / ".dlio_mpi.lock").read_text())["pid"]
+    victim = next(pid for pid in ranks if pid != rank0)
+    os.kill(victim, signal.SIGKILL)
+    out = finish(p)
     assert time.time() - t0 < 30
     assert p.returncode != 0
     status = json.loads((tmp_path / "o" / "status.json").read_text())
     assert status["status"] == "interrupted", status
     assert not (tmp_path / "o" / "latest" / "summary.json").exists()
+    # the rank that died is named (before: "stopped by SIGTERM", as a user's cancel)
+    died = re.search(r"^rank (\d+) \(pid (\d+)\) died; the launcher ended the job",
+                     status["reason"])
+    assert died and int(died.group(2)) == victim and died.group(1) in ("1", "2"), status
+    stopped = [ln for ln in out.splitlines() if "stopped by SIG" in ln]
+    assert all(f"after rank {died.group(1)} (pid {victim}) died; the run is marked "
+               "interrupted" in ln for ln in stopped), out
 
 
 def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
@@ -299,3 +309,99 @@ def test_a_signal_during_a_checkpoint_marks_the_run_interrupted(tmp_path, fmt):
     assert status["status"] == "interrupted", (status, out)
     # the launcher may end a rank inside its write before it says anything: never a failure
     assert "write failed" not in out + status["reason"], out
+
+
+def start_generate(tmp_path, n, *extra):
+    """generate on n ranks under mpiexec, or on one process without a launcher (n=0)."""
+    cmd = (mpiexec_cmd(n) if n else []) + [
+        sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), "generate",
+        f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o", *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env=dict(os.environ),
+                            stdin=subprocess.DEVNULL)
+
+
+def wait_generating(tmp_path, p, timeout=60):
+    """Until the first files of the dataset are written (its manifest says in progress)."""
+    train = tmp_path / "d" / "train"
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if train.is_dir() and len(os.listdir(train)) > 20:
+            return
+        if p.poll() is not None:
+            pytest.fail(f"the generation ended early:\n{p.communicate()[0]}")
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)
+    pytest.fail("the generation did not start")
+
+
+@pytest.mark.parametrize("ranks", [2, 0], ids=["mpiexec-2", "alone"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_generate_is_said(tmp_path, sig, ranks):
+    """Before: no line at all, exit 1. One line; the rank exits 128 + the signal's number
+    (mpiexec, itself signalled, exits 1); the files written stay and the manifest says in
+    progress, so a run refuses the dataset and clean removes it."""
+    p = start_generate(tmp_path, ranks, "dataset.num_files_train=100000",
+                       "dataset.num_samples_per_file=1", "dataset.record_length=4k")
+    wait_generating(tmp_path, p)
+    os.killpg(p.pid, sig)
+    out = finish(p)
+    lines = [ln for ln in out.splitlines() if ln.startswith("dlio_mpi: ")]
+    assert len(lines) == 1, out
+    # mpiexec passes a SIGINT on to the ranks as SIGTERM
+    got = sig if not ranks else signal.SIGTERM
+    assert lines[0].startswith(f"dlio_mpi: rank 0: stopped by {got.name}; "), out
+    assert f"the generation of {tmp_path}/d did not finish" in lines[0], out
+    assert "Traceback" not in out, out
+    assert p.returncode == (128 + sig if not ranks else 1), (p.returncode, out)
+    manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert manifest["state"] == "in_progress", manifest
+
+
+def test_a_second_run_into_a_busy_checkpoint_folder_is_refused(tmp_path):
+    """Before: two runs sharing a checkpoint folder replaced each other's checkpoints without
+    a word. The second is refused before any I/O, naming the folder and the live run."""
+    ck = tmp_path / "ck"
+    with_ckpt = ["workflow.checkpoint=true", "model.model_size_bytes=64k",
+                 f"checkpoint.checkpoint_folder={ck}"]
+    p = start(tmp_path, 2, *LONG, *with_ckpt)
+    wait_running(tmp_path, p)
+    try:
+        lock = json.loads((ck / ".dlio_mpi_checkpoints.lock").read_text())
+        q = run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/d",
+                    f"output.folder={tmp_path}/o2", *with_ckpt, "train.epochs=1",
+                    check=False, timeout=60)
+        assert q.returncode != 0
+        lines = [ln for ln in q.stdout.splitlines() if ln.startswith("dlio_mpi: ")]
+        assert lines == [f"dlio_mpi: rank 0: checkpoint folder {ck} is in use by another run "
+                         f"(pid {lock['pid']} on {lock['host']}); if that run is gone, remove "
+                         f"{ck}/.dlio_mpi_checkpoints.lock"], q.stdout
+        assert json.loads((tmp_path / "o2" / "status.json").read_text())["status"] == "failed"
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        finish(p)
+    assert not (ck / ".dlio_mpi_checkpoints.lock").exists()      # given back when stopped
+
+
+def test_a_second_generate_into_a_folder_being_generated_is_refused(tmp_path):
+    """Before: one of two generates at once failed with "manifest.json.part: No such file or
+    directory". The second is refused at once, naming the folder and the first one's pid."""
+    big = ["dataset.num_files_train=100000", "dataset.num_samples_per_file=1",
+           "dataset.record_length=4k"]
+    p = start_generate(tmp_path, 2, *big)
+    wait_generating(tmp_path, p)
+    try:
+        lock = json.loads((tmp_path / "d" / ".dlio_mpi_generating.lock").read_text())
+        q = run_mpi(2, "run_cli.py", "generate", f"dataset.data_folder={tmp_path}/d",
+                    f"output.folder={tmp_path}/o2", *big, check=False, timeout=60)
+        assert q.returncode != 0
+        lines = [ln for ln in q.stdout.splitlines() if ln.startswith("dlio_mpi: ")]
+        assert lines == [f"dlio_mpi: rank 0: {tmp_path}/d is being generated by another "
+                         f"process (pid {lock['pid']} on {lock['host']}): wait for it to "
+                         f"finish; if it is gone, remove {tmp_path}/d/.dlio_mpi_generating.lock"
+                         ], q.stdout
+        assert p.poll() is None         # the first one goes on
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        finish(p)
+    assert not (tmp_path / "d" / ".dlio_mpi_generating.lock").exists()

@@ -52,3 +52,29 @@ def test_guard_writes_the_status_and_passes_the_signal_on(tmp_path, skip, disarm
     if written:
         assert json.loads(status.read_text()) == {"status": "interrupted"}
     assert not (tmp_path / "status.json.tmp").exists()
+
+
+PEERS_SCRIPT = r"""
+import json, os, signal, sys
+from dlio_mpi import engines
+d, dead = sys.argv[1], int(sys.argv[2])
+signal.signal(signal.SIGTERM, lambda s, f: None)
+engines.status_guard_peers([1, 2], [os.getppid(), dead])
+engines.status_guard_arm(os.path.join(d, "status.json.tmp"), os.path.join(d, "status.json"),
+                         os.path.join(d, "note"), json.dumps({"status": "interrupted"}))
+os.kill(os.getpid(), signal.SIGTERM)
+print(os.getpid())
+"""
+
+
+def test_guard_names_a_rank_on_its_host_whose_process_is_gone(tmp_path):
+    """Rank 0's guard knows the other ranks on its host: the one gone when the launcher's
+    signal comes died (before: the status said only that a signal stopped the run)."""
+    dead = dead_pid()
+    p = subprocess.run([sys.executable, "-c", PEERS_SCRIPT, str(tmp_path), str(dead)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    me = int(p.stdout.strip().splitlines()[-1])
+    assert json.loads((tmp_path / "status.json").read_text()) == {
+        "status": "interrupted",
+        "reason": f"rank 2 (pid {dead}) died; the launcher ended the job", "pid": me}

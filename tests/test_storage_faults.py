@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mpirun import HERE, mpiexec_cmd
+from mpirun import HERE, mpiexec_cmd, run_mpi
 
 
 @pytest.fixture
@@ -154,7 +154,34 @@ def test_shared_hdf5_generation_failing_midway_on_one_rank(tmp_path, env):
     assert len(lines) == 1, p.stdout[-3000:]
     assert lines[0].startswith(f"dlio_mpi: rank 1: writing {tmp_path}/d/train/"), lines
     assert "Traceback" not in p.stdout
-    # only the manifest, which says the dataset is not complete (clean removes it)
-    assert final_files(tmp_path / "d") == [tmp_path / "d" / "manifest.json"]
+    # only the manifest, which says the dataset is not complete (clean removes it), and,
+    # where MPI_Abort ended rank 0 (ROMIO), its generation lock, which the next generate takes
+    # over and clean removes
+    assert [f for f in final_files(tmp_path / "d") if f.name != ".dlio_mpi_generating.lock"] \
+        == [tmp_path / "d" / "manifest.json"]
     manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
     assert manifest["state"] == "in_progress"
+
+
+@pytest.mark.parametrize("env", [e for e, _ in MPIIO], ids=[i for _, i in MPIIO])
+def test_hdf5_file_system_filled_after_the_create_fails_the_writes_not_the_close(small_fs,
+                                                                                 env):
+    """F7: the file's metadata is written at the create, so the close after refused writes
+    needs no room. Before: the close failed too, and both ranks segfaulted in HDF5's shutdown
+    at MPI_Finalize (exit 139), every time the file system was full before rank 0's first
+    write."""
+    p = run_mpi(2, "check_hdf5_full_fs.py", small_fs, "after-create", check=False, env=env)
+    assert p.returncode == 0, p.stdout
+    assert "rank 0: write: rank 0: H5Dwrite of dataset checkpoint" in p.stdout, p.stdout
+    assert "close:" not in p.stdout and "unclosed 0" in p.stdout, p.stdout
+
+
+def test_hdf5_file_system_full_at_the_create_ends_without_a_segfault(small_fs):
+    """Full before the create: the metadata write at the create fails (one line naming the
+    file and the reason); HDF5 cannot close the file then, and the process ends (exit 1)
+    before HDF5's shutdown would read the freed file."""
+    p = run_mpi(2, "check_hdf5_full_fs.py", small_fs, "before-create", check=False)
+    assert p.returncode == 1, p.stdout
+    assert "Segmentation fault" not in p.stdout, p.stdout
+    assert f"rank 0: create: rank 0: writing the metadata of dataset checkpoint in " \
+           f"{small_fs}/ckpt.h5 failed: No space left on device" in p.stdout, p.stdout

@@ -7,6 +7,7 @@ import numpy as np
 from mpi4py import MPI
 
 from dlio_mpi import engines, sysinfo
+from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import record as checkpoint_record
 from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, SYNCS, CheckpointError,
                                         CheckpointResult, _line, _unlink)
@@ -63,8 +64,8 @@ class Checkpointer(PosixFiles, SharedFile):
         # (checkpoint.record), which says whether the folder was made by a run
         self.record = bool(record)
         if self.record:
-            self._made = comm.bcast(not os.path.isdir(self.directory) if self.rank == 0
-                                    else None, root=0)
+            self._made = comm.bcast((checkpoint_lock.made or not os.path.isdir(self.directory))
+                                    if self.rank == 0 else None, root=0)
         # HDF5 through ROMIO: a failed collective write cannot be finished (module doc)
         self._abort_on_io_error = fmt == "hdf5" and sysinfo.romio_in_use()
         self.before_abort = None    # called with the message before such an abort

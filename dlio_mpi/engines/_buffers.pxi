@@ -194,6 +194,18 @@ def status_guard_arm(tmp, final, skip_if, body, watch_pid=0):
     CHK(dm_status_guard_arm(t, f, k, b, watch_pid, &e), &e)
 
 
+def status_guard_peers(ranks, pids):
+    """The other ranks on this host and their pids: the guard (armed by rank 0) names the one
+    whose process is gone when the signal arrives, as the rank that died."""
+    cdef dm_err e
+    cdef cnp.ndarray r = np.ascontiguousarray(ranks, dtype=np.intc)
+    cdef cnp.ndarray p = np.ascontiguousarray(pids, dtype=np.int_)
+    if r.shape[0] != p.shape[0]:
+        raise ValueError(f"{r.shape[0]} ranks but {p.shape[0]} pids")
+    CHK(dm_status_guard_peers(<int>r.shape[0], <const int *>r.data, <const long *>p.data, &e),
+        &e)
+
+
 def status_guard_disarm():
     """The handlers from before status_guard_arm, and no status written on a signal."""
     dm_status_guard_disarm()

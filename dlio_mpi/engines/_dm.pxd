@@ -76,6 +76,7 @@ cdef extern from "dm.h" nogil:
     int dm_status_guard_arm(const char *tmp, const char *final, const char *skip_if,
                             const char *body, long watch_pid, dm_err *e)
     void dm_status_guard_disarm()
+    int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e)
     int dm_dio_probe(const char *dir, dm_err *e)
     int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int advice,
                       int32_t file_id, dm_oplog *log, dm_err *e)
@@ -156,6 +157,7 @@ cdef extern from "dm.h" nogil:
     int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
                          const char *buf, int64_t *total, dm_err *e)
     int dm_h5_flush(dm_h5 *h, dm_err *e)
+    int dm_h5_unclosed()
 
     ctypedef struct dm_inflight:
         uint32_t n

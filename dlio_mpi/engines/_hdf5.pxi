@@ -130,3 +130,10 @@ cdef class H5Dataset(_Handle):
             CHK(dm_h5_write_rows(&self.h, b.off.shape[0], <int64_t *>b.off.data,
                                  <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
         return total
+
+
+def hdf5_unclosed():
+    """How many HDF5 files this process could not close (their metadata could not be written)
+    while HDF5 still holds their ids: the process must then end without MPI_Finalize, whose
+    HDF5 shutdown would close them again from freed memory (HDF5 1.10)."""
+    return dm_h5_unclosed()

@@ -79,6 +79,25 @@ def test_report(tmp_path):
     assert all(os.path.isfile(p) for p in data["figures"].values())
 
 
+def test_a_folder_of_two_jobs_is_one_line_unless_merged(log, tmp_path):
+    """characterize, fit, compare and report refuse it alike; --merge-jobs reads one job."""
+    import shutil
+    for prefix in ("release_logs__mpi-io-test-ppc64-3.0.0",
+                   "release_logs__mpi-io-test-ppc64-3.0.1"):
+        shutil.copy(log(prefix), tmp_path / f"{prefix}.darshan")
+    folder = tmp_path
+    for args in (["characterize", folder], ["fit", folder, "-o", tmp_path / "w.yaml"],
+                 ["compare", folder, log(MPI_IO_TEST)], ["report", folder, "-o", tmp_path / "r"]):
+        result = _invoke(*args)
+        assert result.exit_code == 1, (args, result.output)
+        assert result.output.startswith(f"analyze: {folder} holds the logs of 2 jobs, not "
+                                        "one: job 770702 (mpi-io-test"), result.output
+        assert len(result.output.splitlines()) == 1, result.output
+    merged = _invoke("characterize", "--json", "--merge-jobs", folder)
+    assert merged.exit_code == 0, merged.output
+    assert json.loads(merged.stdout)["nprocs"] == 8
+
+
 def test_unreadable_log_is_one_line_and_exit_1(tmp_path):
     bad = tmp_path / "bad.darshan"
     bad.write_bytes(b"not a log at all" * 10)

@@ -179,7 +179,7 @@ def test_set_of_per_process_logs_is_one_job(log, tmp_path):
 def test_set_shifts_ranks_and_times(log):
     """A 4-process log then a 1-process log: ranks 0-3 then 4; times from the earliest start."""
     paths = [log("release_logs__mpi-io-test-x86_64-3.1.6"), log("nonmpi_dxt_anonymized__")]
-    job = analysis.load(paths, dxt=True)
+    job = analysis.load(paths, dxt=True, merge_jobs=True)
     singles = [analysis.load(path, dxt=True) for path in paths]
     assert job.nprocs == 5
     stdio = job.records["STDIO"]
@@ -195,6 +195,38 @@ def test_set_shifts_ranks_and_times(log):
     assert second["start"].to_numpy() == pytest.approx(
         singles[1].dxt_segments["DXT_POSIX"]["start"].to_numpy() + offset)
     assert len(segments) == sum(len(s.dxt_segments["DXT_POSIX"]) for s in singles)
+
+
+RELEASE_PAIR = ("release_logs__mpi-io-test-ppc64-3.0.0", "release_logs__mpi-io-test-ppc64-3.0.1")
+
+
+def test_a_folder_of_two_jobs_is_refused_naming_them(log, tmp_path):
+    """Before: one job of 8 processes and a run time of 199,402,738 s (two release logs of
+    mpi-io-test two months apart)."""
+    for prefix in RELEASE_PAIR:
+        shutil.copy(log(prefix), tmp_path / f"{prefix}.darshan")
+    with pytest.raises(analysis.LogError) as caught:
+        analysis.characterize(tmp_path)
+    line = str(caught.value)
+    assert "\n" not in line
+    assert line.startswith(f"{tmp_path} holds the logs of 2 jobs, not one: job 770702 "
+                           "(mpi-io-test, 4 processes, started 2016-03-24 19:18:01 UTC: "
+                           f"{RELEASE_PAIR[0]}.darshan); job 826939 (mpi-io-test, 4 processes, "
+                           f"started 2016-05-20 17:37:33 UTC: {RELEASE_PAIR[1]}.darshan)"), line
+    assert line.endswith("--merge-jobs to read them as one job"), line
+    with pytest.raises(analysis.LogError, match="the 2 logs given are the logs of 2 jobs"):
+        analysis.load([log(prefix) for prefix in RELEASE_PAIR])
+    merged = analysis.load(tmp_path, merge_jobs=True)
+    assert merged.nprocs == 8
+
+
+def test_two_mpi_jobs_at_the_same_time_are_two_jobs(log, tmp_path):
+    """An MPI job writes one log: two logs of several processes are two jobs, even when they
+    overlap in time (two copies of one log)."""
+    shutil.copy(log(RELEASE_PAIR[0]), tmp_path / "a.darshan")
+    shutil.copy(log(RELEASE_PAIR[0]), tmp_path / "b.darshan")
+    with pytest.raises(analysis.LogError, match="holds the logs of 2 jobs"):
+        analysis.load(tmp_path)
 
 
 def test_heatmap_disagreeing_with_counters_warns(log, monkeypatch):

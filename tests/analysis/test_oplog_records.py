@@ -270,6 +270,20 @@ def test_overflowed_log_is_partial(tmp_path):
     assert c.partial_modules == ["POSIX", "DXT_POSIX"]
 
 
+def test_a_missing_rank_log_is_named(tmp_path):
+    """Before: the missing rank's bytes were blamed on io.oplog_capacity."""
+    calls = [call("read", 0, 10, offset=0, nbytes=100)]
+    run = write_run(tmp_path / "run", {0: [calls], 1: [calls], 2: [calls]})
+    (run / "oplog_rank00001.npz").unlink()
+    with pytest.warns(analysis.PartialLogWarning) as caught:
+        c = analysis.characterize(run)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1, messages
+    assert "the run had 3 ranks but 1 op log is missing (oplog_rank00001.npz)" in messages[0]
+    assert "oplog_capacity" not in messages[0]
+    assert c.partial_modules == ["POSIX", "DXT_POSIX"]
+
+
 def test_ranks_on_several_hosts_keep_their_own_origin(tmp_path):
     calls = [call("read", 1000, 10, offset=0, nbytes=100)]
     run = write_run(tmp_path / "run", {0: [calls], 1: [calls]}, hosts=2,
