@@ -2,13 +2,9 @@
 
 Built with warnings as errors by tests/test_docs.py:
     python -m sphinx -W --keep-going -b html docs docs/_build/html
-The configuration reference (configuration.md) is generated from dlio_mpi/schema.py by
-scripts/config_reference.py before the pages are read."""
-import os
-import runpy
-
-here = os.path.dirname(os.path.abspath(__file__))
-
+configuration.md is generated from dlio_mpi/schema.py by scripts/config_reference.py and kept
+in the repository, so that it reads on a code host too; tests/test_docs.py fails when it is
+not what the generator makes of the schema."""
 project = "dlio_mpi"
 author = "dlio_mpi authors"
 extensions = ["myst_parser"]
@@ -17,23 +13,3 @@ master_doc = "index"
 exclude_patterns = ["_build"]
 myst_heading_anchors = 3
 html_theme = "alabaster"
-html_static_path = []
-
-
-def _generate_configuration_reference(app):
-    generator = runpy.run_path(os.path.join(here, "..", "scripts", "config_reference.py"))
-    text = generator["markdown"]()
-    path = os.path.join(app.srcdir, "configuration.md")
-    # written only when changed, so that an unchanged page is not rebuilt
-    try:
-        with open(path) as f:
-            if f.read() == text:
-                return
-    except FileNotFoundError:
-        pass
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def setup(app):
-    app.connect("builder-inited", _generate_configuration_reference)
