@@ -149,8 +149,10 @@ def diagnose_cmd(path, thresholds, dxt, as_json):
 @analyze.command("compare")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--label", "labels", multiple=True, help="a name per PATH, in order")
-@click.option("--dxt/--no-dxt", default=True, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--dxt/--no-dxt", default=True, show_default=True,
+              help="use the DXT trace where a log holds one (transfer sizes, timeline)")
+@click.option("--json", "as_json", is_flag=True,
+              help="the comparison as one JSON object instead of the table")
 @merge_jobs_option
 def compare_cmd(paths, labels, dxt, as_json, merge_jobs):
     """Jobs side by side, with a similarity score in [0, 1] of each to the first."""
@@ -226,8 +228,10 @@ def replay_cmd(path, out_dir, ranks, launcher, scale, as_json):
 @click.argument("path", type=click.Path(exists=True))
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="directory for report.md, report.html and the PNG figures")
-@click.option("--dxt/--no-dxt", default=True, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--dxt/--no-dxt", default=True, show_default=True,
+              help="use the DXT trace where a log holds one (timeline, bandwidth over time)")
+@click.option("--json", "as_json", is_flag=True,
+              help="the files written as one JSON object instead of a line each")
 @merge_jobs_option
 def report_cmd(path, out_dir, dxt, as_json, merge_jobs):
     """Markdown and a self-contained HTML report with figures."""
@@ -246,7 +250,8 @@ def report_cmd(path, out_dir, dxt, as_json, merge_jobs):
 @analyze.command("paper")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="directory for the runs (data/, runs/) and paper.txt, paper.json")
-@click.option("--ranks", default=2, show_default=True, type=click.IntRange(min=1))
+@click.option("--ranks", default=2, show_default=True, type=click.IntRange(min=1),
+              help="ranks each scaled-down application runs on")
 @click.option("--mpiexec", "launcher", default=None,
               help="launcher command (default: mpiexec from PATH)")
 @click.option("--calibrate/--no-calibrate", default=True, show_default=True,

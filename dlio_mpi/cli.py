@@ -64,6 +64,12 @@ def _load(overrides, config_file):
         sys.exit(CONFIG_ERROR)
 
 
+def config_option(f):
+    return click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                        help="a workload YAML file (the DLIO benchmark's and MLPerf Storage's "
+                        "load unchanged); overrides apply on top")(f)
+
+
 def _refuse_protected_folders(cfg, checkpoints):
     """generate and run write into no folder that clean would refuse to remove files from."""
     from dlio_mpi import protected_folders
@@ -115,19 +121,37 @@ def _under_darshan(cfg, darshan, dxt, modmem, nonmpi):
     dm.reexec(env, sys.argv[1:])
 
 
+def _say_missing_darshan_log(rank):
+    """Under Darshan in MPI mode the log is written at MPI_Finalize, after the summary: MPI is
+    finalized here so that rank 0 can say in one line when no log appeared."""
+    from dlio_mpi import darshan as dm
+
+    log = dm.active_log()
+    if not log or os.environ.get("DARSHAN_ENABLE_NONMPI"):
+        return          # not under Darshan, or one log per process, written at its exit
+    from mpi4py import MPI
+
+    if not MPI.Is_finalized():
+        MPI.Finalize()
+    line = dm.missing_log_line(log) if rank == 0 else None
+    if line:
+        click.echo(f"dlio_mpi: {line}", err=True)
+
+
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("overrides", nargs=-1)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="a workload YAML (DLIO benchmark files load unchanged)")
+@config_option
 @darshan_options
 @verbosity_options
 def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, verbose, quiet):
     """Run the training emulation on every rank.
 
     OVERRIDES are workload=NAME and section.key=value (dataset.num_files_train=64,
-    io.interface=mpiio_coll, io.mpiio_hints.cb_nodes=4, ...). A missing dataset is generated
-    first; each run's results go to a folder of their own in output.folder (output.folder/
-    latest/summary.json for the newest), with the run's log."""
+    io.interface=mpiio_coll, io.mpiio_hints.cb_nodes=4, ...). A missing or partial dataset
+    is generated first only when workflow.generate_data=true (the default workload and the
+    shipped ones set it); otherwise it is an error (python -m dlio_mpi generate makes it).
+    Each run's results go to a folder of their own in output.folder (output.folder/latest/
+    summary.json for the newest), with the run's log."""
     cfg = _load(overrides, config_file)
     _refuse_protected_folders(cfg, cfg.workflow.checkpoint)
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
@@ -178,13 +202,14 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, ve
         from dlio_mpi.outputs import LATEST
         click.echo(format_summary(summary))
         click.echo(f"summary: {cfg.output.folder}/{LATEST}/summary.json")
+    _say_missing_darshan_log(comm.Get_rank())
     if cfg.io.fail_below_au and summary["metric"]["train_au_meet_expectation"] != "success":
         sys.exit(AU_FAIL)
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("overrides", nargs=-1)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False))
+@config_option
 @darshan_options
 @verbosity_options
 def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, verbose,
@@ -216,12 +241,13 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
     if comm.Get_rank() == 0:
         click.echo(f"{n} files written, {cfg.dataset.num_files_train - n} already complete, "
                    f"in {cfg.dataset.data_folder}")
+    _say_missing_darshan_log(comm.Get_rank())
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("overrides", nargs=-1)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False))
-@click.option("--dry-run", is_flag=True, help="list what would be removed")
+@config_option
+@click.option("--dry-run", is_flag=True, help="count what would be removed, remove nothing")
 def clean(overrides, config_file, dry_run):
     """Remove a workload's dataset (the files its manifest describes, also a partial one) and
     the checkpoints its runs recorded, and nothing else; refuses /, home and system
@@ -251,11 +277,12 @@ def workloads():
 
 @workloads.command("list")
 def workloads_list():
-    """Names of the shipped workloads."""
-    from dlio_mpi import config
+    """A line per shipped workload: its name, what it stands for, its size as shipped, and
+    the overrides that shrink it to a laptop's size."""
+    from dlio_mpi import workload_catalog
 
-    for name in config.list_workloads():
-        click.echo(name)
+    for line in workload_catalog.lines():
+        click.echo(line)
 
 
 @workloads.command("show")
@@ -266,7 +293,8 @@ def workloads_show(name):
 
     try:
         with open(config.workload_path(name)) as f:
-            click.echo(f.read(), nl=False)
+            text = f.read()
+        click.echo(text, nl=not text.endswith("\n"))
     except config.ConfigError as e:
         click.echo(f"dlio_mpi: {e}", err=True)
         sys.exit(CONFIG_ERROR)
@@ -274,12 +302,18 @@ def workloads_show(name):
 
 @main.command("darshan-env", context_settings={"ignore_unknown_options": True})
 @click.argument("overrides", nargs=-1)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False))
-@click.option("--launcher", type=click.Choice(["openmpi", "mpich", "srun"]), default="openmpi")
-@click.option("--dxt", is_flag=True)
-@click.option("--darshan-modmem", type=int, default=0, metavar="MIB")
+@config_option
+@click.option("--launcher", type=click.Choice(["openmpi", "mpich", "srun"]), default="openmpi",
+              help="whose option syntax to print: Open MPI's mpiexec (-x), MPICH's mpiexec "
+              "(-genv) or Slurm's srun (--export)")
+@click.option("--dxt", is_flag=True, help="DXT tracing (every read and write traced)")
+@click.option("--darshan-modmem", type=int, default=0, metavar="MIB",
+              help="module memory for long runs (MiB)")
 def darshan_env(overrides, config_file, launcher, dxt, darshan_modmem):
-    """Print the launcher options that put a run under Darshan (instead of run --darshan)."""
+    """Print the launcher options that put a run under Darshan (instead of run --darshan),
+    and write the Darshan config file they name into output.folder. Give the run the same
+    OVERRIDES: mpiexec $(python -m dlio_mpi darshan-env OVERRIDES) -n N python -m dlio_mpi
+    run OVERRIDES. The options go to stdout, what was written and how to use it to stderr."""
     from dlio_mpi import darshan as dm
 
     cfg = _load(overrides, config_file)
@@ -288,7 +322,13 @@ def darshan_env(overrides, config_file, launcher, dxt, darshan_modmem):
     except dm.DarshanNotFound as e:
         click.echo(f"dlio_mpi: {e}", err=True)
         sys.exit(CONFIG_ERROR)
+    except OSError as e:
+        click.echo(f"dlio_mpi: darshan-env: cannot write {cfg.output.folder}: {e.strerror}",
+                   err=True)
+        sys.exit(CONFIG_ERROR)
     click.echo(dm.launcher_flags(env, launcher))
+    for line in dm.usage_lines(env, launcher, overrides, config_file):
+        click.echo(f"darshan-env: {line}", err=True)
 
 
 @main.command()

@@ -202,6 +202,30 @@ def reexec(env, argv):
     os.execve(sys.executable, [sys.executable, "-m", "dlio_mpi", *argv], env)
 
 
+def usage_lines(env, launcher, overrides, config_file=None):
+    """What darshan-env wrote and how the options it printed are used (launcher_flags)."""
+    args = ([f"--config {shlex.quote(config_file)}"] if config_file else []) \
+        + [shlex.quote(o) for o in overrides]
+    asked = " ".join(args + ([f"--launcher {launcher}"] if launcher != "openmpi" else []))
+    launch = "srun" if launcher == "srun" else "mpiexec"
+    return [f"wrote {env['DARSHAN_CONFIG_PATH']}: Darshan's config, which keeps its records "
+            "to the run's data and checkpoint folders",
+            f"use: {launch} $(python -m dlio_mpi darshan-env {asked}".rstrip() + ") -n N "
+            f"python -m dlio_mpi run {' '.join(args)}".rstrip(),
+            f"the run's log will be {env['DARSHAN_LOGFILE']}, written at MPI_Finalize"]
+
+
+def missing_log_line(log, env=None):
+    """One line when the log a run under Darshan should have left at MPI_Finalize is not
+    there (a library that is not a working Darshan runtime writes none); None when it is."""
+    if os.path.exists(log):
+        return None
+    env = os.environ if env is None else env
+    lib = (env.get("LD_PRELOAD") or "?").split(":")[0]
+    return (f"--darshan: no Darshan log at {log} after MPI_Finalize: the preloaded {lib} "
+            "wrote none (summary.json names the log all the same)")
+
+
 def active_log():
     """The log this process will leave (None when not under Darshan)."""
     if os.environ.get(ACTIVE) and os.environ.get("DARSHAN_LOGFILE"):

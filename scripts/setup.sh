@@ -5,7 +5,7 @@
 #      (Open MPI, parallel HDF5, fio, strace);
 #   2. a virtual environment (DLIO_MPI_VENV, default <project>/.venv);
 #   3. mpi4py built from source against that MPI, h5py built with HDF5_MPI=ON against that HDF5;
-#   4. dlio_mpi itself with its test extras.
+#   4. dlio_mpi itself with its test extras (pytest; Sphinx and MyST, which build docs/).
 # A second run rebuilds nothing. Prints the venv's path on its last line.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -79,7 +79,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$mpi_id" ] \
   echo "$mpi_id" > "$stamp"
 fi
 
-# 4. the package, with its test extras; rebuilt only when its sources changed
+# 4. the package, with its test extras (the docs' Sphinx and MyST among them); rebuilt only
+#    when its sources changed
 src_id=$(cd "$here" && cat setup.py pyproject.toml csrc/*.c csrc/*.h dlio_mpi/engines/*.pyx dlio_mpi/engines/*.pxi dlio_mpi/engines/*.pxd dlio_mpi/oplog_format.py 2>/dev/null | sha1sum | cut -c1-40)
 pkg_stamp="$venv/.dlio_mpi-pkg"
 if [ ! -f "$pkg_stamp" ] || [ "$(cat "$pkg_stamp")" != "$src_id $here" ] \

@@ -179,3 +179,50 @@ def test_config_does_not_start_mpi():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False"
+
+
+def test_darshan_env_says_what_it_wrote_and_how_to_use_it(tmp_path, standin):
+    out, data = tmp_path / "out", tmp_path / "data"
+    env = dict(os.environ, **{darshan.LIB_ENV: standin})
+    p = subprocess.run([sys.executable, "-m", "dlio_mpi", "darshan-env",
+                        f"dataset.data_folder={data}", f"output.folder={out}"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    # stdout: the options alone, so that $(...) gives them to the launcher
+    assert p.stdout.count("\n") == 1 and p.stdout.startswith("-x LD_PRELOAD=")
+    err = p.stderr.splitlines()
+    assert f"darshan-env: wrote {out}/darshan.conf: Darshan's config, which keeps its " \
+           "records to the run's data and checkpoint folders" in err
+    assert (f"darshan-env: use: mpiexec $(python -m dlio_mpi darshan-env "
+            f"dataset.data_folder={data} output.folder={out}) -n N python -m dlio_mpi run "
+            f"dataset.data_folder={data} output.folder={out}") in err
+    assert f"darshan-env: the run's log will be {out}/dlio_mpi.darshan, written at " \
+           "MPI_Finalize" in err
+    assert (out / "darshan.conf").exists()
+
+
+def test_a_library_that_writes_no_log_is_said(tmp_path, standin):
+    """The stand-in preloads like Darshan and writes no log: the run says so in one line
+    (its summary.json names the log it expected)."""
+    out = tmp_path / "out"
+    args = ["run", "--darshan", f"dataset.data_folder={tmp_path}/data", f"output.folder={out}",
+            "dataset.num_files_train=4", "dataset.num_samples_per_file=2", "reader.batch_size=2",
+            "train.epochs=1"]
+    p = run_mpi(2, "run_cli.py", *args, env={darshan.LIB_ENV: standin}, timeout=120)
+    log = out / "dlio_mpi.darshan"
+    said = [line for line in p.stdout.splitlines() if "no Darshan log" in line]
+    assert said == [f"dlio_mpi: --darshan: no Darshan log at {log} after MPI_Finalize: the "
+                    f"preloaded {standin} wrote none (summary.json names the log all the same)"]
+    assert own_summary(out)["darshan_logs"] == [str(log)]
+
+
+@pytest.mark.skipif(darshan.LIB_ENV not in os.environ,
+                    reason="needs a Darshan runtime: set DLIO_MPI_DARSHAN_LIB")
+def test_a_log_written_is_not_said_missing(tmp_path):
+    out = tmp_path / "out"
+    args = ["run", "--darshan", f"dataset.data_folder={tmp_path}/data", f"output.folder={out}",
+            "dataset.num_files_train=4", "dataset.num_samples_per_file=2", "reader.batch_size=2",
+            "train.epochs=1"]
+    p = run_mpi(2, "run_cli.py", *args, timeout=120)
+    assert "no Darshan log" not in p.stdout
+    assert (out / "dlio_mpi.darshan").stat().st_size > 0
