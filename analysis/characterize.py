@@ -22,6 +22,7 @@ from .dxt_metrics import dxt_metrics
 from .errors import InvalidCounterWarning
 from .file_roles import DATA_IO, file_roles, keep_roles
 from .files import file_format, is_tool_file
+from .job_summary import JobInfo, job_info, module_summaries, mount_use, mpiio_hints
 from .layers import parts_at
 from .loader import DarshanJob, load
 from .module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
@@ -76,6 +77,13 @@ class Characterization:
     :mod:`analysis.file_roles`) -> files, bytes_read, bytes_written over the totals' basis, so
     that what is not data (a framework's config, log and output writes) is reported apart.
     ``roles`` (record id -> role) is only an attribute, not in :meth:`to_dict`.
+    ``job``: the job as the runtime recorded it (:class:`~analysis.job_summary.JobInfo`).
+    ``summary``: module -> :class:`~analysis.job_summary.ModuleSummary`, the figures of
+    PyDarshan's job summary (I/O cost, performance estimate, files by category, common access
+    sizes) and the top files, over the records characterized. ``mounts``: the recorded mount
+    points holding the job's POSIX and STDIO files, with their bytes
+    (:class:`~analysis.job_summary.MountUse`); ``mpiio_hints``: what the log records of MPI-IO
+    hints (:func:`~analysis.job_summary.mpiio_hints`).
     Interfaces count the data and checkpoint files' records (of every file but the standard
     streams and the MPI library's own when the job has none).
     ``data_formats``: format (by file name, "hdf5" also
@@ -106,6 +114,10 @@ class Characterization:
     data: DataFigures | None = None
     file_roles: dict = field(default_factory=dict)
     roles: dict = field(default_factory=dict, repr=False)
+    job: JobInfo | None = None
+    summary: dict = field(default_factory=dict)
+    mounts: list = field(default_factory=list)
+    mpiio_hints: dict = field(default_factory=dict)
 
     def to_dict(self):
         """Everything but the DXT segments and the records, as plain JSON-serializable Python
@@ -115,10 +127,11 @@ class Characterization:
 
     def tables(self):
         """Tidy DataFrames: "summary" (metric, value), "modules" (module, metric, value),
+        "module_summary" (module, metric, value),
         "size_histograms" (module, op, bucket, operations), "dxt" (module, metric, value),
         "dxt_timeline" (module, rank, ...) and "dxt_segments" (module, rank, op, ...)."""
         summary = {key: value for key, value in self.to_dict().items()
-                   if key not in ("modules", "dxt", "data")}
+                   if key not in ("modules", "dxt", "data", "summary")}
         histograms = [
             {"module": name, "op": op, "bucket": bucket, "operations": count}
             for name, metrics in self.modules.items()
@@ -131,6 +144,7 @@ class Characterization:
         return {
             "summary": pd.DataFrame(_flatten(summary), columns=["metric", "value"]),
             "modules": _long_table(self.modules),
+            "module_summary": _long_table(self.summary, skip=()),
             "size_histograms": pd.DataFrame(
                 histograms, columns=["module", "op", "bucket", "operations"]),
             "dxt": _long_table(self.dxt, skip=("timeline",)),
@@ -205,6 +219,10 @@ def characterize(source, *, dxt=False):
         data=data,
         file_roles=role_totals(roles, basis),
         roles=roles,
+        job=job_info(job),
+        summary=module_summaries(records, job.names, job.nprocs, job.run_time),
+        mounts=mount_use(records, job.names, job.mounts),
+        mpiio_hints=mpiio_hints(job, records),
     )
 
 

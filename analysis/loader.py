@@ -74,6 +74,14 @@ class DarshanJob:
     workers: dict = field(default_factory=dict)
     # the MPI-IO hints each log records (logfile.LogContents.hints), one entry per distinct value
     hints: tuple = ()
+    # the scheduler's job id (else a pid) and the user id of the first log, the latest log end
+    # (seconds since the epoch; 0 when unknown), the Darshan library versions that wrote the
+    # logs, and the union of their mount tables as (mount point, file system type)
+    job_id: int = 0
+    uid: int = 0
+    end_time: float = 0.0
+    library_versions: tuple = ()
+    mounts: tuple = ()
 
 
 def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES, merge_jobs=False):
@@ -284,6 +292,12 @@ def _combine(logs, dxt, messages):
         heatmap_bins=_combine_heatmaps(logs, job_start),
         workers=workers,
         hints=tuple(dict.fromkeys(log.hints for log in logs if log.hints)),
+        job_id=next((log.job_id for log, kept in zip(logs, keep) if kept), 0),
+        uid=next((log.uid for log, kept in zip(logs, keep) if kept), 0),
+        end_time=max(log.end_time for log in logs),
+        library_versions=tuple(dict.fromkeys(
+            log.library_version for log in logs if log.library_version)),
+        mounts=tuple(dict.fromkeys(m for log in logs for m in log.mounts)),
     )
 
 

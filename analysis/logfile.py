@@ -62,6 +62,11 @@ class LogContents:
     # the job's "h" metadata: the MPI-IO hints Darshan wrote this log with (DARSHAN_LOGHINTS,
     # "key=value;..."), not the application's; "" when the log has none
     hints: str = ""
+    uid: int = 0  # the user id the job ran as
+    end_time: float = 0.0  # seconds since the epoch, as the runtime recorded the job's end
+    library_version: str = ""  # the Darshan runtime library that wrote the log ("3.4.0")
+    # (mount point, file system type) of the mount table the runtime recorded, as listed
+    mounts: tuple = ()
 
 
 def read_log(path, modules, dxt_modules=()):
@@ -127,6 +132,10 @@ def _read_open_report(report, path, modules, dxt_modules):
         heatmap_bins=heatmap_bins,
         job_id=int(job.get("jobid", 0)),
         hints=str((job.get("metadata") or {}).get("h", "") or ""),
+        uid=int(job.get("uid", 0)),
+        end_time=job.get("end_time_sec", 0) + job.get("end_time_nsec", 0) * 1e-9,
+        library_version=str((job.get("metadata") or {}).get("lib_ver", "") or ""),
+        mounts=tuple((str(point), str(kind)) for point, kind in report.data.get("mounts", ())),
     )
 
 
