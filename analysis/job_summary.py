@@ -63,7 +63,9 @@ class PerformanceEstimate:
     ``unique_time`` is the largest read + write + metadata time that one rank spent on the
     records of its own (``slowest_rank``, whose read + write and metadata parts are
     ``unique_rw_time`` and ``unique_meta_time``), and ``shared_time`` the sum, over the records
-    reduced over all ranks, of the slowest rank's time on that file."""
+    reduced over all ranks, of the slowest rank's time on that file. In a one-process log the
+    loader gives such a record that process's rank, so its time is the rank's own: ``time``
+    and the estimate are the same, the split between unique and shared is not."""
 
     mib_per_s: float
     bytes: int
