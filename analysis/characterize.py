@@ -219,7 +219,7 @@ def characterize(source, *, dxt=False):
         data=data,
         file_roles=role_totals(roles, basis),
         roles=roles,
-        job=job_info(job),
+        job=job_info(job) if job.source == "darshan" else None,
         summary=module_summaries(records, job.names, job.nprocs, job.run_time),
         mounts=mount_use(records, job.names, job.mounts),
         mpiio_hints=mpiio_hints(job, records),

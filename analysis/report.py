@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from dlio_mpi.safe_files import write_whole
 
 from .characterize import characterize, load_job
-from .text import MODULE_ROWS, _bytes, _seconds, _share
+from .text import MODULE_ROWS, _bytes, _seconds, _share, utc
 
 
 @dataclass
@@ -64,6 +64,19 @@ def summary_rows(c):
                      f"({_share(t.io_time.slowest_rank_share)} of run time), mean per rank "
                      f"{_seconds(t.io_time.mean_per_rank)}"),
     ]
+    job = c.job
+    if job is not None and (job.job_id or job.start_time):
+        rows += [("job id / user id", f"{job.job_id} / {job.uid}"),
+                 ("start, end (UTC)", f"{utc(job.start_time)}, {utc(job.end_time)}"),
+                 ("Darshan version", ", ".join(job.darshan_versions) or "-")]
+    if c.mounts:
+        rows.append(("mount points", "; ".join(
+            f"{m.mount_point} ({m.fs_type}): {m.files} files, {_bytes(m.bytes_read)} read, "
+            f"{_bytes(m.bytes_written)} written" for m in c.mounts)))
+    if "set_hints" in c.mpiio_hints:
+        rows.append(("MPI-IO hints set", f"{c.mpiio_hints['set_hints']} times"))
+    if c.mpiio_hints.get("log_hints"):
+        rows.append(("MPI-IO hints of the log", "; ".join(c.mpiio_hints["log_hints"])))
     if c.data_formats:
         rows.append(("data formats", "; ".join(
             f"{fmt}: {v['files']} files, {_bytes(v['bytes_read'])} read"
@@ -75,6 +88,43 @@ def summary_rows(c):
     if c.partial_modules:
         rows.append(("partial", ", ".join(c.partial_modules)))
     return rows
+
+
+def _category(name):
+    def cell(s):
+        f = s.file_categories.get(name)
+        if f is None:
+            return "-"
+        size = f", max size {_bytes(f.max_size)}" if f.max_size is not None else ""
+        return f"{f.files} ({_bytes(f.bytes_read + f.bytes_written)}{size})"
+    return cell
+
+
+def _top(files):
+    return f"{files[0].name} ({_bytes(files[0].bytes_read + files[0].bytes_written)}, " \
+        f"{_seconds(files[0].io_time)})" if files else "-"
+
+
+# (row label, value of a job_summary.ModuleSummary as text), the figures of Darshan's summary
+SUMMARY_ROWS = (
+    ("I/O cost: read / process", lambda s: _seconds(s.io_cost.read)),
+    ("I/O cost: write / process", lambda s: _seconds(s.io_cost.write)),
+    ("I/O cost: metadata / process", lambda s: _seconds(s.io_cost.meta)),
+    ("I/O performance estimate", lambda s: f"{s.performance.mib_per_s:.2f} MiB/s"
+     if s.performance else "-"),
+    ("files", _category("all")),
+    ("read-only files", _category("read_only")),
+    ("write-only files", _category("write_only")),
+    ("read-write files", _category("read_write")),
+    ("common access sizes", lambda s: ", ".join(
+        f"{size} B x {count}" for size, count in s.common_access_sizes) or "-"),
+    ("top file by bytes", lambda s: _top(s.top_files_by_bytes)),
+    ("top file by time", lambda s: _top(s.top_files_by_time)),
+)
+
+
+def _summary_rows(c):
+    return [[label, *(cell(s) for s in c.summary.values())] for label, cell in SUMMARY_ROWS]
 
 
 def _module_rows(c):
@@ -90,6 +140,11 @@ def _markdown(title, facts, c, figures):
         lines += ["", "## Module metrics", "", "| metric | " + " | ".join(c.modules) + " |",
                   "|---|" + "---:|" * len(c.modules)]
         lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in _module_rows(c)]
+    if c.summary:
+        lines += ["", "## Job summary", "", "| figure | " + " | ".join(c.summary) + " |",
+                  "|---|" + "---:|" * len(c.summary)]
+        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |"
+                  for row in _summary_rows(c)]
     if c.warnings:
         lines += ["", "## Warnings", ""] + [f"- {_md(w)}" for w in c.warnings]
     return "\n".join(lines) + "\n"
@@ -118,6 +173,13 @@ def _html(title, facts, c, figures):
         parts.append("<h2>Module metrics</h2><table><tr><th>metric</th>"
                      + "".join(f"<th>{e(m)}</th>" for m in c.modules) + "</tr>")
         for label, *cells in _module_rows(c):
+            parts.append(f"<tr><td>{e(label)}</td>"
+                         + "".join(f"<td class='n'>{e(x)}</td>" for x in cells) + "</tr>")
+        parts.append("</table>")
+    if c.summary:
+        parts.append("<h2>Job summary</h2><table><tr><th>figure</th>"
+                     + "".join(f"<th>{e(m)}</th>" for m in c.summary) + "</tr>")
+        for label, *cells in _summary_rows(c):
             parts.append(f"<tr><td>{e(label)}</td>"
                          + "".join(f"<td class='n'>{e(x)}</td>" for x in cells) + "</tr>")
         parts.append("</table>")

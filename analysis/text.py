@@ -1,5 +1,6 @@
 """Render a Characterization as a plain-text report (for a terminal) or as JSON."""
 
+import datetime
 import json
 
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -22,6 +23,7 @@ def render_text(characterization):
         lines += [f"  log:         {path}" for path in c.logs]
     else:
         lines.append(f"  logs:        {len(c.logs)}, from {c.logs[0]} to {c.logs[-1]}")
+    lines += job_lines(c.job)
     lines += [f"  format:      {', '.join(c.log_versions)}",
               f"  executable:  {c.exe}",
               f"  processes:   {c.nprocs}",
@@ -39,9 +41,75 @@ def render_text(characterization):
         lines += ["", *_totals(c), "", *_data_io(c), "", *_module_table(c.modules)]
         for metrics in c.dxt.values():
             lines += ["", *_dxt_summary(metrics)]
+        lines += ["", *summary_lines(c)]
     if c.warnings:
         lines += ["", "Warnings:"] + [f"  - {message}" for message in c.warnings]
     return "\n".join(lines) + "\n"
+
+
+def job_lines(job):
+    """The job as the runtime recorded it: id, user, start and end (UTC), Darshan version."""
+    if job is None or not (job.job_id or job.start_time):
+        return []
+    return [f"  job id:      {job.job_id}",
+            f"  user id:     {job.uid}",
+            f"  start, end:  {utc(job.start_time)}, {utc(job.end_time)} (UTC)",
+            f"  darshan:     {', '.join(job.darshan_versions) or '-'}"]
+
+
+def utc(seconds):
+    """Seconds since the epoch as 'YYYY-MM-DD HH:MM:SS' in UTC."""
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S")
+
+
+def summary_lines(c):
+    """The job summary figures (Characterization.summary, mounts, mpiio_hints), module by
+    module, as Darshan's job summary defines them (analysis.job_summary)."""
+    lines = ["Job summary (as Darshan's job summary defines the figures)"]
+    for module, s in c.summary.items():
+        cost = s.io_cost
+        lines.append(f"  {module}")
+        lines.append(f"    I/O cost per process:     read {_seconds(cost.read)} "
+                     f"({_share(cost.read_share)}), write {_seconds(cost.write)} "
+                     f"({_share(cost.write_share)}), metadata {_seconds(cost.meta)} "
+                     f"({_share(cost.meta_share)})")
+        if s.performance is not None:
+            p = s.performance
+            lines.append(f"    I/O performance estimate: {p.mib_per_s:.2f} MiB/s "
+                         f"({_bytes(p.bytes)} in {_seconds(p.time)}: slowest rank "
+                         f"{_seconds(p.unique_time)} on its own files, "
+                         f"{_seconds(p.shared_time)} on shared files)")
+        for category, f in s.file_categories.items():
+            if category != "all" and not f.files:
+                continue
+            size = (f", mean size {_bytes(f.mean_size)}, max size {_bytes(f.max_size)}"
+                    if f.max_size is not None else "")
+            lines.append(f"    {category.replace('_', '-') + ' files:':<26}{f.files} "
+                         f"({_bytes(f.bytes_read)} read, {_bytes(f.bytes_written)} written"
+                         f"{size})")
+        if s.common_access_sizes:
+            lines.append("    common access sizes:      " + ", ".join(
+                f"{size} B x {count:,}" for size, count in s.common_access_sizes))
+        for label, files in (("top files by bytes", s.top_files_by_bytes),
+                             ("top files by time", s.top_files_by_time)):
+            if files:
+                lines.append(f"    {label}:")
+                lines += [f"      {f.name}: {_bytes(f.bytes_read)} read, "
+                          f"{_bytes(f.bytes_written)} written, {_seconds(f.io_time)}"
+                          for f in files]
+    if c.mounts:
+        lines.append("  mount points:")
+        lines += [f"    {m.mount_point} ({m.fs_type}): {m.files} files, "
+                  f"{_bytes(m.bytes_read)} read, {_bytes(m.bytes_written)} written"
+                  for m in c.mounts]
+    hints = c.mpiio_hints
+    if "set_hints" in hints:
+        lines.append(f"  MPI-IO hints set by the job: {hints['set_hints']} times "
+                     "(Darshan keeps no values)")
+    if hints.get("log_hints"):
+        lines.append(f"  MPI-IO hints of the log:     {'; '.join(hints['log_hints'])}")
+    return lines
 
 
 def _totals(c):

@@ -13,6 +13,7 @@ from darshan.backend.cffi_backend import accumulate_records
 from darshan.experimental.plots import plot_common_access_table
 from darshan.experimental.plots.plot_io_cost import get_io_cost_df
 
+import analysis
 from analysis import text
 from conftest import REPO, find_logs_dir
 
@@ -193,3 +194,16 @@ def test_text_and_json_carry_the_summary(log, characterized):
     assert plain["job"]["job_id"] == 438090
     assert plain["summary"]["POSIX"]["common_access_sizes"][0] == [262144, 32]
     assert plain["mpiio_hints"]["set_hints"] == 8
+
+
+def test_report_carries_the_summary(log, tmp_path):
+    import warnings
+    from pathlib import Path
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", analysis.AnalysisWarning)
+        files = analysis.write_report(log("ior_pnetcdf_hdf5__shane_ior-HDF5"), tmp_path,
+                                      dxt=False)
+    for page in (Path(files.markdown).read_text(), Path(files.html).read_text()):
+        assert "Job summary" in page and "438090 / 1000" in page
+        assert "262144 B x 32" in page and "2413.48 MiB/s" in page
+        assert "/home (ext4)" in page
