@@ -213,6 +213,8 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
         values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
     if values["reader"]["odirect"] and values["io"]["interface"] == "posix":
         values["io"]["interface"] = "posix_direct"      # reader.odirect: the same, by name
+    if formats.traits(values["dataset"]["format"]).mapped and ("io", "interface") not in given:
+        values["io"]["interface"] = "mmap"     # the format's application maps its files
     tf_reader = _tensorflow_reader(values, given)
     not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
                           and not (tf_reader and (s, k) == ("reader", "data_loader")))

@@ -24,7 +24,8 @@ class Key:
     rounded: bool = False
 
 
-FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png")
+FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png", "indexed_binary",
+           "mmap_indexed_binary")
 INTERFACES = backends.NAMES
 SHUFFLE = ("off", "seed", "random")
 
@@ -318,4 +319,4 @@ ALIASES = {
 # the DLIO benchmark's older section names
 SECTION_ALIASES = {"data_reader": "reader"}
 FORMAT_ALIASES = {"dlio_npz": "npz", "dlio_tfrecord": "tfrecord", "dlio_hdf5": "hdf5",
-                  "indexed_binary": "raw", "bin": "raw", "h5": "hdf5"}
+                  "bin": "raw", "h5": "hdf5"}
