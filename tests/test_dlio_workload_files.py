@@ -121,3 +121,34 @@ def test_every_dlio_workload_shape_runs_on_two_ranks(tmp_path, shape):
     if cfg.workflow.checkpoint:
         assert own["checkpoints"], shape
     assert own["not_emulated"] is not None
+
+
+def test_workloads_check_says_every_problem_of_a_file_in_a_line_each(tmp_path):
+    f = tmp_path / "w.yaml"
+    f.write_text("dataset:\n  num_files_trian: 4\n  format: parquett\n"
+                 "reader:\n  batch_size: -3\n  dont_use_mmap: yes\nstorag: {a: 1}\n")
+    p = dlio(tmp_path, "workloads", "check", f)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.splitlines()
+    assert len(lines) == 4, p.stderr
+    for line, words in zip(lines, ["unknown key dataset.num_files_trian (did you mean "
+                                   "dataset.num_files_train?)", "dataset.format='parquett'",
+                                   "reader.batch_size=-3", "unknown section 'storag' (did you "
+                                   "mean storage?)"]):
+        assert line.startswith(f"dlio_mpi: {f}: ") and words in line, line
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["w.yaml"]
+
+
+def test_workloads_check_of_a_file_that_loads_and_one_that_is_refused(tmp_path):
+    p = dlio(tmp_path, "workloads", "check", fixture("tfrecord_no_mmap"))
+    assert p.returncode == 0 and p.stderr == ""
+    assert p.stdout.splitlines() == [
+        f"{fixture('tfrecord_no_mmap')}: loads; format tfrecord, 4 training files; not "
+        "emulated: dataset.record_length_resize, framework.name, model.type, "
+        "reader.computation_threads, reader.dont_use_mmap"]
+    p = dlio(tmp_path, "workloads", "check", fixture("tfrecord_no_mmap"), "--ranks", "8")
+    assert p.returncode == 2 and "fewer than the 8 ranks" in p.stderr
+    assert len(p.stderr.splitlines()) == 1
+    p = dlio(tmp_path, "workloads", "check", fixture("object_storage"))
+    assert p.returncode == 2 and "object storage is not emulated" in p.stderr
+    assert not any(x.name != "w.yaml" for x in tmp_path.iterdir())
