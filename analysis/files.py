@@ -16,9 +16,11 @@ FORMAT_OF_EXTENSION = {
     ".npz": "npz", ".npy": "npy", ".csv": "csv",
     ".jpeg": "jpeg", ".jpg": "jpeg", ".png": "png",
 }
-# the extension dlio_mpi gives each format's files (dlio_mpi/formats/*.py EXTENSION)
+# the extension dlio_mpi gives each format's files (dlio_mpi/formats/*.py EXTENSION); Megatron's
+# indexed .bin files are read by byte ranges as raw ones are, and taken for raw by their name
 EMULATOR_EXTENSIONS = {"raw": ".bin", "npy": ".npy", "npz": ".npz", "tfrecord": ".tfrecord",
-                       "hdf5": ".h5", "csv": ".csv", "jpeg": ".jpeg", "png": ".png"}
+                       "hdf5": ".h5", "csv": ".csv", "jpeg": ".jpeg", "png": ".png",
+                       "indexed_binary": ".bin", "mmap_indexed_binary": ".bin"}
 # files that are not a training job's data: code, libraries, configuration, system files
 NOT_DATA_EXTENSIONS = frozenset({
     ".py", ".pyc", ".pyo", ".pyd", ".so", ".a", ".o", ".pth", ".egg", ".whl", ".h", ".pxd",

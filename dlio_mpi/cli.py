@@ -300,6 +300,26 @@ def workloads_show(name):
         sys.exit(CONFIG_ERROR)
 
 
+@workloads.command("check", context_settings={"ignore_unknown_options": True})
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("overrides", nargs=-1)
+@click.option("--ranks", type=click.IntRange(min=1), default=None,
+              help="also check what depends on the job's size, for this many ranks")
+def workloads_check(file, overrides, ranks):
+    """Check a workload file (with overrides on top) without any I/O: one line per problem
+    on stderr and exit status 2, or a line saying it loads and what is not emulated."""
+    from dlio_mpi import workload_check
+
+    found, cfg = workload_check.problems(file, overrides, ranks)
+    for line in found:
+        click.echo(f"dlio_mpi: {line}", err=True)
+    if found:
+        sys.exit(CONFIG_ERROR)
+    skipped = ", ".join(cfg.not_emulated) or "none"
+    click.echo(f"{file}: loads; format {cfg.dataset.format}, {cfg.dataset.num_files_train} "
+               f"training files; not emulated: {skipped}")
+
+
 @main.command("darshan-env", context_settings={"ignore_unknown_options": True})
 @click.argument("overrides", nargs=-1)
 @config_option

@@ -9,11 +9,11 @@ import os
 
 from dlio_mpi import backends, formats
 from dlio_mpi.config_checks import check_names, check_ranks, validate  # noqa: F401
-from dlio_mpi.config_error import ConfigError, closest  # noqa: F401 - re-exported
+from dlio_mpi.config_error import ConfigError, closest, closest_key  # noqa: F401
 from dlio_mpi.config_values import (DISTRIBUTIONS, CommandLineText,  # noqa: F401
                                     command_line_yaml, parse_size, typed)
 from dlio_mpi.config_yaml import read_yaml
-from dlio_mpi.schema import ALIASES, SCHEMA
+from dlio_mpi.schema import ALIASES, SCHEMA, SECTION_ALIASES
 
 WORKLOAD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
 
@@ -86,6 +86,7 @@ def _normalize(doc, source):
 
 def _apply(values, doc, source, given):
     for section, body in doc.items():
+        section = SECTION_ALIASES.get(section, section)
         if section not in SCHEMA:
             raise ConfigError(f"{source}: unknown section {section!r}"
                               f"{closest(section, list(SCHEMA))}")
@@ -93,7 +94,7 @@ def _apply(values, doc, source, given):
             sec, k = ALIASES.get((section, key), (section, key))
             if k not in SCHEMA[sec]:
                 raise ConfigError(f"{source}: unknown key {section}.{key}"
-                                  f"{closest(f'{section}.{key}', all_keys())}")
+                                  f"{closest_key(section, key, SCHEMA)}")
             values[sec][k] = typed(f"{sec}.{k}", SCHEMA[sec][k], value)
             given.add((sec, k))
 
@@ -139,6 +140,22 @@ def parse_overrides(items):
     return doc, workload
 
 
+# What the DLIO benchmark takes for a section its workload file leaves out, where its defaults
+# differ from this schema's (its ConfigArguments): a file written for it, such as llama_1t's
+# with training on and no dataset section, runs on the dataset it would run on there.
+DLIO_ABSENT_SECTION_DEFAULTS = {
+    "dataset": {"num_files_train": 8, "format": "tfrecord"},
+    "reader": {"data_loader": "tensorflow"},
+}
+
+
+def _dlio_absent_section_defaults(values, doc):
+    """The DLIO benchmark's defaults of the sections a workload file (doc) leaves out."""
+    for section, defaults in DLIO_ABSENT_SECTION_DEFAULTS.items():
+        if section not in doc:
+            values[section].update(defaults)
+
+
 TF_SHUFFLE_SIZE = 1024     # the DLIO benchmark's default reader.shuffle_size
 
 
@@ -179,7 +196,10 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
         _apply(values, _normalize(read_yaml(workload_path(workload)), f"workload {workload}"),
                f"workload {workload}", given)
     if config_file:
-        _apply(values, _normalize(read_yaml(config_file), config_file), config_file, given)
+        file_doc = _normalize(read_yaml(config_file), config_file)
+        file_doc = {SECTION_ALIASES.get(k, k): v for k, v in file_doc.items()}
+        _dlio_absent_section_defaults(values, file_doc)
+        _apply(values, file_doc, config_file, given)
     if doc is not None:
         _apply(values, _normalize(copy.deepcopy(doc), doc_source), doc_source, given)
     for section, body in overrides_doc.items():
@@ -193,6 +213,8 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
         values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
     if values["reader"]["odirect"] and values["io"]["interface"] == "posix":
         values["io"]["interface"] = "posix_direct"      # reader.odirect: the same, by name
+    if formats.traits(values["dataset"]["format"]).mapped and ("io", "interface") not in given:
+        values["io"]["interface"] = "mmap"     # the format's application maps its files
     tf_reader = _tensorflow_reader(values, given)
     not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
                           and not (tf_reader and (s, k) == ("reader", "data_loader")))

@@ -4,6 +4,8 @@ size): each problem is one ConfigError line naming the keys."""
 from dlio_mpi import backends, formats, io_checks
 from dlio_mpi.config_error import ConfigError
 
+# storage.storage_type values that name an object store, not a file system
+OBJECT_STORES = ("s3", "aistore")
 # configuration values that become a path component (a file name, or a part of one)
 NAME_KEYS = (("dataset", "file_prefix"),)
 # configuration values that are directories
@@ -29,6 +31,10 @@ def check_names(cfg):
 
 def validate(cfg):
     """Impossible combinations, each one line."""
+    if cfg.storage.storage_type in OBJECT_STORES:
+        raise ConfigError(f"storage.storage_type={cfg.storage.storage_type}: object storage is "
+                          "not emulated; this emulator reads and writes files through a file "
+                          "system (storage_type local_fs or parallel_fs)")
     check_names(cfg)
     io, ds, rd = cfg.io, cfg.dataset, cfg.reader
     b = backends.of(cfg)

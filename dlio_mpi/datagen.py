@@ -212,7 +212,7 @@ def dataset_entries(d):
     """(path, file number, final) of every file in d's directories named as one of d's files
     or as its temporary name during generation (final False): what is on disk, found by
     listing, so as many as there are, whatever the configured count."""
-    ext = re.escape(d.ext)
+    ext = "(?:" + "|".join(re.escape(e) for e in (d.ext,) + d.traits.companions) + ")"
     # a companion file of HDF5 volumes has its key before the extension
     keys = "|".join(re.escape(k) for k in dict.fromkeys(d.spec.volume_files) if k)
     key = rf"(?:\.(?:{keys}))?" if keys else ""

@@ -24,7 +24,8 @@ class Key:
     rounded: bool = False
 
 
-FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png")
+FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png", "indexed_binary",
+           "mmap_indexed_binary")
 INTERFACES = backends.NAMES
 SHUFFLE = ("off", "seed", "random")
 
@@ -105,6 +106,11 @@ SCHEMA = {
         "num_dataset_per_record": Key("int", 1, "HDF5 datasets per record", emulated=False),
         "chunk_dims": Key("list", [], "HDF5 chunk dimensions", emulated=False),
         "max_shape": Key("list", [], "HDF5 maximum shape", emulated=False),
+        "hdf5": Key("dict", {}, "the DLIO benchmark's HDF5 options (chunk_dims, "
+                    "num_dset_per_record, max_shape)", emulated=False),
+        "generation_buffer_size": Key("size", 2 << 30, "memory a generator fills before it "
+                                      "writes", emulated=False),
+        "record_element_bytes": Key("int", 4, "bytes of a record's element", emulated=False),
     },
     "reader": {
         "data_loader": Key("str", "pytorch", "the framework's data loader; tensorflow with "
@@ -155,6 +161,18 @@ SCHEMA = {
         "transformed_sample": Key("list", [], "shape after transformation", emulated=False),
         "transformed_sample_type": Key("str", "uint8", "type after transformation",
                                        emulated=False),
+        # the DLIO benchmark's reader keys that choose among its Python classes and
+        # processes; the reads they lead to are set by this project's own keys
+        "dont_use_mmap": Key("bool", False, "the DLIO benchmark's HDF5 and NPY readers: no "
+                             "memory map (io.interface chooses the read calls here)",
+                             emulated=False),
+        "reader_classname": Key("str", "", "a custom reader class", emulated=False),
+        "data_loader_classname": Key("str", "", "a custom data loader class", emulated=False),
+        "data_loader_sampler": Key("str", "", "iterative or index sampling of a custom data "
+                                   "loader", emulated=False),
+        "multiprocessing_context": Key("str", "fork", "how data-loader worker processes "
+                                       "start (reads here come from threads of the rank)",
+                                       emulated=False),
     },
     "train": {
         "epochs": Key("int", 1, "epochs", minimum=1),
@@ -168,6 +186,7 @@ SCHEMA = {
         "eval_time": Key("time", 0.0, "emulated compute per evaluation step (s)"),
         "eval_time_stdev": Key("float", 0.0, "its standard deviation", minimum=0.0),
         "epochs_between_evals": Key("int", 1, "evaluate every N epochs", minimum=1),
+        "eval_after_epoch": Key("int", 1, "first epoch that evaluates", emulated=False),
     },
     "checkpoint": {
         "checkpoint_folder": Key("str", "./checkpoints", "checkpoint directory"),
@@ -185,6 +204,11 @@ SCHEMA = {
         "randomize_tensor": Key("bool", True, "random content (else ones)", emulated=False),
         "model_size": Key("size", 0, "older name of model.model_size_bytes", minimum=0),
         "ksm": Key("dict", {}, "kernel samepage merging", emulated=False),
+        "type": Key("enum", "rank_zero", "the DLIO benchmark's checkpoint location (who "
+                    "writes: checkpoint.writers here)", ("rank_zero", "all_ranks"),
+                    emulated=False),
+        "checkpoint_mechanism_classname": Key("str", "", "a custom checkpoint class",
+                                              emulated=False),
         # this project's own checkpoint keys
         "format": Key("enum", "file_per_rank", "how a checkpoint is stored: a file per "
                       "writing rank, one shared file by collective MPI-IO, one shared HDF5 "
@@ -213,6 +237,14 @@ SCHEMA = {
     "profiling": {
         "profiler": Key("str", "none", "framework profiler", emulated=False),
         "iostat_devices": Key("list", [], "devices for iostat", emulated=False),
+    },
+    "storage": {
+        "storage_type": Key("enum", "local_fs", "where the data lives: a file system (local_fs, "
+                            "parallel_fs); object stores (s3, aistore) are not emulated",
+                            ("local_fs", "parallel_fs", "s3", "aistore")),
+        "storage_root": Key("str", "./", "the root of the storage's namespace", emulated=False),
+        "storage_options": Key("dict", {}, "object store options (endpoint, credentials)",
+                               emulated=False),
     },
     "io": {
         "interface": Key("enum", "posix", "how samples are read", INTERFACES),
@@ -278,6 +310,13 @@ ALIASES = {
     ("dataset", "record_length_bytes_stdev"): ("dataset", "record_length_stdev"),
     ("dataset", "record_length_bytes_resize"): ("dataset", "record_length_resize"),
     ("model", "model_size"): ("model", "model_size_bytes"),
+    # the DLIO benchmark's names of keys this project keeps in other sections
+    ("reader", "read_type"): ("io", "read_type"),
+    ("reader", "file_access"): ("io", "layout"),
+    ("reader", "transformed_record_dims"): ("reader", "transformed_sample"),
+    ("reader", "transformed_record_element_type"): ("reader", "transformed_sample_type"),
 }
+# the DLIO benchmark's older section names
+SECTION_ALIASES = {"data_reader": "reader"}
 FORMAT_ALIASES = {"dlio_npz": "npz", "dlio_tfrecord": "tfrecord", "dlio_hdf5": "hdf5",
-                  "indexed_binary": "raw", "bin": "raw", "h5": "hdf5"}
+                  "bin": "raw", "h5": "hdf5"}

@@ -10,7 +10,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dlio_mpi.schema import ALIASES, FORMAT_ALIASES, SCHEMA  # noqa: E402
+from dlio_mpi.config import DLIO_ABSENT_SECTION_DEFAULTS  # noqa: E402
+from dlio_mpi.schema import ALIASES, FORMAT_ALIASES, SCHEMA, SECTION_ALIASES  # noqa: E402
 
 INTRO = """\
 # Configuration reference
@@ -25,7 +26,9 @@ or a YAML file (`--config FILE`), then `section.key=value` overrides (Hydra's
 DLIO benchmark's and MLPerf Storage's files use it) and listed in the summary's
 `not_emulated`: it only means something to a framework. An unknown key (with the closest
 valid one), a wrong type, an out-of-range value or an impossible combination is one line and
-exit status 2 on every rank, before any I/O.
+exit status 2 on every rank, before any I/O. A `--config` file that leaves a section out
+gets the DLIO benchmark's defaults for it where they differ from the ones below (see
+"Sections a file leaves out").
 """
 
 TYPES = {"int": "integer", "size": "size (bytes)", "float": "number", "time": "seconds",
@@ -69,8 +72,19 @@ def markdown():
     out.append("| --- | --- |")
     for (s, k), (s2, k2) in ALIASES.items():
         out.append(f"| `{s}.{k}` | `{s2}.{k2}` |")
+    for name, target in SECTION_ALIASES.items():
+        out.append(f"| section `{name}` | section `{target}` |")
     for name, target in FORMAT_ALIASES.items():
         out.append(f"| `dataset.format: {name}` | `{target}` |")
+    out.append("\n## Sections a file leaves out\n")
+    out.append("A `--config` file without one of these sections runs as the DLIO benchmark "
+               "runs it, on its defaults (a shipped workload and the sections a file has keep "
+               "the defaults above):\n")
+    out.append("| section left out | values |")
+    out.append("| --- | --- |")
+    for section, values in DLIO_ABSENT_SECTION_DEFAULTS.items():
+        text = ", ".join(f"`{section}.{k}={v}`" for k, v in values.items())
+        out.append(f"| `{section}` | {text} |")
     return "\n".join(out) + "\n"
 
 

@@ -11,13 +11,17 @@ emulator asks of the format, instead of comparing its name) and
     sample_value(spec, file_index, sample_index)        what the format's real reader returns
 raw, tfrecord, npy and csv also have layout(spec, file_index): the index, computed without I/O.
 The functions here dispatch on spec.format."""
-from dlio_mpi.formats import content, csvtext, hdf5, jpeg, npy, npz, png, raw, tfrecord
+from dlio_mpi.formats import (content, csvtext, hdf5, indexed_binary, jpeg, npy, npz, png, raw,
+                              tfrecord)
 from dlio_mpi.formats.ranges import cut_ranges
 from dlio_mpi.formats.spec import FORMATS, FileIndex, FormatError, FormatSpec
 
-MODULES = {m.NAME: m for m in (raw, npy, npz, tfrecord, hdf5, csvtext, jpeg, png)}
+MODULES = {m.NAME: m for m in (raw, npy, npz, tfrecord, hdf5, csvtext, jpeg, png, indexed_binary)}
+# one module, two ways its application reads the samples
+MODULES[indexed_binary.MMAP_NAME] = indexed_binary
 assert set(MODULES) == set(FORMATS)
 TRAITS = {name: m.TRAITS for name, m in MODULES.items()}
+TRAITS[indexed_binary.MMAP_NAME] = indexed_binary.MMAP_TRAITS
 
 __all__ = ["FORMATS", "FileIndex", "FormatError", "FormatSpec", "cut_ranges", "encoded_sample",
            "extension", "file_paths", "get", "index_file", "layout", "sample_bytes", "sample_sizes",
@@ -35,7 +39,8 @@ def get(name):
 
 def traits(name):
     """The FormatTraits of dataset.format=name."""
-    return get(name).TRAITS
+    get(name)
+    return TRAITS[name]
 
 
 def listed(where, last="or"):
@@ -65,6 +70,10 @@ def file_paths(spec, path):
     if spec.volumes and spec.volume_files:
         from dlio_mpi.formats import volumes
         return volumes.paths(spec, path)
+    t = traits(spec.format)
+    if t.companions:
+        i = path.rfind(t.extension)
+        return [path] + [path[:i] + ext + path[i + len(t.extension):] for ext in t.companions]
     return [path]
 
 

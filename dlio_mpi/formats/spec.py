@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png")
+FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png", "indexed_binary",
+           "mmap_indexed_binary")
 COMPRESSIONS = {"raw": ("none",), "npy": ("none",), "tfrecord": ("none",), "csv": ("none",),
                 "npz": ("none", "zip"), "hdf5": ("none", "gzip", "lzf"), "jpeg": ("none",),
-                "png": ("none",)}
+                "png": ("none",), "indexed_binary": ("none",), "mmap_indexed_binary": ("none",)}
 # formats whose sample is a square image: its size is a whole square of 8-bit pixels
 SQUARE_IMAGES = ("jpeg", "png")
 

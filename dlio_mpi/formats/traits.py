@@ -28,7 +28,11 @@ class FormatTraits:
     decoder          the image decoder (PIL's plugin) whose reads reader.access=image issues:
                      "jpeg" (the header's buffer fill, then 64 KiB requests to the end) or
                      "png" (chunk by chunk: numpy_reads.png_reads); None for other formats
-                     (read as the jpeg decoder reads a file)"""
+                     (read as the jpeg decoder reads a file)
+    companions       extensions of the files written beside each of its files (an index), named
+                     as the file with its extension replaced
+    mapped           its application reads samples out of a memory mapping of the file
+                     (io.interface=mmap unless one is given)"""
     name: str
     extension: str
     library: str = None
@@ -44,6 +48,8 @@ class FormatTraits:
     opaque: bool = False
     chunked: bool = False
     decoder: str = None
+    companions: tuple = ()
+    mapped: bool = False
 
     @property
     def rows(self):
