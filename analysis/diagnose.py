@@ -92,8 +92,6 @@ def _changes_for(key, job):
             job.get("reader", "sample_shuffle", "off") != "off":
         changes["shuffle files, not samples"] = {"reader": {"sample_shuffle": "off",
                                                             "file_shuffle": "seed"}}
-    elif key == "redundant_reads" and job.get("io", "read_type", "on_demand") == "on_demand":
-        changes["read the input into memory at start"] = {"io": {"read_type": "memory"}}
     elif key == "stdio_heavy" and job.get("io", "interface", "posix") == "stdio":
         changes["POSIX reads"] = {"io": {"interface": "posix"}}
     return changes

@@ -48,6 +48,36 @@ def mpiexec_command(ranks, launcher=None, bind=None):
     return cmd
 
 
+# what an MPI process's environment holds once MPI is initialized (Open MPI's singleton, or a
+# rank of a job): passed on, a new mpiexec would take itself for a part of that job and fail
+_IN_JOB = ("PMIX_", "PMI_", "OMPI_COMM_WORLD_", "OMPI_APP_CTX_", "OMPI_MCA_orte_",
+           "OMPI_MCA_ess", "OMPI_MCA_pmix", "ORTE_", "OMPI_FILE_LOCATION", "OMPI_UNIVERSE_SIZE",
+           "HYDI_", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
+
+
+def _process_environment():
+    """The process's environment as the C library holds it: MPI_Init sets variables there
+    that os.environ (read at start-up) does not see."""
+    import ctypes
+    try:
+        environ = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    except (OSError, ValueError):
+        return dict(os.environ)
+    out, i = {}, 0
+    while environ[i]:
+        k, _, v = environ[i].decode(errors="surrogateescape").partition("=")
+        out[k] = v
+        i += 1
+    return out
+
+
+def launch_environment(environ):
+    """The environment a new job is launched with: this process's, without what marks it a part
+    of an MPI job already (a caller that initialized MPI: a test, a notebook that imported the
+    engines, a rank); the user's own settings (OMPI_MCA_io, ...) are kept."""
+    return {k: v for k, v in environ.items() if not k.startswith(_IN_JOB)}
+
+
 def run_emulator(what, ranks, args, *, launcher=None, python=None, timeout=300, watch=None,
                  every=10.0):
     """``mpiexec -n ranks python -m dlio_mpi ARGS``; returns its output, or raises LaunchError
@@ -57,7 +87,7 @@ def run_emulator(what, ranks, args, *, launcher=None, python=None, timeout=300, 
     :func:`end_job`; a signal then raises :class:`Interrupted`."""
     cmd = mpiexec_command(ranks, launcher) + [python or sys.executable, "-m", "dlio_mpi",
                                               *args]
-    env = dict(os.environ)
+    env = launch_environment(_process_environment())
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     # a session of its own: a terminal's ^C reaches this process only, which ends the job
     # itself (and can say so)

@@ -12,7 +12,8 @@ from dlio_mpi.formats import jpeg, png
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
-TRUTH = json.load(open(os.path.join(HERE, "truth.json")))
+with open(os.path.join(HERE, "truth.json")) as _f:
+    TRUTH = json.load(_f)
 
 
 @pytest.fixture(autouse=True)
