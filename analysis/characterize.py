@@ -76,6 +76,9 @@ class Characterization:
     :mod:`analysis.file_roles`) -> files, bytes_read, bytes_written over the totals' basis, so
     that what is not data (a framework's config, log and output writes) is reported apart.
     ``roles`` (record id -> role) is only an attribute, not in :meth:`to_dict`.
+    ``process_roles``: for a set of per-process logs, role -> processes (main, forked worker,
+    spawned worker, resource tracker, helper; :mod:`analysis.process_roles`): ``nprocs``
+    counts the main processes, the ranks.
     Interfaces count the data and checkpoint files' records (of every file but the standard
     streams and the MPI library's own when the job has none).
     ``data_formats``: format (by file name, "hdf5" also
@@ -106,6 +109,7 @@ class Characterization:
     data: DataFigures | None = None
     file_roles: dict = field(default_factory=dict)
     roles: dict = field(default_factory=dict, repr=False)
+    process_roles: dict = field(default_factory=dict)
 
     def to_dict(self):
         """Everything but the DXT segments and the records, as plain JSON-serializable Python
@@ -205,6 +209,7 @@ def characterize(source, *, dxt=False):
         data=data,
         file_roles=role_totals(roles, basis),
         roles=roles,
+        process_roles=dict(getattr(job, "process_roles", {}) or {}),
     )
 
 

@@ -24,7 +24,7 @@ def render_text(characterization):
         lines.append(f"  logs:        {len(c.logs)}, from {c.logs[0]} to {c.logs[-1]}")
     lines += [f"  format:      {', '.join(c.log_versions)}",
               f"  executable:  {c.exe}",
-              f"  processes:   {c.nprocs}",
+              f"  processes:   {c.nprocs}{_process_roles(c.process_roles)}",
               f"  run time:    {_seconds(c.run_time)}",
               f"  interfaces:  {', '.join(c.interfaces) or '-'}"]
     if c.data_formats:
@@ -193,3 +193,9 @@ def _share(value):
 
 def _seconds(value):
     return f"{value:,.0f} s" if value >= 1000 else f"{value:.4g} s"
+
+
+def _process_roles(roles):
+    """What else a set of per-process logs held besides the ranks' main processes."""
+    others = [f"{n} {role}{'s' if n > 1 else ''}" for role, n in roles.items() if role != "main"]
+    return f" ranks (main processes), {', '.join(others)}" if others else ""
