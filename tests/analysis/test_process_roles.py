@@ -50,7 +50,7 @@ def test_spawned_workers_are_read_threads():
     assert (ds["format"], ds["num_files_train"], ds["num_samples_per_file"]) \
         == (t["format"], t["num_files"], t["samples_per_file"])
     assert ds["record_length"] == pytest.approx(t["sample_bytes"], rel=0.05)
-    assert f.workload["train"]["epochs"] == t["epochs"]
+    assert (rd["batch_size"], f.workload["train"]["epochs"]) == (t["batch_size"], t["epochs"])
     assert any("spawned worker processes" in n for n in f.notes), f.notes
 
 
