@@ -70,3 +70,4 @@ def test_forked_workers_load_as_before(name, roles):
     assert job.nprocs == 1 and job.process_roles == roles
     assert list(job.workers) == [0] and len(job.workers[0]) == roles["forked worker"]
     assert set(job.records["POSIX"]["rank"]) == {0}
+
