@@ -261,7 +261,7 @@ def _combine(logs, dxt, messages):
         heatmap_bins=_combine_heatmaps(logs, job_start),
         workers=workers,
         hints=tuple(dict.fromkeys(log.hints for log in logs if log.hints)),
-        process_roles=roles.counts(),
+        process_roles=roles.counts() if len(logs) > 1 else {},
     )
 
 
