@@ -84,6 +84,9 @@ class Characterization:
     points holding the job's POSIX and STDIO files, with their bytes
     (:class:`~analysis.job_summary.MountUse`); ``mpiio_hints``: what the log records of MPI-IO
     hints (:func:`~analysis.job_summary.mpiio_hints`).
+    ``process_roles``: for a set of per-process logs, role -> processes (main, forked worker,
+    spawned worker, resource tracker, helper; :mod:`analysis.process_roles`): ``nprocs``
+    counts the main processes, the ranks.
     Interfaces count the data and checkpoint files' records (of every file but the standard
     streams and the MPI library's own when the job has none).
     ``data_formats``: format (by file name, "hdf5" also
@@ -118,6 +121,7 @@ class Characterization:
     summary: dict = field(default_factory=dict)
     mounts: list = field(default_factory=list)
     mpiio_hints: dict = field(default_factory=dict)
+    process_roles: dict = field(default_factory=dict)
 
     def to_dict(self):
         """Everything but the DXT segments and the records, as plain JSON-serializable Python
@@ -223,6 +227,7 @@ def characterize(source, *, dxt=False):
         summary=module_summaries(records, job.names, job.nprocs, job.run_time),
         mounts=mount_use(records, job.names, job.mounts),
         mpiio_hints=mpiio_hints(job, records),
+        process_roles=dict(getattr(job, "process_roles", {}) or {}),
     )
 
 

@@ -59,9 +59,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them;
   ``io.write_order: shuffled`` (raw files) when the writes after a file's first were under
   SHUFFLED_SEQ sequential (IOR's -z), from the DXT trace of the writes, else the POSIX counters.
-- Forked worker processes (a data loader's, each with a non-MPI log; analysis.loader gives
-  them their parent's rank): ``reader.read_threads`` is the most workers of a rank alive at
-  once.
+- Worker processes (a data loader's, forked or spawned, each with a non-MPI log;
+  analysis.process_roles gives them their main process's rank): ``reader.read_threads`` is
+  the most workers of a rank alive at once.
 - Everything above counts without the I/O that the loader found Darshan had counted under a
   data file through a reused descriptor (analysis.reused_descriptors); its note is the fit's
   first note.
@@ -262,7 +262,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      "threads")
     if job.workers:
         threads = _worker_threads(job.workers)
-        notes.append(f"each rank's reads were made by forked worker processes (a data "
+        kinds = " and ".join(kind for kind in ("forked", "spawned")
+                             if f"{kind} worker" in job.process_roles) or "forked"
+        notes.append(f"each rank's reads were made by {kinds} worker processes (a data "
                      f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
                      f"as reader.read_threads {threads}")
         evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}

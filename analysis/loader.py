@@ -10,7 +10,6 @@ file's POSIX records and trace, with a note (:mod:`analysis.reused_descriptors`)
 
 import glob
 import os
-import re
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from . import reused_descriptors
 from .counters import SPECS
 from .errors import HeatmapMismatchWarning, LogError, PartialLogWarning
 from .logfile import read_log
+from .process_roles import MAIN, WORKER_ROLES, roles_of
 
 CHARACTERIZED_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D")
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
@@ -34,11 +34,13 @@ class DarshanJob:
     """The Darshan data of one job, from one log or from the per-process logs of a set.
 
     Ranks are global: the ranks of the i-th log of a set (logs in path order) are shifted by
-    the process counts of the logs before it. A process forked by another of the set (told by
-    Darshan's log names: a child keeps its parent's job id) takes its parent's rank and is
-    listed in ``workers`` (DXT segments then carry a ``process`` column, the index of the log
-    that traced them); with such workers, one-process logs without any record (the
-    launcher's helpers) are no process of the job. Rank -1 marks a record that Darshan reduced over
+    the process counts of the logs before it. A data loader's worker, forked (told by Darshan's
+    log names: a child keeps its parent's job id) or spawned (told by its command line and
+    lifetime), takes its main process's rank and is listed in ``workers`` (DXT segments then
+    carry a ``process`` column, the index of the log that traced them); with such workers,
+    one-process logs of no role in the job (the launcher's helpers; multiprocessing's resource
+    trackers without I/O) are no process of the job (:mod:`analysis.process_roles`; the count
+    per role is ``process_roles``). Rank -1 marks a record that Darshan reduced over
     all processes of a log (a file every process opened); in a one-process log such a record
     belongs to that process and carries its rank instead.
 
@@ -82,6 +84,9 @@ class DarshanJob:
     end_time: float = 0.0
     library_versions: tuple = ()
     mounts: tuple = ()
+    # role -> processes of the set in it (analysis.process_roles: main, forked worker, spawned
+    # worker, resource tracker, helper); empty for a job that is not a set of per-process logs
+    process_roles: dict = field(default_factory=dict)
 
 
 def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES, merge_jobs=False):
@@ -205,53 +210,24 @@ def _heatmap_messages(log):
     return messages
 
 
-LOG_NAME_IDS = re.compile(r"_id(\d+)-(\d+)_")
-
-
-def _parents(logs):
-    """For each log, the index of the log of the process it was forked from, or None. Darshan
-    names a non-MPI process's log ..._id<job id>-<pid>_...; a forked child (a data loader's
-    worker) keeps its parent's job id, which is then another log's pid."""
-    ids = []
-    for log in logs:
-        m = LOG_NAME_IDS.search(os.path.basename(log.path)) if log.nprocs == 1 else None
-        ids.append((int(m.group(1)), int(m.group(2))) if m else None)
-    by_pid = {pid: i for i, v in enumerate(ids) if v for job, pid in [v] if job == pid}
-    return [by_pid.get(v[0]) if v and v[0] != v[1] else None for v in ids]
-
-
-def _roles(logs):
-    """(parent of each log or None, logs that are processes of the job). With forked workers
-    in the set, a one-process log that holds no records, no trace and no workers (the
-    launcher's helpers, such as orted, or a shell command the program ran) is none of the
-    job's processes."""
-    parents = _parents(logs)
-    if not any(p is not None for p in parents):
-        return parents, [True] * len(logs)
-    has_workers = {p for p in parents if p is not None}
-    keep = [parents[i] is not None or i in has_workers or log.nprocs > 1
-            or any(not f.empty for f in log.records.values())
-            or any(not f.empty for f in log.dxt_segments.values())
-            for i, log in enumerate(logs)]
-    return parents, keep
-
-
 def _combine(logs, dxt, messages):
     job_start = min(log.start_time for log in logs)
-    parents, keep = _roles(logs)
-    first_ranks, workers, nprocs = [], {}, 0
+    roles = roles_of(logs)
+    parents, keep = roles.parent, roles.kept
+    first_ranks, workers, nprocs = [None] * len(logs), {}, 0
+    for i, log in enumerate(logs):      # ranks in log order, for the processes with one
+        if parents[i] is None:
+            first_ranks[i] = nprocs
+            nprocs += log.nprocs if keep[i] else 0
     for i, log in enumerate(logs):
         root = i
         while parents[root] is not None:
             root = parents[root]
         if root != i:       # a worker takes its root process's rank
-            rank = first_ranks[root]
-            workers.setdefault(int(rank), []).append(
-                (log.start_time - job_start, log.start_time - job_start + log.run_time))
-            first_ranks.append(rank)
-        else:
-            first_ranks.append(nprocs)
-            nprocs += log.nprocs if keep[i] else 0
+            first_ranks[i] = first_ranks[root]
+            if roles.role[i] in WORKER_ROLES:
+                workers.setdefault(int(first_ranks[i]), []).append(
+                    (log.start_time - job_start, log.start_time - job_start + log.run_time))
     records, segments = {}, {}
     for log, first_rank, kept in zip(logs, first_ranks, keep):
         if not kept:
@@ -276,7 +252,8 @@ def _combine(logs, dxt, messages):
                 summed[op] += value
     return DarshanJob(
         paths=tuple(log.path for log in logs),
-        exe=next(log.exe for log, kept in zip(logs, keep) if kept),
+        exe=next((log.exe for log, role in zip(logs, roles.role) if role == MAIN),
+                 next(log.exe for log, kept in zip(logs, keep) if kept)),
         nprocs=nprocs,
         start_time=job_start,
         run_time=max(log.start_time - job_start + log.run_time for log in logs),
@@ -298,6 +275,7 @@ def _combine(logs, dxt, messages):
         library_versions=tuple(dict.fromkeys(
             log.library_version for log in logs if log.library_version)),
         mounts=tuple(dict.fromkeys(m for log in logs for m in log.mounts)),
+        process_roles=roles.counts() if len(logs) > 1 else {},
     )
 
 

@@ -13,11 +13,18 @@ Compute per step is calibrated on the storage under test: a probe run of each ap
 without compute measures the I/O time per step (the slowest rank's I/O time over its steps)
 and the time per step (I/O and the loop's own time), and the measured run computes
 io_step / share - step per step, share being the real application's I/O share of run time.
+The share a run reaches follows the storage of the moment (a busy machine's I/O time varies
+from run to run), so the measured run is repeated, its compute corrected (from the I/O time
+and the time besides compute measured so far, medians over the runs; once runs lie on both
+sides of the share, between them) until its share is within SHARE_AIM of the real one or
+CALIBRATION_RUNS runs were made; the run closest to the real share is kept. Each row reports the share its run reached, its target, every run's
+compute and share, and whether the share is within SHARE_TOLERANCE of the target.
 """
 
 import glob
 import json
 import os
+import shutil
 import warnings
 from dataclasses import dataclass, field
 
@@ -27,12 +34,17 @@ from dlio_mpi.safe_files import write_whole
 from .characterize import characterize
 from .errors import AnalysisWarning
 from .launch import LaunchError, run_emulator
-from .paper_reference import REAL, comparison, render_comparison
+from .paper_reference import REAL, TARGETS, comparison, render_comparison
 from .text import _bytes, _share
 
 APPS = ("cosmic_tagger", "ffn", "imagenet", "cosmoflow_paper", "frnn", "candle_nt3")
 RUN_TIMEOUT_S = 300
 MIN_COMPUTE_S = 0.0005
+# a calibrated run's I/O share must be within SHARE_TOLERANCE of the real one (relative); runs
+# stop at one within SHARE_AIM, closer, so that the next run's noise does not matter
+SHARE_TOLERANCE = TARGETS["io_share"][1]
+SHARE_AIM = 0.10
+CALIBRATION_RUNS = 6
 
 
 def scaled_overrides(app, ranks):
@@ -62,6 +74,48 @@ def calibrated_compute(io_step_s, share, step_s=None):
     return max(MIN_COMPUTE_S, io_step_s / share - busy)
 
 
+def corrected_compute(compute_s, io_s, train_s, steps, share):
+    """Compute per step for the next run, from a run that computed ``compute_s`` per step over
+    ``steps`` steps and spent ``io_s`` of its ``train_s`` seconds on I/O: the next run keeps
+    this one's I/O and time besides compute, and computes enough for the I/O to be ``share``
+    of it (io_s / share in all)."""
+    if not share or share >= 1 or io_s <= 0 or steps < 1:
+        return compute_s
+    return max(MIN_COMPUTE_S, compute_s + (io_s / share - train_s) / steps)
+
+
+def next_compute(runs, share, corrected):
+    """Compute per step for the next calibration run, from the runs so far (their
+    ``computation_time`` and ``io_share``): between the most compute that still gave too high
+    a share and the least that gave too low a one, where 1 / share reaches 1 / ``share`` on
+    the line through them (1 / share grows linearly with compute when the I/O time and the
+    time besides compute stay); without runs on both sides, ``corrected`` (from
+    :func:`corrected_compute`). A busy machine's noise can put the two the wrong way round:
+    then halfway between them."""
+    above = [r for r in runs if r["io_share"] is not None and r["io_share"] > share]
+    below = [r for r in runs if r["io_share"] is not None and r["io_share"] < share]
+    if not above or not below:
+        return corrected
+    a = max(above, key=lambda r: r["computation_time"])
+    b = min(below, key=lambda r: r["computation_time"])
+    ca, cb = a["computation_time"], b["computation_time"]
+    if ca >= cb:
+        return max(MIN_COMPUTE_S, (ca + cb) / 2)
+    ia, ib = 1 / a["io_share"], 1 / b["io_share"]
+    return max(MIN_COMPUTE_S, ca + (1 / share - ia) * (cb - ca) / (ib - ia))
+
+
+def within_share(reached, share):
+    """True when the share a run reached is within SHARE_TOLERANCE of ``share``."""
+    return bool(share) and reached is not None and abs(reached / share - 1) <= SHARE_TOLERANCE
+
+
+def compute_steps(run_dir):
+    """The steps of a run that computed (its training epochs' steps on a rank)."""
+    _, s = summary_layout.load(run_dir)
+    return sum(int(e.get("steps", 0)) for e in s.get("epochs", [])) or 1
+
+
 @dataclass
 class PaperStudy:
     """Rows of the paper's table (one dict per application, PAPER_COLUMNS keys), and where each
@@ -81,9 +135,10 @@ class PaperError(LaunchError):
     """A run of the study failed; the message names the application and ends with its output."""
 
 
-def run_app(app, out_dir, ranks, launcher=None, python=None, extra=()):
-    """Run one scaled-down application; returns its run directory."""
-    run_dir = os.path.join(out_dir, "runs", app)
+def run_app(app, out_dir, ranks, launcher=None, python=None, extra=(), name=None):
+    """Run one scaled-down application into runs/NAME (the application's name unless given);
+    returns its run directory."""
+    run_dir = os.path.join(out_dir, "runs", name or app)
     data_dir = os.path.join(out_dir, "data", app)
     for stale in glob.glob(os.path.join(run_dir, "oplog_rank*.npz")):
         os.unlink(stale)  # a previous run's, perhaps of more ranks
@@ -125,35 +180,96 @@ def probe_step(run_dir):
 
 
 def run_paper(out_dir, ranks=2, launcher=None, python=None, apps=APPS, calibrate=True,
-              progress=None):
+              progress=None, shares=None):
     """Run the study into ``out_dir`` (data/, runs/ below it) and characterize every run.
     With calibrate, each application runs first without compute (the probe) and then with the
-    compute per step that gives its real I/O share on this storage."""
+    compute per step that gives its real I/O share on this storage (``shares``: app -> another
+    share to aim at), again with corrected compute while the share is not within SHARE_AIM
+    (module docstring); the run closest to the target is the application's (runs/APP), the
+    others are removed. A calibrated row holds ``io_share_target`` and ``calibration``: the
+    runs (compute per step and share reached of each), ``chosen`` (the index of the row's run
+    among them) and ``within``, its share within SHARE_TOLERANCE of the target."""
     os.makedirs(out_dir, exist_ok=True)
-    rows, run_dirs, chars, compute = [], {}, {}, {}
+    rows, run_dirs, chars = [], {}, {}
     for app in apps:
-        extra = []
-        if calibrate:
-            if progress:
-                progress(f"{app}: probe run")
-            probe = run_app(app, out_dir, ranks, launcher, python, ["train.computation_time=0"])
-            io_step, step = probe_step(probe)
-            compute[app] = calibrated_compute(io_step, REAL.get(app, {}).get("io_share"), step)
-            extra = [f"train.computation_time={compute[app]:.6g}"]
+        share = (shares or {}).get(app, REAL.get(app, {}).get("io_share"))
+        if not calibrate or not share:
+            run_dirs[app] = run_app(app, out_dir, ranks, launcher, python)
+            chars[app], row, _ = _measure(app, run_dirs[app])
+            rows.append(row)
+            continue
         if progress:
-            progress(f"{app}: run")
-        run_dirs[app] = run_app(app, out_dir, ranks, launcher, python, extra)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AnalysisWarning)
-            chars[app] = characterize(run_dirs[app])
-        rows.append(paper_row(app, chars[app]))
-        busy = chars[app].totals.io_time.slowest_rank
-        train_s = training_time(run_dirs[app])
-        if busy is not None and train_s > 0:
-            rows[-1]["io_share"] = min(1.0, busy / train_s)
-        if app in compute:
-            rows[-1]["computation_time"] = compute[app]
+            progress(f"{app}: probe run")
+        probe = run_app(app, out_dir, ranks, launcher, python, ["train.computation_time=0"])
+        io_step, step = probe_step(probe)
+        compute = calibrated_compute(io_step, share, step)
+        runs, measured = [], []
+        while True:
+            if progress:
+                progress(f"{app}: run {len(runs) + 1}, compute {compute:.6g} s per step")
+            run_dir = run_app(app, out_dir, ranks, launcher, python,
+                              [f"train.computation_time={compute:.6g}"],
+                              name=f"{app}.run{len(runs) + 1}")
+            _, row, (busy, train_s) = _measure(app, run_dir)
+            runs.append({"computation_time": compute, "io_share": row["io_share"]})
+            steps = compute_steps(run_dir)
+            # the I/O time and the time besides compute, median over the runs so far: one
+            # run slowed by the machine's other work does not throw the next one off
+            measured.append((busy, train_s - steps * compute))
+            if row["io_share"] is None or abs(row["io_share"] / share - 1) <= SHARE_AIM \
+                    or len(runs) >= CALIBRATION_RUNS:
+                break
+            io_s, others = (float(sorted(v)[len(v) // 2]) for v in zip(*measured))
+            following = next_compute(runs, share, corrected_compute(
+                compute, io_s, others + steps * compute, steps, share))
+            if following == compute:    # at its floor: less compute is not possible
+                break
+            compute = following
+        chosen = min(range(len(runs)), key=lambda i: abs((runs[i]["io_share"] or 0) / share
+                                                         - 1))
+        run_dirs[app] = _keep_run(out_dir, app, chosen, len(runs))
+        chars[app], row, _ = _measure(app, run_dirs[app])
+        row["computation_time"] = runs[chosen]["computation_time"]
+        row["io_share_target"] = share
+        row["calibration"] = {"runs": runs, "chosen": chosen,
+                              "within": within_share(row["io_share"], share)}
+        if progress:
+            progress(f"{app}: I/O share {100 * (row['io_share'] or 0):.2f} % (run {chosen + 1} "
+                     f"of {len(runs)}), target {100 * share:.2f} %"
+                     + ("" if row["calibration"]["within"] else
+                        f": not within {SHARE_TOLERANCE:.0%}"))
+        rows.append(row)
     return PaperStudy(ranks=ranks, rows=rows, run_dirs=run_dirs, characterizations=chars)
+
+
+def _measure(app, run_dir):
+    """(characterization, paper row, (slowest rank's I/O time, training time)) of one run; the
+    row's ``io_share`` is the one over the training time (:func:`training_time`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnalysisWarning)
+        char = characterize(run_dir)
+    row = paper_row(app, char)
+    busy = char.totals.io_time.slowest_rank
+    train_s = training_time(run_dir)
+    if busy is not None and train_s > 0:
+        row["io_share"] = min(1.0, busy / train_s)
+    return char, row, (busy or 0.0, train_s)
+
+
+def _keep_run(out_dir, app, chosen, count):
+    """Make calibration run ``chosen`` (of ``count``, runs/APP.runN) the application's run
+    directory, runs/APP, and remove the others; returns its path."""
+    runs = os.path.join(out_dir, "runs")
+    kept = os.path.join(runs, app)
+    if os.path.isdir(kept):
+        shutil.rmtree(kept)
+    for i in range(count):
+        path = os.path.join(runs, f"{app}.run{i + 1}")
+        if i == chosen:
+            os.rename(path, kept)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+    return kept
 
 
 PAPER_COLUMNS = (

@@ -26,7 +26,7 @@ def render_text(characterization):
     lines += job_lines(c.job)
     lines += [f"  format:      {', '.join(c.log_versions)}",
               f"  executable:  {c.exe}",
-              f"  processes:   {c.nprocs}",
+              f"  processes:   {c.nprocs}{_process_roles(c.process_roles)}",
               f"  run time:    {_seconds(c.run_time)}",
               f"  interfaces:  {', '.join(c.interfaces) or '-'}"]
     if c.data_formats:
@@ -261,3 +261,9 @@ def _share(value):
 
 def _seconds(value):
     return f"{value:,.0f} s" if value >= 1000 else f"{value:.4g} s"
+
+
+def _process_roles(roles):
+    """What else a set of per-process logs held besides the ranks' main processes."""
+    others = [f"{n} {role}{'s' if n > 1 else ''}" for role, n in roles.items() if role != "main"]
+    return f" ranks (main processes), {', '.join(others)}" if others else ""

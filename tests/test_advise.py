@@ -194,6 +194,16 @@ def test_the_paper_study_at_small_scale(tmp_path):
     study = last_json(p)
     app = study["apps"]["cosmic_tagger"]
     assert 0 < app["io_share"] < 1 and app["computation_time"] > 0
+    # the calibration's runs, the share each reached, the one chosen (the closest) and
+    # whether it is within 25 %
+    cal = app["calibration"]
+    runs, chosen = cal["runs"], cal["chosen"]
+    assert 1 <= len(runs) <= 3 and runs[chosen]["computation_time"] == pytest.approx(
+        app["computation_time"], abs=1e-6)
+    assert cal["within"] == (abs(runs[chosen]["io_share"] / app["io_share"] - 1) <= 0.25)
+    assert all(abs(r["io_share"] / app["io_share"] - 1)
+               >= abs(runs[chosen]["io_share"] / app["io_share"] - 1) for r in runs)
+    assert "calibration: I/O " in p.stdout
     studies = {r["study"] for r in app["rows"]}
     assert studies == {"chunk size", "compression"}
     measured = [r for r in app["rows"] if r["speedup"] is not None]

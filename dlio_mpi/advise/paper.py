@@ -11,7 +11,9 @@ among the applications; each runs its sweeps' settings in rounds with its baseli
 Compute per step is calibrated on the storage under test, as ``analyze paper`` does: a probe
 run without compute measures the I/O per step, and the study computes enough for I/O to be
 the real application's share of the run time (``--io-share`` sets another share, to study the
-same application on storage that is slower relative to its compute). A change can save at most
+same application on storage that is slower relative to its compute); runs with the compute
+corrected from what each measured follow until the share is close, and the study reports the
+share reached. A change can save at most
 that share of the time: on fast storage the speedups are small, and that is what they are.
 """
 
@@ -22,6 +24,7 @@ from dlio_mpi import config
 from dlio_mpi.advise.measure import Advisor, Candidate, _slug, merged, minimal_doc, speedup
 
 CHUNK_SCALES = (0.25, 4, 16)
+CALIBRATION_RUNS = 3
 THREADS = (0, 1, 2, 4, 8)
 # an application whose steps are mostly compute runs fewer of them here than in analyze
 # paper, so that rounds of every setting fit a budget (its pattern is the same)
@@ -90,10 +93,15 @@ def app_doc(app, ranks, out_dir):
 
 def calibrate(adv, app, doc, io_share):
     """Compute per step that makes I/O ``io_share`` of the shipped setting's run time on this
-    storage (the real application's share unless given), from a probe run without compute,
-    as ``analyze paper`` calibrates it (analysis.paper.calibrated_compute); rank 0's figure
-    on every rank."""
-    from analysis.paper import calibrated_compute, probe_step
+    storage (the real application's share unless given), as ``analyze paper`` calibrates it:
+    a probe run without compute (analysis.paper.calibrated_compute), then runs with the
+    compute corrected from the medians of what they measured (analysis.paper.corrected_compute)
+    until one's share is within SHARE_AIM or CALIBRATION_RUNS were made (fewer than analyze
+    paper's: they come out of the budget). Returns (compute of the run closest to the share,
+    share, calibration: the runs' compute and share reached, ``chosen``, and ``within``: the
+    chosen run's share within SHARE_TOLERANCE); rank 0's figures on every rank."""
+    from analysis.paper import (SHARE_AIM, calibrated_compute, corrected_compute,
+                                next_compute, probe_step, within_share)
     from analysis.paper_reference import REAL
     share = io_share if io_share is not None else REAL.get(app, {}).get("io_share")
     probe = merged(doc, {"train": {"computation_time": 0}})
@@ -103,7 +111,47 @@ def calibrate(adv, app, doc, io_share):
     if adv.rank == 0:
         io_step, step = probe_step(out)
         compute = calibrated_compute(io_step, share, step)
-    return adv.comm.bcast(compute, root=0), share
+    compute = adv.comm.bcast(compute, root=0)
+    runs, measured, out = [], [], os.path.join(adv.out, "runs", "calibration")
+    while share and len(runs) < CALIBRATION_RUNS:
+        adv.run(merged(doc, {"train": {"computation_time": round(compute, 6)}}), out,
+                keep_oplog=True)
+        following = None
+        if adv.rank == 0:
+            io_s, train_s, steps = _measured(out)
+            runs.append({"computation_time": round(compute, 6),
+                         "io_share": io_s / train_s if train_s > 0 else None})
+            measured.append((io_s, train_s - steps * compute))
+            reached = runs[-1]["io_share"]
+            if reached is not None and abs(reached / share - 1) > SHARE_AIM:
+                io_s, others = (float(sorted(v)[len(v) // 2]) for v in zip(*measured))
+                following = next_compute(runs, share, corrected_compute(
+                    compute, io_s, others + steps * compute, steps, share))
+        runs = adv.comm.bcast(runs, root=0)
+        following = adv.comm.bcast(following, root=0)
+        if following is None or following == compute:
+            break
+        compute = following
+    if not runs:
+        return compute, share, {"runs": [], "chosen": None, "within": False}
+    chosen = min(range(len(runs)),
+                 key=lambda i: abs((runs[i]["io_share"] or 0) / share - 1))
+    return runs[chosen]["computation_time"], share, {
+        "runs": runs, "chosen": chosen, "within": within_share(runs[chosen]["io_share"], share)}
+
+
+def _measured(run_dir):
+    """(slowest rank's I/O time, training time, compute steps) of a run, as analyze paper
+    measures its share."""
+    import warnings
+
+    from analysis.characterize import characterize
+    from analysis.errors import AnalysisWarning
+    from analysis.paper import compute_steps, training_time
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnalysisWarning)
+        busy = characterize(run_dir).totals.io_time.slowest_rank or 0.0
+    return busy, training_time(run_dir), compute_steps(run_dir)
 
 
 def advise_paper(comm, out_dir, budget_s, apps=None, cold=False, echo=None, io_share=None):
@@ -122,7 +170,7 @@ def advise_paper(comm, out_dir, budget_s, apps=None, cold=False, echo=None, io_s
         adv = Advisor(comm, os.path.join(out_dir, app), until, cold=cold, keep_data=False,
                       echo=echo)
         doc = app_doc(app, comm.Get_size(), out_dir)
-        compute, io = calibrate(adv, app, doc, io_share)
+        compute, io, calibration = calibrate(adv, app, doc, io_share)
         doc.setdefault("train", {})["computation_time"] = round(compute, 6)
         base = Candidate(name="baseline", label="as shipped", finding="baseline",
                          evidence="", change={}, doc=doc)
@@ -153,7 +201,7 @@ def advise_paper(comm, out_dir, budget_s, apps=None, cold=False, echo=None, io_s
             study["apps"][app] = {
                 "baseline_time_per_epoch_s": sorted(base_times)[len(base_times) // 2]
                 if base_times else None, "rows": rows, "io_share": io,
-                "computation_time": compute,
+                "computation_time": compute, "calibration": calibration,
                 "elapsed_s": round(adv.budget - adv.left(), 1)}
         study["apps"] = comm.bcast(study["apps"], root=0)
     return study if comm.Get_rank() == 0 else None
@@ -165,7 +213,7 @@ def render_paper(study):
              "(scaled down; speedup of the time per epoch over the shipped setting)"]
     for app, res in study["apps"].items():
         base = res["baseline_time_per_epoch_s"]
-        from analysis.paper import MIN_COMPUTE_S
+        from analysis.paper import MIN_COMPUTE_S, SHARE_TOLERANCE
         floor = res["computation_time"] <= MIN_COMPUTE_S
         aim = (f"compute at its floor, {MIN_COMPUTE_S} s per step: without compute I/O is "
                f"already under the real {100 * res['io_share']:.1f} % of the run time"
@@ -173,6 +221,13 @@ def render_paper(study):
                f"be {100 * res['io_share']:.1f} % of the run time")
         lines += ["", f"{app}: as shipped {base:.3f} s per epoch; {aim}" if base
                   else f"{app}: nothing measured within the budget"]
+        cal = res.get("calibration") or {}
+        runs = cal.get("runs") or []
+        if runs and runs[cal["chosen"]]["io_share"] is not None:
+            lines.append(f"  calibration: I/O {100 * runs[cal['chosen']]['io_share']:.1f} % of "
+                         f"the run time (run {cal['chosen'] + 1} of {len(runs)})"
+                         + ("" if res["calibration"]["within"] else
+                            f", NOT within {SHARE_TOLERANCE:.0%} of the target"))
         lines.append(f"  {'study':14}{'setting':34}{'s/epoch':>9}{'speedup':>9}{'spread':>8}"
                      f"{'rounds':>8}")
         for r in res["rows"]:

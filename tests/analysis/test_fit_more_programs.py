@@ -102,10 +102,13 @@ def test_worker_processes_are_read_threads(name):
 
 
 # torch_npy_workers: 1.00 measured (2026-12-05), with its workers' pipe traffic that Darshan
-# counted under the .npy files left out by the loader (analysis.reused_descriptors)
+# counted under the .npy files left out by the loader (analysis.reused_descriptors);
+# spawn_npy_workers (2 ranks of 2 spawned workers, tests/analysis/test_process_roles.py): 1.00
+# measured (2026-12-06)
 @pytest.mark.parametrize("name,least", [("numpy_npy", 0.95), ("h5py_chunked", 0.95),
                                         ("pandas_csv", 0.95), ("dlio_npz_workers", 0.95),
-                                        ("torch_npy_workers", 0.97)])
+                                        ("torch_npy_workers", 0.97),
+                                        ("spawn_npy_workers", 0.95)])
 def test_replay_looks_like_the_real_program(tmp_path, name, least):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= least, r.comparison.table

@@ -1,0 +1,147 @@
+"""What each process of a set of per-process Darshan logs was to its job: a rank of its own, a
+data loader's worker (forked or spawned) that reads for a rank, a helper of Python's
+multiprocessing, or none of the job's processes (a launcher's helper).
+
+Darshan in non-MPI mode writes one log per process. A training job without MPI then leaves, per
+rank, the main process's log, and one log per data-loader worker it started in each epoch; with
+the "spawn" start method (PyTorch's DataLoader where fork is unsafe) also one of multiprocessing's
+resource tracker. Two things tell them apart:
+
+- Fork parentage, from the log names: Darshan names a log ``..._id<job id>-<pid>_...`` and a
+  forked child keeps its parent's job id, which is then another log's pid.
+- The command lines, when the job id is a scheduler's (every log of the job shares it) or the
+  workers were spawned (a spawned process is a new program, with a job id of its own):
+  multiprocessing starts a spawned worker as ``python -c "from multiprocessing.spawn import
+  spawn_main; spawn_main(tracker_fd=N, pipe_handle=M)" --multiprocessing-fork`` and its resource
+  tracker as ``python -c "from multiprocessing.resource_tracker import main;main(N)"``.
+
+Which main process spawned which worker is not in the logs. A spawned worker runs its parent's
+interpreter and lives within its parent's lifetime; among the main processes alive when it
+started, it is given to the one with the fewest of its workers alive then (a data loader starts
+the same number of workers on every rank), and among those, to the one whose earlier workers
+read the most of the files it reads (a rank's shard, when the sampler keeps it from epoch to
+epoch).
+"""
+
+import os
+import re
+from dataclasses import dataclass
+
+MAIN, FORKED, SPAWNED, TRACKER, HELPER = (
+    "main", "forked worker", "spawned worker", "resource tracker", "helper")
+WORKER_ROLES = (FORKED, SPAWNED)
+SPAWNED_EXE = re.compile(r"multiprocessing\.spawn import spawn_main.*--multiprocessing-fork")
+TRACKER_EXE = re.compile(r"multiprocessing\.(resource_tracker|forkserver) import main")
+LOG_NAME_IDS = re.compile(r"_id(\d+)-(\d+)_")
+# how far (s) a spawned process's log may start before its parent's or end after it: a log's
+# times are the runtime's, taken a little after the process starts and before it ends
+SPAN_SLACK_S = 1.0
+
+
+@dataclass(frozen=True)
+class ProcessRoles:
+    """Per log of a set (in the set's order): its role, the log whose rank it takes (None for
+    a main process or a helper), and whether it is one of the job's processes."""
+
+    role: tuple
+    parent: tuple
+    kept: tuple
+
+    def counts(self):
+        """Role -> number of processes of the job in it (helpers included), roles present only."""
+        out = {}
+        for role in (MAIN, FORKED, SPAWNED, TRACKER, HELPER):
+            n = sum(1 for r in self.role if r == role)
+            if n:
+                out[role] = n
+        return out
+
+
+def exe_role(exe):
+    """The role a command line names: SPAWNED, TRACKER, or None (any other program)."""
+    if SPAWNED_EXE.search(exe or ""):
+        return SPAWNED
+    if TRACKER_EXE.search(exe or ""):
+        return TRACKER
+    return None
+
+
+def fork_parents(logs):
+    """For each log, the index of the log of the process it was forked from, or None."""
+    ids = []
+    for log in logs:
+        m = LOG_NAME_IDS.search(os.path.basename(log.path)) if log.nprocs == 1 else None
+        ids.append((int(m.group(1)), int(m.group(2))) if m else None)
+    by_pid = {pid: i for i, v in enumerate(ids) if v for job, pid in [v] if job == pid}
+    return [by_pid.get(v[0]) if v and v[0] != v[1] else None for v in ids]
+
+
+def _has_io(log):
+    return any(not f.empty for f in log.records.values()) \
+        or any(not f.empty for f in log.dxt_segments.values())
+
+
+def _interpreter(exe):
+    words = (exe or "").split()
+    return words[0] if words else ""
+
+
+def _files(log):
+    return {int(i) for f in log.records.values() if "id" in f for i in f["id"]}
+
+
+def _span(log):
+    return log.start_time, log.start_time + log.run_time
+
+
+def roles_of(logs):
+    """The :class:`ProcessRoles` of a set of logs (see the module docstring)."""
+    parents = fork_parents(logs)
+    role = [exe_role(log.exe) if log.nprocs == 1 else None for log in logs]
+    role = [FORKED if parents[i] is not None and role[i] is None else role[i]
+            for i in range(len(logs))]
+    spawned = [i for i, r in enumerate(role) if r == SPAWNED]
+    interpreters = {_interpreter(logs[i].exe) for i in spawned}
+    fork_parent = {p for p in parents if p is not None}
+    workers_present = bool(spawned) or bool(fork_parent)
+    kept = []
+    for i, log in enumerate(logs):
+        if role[i] is None:
+            # with workers in the set, a main process is a fork parent, a process that did
+            # I/O, or one running the workers' interpreter; any other record-less log is a
+            # launcher's helper (orted, a shell command the program ran)
+            main = (not workers_present or log.nprocs > 1 or i in fork_parent or _has_io(log)
+                    or _interpreter(log.exe) in interpreters)
+            role[i] = MAIN if main else HELPER
+        kept.append(role[i] in (MAIN, FORKED, SPAWNED) or (role[i] == TRACKER and _has_io(log)))
+    parent = list(parents)
+    mains = [i for i, r in enumerate(role) if r == MAIN and logs[i].nprocs == 1]
+    for kind in (SPAWNED, TRACKER):
+        _attach(logs, [i for i, r in enumerate(role) if r == kind], mains, parent)
+    for i in range(len(logs)):      # a worker of a process without a main is a rank itself
+        if role[i] in (SPAWNED, TRACKER) and parent[i] is None:
+            role[i] = MAIN if role[i] == SPAWNED else role[i]
+    return ProcessRoles(role=tuple(role), parent=tuple(parent), kept=tuple(kept))
+
+
+def _attach(logs, children, mains, parent):
+    """Give each of ``children`` (spawned processes of one kind) a main process: one alive when
+    it started, with the fewest of these children alive then, then the most files in common
+    with its earlier children, then the first."""
+    given = {m: [] for m in mains}
+    for c in sorted(children, key=lambda i: logs[i].start_time):
+        start, end = _span(logs[c])
+        alive = [m for m in mains if _span(logs[m])[0] - SPAN_SLACK_S <= start
+                 and end <= _span(logs[m])[1] + SPAN_SLACK_S]
+        if not alive:
+            continue
+        files = _files(logs[c])
+
+        def preference(m):
+            busy = sum(1 for k in given[m] if _span(logs[k])[1] > start)
+            shared = len(files & set().union(*(_files(logs[k]) for k in given[m])))
+            return busy, -shared, mains.index(m)
+
+        chosen = min(alive, key=preference)
+        given[chosen].append(c)
+        parent[c] = chosen

@@ -1,0 +1,73 @@
+"""The processes of a job without MPI, one Darshan log each, told apart: main processes (the
+ranks), data-loader workers (forked, or spawned with multiprocessing's spawn start method),
+resource trackers and launcher helpers. Real logs of tests/fixtures/darshan (truth.json)."""
+import json
+import os
+
+import pytest
+
+import analysis
+from analysis.loader import load
+from analysis.process_roles import SPAWNED, TRACKER, exe_role
+from analysis.text import render_text
+
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                    "darshan")
+with open(os.path.join(HERE, "truth.json")) as _f:
+    TRUTH = json.load(_f)
+SPAWN = os.path.join(HERE, "spawn_npy_workers")
+
+
+def test_command_lines_name_spawned_workers_and_trackers():
+    assert exe_role("/usr/bin/python3 -B -c from multiprocessing.spawn import spawn_main; "
+                    "spawn_main(tracker_fd=6, pipe_handle=8) --multiprocessing-fork") == SPAWNED
+    assert exe_role("/usr/bin/python3 -B -c from multiprocessing.resource_tracker import "
+                    "main;main(5)") == TRACKER
+    assert exe_role("/usr/bin/python3 train.py --spawn_main") is None
+
+
+def test_spawned_workers_take_their_main_process_rank():
+    """16 logs of one job id: 2 main processes are the ranks; each one's 6 workers (2 per
+    epoch) read its shard, and the resource trackers are no process of the job."""
+    t = TRUTH["spawn_npy_workers"]
+    job = load(SPAWN, dxt=True)
+    assert len(job.paths) == 16 and job.nprocs == t["ranks"] == 2
+    assert job.process_roles == t["processes"]
+    assert {r: len(spans) for r, spans in job.workers.items()} == {0: 6, 1: 6}
+    posix = job.records["POSIX"]
+    assert posix.groupby("id")["rank"].nunique().max() == 1     # each file read by one rank
+    assert posix.groupby("rank")["id"].nunique().to_dict() == {0: t["files_per_rank"],
+                                                              1: t["files_per_rank"]}
+    assert set(job.dxt_segments["DXT_POSIX"]["rank"]) == {0, 1}
+    assert "spawn_loader.py" in job.exe
+
+
+def test_spawned_workers_are_read_threads():
+    t = TRUTH["spawn_npy_workers"]
+    f = analysis.fit(SPAWN)
+    ds, rd = f.workload["dataset"], f.workload["reader"]
+    assert f.ranks == t["ranks"] and rd["read_threads"] == t["read_threads"]
+    assert (ds["format"], ds["num_files_train"], ds["num_samples_per_file"]) \
+        == (t["format"], t["num_files"], t["samples_per_file"])
+    assert ds["record_length"] == pytest.approx(t["sample_bytes"], rel=0.05)
+    assert (rd["batch_size"], f.workload["train"]["epochs"]) == (t["batch_size"], t["epochs"])
+    assert any("spawned worker processes" in n for n in f.notes), f.notes
+
+
+def test_characterization_names_the_roles():
+    c = analysis.characterize(SPAWN)
+    assert c.nprocs == 2 and c.to_dict()["process_roles"] == TRUTH["spawn_npy_workers"][
+        "processes"]
+    assert "processes:   2 ranks (main processes), 12 spawned workers, 2 resource trackers" \
+        in render_text(c)
+
+
+@pytest.mark.parametrize("name,roles", [
+    ("dlio_npz_workers", {"main": 1, "forked worker": 2, "helper": 2}),
+    ("torch_npy_workers", {"main": 1, "forked worker": 4})])
+def test_forked_workers_load_as_before(name, roles):
+    job = load(os.path.join(HERE, name))
+    assert job.nprocs == 1 and job.process_roles == roles
+    assert list(job.workers) == [0] and len(job.workers[0]) == roles["forked worker"]
+    assert set(job.records["POSIX"]["rank"]) == {0}
+
