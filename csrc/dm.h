@@ -482,6 +482,9 @@ void dm_status_guard_disarm(void);
 /* The other ranks on this host (rank, pid): a guard armed by rank 0 names the one whose process
  * is gone when the signal arrives. */
 int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e);
+/* A lock file the armed guard removes on the signal if it still holds record byte for byte
+ * (rank 0: the checkpoint folder's lock); an empty path forgets it. */
+int dm_status_guard_lock(const char *path, const char *record, dm_err *e);
 
 /* ------------------------------------------------------------------ misc */
 void *dm_aligned_alloc(size_t align, size_t bytes);

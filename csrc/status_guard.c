@@ -10,6 +10,10 @@
  * and nothing else would say so). Rank 0's guard also knows the pids of the other ranks on its
  * host: when one of them is gone as the signal arrives, that rank died and the launcher is
  * ending the job, and the status written names it instead of the prepared reason.
+ *
+ * Rank 0 also gives back the checkpoint folder's lock here: the next job may run on other
+ * hosts, which cannot tell that the process named in a lock left behind is gone, and would be
+ * refused. The lock is removed only while it still holds this run's record, byte for byte.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +38,11 @@ static const int g_sigs[2] = {SIGTERM, SIGINT};
 static int *g_peer_rank;
 static long *g_peer_pid;
 static volatile sig_atomic_t g_npeers;
+/* a lock file to remove on the signal, and the record it holds while it is this run's */
+#define GUARD_LOCK 1024
+static char g_lock[GUARD_PATH], g_lock_rec[GUARD_LOCK];
+static size_t g_lock_len;
+static volatile sig_atomic_t g_lock_set;
 
 /* Appends text, or a non-negative number, to out (async-signal-safe: no stdio). */
 static size_t put_text(char *out, size_t at, size_t cap, const char *text)
@@ -94,9 +103,33 @@ static void pass_on(int sig, siginfo_t *info, void *ctx)
     }
 }
 
+/* Removes g_lock if it still holds g_lock_rec (async-signal-safe calls only). */
+static void give_back_lock(void)
+{
+    if (!g_lock_set)
+        return;
+    g_lock_set = 0;
+    int fd = open(g_lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char got[GUARD_LOCK + 1];
+    size_t n = 0;
+    while (n < sizeof got) {
+        ssize_t r = read(fd, got + n, sizeof got - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n == g_lock_len && memcmp(got, g_lock_rec, n) == 0)
+        unlink(g_lock);
+}
+
 static void on_signal(int sig, siginfo_t *info, void *ctx)
 {
     int saved = errno;
+    if (g_armed)
+        give_back_lock();
     if (g_armed) {
         g_armed = 0;
         int watched_alive = g_watch > 0 && (kill((pid_t)g_watch, 0) == 0 || errno != ESRCH);
@@ -179,6 +212,22 @@ int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e)
     g_peer_rank = r;
     g_peer_pid = p;
     g_npeers = n;
+    return 0;
+}
+
+int dm_status_guard_lock(const char *path, const char *record, dm_err *e)
+{
+    g_lock_set = 0;
+    if (!path[0])
+        return 0;
+    if (strlen(path) >= GUARD_PATH || strlen(record) >= GUARD_LOCK) {
+        dm_err_set(e, DM_EARG, "status guard: the lock's path or record is too long");
+        return -1;
+    }
+    strcpy(g_lock, path);
+    strcpy(g_lock_rec, record);
+    g_lock_len = strlen(record);
+    g_lock_set = 1;
     return 0;
 }
 

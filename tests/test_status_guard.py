@@ -78,3 +78,38 @@ def test_guard_names_a_rank_on_its_host_whose_process_is_gone(tmp_path):
     assert json.loads((tmp_path / "status.json").read_text()) == {
         "status": "interrupted",
         "reason": f"rank 2 (pid {dead}) died; the launcher ended the job", "pid": me}
+
+
+LOCK_SCRIPT = r"""
+import json, os, signal, sys
+from dlio_mpi import engines
+from dlio_mpi.checkpoint import lock
+d, other, forget = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+engines.status_guard_arm(os.path.join(d, "status.json.tmp"), os.path.join(d, "status.json"),
+                         os.path.join(d, "note"), json.dumps({"status": "interrupted"}))
+lock.take(os.path.join(d, "ck"))
+path = lock.held[0]
+if other:            # another run's lock now (this one's was removed and taken since)
+    os.unlink(path)
+    with open(path, "w") as f:
+        json.dump({"host": "elsewhere", "pid": 1}, f)
+if forget:
+    engines.status_guard_lock("", "")
+# no Python handler: the signal ends the process where it stands, as the launcher's SIGKILL
+# would end a rank that never got back to the interpreter
+os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+@pytest.mark.parametrize("other, forget, removed",
+                         [(False, False, True), (True, False, False), (False, True, False)],
+                         ids=["this-runs", "another-runs", "forgotten"])
+def test_the_signal_gives_the_checkpoint_lock_back(tmp_path, other, forget, removed):
+    """Before: a job cancelled while rank 0 was inside a collective call left the checkpoint
+    folder's lock behind, and the next job on another host was refused. The guard removes it,
+    but only while it still holds this run's record."""
+    p = subprocess.run([sys.executable, "-c", LOCK_SCRIPT, str(tmp_path), str(int(other)),
+                        str(int(forget))], capture_output=True, text=True, timeout=60)
+    assert p.returncode == -15, p.stderr
+    assert json.loads((tmp_path / "status.json").read_text()) == {"status": "interrupted"}
+    assert (tmp_path / "ck" / ".dlio_mpi_checkpoints.lock").exists() != removed

@@ -41,6 +41,7 @@ from dlio_mpi.engines._engines import (  # noqa: F401
     mono_ns,
     status_guard_arm,
     status_guard_disarm,
+    status_guard_lock,
     status_guard_peers,
     thread_fifo_probe,
     thread_nice_probe,

@@ -206,6 +206,15 @@ def status_guard_peers(ranks, pids):
         &e)
 
 
+def status_guard_lock(path, record):
+    """A lock file the armed guard removes on the signal while it still holds record (the
+    text written into it); path "" forgets it."""
+    cdef dm_err e
+    cdef bytes pa = _path(path) if path else b""
+    cdef bytes rec = record.encode()
+    CHK(dm_status_guard_lock(pa, rec, &e), &e)
+
+
 def status_guard_disarm():
     """The handlers from before status_guard_arm, and no status written on a signal."""
     dm_status_guard_disarm()

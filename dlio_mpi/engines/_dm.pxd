@@ -77,6 +77,7 @@ cdef extern from "dm.h" nogil:
                             const char *body, long watch_pid, dm_err *e)
     void dm_status_guard_disarm()
     int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e)
+    int dm_status_guard_lock(const char *path, const char *record, dm_err *e)
     int dm_dio_probe(const char *dir, dm_err *e)
     int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int advice,
                       int32_t file_id, dm_oplog *log, dm_err *e)
