@@ -99,11 +99,11 @@ def liburing():
 
 
 def check_oplog_format():
-    """csrc/dm.h's operation and interface codes must be those of dlio_mpi/oplog_format.py,
+    """csrc/dm.h's operation and interface codes must be those of dlio_mpi/run/oplog_format.py,
     which the engines and the analysis read the op log with."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("oplog_format", "dlio_mpi/oplog_format.py")
+    spec = importlib.util.spec_from_file_location("oplog_format", "dlio_mpi/run/oplog_format.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with open("csrc/dm.h") as f:

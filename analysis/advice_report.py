@@ -8,7 +8,7 @@ import json
 import os
 import textwrap
 
-from dlio_mpi.safe_files import write_whole
+from dlio_mpi.files.safe_files import write_whole
 
 from .plots import _figure, _png, _titles
 from .report import STYLE

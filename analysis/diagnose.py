@@ -3,7 +3,7 @@ changes that could remove each cause (to be measured, never predicted: dlio_mpi.
 
 ``diagnose(char, workload, summary=None)`` takes a :class:`~analysis.characterize.
 Characterization` (of a Darshan log or of a dlio_mpi run's op log), the workload the job runs
-as (section -> key -> value, as dlio_mpi.config and analysis.fit write it) and, for an emulator
+as (section -> key -> value, as dlio_mpi.config.loader and analysis.fit write it) and, for an emulator
 run, its summary.json (epochs' I/O wait and compute, checkpoints, facts). It returns
 :class:`Finding` objects, most severe first. Each finding names its evidence (the counter or
 share, its value and the threshold it crossed) and its candidate changes, each a partial

@@ -4,7 +4,7 @@ job the rules read (from its characterization, workload and summary)."""
 import re
 from dataclasses import dataclass, field
 
-from dlio_mpi import summary_layout
+from dlio_mpi.run import summary_layout
 
 SMALL_READ_BYTES = 64 * 1024     # a median read below this is small for a parallel file system
 MIN_READS = 100                  # fewer reads than this tell nothing about their sizes

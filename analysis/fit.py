@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import yaml
 
-from dlio_mpi.safe_files import write_whole
+from dlio_mpi.files.safe_files import write_whole
 
 from . import fit_patterns
 from .characterize import characterize, load_job
@@ -102,7 +102,7 @@ class FitError(ValueError):
 
 @dataclass
 class Fit:
-    """A fitted workload: ``workload`` (section -> key -> value, valid for dlio_mpi.config),
+    """A fitted workload: ``workload`` (section -> key -> value, valid for dlio_mpi.config.loader),
     ``ranks`` (the job's process count), ``evidence`` (the measured quantities each value came
     from) and ``notes`` (where the fit had to approximate)."""
 

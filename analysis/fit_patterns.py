@@ -260,7 +260,7 @@ def image_pattern(trace, sizes, decoder=None):
     for a PNG file (decoder "png"), its IDAT chunks one after another as Pillow writes them;
     once per open), else None."""
     from dlio_mpi.formats import png
-    from dlio_mpi.numpy_reads import image_reads, png_reads
+    from dlio_mpi.readers.numpy_reads import image_reads, png_reads
 
     found, pairs = [], 0
     for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
@@ -486,7 +486,7 @@ def load_runs(trace, sizes):
 
 def _stacked_sample_bytes(file_bytes, spf):
     """A sample's bytes in a stacked NPZ file of about file_bytes holding spf samples."""
-    from dlio_mpi.numpy_reads import stacked_reads
+    from dlio_mpi.readers.numpy_reads import stacked_reads
 
     guess = max(1, int(file_bytes) // spf)
     overhead = stacked_reads(guess, spf)[0] - guess * spf
@@ -496,7 +496,7 @@ def _stacked_sample_bytes(file_bytes, spf):
 def _npz_member_bytes(file_bytes):
     """The data bytes of the one member of an NPZ file of about file_bytes (numpy.savez's
     zip and .npy headers taken off)."""
-    from dlio_mpi.numpy_reads import npz_reads
+    from dlio_mpi.readers.numpy_reads import npz_reads
 
     guess = max(1, int(file_bytes))
     overhead = npz_reads((guess,))[0] - guess

@@ -99,7 +99,9 @@ import zipfile
 import zlib
 
 import numpy as np
-from dlio_mpi import oplog_format, outputs, summary_layout
+from dlio_mpi.run import oplog_format
+from dlio_mpi.run import outputs
+from dlio_mpi.run import summary_layout
 
 from .errors import LogError, PartialLogWarning
 from .loader import DarshanJob

@@ -2,7 +2,7 @@
 log observed of it up (analysis.oplog's docstring says which module a call lands in and why)."""
 import numpy as np
 import pandas as pd
-from dlio_mpi.oplog_format import IFACE
+from dlio_mpi.run.oplog_format import IFACE
 
 from .loader import CHARACTERIZED_MODULES
 from .oplog_names import record_id

@@ -1,11 +1,11 @@
 """Names of the files an op log's file ids stand for, as dlio_mpi names them: dataset files
 (training, then evaluation), companion files of HDF5 volumes, checkpoint files per write or read
-session; and the record ids the analysis gives them (dlio_mpi.oplog_format holds the ids)."""
+session; and the record ids the analysis gives them (dlio_mpi.run.oplog_format holds the ids)."""
 import hashlib
 import os
 
 import numpy as np
-from dlio_mpi.oplog_format import (CHECKPOINT_ID_BASE, COMPANION_ID_BASE, OP, checkpoint_of,
+from dlio_mpi.run.oplog_format import (CHECKPOINT_ID_BASE, COMPANION_ID_BASE, OP, checkpoint_of,
                                    companion_of, data_file_name)
 
 from .files import EMULATOR_EXTENSIONS
@@ -21,7 +21,7 @@ def record_id(name):
 
 def file_name(config, file_id):
     """The path of op-log file id ``file_id``: training files first, evaluation files after
-    them (dlio_mpi/dataset.py names them), companion files of HDF5 volumes (their key before
+    them (dlio_mpi/data/dataset.py names them), companion files of HDF5 volumes (their key before
     the extension); ``<file N>`` for an id beyond all."""
     ds = config.get("dataset", {})
     if COMPANION_ID_BASE <= file_id < CHECKPOINT_ID_BASE:

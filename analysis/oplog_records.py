@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from darshan.backend import cffi_backend
-from dlio_mpi.oplog_format import OP
+from dlio_mpi.run.oplog_format import OP
 
 from .counters import SIZE_BUCKETS
 

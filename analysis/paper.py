@@ -28,8 +28,8 @@ import shutil
 import warnings
 from dataclasses import dataclass, field
 
-from dlio_mpi import summary_layout
-from dlio_mpi.safe_files import write_whole
+from dlio_mpi.run import summary_layout
+from dlio_mpi.files.safe_files import write_whole
 
 from .characterize import characterize
 from .errors import AnalysisWarning

@@ -21,7 +21,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from dlio_mpi.safe_files import write_whole
+from dlio_mpi.files.safe_files import write_whole
 
 from . import replay_size
 from .characterize import characterize, data_formats

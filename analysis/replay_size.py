@@ -22,6 +22,8 @@ import copy
 import os
 from dataclasses import dataclass, field
 
+from dlio_mpi.files.nearest_folder import existing_folder
+
 from .fit_patterns import FRAMING
 
 ASSUMED_WRITE_BPS = 500e6       # dataset generation, bytes/s: stated, not measured
@@ -93,8 +95,9 @@ class Scaling:
 def file_bytes(workload):
     """One data file's size: the format's own layout where it has one (no I/O), else the
     samples with their framing and HEADER_ALLOWANCE."""
-    from dlio_mpi import config, formats
-    from dlio_mpi.dataset import format_spec
+    from dlio_mpi import formats
+    from dlio_mpi.config import loader as config
+    from dlio_mpi.data.dataset import format_spec
 
     ds = workload["dataset"]
     try:
@@ -119,7 +122,7 @@ def estimate(workload, ranks, out_dir, real_bytes_read, real_run_time, fitted=No
     as fitted, when ``workload`` is it scaled (its bytes read are the real job's in the same
     proportion)."""
     ds, io = workload["dataset"], workload["io"]
-    folder = _nearest_existing(out_dir)
+    folder = existing_folder(out_dir)
     st = os.statvfs(folder)
     block = st.f_frsize or st.f_bsize or 4096
     per_file = -(-file_bytes(workload) // block) * block
@@ -200,15 +203,6 @@ def scale(workload, factor, ranks):
     s.read_ratio = dataset_ratio * new_epochs / epochs
     return w, s
 
-
-def _nearest_existing(path):
-    path = os.path.abspath(path)
-    while not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return path
 
 
 def bytes_under(folder):

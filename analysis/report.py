@@ -8,7 +8,7 @@ import html
 import os
 from dataclasses import dataclass
 
-from dlio_mpi.safe_files import write_whole
+from dlio_mpi.files.safe_files import write_whole
 
 from .characterize import characterize, load_job
 from .text import MODULE_ROWS, _bytes, _seconds, _share, utc

@@ -1,7 +1,7 @@
 /* A barrier of the processes of one node in shared memory, waited on with futexes: a process
  * that arrives early sleeps in the kernel and takes no CPU, and the last one to arrive wakes
  * them all at once. It is the gradient exchange's barrier between the ranks of a node
- * (dlio_mpi.pipeline.Exchange): an MPI barrier spins on its core or, tested between sleeps,
+ * (dlio_mpi.run.training_loop.Exchange): an MPI barrier spins on its core or, tested between sleeps,
  * completes one polling interval per round after the last arrival.
  *
  * The barrier is two 32-bit words in memory every process maps (an MPI shared-memory window),

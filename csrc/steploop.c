@@ -1,5 +1,5 @@
 /* An epoch's read-ahead requests built ahead of its steps, and the step loop of a rank's
- * training epoch, run without the GIL (dlio_mpi/steploop.py says when).
+ * training epoch, run without the GIL (dlio_mpi/run/steploop.py says when).
  *
  * With sync_first the loop begins with the node barrier that starts the epoch (t_start: when
  * it released the rank; t_end: when the last step ended, before the thread's own policy and
@@ -8,7 +8,7 @@
  * released before it (resnet50 at 60 ranks on 2 cores: the last rank left the barrier 50-67
  * ms after the first, and every rank waited for it at the first step's barrier).
  *
- * A step does what dlio_mpi.pipeline.run_epochs does: wait for the step's batch and release
+ * A step does what dlio_mpi.run.training_loop.run_epochs does: wait for the step's batch and release
  * it (the epoch's first `ahead` batches queued first, unless Python queued them); queue the
  * next batches (up to `ahead` queued); sleep until the step's compute time has
  * passed since the batch arrived (an absolute deadline; when the host's own work outlasted it,
@@ -29,7 +29,7 @@
  * handlers and progress (a switch back to the fair policy places the thread behind the read
  * threads' slices) and given back at the epoch's end and before any exchange Python runs (an
  * MPI call may spin). Python asks for it only in epochs whose steps open no files
- * (dlio_mpi.steploop.rank_priority).
+ * (dlio_mpi.run.steploop.rank_priority).
  *
  * Under it, the read threads catch up (dm_ra_boost, readahead_setup.c) at
  * DM_STEPS_BOOST_NICE while the batch the rank's step waits for or takes next is not read yet:

@@ -1,5 +1,5 @@
 /* steploop.c: an epoch's read-ahead requests built ahead of its steps, and the training step
- * loop that runs them without the GIL (dlio_mpi.steploop). */
+ * loop that runs them without the GIL (dlio_mpi.run.steploop). */
 #ifndef DLIO_MPI_STEPLOOP_H
 #define DLIO_MPI_STEPLOOP_H
 

@@ -6,7 +6,7 @@ import time
 import click
 
 from dlio_mpi import __version__
-from dlio_mpi.exits import (AU_FAIL, CONFIG_ERROR, Interrupted,  # noqa: F401
+from dlio_mpi.run.exits import (AU_FAIL, CONFIG_ERROR, Interrupted,  # noqa: F401
                             _error_line, _fail, _stop_on_signals)
 
 
@@ -52,7 +52,7 @@ def _say_once(line):
 
 
 def _load(overrides, config_file):
-    from dlio_mpi import config
+    from dlio_mpi.config import loader as config
 
     try:
         if not config_file and not any(o.split("=", 1)[0].lstrip("+") == "workload"
@@ -72,7 +72,7 @@ def config_option(f):
 
 def _refuse_protected_folders(cfg, checkpoints):
     """generate and run write into no folder that clean would refuse to remove files from."""
-    from dlio_mpi import protected_folders
+    from dlio_mpi.files import protected_folders
 
     line = protected_folders.writing_refusal(cfg, checkpoints)
     if line:
@@ -99,14 +99,14 @@ def verbosity_options(f):
 
 
 def _say_progress(comm, verbose, quiet):
-    from dlio_mpi import progress
+    from dlio_mpi.run import progress
 
     progress.setup(comm.Get_rank(), verbose - quiet)
 
 
 def _under_darshan(cfg, darshan, dxt, modmem, nonmpi):
     """With --darshan, re-execute this process under Darshan before MPI starts."""
-    from dlio_mpi import darshan as dm
+    from dlio_mpi.run import darshan as dm
 
     if not darshan or dm.active_log():
         return
@@ -124,7 +124,7 @@ def _under_darshan(cfg, darshan, dxt, modmem, nonmpi):
 def _say_missing_darshan_log(rank):
     """Under Darshan in MPI mode the log is written at MPI_Finalize, after the summary: MPI is
     finalized here so that rank 0 can say in one line when no log appeared."""
-    from dlio_mpi import darshan as dm
+    from dlio_mpi.run import darshan as dm
 
     log = dm.active_log()
     if not log or os.environ.get("DARSHAN_ENABLE_NONMPI"):
@@ -158,8 +158,10 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, ve
     from mpi4py import MPI
 
     started_ns = time.monotonic_ns()        # MPI_Init is done: where Darshan's job starts
-    from dlio_mpi import collective, config, runner
-    from dlio_mpi import status as run_status
+    from dlio_mpi.run import collective
+    from dlio_mpi.config import loader as config
+    from dlio_mpi.run import job as runner
+    from dlio_mpi.run import status as run_status
 
     comm = MPI.COMM_WORLD
     _stop_on_signals()
@@ -174,7 +176,7 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, ve
     except Interrupted as e:
         # one line for the job, from rank 0 (the launcher signals every rank); a rank on rank
         # 0's host whose process is gone died, and the launcher is ending the job
-        from dlio_mpi import rank_deaths
+        from dlio_mpi.run import rank_deaths
 
         dead = rank_deaths.dead_ranks() if comm.Get_rank() == 0 else []
         why = f"{rank_deaths.describe(dead)}; the launcher ended the job ({e})" if dead \
@@ -198,8 +200,8 @@ def run(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmpi, ve
                                  rank=rank if by == rank and not agreed else None)
         _fail(comm, e)
     if comm.Get_rank() == 0:
-        from dlio_mpi.metrics import format_summary
-        from dlio_mpi.outputs import LATEST
+        from dlio_mpi.run.metrics import format_summary
+        from dlio_mpi.run.outputs import LATEST
         click.echo(format_summary(summary))
         click.echo(f"summary: {cfg.output.folder}/{LATEST}/summary.json")
     _say_missing_darshan_log(comm.Get_rank())
@@ -220,7 +222,7 @@ def generate(overrides, config_file, darshan, dxt, darshan_modmem, darshan_nonmp
     _under_darshan(cfg, darshan, dxt, darshan_modmem, darshan_nonmpi)
     from mpi4py import MPI
 
-    from dlio_mpi import datagen
+    from dlio_mpi.data import generation as datagen
 
     comm = MPI.COMM_WORLD
     _say_progress(comm, verbose, quiet)
@@ -253,7 +255,7 @@ def clean(overrides, config_file, dry_run):
     the checkpoints its runs recorded, and nothing else; refuses /, home and system
     directories and any path that resolves outside the data or checkpoint folder. Run it
     without mpiexec."""
-    from dlio_mpi import clean as cl
+    from dlio_mpi.data import clean as cl
 
     cfg = _load(overrides, config_file)
     try:
@@ -279,7 +281,7 @@ def workloads():
 def workloads_list():
     """A line per shipped workload: its name, what it stands for, its size as shipped, and
     the overrides that shrink it to a laptop's size."""
-    from dlio_mpi import workload_catalog
+    from dlio_mpi.config import workload_catalog
 
     for line in workload_catalog.lines():
         click.echo(line)
@@ -289,7 +291,7 @@ def workloads_list():
 @click.argument("name")
 def workloads_show(name):
     """A shipped workload's YAML."""
-    from dlio_mpi import config
+    from dlio_mpi.config import loader as config
 
     try:
         with open(config.workload_path(name)) as f:
@@ -308,7 +310,7 @@ def workloads_show(name):
 def workloads_check(file, overrides, ranks):
     """Check a workload file (with overrides on top) without any I/O: one line per problem
     on stderr and exit status 2, or a line saying it loads and what is not emulated."""
-    from dlio_mpi import workload_check
+    from dlio_mpi.config import workload_check
 
     found, cfg = workload_check.problems(file, overrides, ranks)
     for line in found:
@@ -334,7 +336,7 @@ def darshan_env(overrides, config_file, launcher, dxt, darshan_modmem):
     and write the Darshan config file they name into output.folder. Give the run the same
     OVERRIDES: mpiexec $(python -m dlio_mpi darshan-env OVERRIDES) -n N python -m dlio_mpi
     run OVERRIDES. The options go to stdout, what was written and how to use it to stderr."""
-    from dlio_mpi import darshan as dm
+    from dlio_mpi.run import darshan as dm
 
     cfg = _load(overrides, config_file)
     try:
@@ -357,7 +359,7 @@ def status(directory):
     """Say whether the run in output folder DIRECTORY completed, failed, was interrupted, is
     running, or died while marked running (its rank 0 is gone). Exit status 0 when it
     completed or is running, 1 otherwise."""
-    from dlio_mpi import outputs
+    from dlio_mpi.run import outputs
 
     line = outputs.describe(directory)
     click.echo(line)
@@ -370,7 +372,7 @@ def status(directory):
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
 def info(directory):
     """Show the MPI library, its MPI-IO component, HDF5, and O_DIRECT support of DIRECTORY."""
-    from dlio_mpi import sysinfo
+    from dlio_mpi.run import sysinfo
 
     for key, value in sysinfo.describe(directory).items():
         click.echo(f"{key:>18}: {value}")

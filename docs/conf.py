@@ -2,7 +2,7 @@
 
 Built with warnings as errors by tests/test_docs.py:
     python -m sphinx -W --keep-going -b html docs docs/_build/html
-configuration.md is generated from dlio_mpi/schema.py by scripts/config_reference.py and kept
+configuration.md is generated from dlio_mpi/config/schema.py by scripts/config_reference.py and kept
 in the repository, so that it reads on a code host too; tests/test_docs.py fails when it is
 not what the generator makes of the schema."""
 project = "dlio_mpi"

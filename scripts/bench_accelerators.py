@@ -60,7 +60,7 @@ import tempfile
 import time
 
 from launch import mpiexec
-from dlio_mpi import summary_layout
+from dlio_mpi.run import summary_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EPOCHS = 3

@@ -65,9 +65,9 @@ from launch import mpiexec
 from memstate import Cache, back_memory, free_page_reporting
 
 import dlio_mpi
-from dlio_mpi.config import parse_size
-from dlio_mpi.schema import SCHEMA
-from dlio_mpi import summary_layout
+from dlio_mpi.config.loader import parse_size
+from dlio_mpi.config.schema import SCHEMA
+from dlio_mpi.run import summary_layout
 
 
 def _chunk_default():

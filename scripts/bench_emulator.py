@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from launch import mpiexec
-from dlio_mpi import summary_layout
+from dlio_mpi.run import summary_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
@@ -112,7 +112,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     # read buffers of a rank (the RSS is measured with read_threads=0): the part of the batch
-    # buffer of dlio_mpi.readers.Reader that one file's ranges fill (one NPZ member here)
+    # buffer of dlio_mpi.readers.reader.Reader that one file's ranges fill (one NPZ member here)
     buffers = (4 * MIB + 4096) / MIB
     print(f"{'measure':<28}{'median':>14}{'min':>12}{'max':>12}")
     for k, v in rows.items():

@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 from launch import mpiexec
-from dlio_mpi import summary_layout
+from dlio_mpi.run import summary_layout
 
 FORMAT = {"hdf5": "hdf5", "hdf5_sec2": "hdf5"}     # the others read NPZ
 

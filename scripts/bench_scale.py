@@ -32,7 +32,8 @@ import time
 
 import metaops
 from launch import mpiexec
-from dlio_mpi import outputs, summary_layout
+from dlio_mpi.run import outputs
+from dlio_mpi.run import summary_layout
 
 
 def run(n, args, bind, wrap=None, env=None):

@@ -1,4 +1,4 @@
-"""The configuration reference, generated from dlio_mpi/schema.py: every key of every section
+"""The configuration reference, generated from dlio_mpi/config/schema.py: every key of every section
 with its type, default and meaning, as a Markdown page (docs/configuration.md is made from it
 when the docs are built).
 
@@ -10,13 +10,13 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dlio_mpi.config import DLIO_ABSENT_SECTION_DEFAULTS  # noqa: E402
-from dlio_mpi.schema import ALIASES, FORMAT_ALIASES, SCHEMA, SECTION_ALIASES  # noqa: E402
+from dlio_mpi.config.loader import DLIO_ABSENT_SECTION_DEFAULTS  # noqa: E402
+from dlio_mpi.config.schema import ALIASES, FORMAT_ALIASES, SCHEMA, SECTION_ALIASES  # noqa: E402
 
 INTRO = """\
 # Configuration reference
 
-Generated from `dlio_mpi/schema.py`, which the configuration loader checks every key
+Generated from `dlio_mpi/config/schema.py`, which the configuration loader checks every key
 against. A workload is a shipped one (`workload=NAME`; `python -m dlio_mpi workloads list`),
 or a YAML file (`--config FILE`), then `section.key=value` overrides (Hydra's
 `++workload.section.key=value` spelling is accepted too). Sizes take `k`, `m`, `g`, `t`,

@@ -36,13 +36,19 @@ _launching = {}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests of modules that launch mpiexec are marked `mpi`: `pytest -m "not mpi"` is the
-    quick loop of the tests that run in this process alone."""
+    """Tests that launch mpiexec carry the `mpi` marker, set by their module
+    (`pytestmark = pytest.mark.mpi`): `pytest -m "not mpi"` is the quick loop of the tests that
+    run in this process alone. A module that launches ranks without it is refused, so that the
+    quick loop never starts a job."""
+    unmarked = set()
     for item in items:
         path = str(item.fspath)
         if path not in _launching:
             with open(path) as f:
                 text = f.read()
             _launching[path] = any(word in text for word in _LAUNCHES)
-        if _launching[path]:
-            item.add_marker(pytest.mark.mpi)
+        if _launching[path] and item.get_closest_marker("mpi") is None:
+            unmarked.add(path)
+    if unmarked:
+        raise pytest.UsageError("these test modules launch ranks but are not marked "
+                                "`pytestmark = pytest.mark.mpi`: " + ", ".join(sorted(unmarked)))

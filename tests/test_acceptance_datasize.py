@@ -104,7 +104,7 @@ def test_command_prints_the_arithmetic_and_json():
 
 
 def test_command_uses_this_hosts_memory_by_default():
-    from dlio_mpi import sysinfo
+    from dlio_mpi.run import sysinfo
 
     p = cli("cosmoflow", "--accelerators", "2")
     assert p.returncode == 0, p.stderr

@@ -11,6 +11,8 @@ import pytest
 
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 SHRINK = ("dataset.num_files_train=8", "dataset.num_samples_per_file=16",
           "dataset.record_length=4096", "reader.batch_size=4", "train.computation_time=0.001",
           "reader.read_threads=1")

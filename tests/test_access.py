@@ -1,4 +1,4 @@
-"""Access patterns (dlio_mpi.access, dlio_mpi.numpy_reads): the reads a rank plans, checked
+"""Access patterns (dlio_mpi.readers.access, dlio_mpi.readers.numpy_reads): the reads a rank plans, checked
 against what the libraries they stand in for do on real files."""
 import io
 import os
@@ -6,7 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from dlio_mpi import access, config, numpy_reads
+from dlio_mpi.readers import access
+from dlio_mpi.config import loader as config
+from dlio_mpi.readers import numpy_reads
 
 
 def test_stream_files_split_among_ranks():
@@ -140,7 +142,7 @@ class _Recorder(io.FileIO):
 @pytest.mark.parametrize("blksize", [4096, 8192, 1 << 20])
 def test_numpy_reads_are_numpys(tmp_path, sizes, blksize):
     """np.load(path)[member] on the real file, through a buffered file of blksize: the same
-    reads, in the same order, as dlio_mpi.numpy_reads plans."""
+    reads, in the same order, as dlio_mpi.readers.numpy_reads plans."""
     rng = np.random.default_rng(len(sizes))
     path = tmp_path / "f.npz"
     np.savez(path, **{f"x_{i}": rng.integers(0, 255, n, dtype=np.uint8)
@@ -221,7 +223,7 @@ def test_hdf5_chunk_shape_is_honoured(tmp_path):
     import h5py
 
     from dlio_mpi import formats
-    from dlio_mpi.dataset import format_spec
+    from dlio_mpi.data.dataset import format_spec
     for chunk, rec, want in [(4096, 40960, (1, 4096)), (1000, 4000, (1, 1000)),
                              (8192, 4096, (2, 4096)), (0, 4096, (1, 4096))]:
         cfg = config.load(["workload=default", "dataset.format=hdf5", "io.interface=hdf5",
@@ -244,7 +246,7 @@ def test_hdf5_file_format_is_checked(tmp_path):
     import h5py
 
     from dlio_mpi import formats
-    from dlio_mpi.dataset import format_spec
+    from dlio_mpi.data.dataset import format_spec
     for libver, superblock in (("earliest", 0), ("latest", 3)):
         cfg = config.load(["workload=default", "dataset.format=hdf5", "io.interface=hdf5",
                            f"dataset.hdf5_libver={libver}", "dataset.num_samples_per_file=2",
@@ -277,7 +279,7 @@ def test_stacked_npz_reads_are_numpys(tmp_path):
     benchmark writes NPZ): np.load(path)['x'] reads as planned, and the file is what the
     generator writes and its index reads."""
     from dlio_mpi import formats
-    from dlio_mpi.dataset import format_spec
+    from dlio_mpi.data.dataset import format_spec
     cfg = config.load(["workload=default", "dataset.format=npz", "reader.access=numpy",
                        "dataset.npz_layout=stacked", "dataset.num_samples_per_file=3",
                        "dataset.record_length=300000"])
@@ -306,7 +308,7 @@ def test_shot_npz_reads_are_numpys(tmp_path, sample, blksize):
     its four members with np.load(path, allow_pickle=True) reads as planned, through buffers
     smaller and larger than the file, and the file holds the sample's bytes as its signals."""
     from dlio_mpi import formats
-    from dlio_mpi.dataset import format_spec
+    from dlio_mpi.data.dataset import format_spec
     cfg = config.load(["workload=default", "dataset.format=npz", "reader.access=numpy",
                        "dataset.npz_layout=shot", "dataset.num_samples_per_file=1",
                        f"dataset.record_length={sample}"])

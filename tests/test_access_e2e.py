@@ -7,11 +7,15 @@ import os
 import numpy as np
 import pytest
 
-from dlio_mpi import access, config, sampler
-from dlio_mpi.dataset import Dataset
+from dlio_mpi.readers import access
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import sampler
+from dlio_mpi.data.dataset import Dataset
 from datautil import load_npz, own_summary
 from mpirun import run_mpi
 from test_access import _Recorder, _with_probe
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 
 def _reads(z, e):

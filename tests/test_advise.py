@@ -14,6 +14,8 @@ import yaml
 
 from mpirun import mpiexec_cmd
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "darshan")
 

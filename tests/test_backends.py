@@ -5,8 +5,9 @@ import os
 
 import pytest
 
-from dlio_mpi import backends, config, engines
-from dlio_mpi.schema import SCHEMA
+from dlio_mpi import backends, engines
+from dlio_mpi.config import loader as config
+from dlio_mpi.config.schema import SCHEMA
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

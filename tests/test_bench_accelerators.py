@@ -5,6 +5,9 @@ import json
 import os
 import subprocess
 import sys
+import pytest
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -44,13 +44,13 @@ def test_hdf5_dir_without_headers(tmp_path):
 
 def test_a_header_whose_op_log_codes_differ_is_refused(tmp_path):
     """setup.py checks csrc/dm.h's operation and interface codes against
-    dlio_mpi/oplog_format.py before compiling anything."""
+    dlio_mpi/run/oplog_format.py before compiling anything."""
     (tmp_path / "csrc").mkdir()
-    (tmp_path / "dlio_mpi").mkdir()
+    (tmp_path / "dlio_mpi" / "run").mkdir(parents=True)
     with open(os.path.join(ROOT, "csrc", "dm.h")) as f:
         header = f.read()
     (tmp_path / "csrc" / "dm.h").write_text(header.replace("DM_OP_MMAP = 8", "DM_OP_MAP = 8"))
-    for name in ("setup.py", os.path.join("dlio_mpi", "oplog_format.py")):
+    for name in ("setup.py", os.path.join("dlio_mpi", "run", "oplog_format.py")):
         with open(os.path.join(ROOT, name)) as f:
             (tmp_path / name).write_text(f.read())
     p = subprocess.run([sys.executable, "setup.py", "--version"], cwd=tmp_path,
@@ -73,7 +73,7 @@ def test_setup_rebuilds_when_any_engine_source_changes():
     sources = [p for pattern in ("csrc/*.c", "csrc/*.h", "dlio_mpi/**/*.pyx",
                                  "dlio_mpi/**/*.pxi", "dlio_mpi/**/*.pxd")
                for p in glob.glob(os.path.join(ROOT, pattern), recursive=True)]
-    sources.append(os.path.join(ROOT, "dlio_mpi", "oplog_format.py"))
+    sources.append(os.path.join(ROOT, "dlio_mpi", "run", "oplog_format.py"))
     assert len(sources) > 15
     missing = [os.path.relpath(p, ROOT) for p in sources if os.path.normpath(p) not in hashed]
     assert not missing, missing

@@ -9,6 +9,8 @@ from dlio_mpi.checkpoint.size import (
     TransformerCheckpoint, is_writer, preset, split, stage_layers, writer_ranks)
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 # hidden 8, 2 layers, vocab 10, ffn 16, 2 heads, 1 kv head: head_dim 4, kv_dim 4
 # per layer: attention 8*(8+2*4) + 8*8 = 192, mlp 3*8*16 = 384 -> 576 matrices, norms 16
 # model: embedding 80 + lm head 80 + final norm 8 + 2 * (576 + 16) = 1352

@@ -5,11 +5,13 @@ import re
 
 import pytest
 
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from dlio_mpi.checkpoint import record as checkpoint_record
 from dlio_mpi.checkpoint import schedule
 from mpirun import run_mpi
 from datautil import own_summary, run_summary
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 SHRINK = ["model.num_layers=1", "model.transformer.hidden_size=256",
           "model.transformer.ffn_hidden_size=512", "model.transformer.vocab_size=1024"]
@@ -145,7 +147,7 @@ def test_checkpoint_only_run_reports_no_training_figures(tmp_path):
 def test_model_size_is_the_whole_model_split_among_writers(tmp_path, writers, files):
     """model.model_size_bytes is the whole model: its writers' files hold it once between them
     (an odd size split as evenly as integers allow), as the schema says."""
-    from dlio_mpi.schema import SCHEMA
+    from dlio_mpi.config.schema import SCHEMA
     size = 1000003
     _, s = run(tmp_path, 3, "workflow.train=false", "workflow.checkpoint=true",
                f"model.model_size_bytes={size}", f"checkpoint.writers={writers}")

@@ -7,6 +7,8 @@ from click.testing import CliRunner
 from dlio_mpi.cli import main
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 def test_clean_removes_only_the_workloads_files(tmp_path):
     data, ck = tmp_path / "data", tmp_path / "ck"

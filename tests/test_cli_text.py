@@ -8,7 +8,7 @@ import sys
 import click
 import pytest
 
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from dlio_mpi.cli import main
 
 
@@ -68,7 +68,7 @@ def test_workloads_list_is_a_line_each_with_what_size_and_shrink():
 
 @pytest.mark.parametrize("name", config.list_workloads())
 def test_shrink_overrides_load_and_shrink(name):
-    from dlio_mpi import workload_catalog
+    from dlio_mpi.config import workload_catalog
 
     shrink = workload_catalog.shrink_overrides(name)
     if name == "default":

@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from dlio_mpi import config, timing
+from dlio_mpi.config import loader as config
+from dlio_mpi.run import compute_time as timing
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
@@ -212,7 +213,7 @@ def test_an_empty_folder_is_a_config_error(key):
 def test_a_workloads_shrink_advice_runs_on_a_few_ranks(name):
     """The overrides a shipped workload's `# shrink:` line gives make a configuration that
     2 and 4 ranks can run (the rank checks pass)."""
-    from dlio_mpi import workload_catalog
+    from dlio_mpi.config import workload_catalog
 
     overrides = workload_catalog.shrink_overrides(name)
     assert overrides, name

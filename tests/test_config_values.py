@@ -13,8 +13,8 @@ import tracemalloc
 import click
 import pytest
 
-from dlio_mpi import config
-from dlio_mpi.schema import SCHEMA
+from dlio_mpi.config import loader as config
+from dlio_mpi.config.schema import SCHEMA
 
 TIME_KEYS = ["train.computation_time", "evaluation.eval_time", "reader.preprocess_time"]
 NUMERIC_KEYS = [f"{s}.{k}" for s, keys in SCHEMA.items() for k, key in keys.items()
@@ -308,7 +308,7 @@ def test_advise_refuses_a_non_finite_number_option_at_once(tmp_path, args):
 
 
 def test_a_number_option_takes_the_forms_of_a_workload_number():
-    from dlio_mpi.option_types import FiniteFloatRange
+    from dlio_mpi.config.option_types import FiniteFloatRange
     budget = FiniteFloatRange(min=1.0)
     assert budget.convert("1e3", None, None) == 1000.0
     assert budget.convert(900.0, None, None) == 900.0

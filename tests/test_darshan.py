@@ -8,9 +8,11 @@ import textwrap
 
 import pytest
 
-from dlio_mpi import darshan
+from dlio_mpi.run import darshan
 from mpirun import run_mpi
 from datautil import own_summary
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 STANDIN = textwrap.dedent(r'''
     #include <stdio.h>
@@ -77,7 +79,7 @@ def test_env_and_config(tmp_path):
                                   hdf5_lib="/h/libhdf5.so", dxt=True, modmem_mib=64,
                                   max_records=8192)
     assert env["LD_PRELOAD"] == "/d/libdarshan.so:/h/libhdf5.so:/x/other.so"
-    assert env["DARSHAN_LOGFILE"] == os.path.join(os.path.realpath(tmp_path), "dlio_mpi.darshan")
+    assert env["DARSHAN_LOGFILE"] == os.path.join(os.path.realpath(tmp_path), "dlio_mpi.run.darshan")
     assert env["DXT_ENABLE_IO_TRACE"] == "1" and env["DARSHAN_MODMEM"] == "64"
     assert env[darshan.ACTIVE] == "1" and "DARSHAN_ENABLE_NONMPI" not in env
     lines = text.splitlines()
@@ -132,7 +134,7 @@ def test_every_rank_runs_preloaded(tmp_path, standin, nonmpi):
     if nonmpi:
         assert len(set(logs)) == 2 and all(l.startswith(str(out) + "/dlio_mpi.") for l in logs)
     else:
-        assert logs == [str(out / "dlio_mpi.darshan")] * 2
+        assert logs == [str(out / "dlio_mpi.run.darshan")] * 2
     summary = own_summary(out)
     assert summary["darshan_logs"] == sorted(set(logs))
     conf = (out / "darshan.conf").read_text()
@@ -162,9 +164,9 @@ def test_linked_directory_is_included_under_both_names(tmp_path):
 
 
 def test_stale_log_is_removed(tmp_path, standin):
-    from dlio_mpi import config
+    from dlio_mpi.config import loader as config
     cfg = config.load(["workload=default", f"output.folder={tmp_path}"])
-    stale = tmp_path / "dlio_mpi.darshan"
+    stale = tmp_path / "dlio_mpi.run.darshan"
     stale.write_bytes(b"old")
     env = darshan.prepare(cfg, env={darshan.LIB_ENV: standin, "PATH": ""})
     assert env["DARSHAN_LOGFILE"] == str(stale) and not stale.exists()
@@ -173,7 +175,7 @@ def test_stale_log_is_removed(tmp_path, standin):
 def test_config_does_not_start_mpi():
     """--darshan re-executes each rank after the config is loaded and checked: nothing on that
     path may initialize MPI (Open MPI then refuses the new process's MPI_Init)."""
-    code = ("import sys; from dlio_mpi import config; "
+    code = ("import sys; from dlio_mpi.config import loader as config; "
             "cfg = config.load(['io.write_first=true', 'dataset.num_files_train=2']); "
             "print('mpi4py.MPI' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -196,7 +198,7 @@ def test_darshan_env_says_what_it_wrote_and_how_to_use_it(tmp_path, standin):
     assert (f"darshan-env: use: mpiexec $(python -m dlio_mpi darshan-env "
             f"dataset.data_folder={data} output.folder={out}) -n N python -m dlio_mpi run "
             f"dataset.data_folder={data} output.folder={out}") in err
-    assert f"darshan-env: the run's log will be {out}/dlio_mpi.darshan, written at " \
+    assert f"darshan-env: the run's log will be {out}/dlio_mpi.run.darshan, written at " \
            "MPI_Finalize" in err
     assert (out / "darshan.conf").exists()
 
@@ -209,7 +211,7 @@ def test_a_library_that_writes_no_log_is_said(tmp_path, standin):
             "dataset.num_files_train=4", "dataset.num_samples_per_file=2", "reader.batch_size=2",
             "train.epochs=1"]
     p = run_mpi(2, "run_cli.py", *args, env={darshan.LIB_ENV: standin}, timeout=120)
-    log = out / "dlio_mpi.darshan"
+    log = out / "dlio_mpi.run.darshan"
     said = [line for line in p.stdout.splitlines() if "no Darshan log" in line]
     assert said == [f"dlio_mpi: --darshan: no Darshan log at {log} after MPI_Finalize: the "
                     f"preloaded {standin} wrote none (summary.json names the log all the same)"]
@@ -225,4 +227,4 @@ def test_a_log_written_is_not_said_missing(tmp_path):
             "train.epochs=1"]
     p = run_mpi(2, "run_cli.py", *args, timeout=120)
     assert "no Darshan log" not in p.stdout
-    assert (out / "dlio_mpi.darshan").stat().st_size > 0
+    assert (out / "dlio_mpi.run.darshan").stat().st_size > 0

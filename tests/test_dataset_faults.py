@@ -9,6 +9,8 @@ import pytest
 
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 def make(tmp_path, fmt, *extra):
     args = [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",

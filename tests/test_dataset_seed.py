@@ -1,6 +1,7 @@
 """dataset.seed: the generated content's seed apart from train.seed, so that runs with another
 shuffle seed read the same dataset; unset (-1), the content follows train.seed as before."""
-from dlio_mpi import config, datagen
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
 
 
 def manifest(*overrides):

@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "dlio_workloads")
 SHAPES = sorted(f[:-5] for f in os.listdir(FIX) if f.endswith(".yaml"))

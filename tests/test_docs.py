@@ -10,6 +10,9 @@ import subprocess
 import sys
 
 from mpirun import run_mpi
+import pytest
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
@@ -36,7 +39,7 @@ def test_configuration_reference_is_generated_from_the_schema_and_names_every_ke
         import config_reference
     finally:
         sys.path.pop(0)
-    from dlio_mpi.schema import SCHEMA
+    from dlio_mpi.config.schema import SCHEMA
 
     text = config_reference.markdown()
     assert read("docs", "configuration.md") == text, (

@@ -14,6 +14,8 @@ import pytest
 from mpirun import HERE, mpiexec_cmd, run_mpi
 from datautil import run_summary
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 def start(tmp_path, n, *extra):
     cmd = mpiexec_cmd(n) + [sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), "run",
@@ -259,7 +261,7 @@ def test_a_lock_naming_a_reused_pid_is_taken_over(tmp_path):
     """A lock left by a crashed run whose pid now belongs to another process (pid 1 here,
     alive, started at another time) is stale: status says the run died and a new run takes
     the folder. Before, a pid that lived was taken for the run ("in use by pid 1")."""
-    from dlio_mpi import outputs
+    from dlio_mpi.run import outputs
     out = tmp_path / "o"
     out.mkdir()
     me = outputs._me()

@@ -4,7 +4,7 @@ import ast
 import os
 
 from dlio_mpi import formats
-from dlio_mpi.schema import FORMATS
+from dlio_mpi.config.schema import FORMATS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

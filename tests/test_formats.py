@@ -19,6 +19,8 @@ from dlio_mpi import formats
 from dlio_mpi.formats import FileIndex, FormatError, FormatSpec, content, cut_ranges, tfrecord
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 FILE = 2   # a file index other than 0, so that the file index takes part in sizes and content
 
 CASES = {

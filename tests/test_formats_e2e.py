@@ -6,10 +6,13 @@ format."""
 import numpy as np
 import pytest
 
-from dlio_mpi import config, formats
-from dlio_mpi.dataset import Dataset
+from dlio_mpi import formats
+from dlio_mpi.config import loader as config
+from dlio_mpi.data.dataset import Dataset
 from datautil import load_npz, own_summary
 from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 CASES = [
     # n, format, interface, layout, extra overrides

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from dlio_mpi import engines
-from dlio_mpi.epoch_requests import Layout, files_in_flight
-from dlio_mpi.open_files import OpenFiles
+from dlio_mpi.readers.epoch_requests import Layout, files_in_flight
+from dlio_mpi.readers.open_files import OpenFiles
 
 
 def _slow_request(ra, f, size, n=16384, block=4096):

@@ -9,8 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlio_mpi import config, formats, numpy_reads
+from dlio_mpi import formats
+from dlio_mpi.config import loader as config
+from dlio_mpi.readers import numpy_reads
 from dlio_mpi.formats import FormatError, FormatSpec, jpeg, png
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 Image = pytest.importorskip("PIL.Image")
 

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 from datautil import load_npz
-from dlio_mpi import config, engines, formats
+from dlio_mpi import engines, formats
+from dlio_mpi.config import loader as config
 from dlio_mpi.formats.spec import FormatError, FormatSpec
 from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 SPEC = FormatSpec(format="indexed_binary", samples_per_file=9, record_length=3000,
                   record_length_stdev=500, seed=7)
@@ -121,7 +124,7 @@ def test_a_run_reads_each_sample_at_its_index_entry(tmp_path, fmt, interface):
     s = json.loads((tmp_path / "o" / "latest" / "summary.json").read_text())
     assert s["dlio_mpi"]["config"]["io"]["interface"] == interface
     cfg = config.load(args)
-    from dlio_mpi.dataset import format_spec
+    from dlio_mpi.data.dataset import format_spec
     spec = format_spec(cfg)
     path = str(next((tmp_path / "d" / "train").glob("*.bin")))
     idx = formats.index_file(path, spec, 0)

@@ -11,10 +11,17 @@ import time
 import numpy as np
 import pytest
 
-from dlio_mpi import (config, datagen, engines, memory_budget, memory_check, pipeline,
-                      reader_choice)
-from dlio_mpi.dataset import Dataset
+from dlio_mpi import engines
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.config import memory_budget
+from dlio_mpi.config import memory_check
+from dlio_mpi.run import training_loop as pipeline
+from dlio_mpi.readers import choice as reader_choice
+from dlio_mpi.data.dataset import Dataset
 from mpirun import HERE, mpiexec_cmd, run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 
 def load(tmp_path, *overrides):

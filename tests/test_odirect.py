@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from dlio_mpi import engines
 from dlio_mpi.engines.reference import PosixRef
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 @pytest.fixture(scope="module")
 def dfile(tmp_path_factory):

@@ -103,7 +103,7 @@ def test_overflow_keeps_the_interface(tmp_path):
     overflow kept no interface, and a full log counted the H5Dread bytes a second time."""
     import h5py
 
-    from dlio_mpi.pipeline import _log_totals
+    from dlio_mpi.run.training_loop import _log_totals
     data = np.arange(64 * 4096, dtype=np.uint8).reshape(64, 4096)
     with h5py.File(tmp_path / "d.h5", "w") as h:
         h["x"] = data

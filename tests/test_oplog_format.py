@@ -1,8 +1,8 @@
-"""The op log's format (dlio_mpi.oplog_format) is csrc/dm.h's, and its ids name files back."""
+"""The op log's format (dlio_mpi.run.oplog_format) is csrc/dm.h's, and its ids name files back."""
 import os
 
-from dlio_mpi import oplog_format
-from dlio_mpi.oplog_format import header_mismatches
+from dlio_mpi.run import oplog_format
+from dlio_mpi.run.oplog_format import header_mismatches
 
 HEADER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc",
                       "dm.h")

@@ -7,11 +7,15 @@ import os
 
 from click.testing import CliRunner
 
-from dlio_mpi import config, datagen
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
 from dlio_mpi.cli import main
-from dlio_mpi.dataset import Dataset
+from dlio_mpi.data.dataset import Dataset
 from mpirun import run_mpi
 from datautil import own_summary
+import pytest
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 
 def lines(p):

@@ -3,8 +3,9 @@ format's layout gives them without I/O, are computed there and not inside the ep
 where a file's index is read from its headers (the application's I/O), nothing is done."""
 import numpy as np
 
-from dlio_mpi import config, formats
-from dlio_mpi.dataset import Dataset
+from dlio_mpi import formats
+from dlio_mpi.config import loader as config
+from dlio_mpi.data.dataset import Dataset
 
 
 def dataset(tmp_path, fmt, files=64, spf=4):

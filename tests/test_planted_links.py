@@ -8,6 +8,8 @@ import pytest
 
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 KEPT = "content outside the run's folders\n"
 SMALL = ["dataset.num_files_train=4", "dataset.num_samples_per_file=2",
          "dataset.record_length=4k", "train.epochs=1", "train.computation_time=0"]

@@ -171,8 +171,8 @@ def test_errors_name_their_rank_and_their_errno():
     without parsing the message; the end of a file is ENODATA."""
     import errno
 
-    from dlio_mpi import collective
-    from dlio_mpi.exits import _error_line
+    from dlio_mpi.run import collective
+    from dlio_mpi.run.exits import _error_line
 
     with pytest.raises(engines.EngineError) as ei:
         engines.PosixFile("/nonexistent/dir/x.bin")

@@ -9,6 +9,8 @@ import pytest
 from datautil import load_npz
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 FILES, RECORD = 3000, 4096
 SHAPE = ["dataset.format=tfrecord", f"dataset.num_files_train={FILES}",
          "dataset.num_samples_per_file=1", f"dataset.record_length={RECORD}",

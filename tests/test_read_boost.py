@@ -162,7 +162,8 @@ def test_a_refused_boost_is_noted_in_the_run_facts(monkeypatch):
     """The note when the kernel gives SCHED_FIFO but not the nice value (RLIMIT_RTPRIO without
     CAP_SYS_NICE; the probe's refusal stands in for the kernel's here)."""
     from mpi4py import MPI
-    from dlio_mpi import config, run_facts
+    from dlio_mpi.config import loader as config
+    from dlio_mpi.run import facts as run_facts
 
     def refused(nice):
         raise OSError(errno.EACCES, f"setpriority (nice {nice}): {os.strerror(errno.EACCES)}")

@@ -7,13 +7,16 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from dlio_mpi import config, datagen, engines, reader_choice
-from dlio_mpi.dataset import Dataset
-from dlio_mpi.pattern_reader import PatternReader
-from dlio_mpi.prefetch import PrefetchReader
-from dlio_mpi.reader_protocol import BatchReader
-from dlio_mpi.readers import H5Reader, MPIReader, Reader
-from dlio_mpi.volume_reader import VolumeReader
+from dlio_mpi import engines
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.readers import choice as reader_choice
+from dlio_mpi.data.dataset import Dataset
+from dlio_mpi.readers.pattern_reader import PatternReader
+from dlio_mpi.readers.prefetch import PrefetchReader
+from dlio_mpi.readers.protocol import BatchReader
+from dlio_mpi.readers.reader import H5Reader, MPIReader, Reader
+from dlio_mpi.readers.volume_reader import VolumeReader
 
 SPF, REC, XFER = 4, 40_000, 16_384
 

@@ -7,7 +7,7 @@ import resource
 import subprocess
 import sys
 
-from dlio_mpi import reader_choice
+from dlio_mpi.readers import choice as reader_choice
 
 
 def table_size():
@@ -43,7 +43,9 @@ def test_the_open_file_limit_bounds_it():
 READER = """
 import json, os, sys
 from mpi4py import MPI
-from dlio_mpi import config, engines, reader_choice
+from dlio_mpi import engines
+from dlio_mpi.config import loader as config
+from dlio_mpi.readers import choice as reader_choice
 def size():
     with open("/proc/self/status") as f:
         return next(int(ln.split()[1]) for ln in f if ln.startswith("FDSize:"))

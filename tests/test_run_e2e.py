@@ -8,6 +8,8 @@ import pytest
 from datautil import load_npz, own_summary
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 SPF, REC = 8, 65536
 
 
@@ -240,7 +242,7 @@ def test_more_files_than_the_open_file_limit(tmp_path):
     """A rank's share of more files than its process may keep open: files are closed least
     recently used first (at most Reader.MAX_OPEN open), and every sample is still read once
     per epoch, shuffled across all files."""
-    from dlio_mpi.readers import Reader
+    from dlio_mpi.readers.reader import Reader
 
     data, out = tmp_path / "data", tmp_path / "out"
     files, epochs = 600, 2
@@ -272,8 +274,8 @@ def test_mpiio_coll_reads_in_transfer_size_pieces(tmp_path):
     piece of at most transfer_size bytes per rank, every rank makes the same number of calls
     each step (ranks with fewer pieces join with none), and the pieces of all ranks cover the
     samples read, each byte once, none crossing a sample's end."""
-    from dlio_mpi import config
-    from dlio_mpi.dataset import Dataset
+    from dlio_mpi.config import loader as config
+    from dlio_mpi.data.dataset import Dataset
     data, out = tmp_path / "data", tmp_path / "out"
     xfer, n = 40000, 3
     args = [f"dataset.data_folder={data}", "dataset.format=raw", "dataset.num_files_train=1",

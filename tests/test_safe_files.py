@@ -1,4 +1,4 @@
-"""dlio_mpi.safe_files: a new file never goes through a link at its name (temporary or final),
+"""dlio_mpi.files.safe_files: a new file never goes through a link at its name (temporary or final),
 a stale entry is replaced, a failed write leaves the final name as it was and no temporary
 file, and its error names the file."""
 import errno
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 
 
 @pytest.fixture

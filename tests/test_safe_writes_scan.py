@@ -1,4 +1,4 @@
-"""No module of dlio_mpi/ or analysis/ but dlio_mpi/safe_files.py creates a file for writing
+"""No module of dlio_mpi/ or analysis/ but dlio_mpi/files/safe_files.py creates a file for writing
 itself: a new way of writing a file that could follow a link planted at its name fails here
 (read from the source, not run)."""
 import ast
@@ -8,7 +8,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("dlio_mpi", "analysis")
-SAFE = os.path.join("dlio_mpi", "safe_files.py")
+SAFE = os.path.join("dlio_mpi", "files", "safe_files.py")
 
 # methods that write to their first argument when it is a path (a file object is fine)
 WRITE_TO_FIRST = {"savez", "savez_compressed", "savetxt", "savefig", "tofile", "to_csv",
@@ -23,13 +23,13 @@ ENGINE_WRITES_IN_PLACE = {
     # the run's write phase (io.write_first) writes the dataset files in place through the
     # application's interface, as a write-then-read benchmark does: "c" (create, keep), which
     # the POSIX and STDIO engines open without following a link at the name
-    os.path.join("dlio_mpi", "write_phase.py"),
+    os.path.join("dlio_mpi", "data", "write_phase.py"),
     # the backend's open for it (Backend.open_write), which only the write phase calls
     os.path.join("dlio_mpi", "backends", "__init__.py"),
 }
 # HDF5 files the run's write phase creates in place (io.write_first), as above
-H5_CREATE_IN_PLACE = {os.path.join("dlio_mpi", "write_hdf5.py")}
-LINKS_ALLOWED = {os.path.join("dlio_mpi", "status.py")}   # the failure note, linked to its name
+H5_CREATE_IN_PLACE = {os.path.join("dlio_mpi", "data", "write_hdf5.py")}
+LINKS_ALLOWED = {os.path.join("dlio_mpi", "run", "status.py")}   # the failure note, linked to its name
 
 
 def _sources():
@@ -109,7 +109,7 @@ def _flags(node):
 
 def unsafe_writes(rel, source):
     """(line, what) of every place in source that writes a file other than through
-    dlio_mpi.safe_files."""
+    dlio_mpi.files.safe_files."""
     tree = ast.parse(source, rel)
     files = _file_objects(tree)
     found = []
@@ -170,7 +170,7 @@ def test_no_write_outside_safe_files():
         with open(path) as f:
             source = f.read()
         bad += [f"{rel}:{line}: {what}" for line, what in unsafe_writes(rel, source)]
-    assert not bad, ("files written other than through dlio_mpi.safe_files (create, replaced, "
+    assert not bad, ("files written other than through dlio_mpi.files.safe_files (create, replaced, "
                      "write_whole, create_hdf5):\n" + "\n".join(bad))
 
 

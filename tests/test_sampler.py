@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlio_mpi import sampler
+from dlio_mpi.data import sampler
 
 
 def all_ranks(n, ranks, batch, epoch=0, **kw):

@@ -13,6 +13,8 @@ from datautil import load_npz, own_summary, run_summary
 from dlio_mpi.checkpoint import record as checkpoint_record
 from mpirun import bind_to_core, run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "scripts"))
 import metaops  # noqa: E402

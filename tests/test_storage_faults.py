@@ -11,6 +11,8 @@ import pytest
 
 from mpirun import HERE, mpiexec_cmd, run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 @pytest.fixture
 def small_fs(tmp_path):

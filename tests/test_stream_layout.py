@@ -3,8 +3,8 @@ requests: a step's run of reads of one file is a segment, the plan's reads are t
 order, and a step that reads nothing gets one segment of no ranges (of the file read last)."""
 import numpy as np
 
-from dlio_mpi import access
-from dlio_mpi.epoch_requests import stream_layout
+from dlio_mpi.readers import access
+from dlio_mpi.readers.epoch_requests import stream_layout
 
 
 def _plan(first, files, offs, lens):

@@ -12,6 +12,8 @@ import yaml
 
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 REC, SPF, FILES, BATCH, EPOCHS = 65536, 4, 8, 2, 2
 # mlpstorage's result folder's configuration folder (config.HYDRA_OUTPUT_SUBDIR)
 CONFIG_FOLDER = "dlio_config"

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from dlio_mpi import config, engines
+from dlio_mpi import engines
+from dlio_mpi.config import loader as config
 
 
 def slices():

@@ -4,11 +4,15 @@ at seeded positions, each crop of each volume one H5Dread of the engine."""
 import numpy as np
 import pytest
 
-from dlio_mpi import config, formats, oplog_format
-from dlio_mpi.dataset import format_spec
+from dlio_mpi import formats
+from dlio_mpi.config import loader as config
+from dlio_mpi.run import oplog_format
+from dlio_mpi.data.dataset import format_spec
 from dlio_mpi.formats import volumes
 from datautil import load_npz, own_summary
 from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 VOLS = ('[{name: labels, dtype: int64, chunks: [9, 11, 11], compression: gzip, fill: 0.03}, '
         '{name: raw, dtype: uint8, chunks: [11, 11, 22], compression: gzip, fill: 0.8}]')

@@ -6,12 +6,15 @@ import os
 import numpy as np
 import pytest
 
-from dlio_mpi import config, datagen
-from dlio_mpi.config_error import ConfigError
-from dlio_mpi.dataset import Dataset
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.config.errors import ConfigError
+from dlio_mpi.data.dataset import Dataset
 from dlio_mpi.formats import raw
 from datautil import load_npz, own_summary
 from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 
 def _args(tmp_path, *extra):

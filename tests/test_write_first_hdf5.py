@@ -7,12 +7,15 @@ import h5py
 import numpy as np
 import pytest
 
-from dlio_mpi import config, datagen
-from dlio_mpi.config_error import ConfigError
-from dlio_mpi.dataset import Dataset
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.config.errors import ConfigError
+from dlio_mpi.data.dataset import Dataset
 from dlio_mpi.formats import hdf5
 from datautil import load_npz, own_summary
 from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 REC = 40 << 10
 H5D = {"hdf5": 6, "hdf5_coll": 7, "hdf5_sec2": 8}
@@ -122,7 +125,7 @@ def test_write_first_hdf5_config_errors(tmp_path, extra, message):
 
 
 def test_rows_cut_into_runs_of_consecutive_rows():
-    from dlio_mpi.write_hdf5 import _pieces
+    from dlio_mpi.data.write_hdf5 import _pieces
 
     assert _pieces(np.array([], np.int64), 2) == []
     assert _pieces(np.array([0, 1, 2, 3, 4, 7, 8, 10]), 2) == [(0, 2), (2, 2), (4, 1), (7, 2),

@@ -5,7 +5,7 @@ import sys
 import click
 
 from dlio_mpi.acceptance import rules
-from dlio_mpi.exits import AU_FAIL, CONFIG_ERROR, Interrupted, _fail, _stop_on_signals
+from dlio_mpi.run.exits import AU_FAIL, CONFIG_ERROR, Interrupted, _fail, _stop_on_signals
 
 GIB = 2**30
 
@@ -18,7 +18,7 @@ def _refuse(line, rank=0):
 
 
 def _memory_bytes(gib):
-    from dlio_mpi import sysinfo
+    from dlio_mpi.run import sysinfo
 
     if gib is None:
         return sysinfo.memory_bytes()
@@ -88,7 +88,7 @@ def _mpi():
 
 
 def _say(comm, verbose, quiet):
-    from dlio_mpi import progress
+    from dlio_mpi.run import progress
 
     progress.setup(comm.Get_rank(), verbose - quiet)
 

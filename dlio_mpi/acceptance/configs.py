@@ -2,7 +2,7 @@
 workload: the data and checkpoint folders in the results folder (unless given), the content
 seed fixed, the dataset's size, the user's own overrides, then what each run sets for itself
 (its seed, its output folder, no generation: the dataset is made once, by datagen)."""
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from dlio_mpi.acceptance import results_folder
 from dlio_mpi.acceptance.rules import DATA_SEED, AcceptanceError
 

@@ -4,7 +4,8 @@ its log and record in the results folder."""
 import os
 import time
 
-from dlio_mpi import datagen, progress
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.run import progress
 from dlio_mpi.acceptance import configs, datasize, results_folder, rules
 from dlio_mpi.acceptance.rules import AcceptanceError
 

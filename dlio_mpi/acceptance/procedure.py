@@ -6,12 +6,17 @@ import collections
 import os
 import time
 
-from dlio_mpi import collective, config, datagen, outputs, run_facts, runner
-from dlio_mpi import status as run_status
+from dlio_mpi.run import collective
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.run import outputs
+from dlio_mpi.run import facts as run_facts
+from dlio_mpi.run import job as runner
+from dlio_mpi.run import status as run_status
 from dlio_mpi.acceptance import compliance, configs, datasize, result, results_folder, rules
 from dlio_mpi.acceptance.generation import undersized_line
 from dlio_mpi.acceptance.rules import AcceptanceError
-from dlio_mpi.exits import Interrupted, _error_line
+from dlio_mpi.run.exits import Interrupted, _error_line
 
 
 class RunFailed(RuntimeError):

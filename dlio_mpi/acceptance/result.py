@@ -3,7 +3,7 @@ mean and standard deviation over the measured runs, the AU threshold and pass or
 the compliance rules with their evidence."""
 import statistics
 
-from dlio_mpi import summary_layout
+from dlio_mpi.run import summary_layout
 
 # result.json's name of a run's figure -> the summary's `metric` key it comes from
 FIGURES = {"au_percentage": "train_au_mean_percentage",

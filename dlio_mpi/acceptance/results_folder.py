@@ -7,7 +7,8 @@ so that the runs read the dataset datagen made and another procedure's runs are 
 import json
 import os
 
-from dlio_mpi import outputs, safe_files
+from dlio_mpi.run import outputs
+from dlio_mpi.files import safe_files
 from dlio_mpi.acceptance.rules import AcceptanceError
 
 MARKER = "acceptance.json"

@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from dlio_mpi.option_types import FiniteFloatRange
+from dlio_mpi.config.option_types import FiniteFloatRange
 
 ADVISE_ERROR = 1
 
@@ -45,12 +45,13 @@ def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, quiet, paper
     overrides. Every change is measured on the storage (rounds against the baseline, within
     --budget); the winner is written as a ready-to-run workload. The last line is one JSON
     object: baseline, recommendations (change, evidence, speedup, spread), winner."""
-    from dlio_mpi.exits import CONFIG_ERROR, Interrupted, _fail, _stop_on_signals
+    from dlio_mpi.run.exits import CONFIG_ERROR, Interrupted, _fail, _stop_on_signals
 
     source, overrides = _split(args)
     from mpi4py import MPI
 
-    from dlio_mpi import collective, config
+    from dlio_mpi.run import collective
+    from dlio_mpi.config import loader as config
     from dlio_mpi.advise.measure import AdviseError, echo_progress
 
     echo = None if quiet else echo_progress

@@ -11,8 +11,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from dlio_mpi import config, summary_layout
-from dlio_mpi.schema import SCHEMA
+from dlio_mpi.config import loader as config
+from dlio_mpi.run import summary_layout
+from dlio_mpi.config.schema import SCHEMA
 
 MIN_ROUNDS = 3
 MAX_ROUNDS = 5
@@ -137,8 +138,9 @@ class Advisor:
     def run(self, doc, out, keep_oplog=False):
         """One run of ``doc`` into ``out``; returns its summary, or raises ConfigError or
         RankError (every rank raises it alike)."""
-        from dlio_mpi import runner, status
-        from dlio_mpi.exits import Interrupted
+        from dlio_mpi.run import job as runner
+        from dlio_mpi.run import status
+        from dlio_mpi.run.exits import Interrupted
 
         extra = [f"output.folder={out}", "workflow.generate_data=true"]
         if keep_oplog:
@@ -184,7 +186,7 @@ class Advisor:
     def measure(self, cand, rnd):
         """Run ``cand`` once (round ``rnd``); its time per epoch is appended (None when it
         failed or the budget would not hold it)."""
-        from dlio_mpi import collective
+        from dlio_mpi.run import collective
         if cand.error:
             return True             # it failed once: not run again
         go = self.comm.bcast(self.left() >= self.longest * 1.1 if self.rank == 0 else None,

@@ -20,7 +20,7 @@ that share of the time: on fast storage the speedups are small, and that is what
 import os
 import time
 
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from dlio_mpi.advise.measure import Advisor, Candidate, _slug, merged, minimal_doc, speedup
 
 CHUNK_SCALES = (0.25, 4, 16)

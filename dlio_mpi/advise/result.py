@@ -7,7 +7,8 @@ import time
 
 import yaml
 
-from dlio_mpi import backends, summary_layout
+from dlio_mpi import backends
+from dlio_mpi.run import summary_layout
 from dlio_mpi.advise.measure import speedup
 
 
@@ -79,7 +80,7 @@ def result(base, cands, findings, skipped, notes, summary, adv, source, started)
                   f"{winner['spread'] if winner['spread'] is not None else 'unknown'}, "
                   f"{winner['rounds']} rounds on {out['ranks']} ranks)",
                   f"# mpiexec -n {out['ranks']} python -m dlio_mpi run --config {path}"]
-        from dlio_mpi.safe_files import write_whole
+        from dlio_mpi.files.safe_files import write_whole
         write_whole(path, "\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False),
                     fsync=True)
         out["winner"] = {"label": winner["label"], "change": winner["change"],

@@ -6,7 +6,9 @@ unless the overrides or the run directory name another place."""
 import os
 import warnings
 
-from dlio_mpi import config, outputs, summary_layout
+from dlio_mpi.config import loader as config
+from dlio_mpi.run import outputs
+from dlio_mpi.run import summary_layout
 from dlio_mpi.advise.measure import AdviseError, minimal_doc
 
 

@@ -5,7 +5,8 @@ import os
 import time
 import warnings
 
-from dlio_mpi import config, summary_layout
+from dlio_mpi.config import loader as config
+from dlio_mpi.run import summary_layout
 from dlio_mpi.advise.measure import (MIN_ROUNDS, AdviseError, Advisor, Candidate, _slug,
                                      changes_dataset, merged, speedup)
 
@@ -146,7 +147,7 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", AnalysisWarning)
                 char = characterize(diag_dir)
-        from dlio_mpi.prefetch import read_ahead_threads
+        from dlio_mpi.readers.prefetch import read_ahead_threads
         cfg = config.load([], doc=base_doc, doc_source="advise")
         # read threads are a change worth measuring only where they read ahead
         try:

@@ -3,8 +3,9 @@ raises, a checkpoint's result, and small helpers."""
 import os
 from dataclasses import dataclass
 
-from dlio_mpi import collective, engines
-from dlio_mpi.oplog_format import CHECKPOINT_ID_BASE
+from dlio_mpi import engines
+from dlio_mpi.run import collective
+from dlio_mpi.run.oplog_format import CHECKPOINT_ID_BASE
 
 FORMATS = ("file_per_rank", "mpiio", "hdf5", "four_files")
 FOUR_FILES = (("data", 4 << 20), ("meta", 64 << 10), ("index", 4 << 10), ("state", 1 << 10))

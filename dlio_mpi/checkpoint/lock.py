@@ -7,7 +7,7 @@ which cannot tell that the process a left lock names is gone."""
 import json
 import os
 
-from dlio_mpi import folder_lock
+from dlio_mpi.files import folder_lock
 
 LOCK = ".dlio_mpi_checkpoints.lock"
 

@@ -3,7 +3,8 @@
 tail through a second, buffered descriptor). A mixin of checkpoint.writer.Checkpointer."""
 import os
 
-from dlio_mpi import engines, safe_files
+from dlio_mpi import engines
+from dlio_mpi.files import safe_files
 from dlio_mpi.checkpoint.common import _unlink
 from dlio_mpi.checkpoint.content import Filler
 

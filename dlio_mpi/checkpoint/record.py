@@ -8,7 +8,7 @@ without mpiexec."""
 import os
 import re
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 
 RECORD = "dlio_mpi_checkpoints.txt"
 HEADER = "# checkpoint files written by dlio_mpi runs, one per line\n"

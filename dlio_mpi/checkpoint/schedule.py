@@ -2,8 +2,8 @@
 training, and the checkpoint-only mode (write N, then read N). The writing and reading itself is
 dlio_mpi.checkpoint.writer's."""
 from dlio_mpi.checkpoint import size as checkpoint_size
-from dlio_mpi.config import ConfigError
-from dlio_mpi.schema import SCHEMA
+from dlio_mpi.config.loader import ConfigError
+from dlio_mpi.config.schema import SCHEMA
 
 
 def size_of(cfg, world):
@@ -48,7 +48,7 @@ def size_of(cfg, world):
 
 def make(cfg, comm, log):
     from dlio_mpi.checkpoint.writer import Checkpointer     # imported when a run checkpoints
-    from dlio_mpi.status import mark_stopped
+    from dlio_mpi.run.status import mark_stopped
 
     ck = cfg.checkpoint
     c = Checkpointer(

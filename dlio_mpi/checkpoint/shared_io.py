@@ -10,8 +10,10 @@ rank (measured with Open MPI's ompio: a rank 200 ms late delays the other's ever
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import collective, engines, safe_files
-from dlio_mpi.oplog_format import checkpoint_id
+from dlio_mpi import engines
+from dlio_mpi.run import collective
+from dlio_mpi.files import safe_files
+from dlio_mpi.run.oplog_format import checkpoint_id
 from dlio_mpi.checkpoint.content import Filler
 
 

@@ -6,7 +6,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from dlio_mpi import engines, sysinfo
+from dlio_mpi import engines
+from dlio_mpi.run import sysinfo
 from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import record as checkpoint_record
 from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, SYNCS, CheckpointError,
@@ -15,7 +16,7 @@ from dlio_mpi.checkpoint.content import Content
 from dlio_mpi.checkpoint.posix_io import PosixFiles
 from dlio_mpi.checkpoint.shared_io import SharedFile
 from dlio_mpi.checkpoint.size import PAGE
-from dlio_mpi.oplog_format import checkpoint_id
+from dlio_mpi.run.oplog_format import checkpoint_id
 
 
 class _Stopped(str):
@@ -96,7 +97,7 @@ class Checkpointer(PosixFiles, SharedFile):
 
     # -- agreement -----------------------------------------------------------------------
     def _err(self, e, doing=""):
-        from dlio_mpi.exits import Interrupted
+        from dlio_mpi.run.exits import Interrupted
         if isinstance(e, Interrupted):
             return _Stopped(f"rank {self.rank}: stopped by {e}", e.signum)
         msg = f"{doing} {_line(e)}" if doing else _line(e)
@@ -108,7 +109,7 @@ class Checkpointer(PosixFiles, SharedFile):
         rank."""
         stopped = [e for e in errs if isinstance(e, _Stopped)]
         if stopped:
-            from dlio_mpi.exits import Interrupted
+            from dlio_mpi.run.exits import Interrupted
             raise Interrupted(stopped[0].signum)
         bad = [(r, e) for r, e in enumerate(errs) if e]
         more = len(bad) - 1

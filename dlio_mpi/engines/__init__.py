@@ -1,5 +1,5 @@
 """The native I/O engines (csrc/ through the Cython module _engines) and names for the op
-log's codes (dlio_mpi.oplog_format).
+log's codes (dlio_mpi.run.oplog_format).
 
     from dlio_mpi.engines import OpLog, PosixFile
     log = OpLog(1 << 16)
@@ -52,7 +52,7 @@ import atexit
 import os
 import sys
 
-from dlio_mpi.oplog_format import IFACE, OP  # noqa: F401
+from dlio_mpi.run.oplog_format import IFACE, OP  # noqa: F401
 
 
 def _end_before_hdf5_shutdown():
@@ -72,15 +72,6 @@ def _end_before_hdf5_shutdown():
 # Python's exit handlers run before mpi4py's MPI_Finalize (a C-level exit function)
 atexit.register(_end_before_hdf5_shutdown)
 
-
-def existing_folder(path):
-    """path, or the nearest folder above it that exists: where a folder not made yet (a run
-    that writes its dataset) will be made, on the file system whose O_DIRECT alignment it will
-    have."""
-    path = os.path.abspath(path)
-    while not os.path.isdir(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path
 
 
 def align_range(offset, length, alignment):

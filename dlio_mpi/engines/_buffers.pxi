@@ -1,9 +1,9 @@
 # Argument conversion and small C helpers, included by _engines.pyx.
 
-from dlio_mpi.oplog_format import IFACES, OPS
+from dlio_mpi.run.oplog_format import IFACES, OPS
 
 if len(OPS) != DM_OP_N or len(IFACES) != DM_IF_N:
-    raise ImportError(f"dlio_mpi.oplog_format has {len(OPS)} operations and {len(IFACES)} "
+    raise ImportError(f"dlio_mpi.run.oplog_format has {len(OPS)} operations and {len(IFACES)} "
                       f"interfaces, csrc/dm.h {DM_OP_N} and {DM_IF_N}: rebuild")
 HIST_BUCKETS = DM_HIST_BUCKETS
 

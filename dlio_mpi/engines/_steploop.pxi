@@ -8,7 +8,7 @@ STEPS_BOOST_NICE = DM_STEPS_BOOST_NICE
 
 
 cdef class EpochRequests:
-    """The read-ahead requests of an epoch's steps (dlio_mpi.epoch_requests builds the arrays):
+    """The read-ahead requests of an epoch's steps (dlio_mpi.readers.epoch_requests builds the arrays):
     step s is segments step_seg[s]:step_seg[s+1]; segment g reads ranges
     seg_range[g]:seg_range[g+1] of the file in slot seg_slot[g], then spends seg_busy[g] ns
     preprocessing (seg_busy None: none); range r is offs[range_at[r]], lens[range_at[r]], of

@@ -4,7 +4,7 @@ record_length / 4 fields. The application (CANDLE) reads the whole file at start
 range is its line; index_file finds the line ends."""
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError

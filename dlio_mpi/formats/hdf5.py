@@ -7,7 +7,8 @@ A reader addresses samples by row and lets libhdf5 read; the index gives each sa
 for an uncompressed contiguous dataset also the row's byte range in the file."""
 import numpy as np
 
-from dlio_mpi import collective, sysinfo
+from dlio_mpi.run import collective
+from dlio_mpi.run import sysinfo
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, open_error, open_file  # noqa: F401
 from dlio_mpi.formats.spec import FileIndex, FormatError
@@ -85,7 +86,7 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     every rank gets the index (built by rank 0)."""
     import h5py       # imported when HDF5 is used: it costs start-up time
 
-    from dlio_mpi import safe_files
+    from dlio_mpi.files import safe_files
 
     sizes = content.sample_sizes(spec, file_index)
     n, row_bytes = spec.samples_per_file, int(sizes[0])

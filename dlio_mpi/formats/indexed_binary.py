@@ -15,7 +15,7 @@ import struct
 
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content, raw
 from dlio_mpi.formats._files import file_size
 from dlio_mpi.formats.spec import FileIndex, FormatError

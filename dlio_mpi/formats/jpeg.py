@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import _images
 from dlio_mpi.formats._files import file_size, open_read, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError

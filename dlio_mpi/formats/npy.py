@@ -3,7 +3,7 @@ a 2-D array of one row per sample otherwise (rows share one size, drawn per file
 range is its row of the array's data; index_file reads the header only."""
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, npy_header, parse_npy_header
 from dlio_mpi.formats.spec import FileIndex, FormatError

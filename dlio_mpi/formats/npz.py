@@ -14,7 +14,7 @@ import zipfile
 
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import (check_count, file_size, npy_header, open_read,
                                      parse_npy_header, pread_exact)
@@ -184,7 +184,7 @@ def _fast_index(path, spec, opener=None):
 def _write_stacked(path, file_index, spec):
     """A stacked file, as the DLIO benchmark writes NPZ: member x holds the file's samples as
     columns (one size per file), y their labels."""
-    from dlio_mpi.numpy_reads import stacked_arrays
+    from dlio_mpi.readers.numpy_reads import stacked_arrays
 
     sizes = content.sample_sizes(spec, file_index)
     n, row = spec.samples_per_file, int(sizes[0])
@@ -220,7 +220,7 @@ def _stacked_index(path, spec):
 
 def _write_shot(path, file_index, spec):
     """One FRNN shot (numpy_reads.shot_arrays) holding sample 0's bytes as its signals."""
-    from dlio_mpi.numpy_reads import shot_arrays
+    from dlio_mpi.readers.numpy_reads import shot_arrays
 
     with safe_files.create(path) as f:
         np.savez(f, **shot_arrays(content.sample_data(spec, file_index, 0)))
@@ -230,7 +230,7 @@ def _write_shot(path, file_index, spec):
 def _shot_index(path, spec, file_index):
     """A shot file: its four members, and the size the sample's shot file has (the signals'
     bytes are pickled, so their range is not given: the load reads the file as numpy does)."""
-    from dlio_mpi.numpy_reads import SHOT_MEMBERS, shot_reads
+    from dlio_mpi.readers.numpy_reads import SHOT_MEMBERS, shot_reads
 
     if file_index is None:
         raise FormatError(path, "a shot file is indexed with its file number")

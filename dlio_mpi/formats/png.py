@@ -2,14 +2,14 @@
 greyscale, no interlace), the zlib stream of the filtered rows (filter 0 on every row) in IDAT
 chunks of IDAT_CHUNK bytes (the last one shorter) and IEND, with no other chunk. Written here
 with numpy and zlib; a file's chunks follow from its size (idat_chunks), so the reads PIL makes
-of it (dlio_mpi.numpy_reads.png_reads) need no more than the index."""
+of it (dlio_mpi.readers.numpy_reads.png_reads) need no more than the index."""
 import os
 import struct
 import zlib
 
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import _images
 from dlio_mpi.formats._files import file_size, open_read, pread_exact, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError

@@ -3,7 +3,7 @@ computed from the sizes the spec draws, so indexing reads no data; variable size
 index."""
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import file_size, write_all
 from dlio_mpi.formats.spec import FileIndex, FormatError

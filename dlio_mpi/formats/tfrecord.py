@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dlio_mpi import safe_files
+from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content
 from dlio_mpi.formats._files import check_count, file_size, open_read
 from dlio_mpi.formats.spec import FileIndex, FormatError

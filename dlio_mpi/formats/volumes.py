@@ -13,14 +13,14 @@ A volume may be kept in a companion file (spec.volume_files, dataset.volumes[i].
 applications keep their image and label volumes in files of their own: the dataset's file
 ``img_0000000_of_1.h5`` holds the volumes without a file, ``img_0000000_of_1.raw.h5`` those of
 file "raw" (the same name with the key before the extension, also for the temporary names
-generation writes). Op-log file ids of companions: dlio_mpi.oplog_format.companion_id(k, the
+generation writes). Op-log file ids of companions: dlio_mpi.run.oplog_format.companion_id(k, the
 dataset file's id), k counting the companion keys from 1 in the order the volumes name them
 (analysis.oplog names them back)."""
 import numpy as np
 
 from dlio_mpi.formats._files import file_size, open_file
 from dlio_mpi.formats.spec import FileIndex, FormatError
-from dlio_mpi.oplog_format import companion_id
+from dlio_mpi.run.oplog_format import companion_id
 
 CROP_SALT = 0xC0
 EXT = ".h5"
@@ -97,7 +97,7 @@ def write_file(path, file_index, spec, comm=None):
     # engine's reads of an lzf dataset need in this process
     import h5py  # noqa: F401
 
-    from dlio_mpi import safe_files
+    from dlio_mpi.files import safe_files
 
     if comm is not None and comm.Get_rank() != 0:
         return None

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import analysis
 from analysis.cli import analyze
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from oplog_fixtures import call, write_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -6,7 +6,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from analysis import diagnose as dg
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from dlio_mpi.advise.measure import Candidate, merged, minimal_doc, speedup
 from dlio_mpi.advise.study import combination
 

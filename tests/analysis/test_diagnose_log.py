@@ -196,7 +196,7 @@ def test_with_a_workload_each_log_finding_carries_the_change_advise_measures():
                                                   "file_shuffle": "seed"}}}
     # re-reading each epoch is training's own pattern: no change that reads fewer bytes
     assert got["redundant_reads"].changes == {}
-    from dlio_mpi import config
+    from dlio_mpi.config import loader as config
     from dlio_mpi.advise.measure import merged
     for key in ("samples_in_pieces", "shuffle_defeats_readahead"):
         for change in got[key].changes.values():

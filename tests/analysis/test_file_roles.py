@@ -15,6 +15,8 @@ import analysis
 from analysis.layers import dataset_file
 from analysis.loader import load
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
 with open(os.path.join(HERE, "truth.json")) as _f:

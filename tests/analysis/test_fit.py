@@ -8,9 +8,11 @@ import pytest
 import yaml
 
 import analysis
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
 from mpirun import run_mpi
 from oplog_fixtures import call, write_run
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 KIB = 1024
 # A fitted workload that gets the main parameters right reproduces every structural metric of

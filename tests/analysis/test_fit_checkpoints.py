@@ -10,6 +10,8 @@ from analysis.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 def test_checkpoint_cadence_size_ranks_and_files():
     t = TRUTH["checkpoint_train"]["checkpoints"]

@@ -12,6 +12,8 @@ import analysis
 from analysis.loader import load
 from analysis.replay import replay
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
 with open(os.path.join(HERE, "truth.json")) as _f:

@@ -5,6 +5,9 @@ import analysis
 from analysis.replay import replay
 
 from fitted_runs import TRUTH, log
+import pytest
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 
 def _alignment_note(f):

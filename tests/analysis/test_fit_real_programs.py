@@ -11,6 +11,8 @@ import analysis
 from analysis.replay import replay
 from dlio_mpi.formats import jpeg
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
 with open(os.path.join(HERE, "truth.json")) as _f:

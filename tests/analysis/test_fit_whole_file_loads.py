@@ -8,6 +8,8 @@ from analysis.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 def test_the_sample_is_the_whole_file():
     t = TRUTH["whole_file_loads"]

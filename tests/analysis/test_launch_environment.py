@@ -2,6 +2,9 @@
 test, a notebook that imported the engines) does not inherit what marks that process a part of
 an MPI job: its mpiexec would otherwise take itself for a part of that job and exit 1 silently."""
 from analysis.launch import _process_environment, launch_environment
+import pytest
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 
 def test_a_process_that_initialized_mpi_launches_a_job_of_its_own(monkeypatch):

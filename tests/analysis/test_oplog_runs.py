@@ -9,6 +9,8 @@ import pytest
 
 import analysis
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 KIB = 1024
 REC = 64 * KIB
 
@@ -160,7 +162,7 @@ def test_op_log_counters_equal_darshans_on_the_same_run(tmp_path, case):
     run_mpi(2, "run_cli.py", "generate", *common, timeout=300)
     run_mpi(2, "run_cli.py", "run", "--darshan", f"output.folder={out}", "io.keep_oplog=true",
             *common, timeout=300)
-    darshan = analysis.load(out / "dlio_mpi.darshan")
+    darshan = analysis.load(out / "dlio_mpi.run.darshan")
     ours = analysis.load_job(out)
     counters = ["POSIX_OPENS", "POSIX_READS", "POSIX_BYTES_READ", "POSIX_SEQ_READS",
                 "POSIX_CONSEC_READS", "POSIX_SIZE_READ_0_100", "POSIX_SIZE_READ_100_1K",
@@ -192,7 +194,7 @@ def test_a_shared_hdf5_file_is_opened_through_mpiio_only(tmp_path):
               "dataset.num_samples_per_file=16", "reader.batch_size=2", "train.epochs=1"]
     run_mpi(2, "run_cli.py", "generate", *common, timeout=300)
     run_mpi(2, "run_cli.py", "run", "--darshan", f"output.folder={out}", *common, timeout=300)
-    job = analysis.load(out / "dlio_mpi.darshan")
+    job = analysis.load(out / "dlio_mpi.run.darshan")
     h5f = job.records["H5F"]
     h5f = h5f[[job.names[i].endswith(".h5") for i in h5f["id"]]]
     assert int(h5f["H5F_USE_MPIIO"].max()) == 1 and int(h5f["H5F_OPENS"].sum()) == 2
@@ -253,7 +255,7 @@ def test_a_run_compared_with_its_own_darshan_log(darshan_run, case):
     copies on neither) and the same layer (the lowest the op log observed: MPI-IO for
     collective MPI-IO, HDF5 through libhdf5's MPI-IO driver, else POSIX)."""
     out = darshan_run(case)
-    result = analysis.compare([out / "dlio_mpi.darshan", out])
+    result = analysis.compare([out / "dlio_mpi.run.darshan", out])
     assert result.score >= 0.98, analysis.render_comparison(result)
     assert result.layer == SELF_LAYER.get(case, "POSIX")
     files = 1 if "io.layout=shared" in SELF_CASES[case] else 16
@@ -273,7 +275,7 @@ def test_a_run_compared_with_its_own_darshan_log(darshan_run, case):
 def test_a_run_of_another_interface_does_not_score_high(darshan_run, real, emulated):
     """The same bytes through another interface, compared at the layer both observed: the
     interfaces seen from that layer differ, and the structure gate keeps the score low."""
-    result = analysis.compare([darshan_run(real) / "dlio_mpi.darshan", darshan_run(emulated)])
+    result = analysis.compare([darshan_run(real) / "dlio_mpi.run.darshan", darshan_run(emulated)])
     assert result.score < 0.7, analysis.render_comparison(result)
     assert result.row("structure_gate")[1] < 0.7
 
@@ -300,7 +302,7 @@ def test_a_checkpoint_run_compared_with_its_own_darshan_log(tmp_path, fmt):
             "workflow.checkpoint=true", "model.model_size_bytes=64m", "checkpoint.writers=all",
             "checkpoint.num_checkpoints_write=2", "checkpoint.num_checkpoints_read=1",
             "checkpoint.fsync=true", f"checkpoint.format={fmt}", timeout=300)
-    result = analysis.compare([out / "dlio_mpi.darshan", out])
+    result = analysis.compare([out / "dlio_mpi.run.darshan", out])
     assert result.score >= 0.98, analysis.render_comparison(result)
     assert result.layer == CHECKPOINT_LAYER.get(fmt, "POSIX")
     written, read = result.row("bytes_written"), result.row("bytes_read")

@@ -10,7 +10,9 @@ from analysis.paper import (APPS, SHARE_TOLERANCE, calibrated_compute, corrected
                             next_compute, render_paper, run_paper, scaled_overrides,
                             training_time, within_share)
 from analysis.paper_reference import METRICS, REAL, comparison, errors, within_targets
-from dlio_mpi import config
+from dlio_mpi.config import loader as config
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 
 def test_scaled_workloads_are_valid():

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
 ROOT = os.path.dirname(os.path.dirname(HERE))

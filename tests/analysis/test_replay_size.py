@@ -13,6 +13,8 @@ import analysis
 from analysis import replay_size
 from analysis.replay import replay
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -9,6 +9,8 @@ from analysis.dxt_metrics import _write_bursts
 from mpirun import run_mpi
 from datautil import own_summary
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 def test_bursts_of_a_run_with_checkpoints(tmp_path):
     # compute long enough that the gap ending a burst (1% of the run time) is well above the

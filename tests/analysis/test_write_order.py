@@ -10,6 +10,8 @@ import analysis
 from analysis.characterize import characterize
 from analysis.replay import replay
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
 

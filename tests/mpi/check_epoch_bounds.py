@@ -21,7 +21,12 @@ from mpi4py import MPI
 
 import abort_on_error
 
-from dlio_mpi import config, datagen, engines, pipeline, prefetch, steploop
+from dlio_mpi import engines
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.run import training_loop as pipeline
+from dlio_mpi.readers import prefetch
+from dlio_mpi.run import steploop
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

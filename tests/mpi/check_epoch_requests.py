@@ -23,7 +23,8 @@ from mpi4py import MPI
 import abort_on_error
 import loop_ways
 
-from dlio_mpi import prefetch, readers
+from dlio_mpi.readers import prefetch
+from dlio_mpi.readers import reader as readers
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()

@@ -1,5 +1,5 @@
 """Run under mpiexec by tests/mpi/test_check_exchange.py: the gradient exchange closing every
-step (dlio_mpi.pipeline.Exchange), as a barrier and as an MPI_Allreduce, waiting by sleeping or
+step (dlio_mpi.run.training_loop.Exchange), as a barrier and as an MPI_Allreduce, waiting by sleeping or
 in the blocking MPI call, then its barrier of all ranks (Exchange.sync, an epoch's start), waited
 for the same way. Rank r enters each exchange r * DELAY seconds after the others; every
 rank must leave after the last one entered, the allreduce must give the sum over the ranks,
@@ -18,7 +18,7 @@ from mpi4py import MPI
 
 import abort_on_error
 
-from dlio_mpi.exchange import Exchange
+from dlio_mpi.run.exchange import Exchange
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

@@ -26,8 +26,13 @@ from mpi4py import MPI
 
 import abort_on_error
 
-from dlio_mpi import (config, datagen, engines, pipeline, prefetch, reader_choice,
-                      run_facts)
+from dlio_mpi import engines
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.run import training_loop as pipeline
+from dlio_mpi.readers import prefetch
+from dlio_mpi.readers import choice as reader_choice
+from dlio_mpi.run import facts as run_facts
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()

@@ -25,7 +25,8 @@ from mpi4py import MPI
 import abort_on_error
 import loop_ways
 
-from dlio_mpi import engines, pattern_reader
+from dlio_mpi import engines
+from dlio_mpi.readers import pattern_reader
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
@@ -90,7 +91,7 @@ _sizes = {}
 
 def engines_size(cfg, f):
     if f not in _sizes:
-        from dlio_mpi.dataset import Dataset
+        from dlio_mpi.data.dataset import Dataset
         _sizes[f] = Dataset(cfg).index(int(f)).file_size
     return _sizes[f]
 

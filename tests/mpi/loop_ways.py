@@ -5,7 +5,12 @@ the Python step loop ("built": steploop.usable refuses), or built and run by the
 ("loop": the run's own choice)."""
 import numpy as np
 
-from dlio_mpi import config, datagen, engines, pipeline, readers, steploop
+from dlio_mpi import engines
+from dlio_mpi.config import loader as config
+from dlio_mpi.data import generation as datagen
+from dlio_mpi.run import training_loop as pipeline
+from dlio_mpi.readers import reader as readers
+from dlio_mpi.run import steploop
 
 OPEN, CLOSE = engines.OP["open"], engines.OP["close"]
 

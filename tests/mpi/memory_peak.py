@@ -5,7 +5,9 @@ import sys
 
 from mpi4py import MPI
 
-from dlio_mpi import config, memory_budget, runner
+from dlio_mpi.config import loader as config
+from dlio_mpi.config import memory_budget
+from dlio_mpi.run import job as runner
 
 
 def status(key):

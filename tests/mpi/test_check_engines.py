@@ -4,6 +4,8 @@ import pytest
 
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 @pytest.mark.parametrize("io", ["default", "romio321"])
 @pytest.mark.parametrize("n", [1, 2, 4])

@@ -6,6 +6,8 @@ import pytest
 
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 ARGS = ["dataset.format=tfrecord", "io.interface=posix", "dataset.num_files_train=8",
         "dataset.num_samples_per_file=16", "dataset.record_length=4096",
         "reader.batch_size=4", "reader.read_threads=2", "reader.sample_shuffle=seed",

@@ -1,5 +1,5 @@
-"""An epoch's read-ahead requests built at once (dlio_mpi.epoch_requests) and the C step loop
-(dlio_mpi.steploop) leave each rank's op log as queueing batch by batch in the Python loop
+"""An epoch's read-ahead requests built at once (dlio_mpi.readers.epoch_requests) and the C step loop
+(dlio_mpi.run.steploop) leave each rank's op log as queueing batch by batch in the Python loop
 does: the same operations per epoch (op, file, offset, bytes), files opened in the same order,
 the same epoch figures (tests/mpi/check_epoch_requests.py), on shuffled multi-file workloads:
 TFRecord through POSIX (indexes computed), NPZ through STDIO (indexes read from the files'
@@ -9,6 +9,8 @@ ranks."""
 import pytest
 
 from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 COMMON = ["dataset.num_files_train=12", "dataset.num_samples_per_file=5",
           "dataset.record_length=3000", "dataset.record_length_stdev=700",

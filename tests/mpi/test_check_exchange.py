@@ -10,6 +10,8 @@ import pytest
 from mpirun import run_mpi
 from datautil import own_summary
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 
 @pytest.mark.parametrize("n", [2, 4])
 @pytest.mark.parametrize("wait", ["sleep", "mpi"])

@@ -13,6 +13,8 @@ import pytest
 
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 ARGS = ["dataset.format=tfrecord", "io.interface=posix", "dataset.num_files_train=16",
         "dataset.num_samples_per_file=8", "dataset.record_length=4096", "reader.batch_size=2",
         "reader.read_threads=2", "reader.sample_shuffle=seed", "train.epochs=3",

@@ -13,6 +13,8 @@ import pytest
 from datautil import load_npz, own_summary
 from mpirun import run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 REC = 16384
 
 
@@ -86,7 +88,8 @@ def test_runs_read_ahead_as_the_main_thread_reads(tmp_path, case, n):
 
 @pytest.mark.parametrize("interface", ["mpiio_coll", "hdf5_coll"])
 def test_collective_reads_stay_on_the_main_thread(interface):
-    from dlio_mpi import config, prefetch
+    from dlio_mpi.config import loader as config
+    from dlio_mpi.readers import prefetch
 
     cfg = config.load([f"io.interface={interface}", "io.layout=shared", "reader.read_threads=2"]
                       + (["dataset.format=hdf5"] if interface == "hdf5_coll" else []))

@@ -11,6 +11,8 @@ import pytest
 
 from mpirun import bind_to_none, run_mpi
 
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
 COMMON = ["dataset.num_files_train=10", "dataset.num_samples_per_file=12",
           "dataset.record_length=3000", "dataset.record_length_stdev=700",
           "dataset.format=tfrecord", "reader.batch_size=2", "reader.read_threads=4",

@@ -1,0 +1,189 @@
+"""Checks of the keys that shape what reaches the file system (reader.access and its keys,
+HDF5 volumes), run by dlio_mpi.config.checks.validate on every rank before any I/O: an impossible
+combination is one ConfigError line naming the keys."""
+import re
+
+import numpy as np
+
+from dlio_mpi import backends, formats
+from dlio_mpi.config.errors import ConfigError
+
+VOLUME_KEYS = {"name", "dtype", "chunks", "compression", "fill", "file"}
+FILE_KEY = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+def _dims(where, value):
+    if not isinstance(value, list) or not value or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in value):
+        raise ConfigError(f"{where}={value!r}: a list of dimensions, each at least 1")
+    return value
+
+
+def _crops(b):
+    """A crop of a volume is one independent read of an N-D box through libhdf5."""
+    return b.library == backends.HDF5 and not b.collective
+
+
+def _python_file(b):
+    """Python's own file object: a buffered file over POSIX calls."""
+    return b.buffered and b.library == backends.POSIX
+
+
+def validate_volumes(cfg):
+    ds, io, rd = cfg.dataset, cfg.io, cfg.reader
+    if not ds.volume_shape and not ds.volumes and not ds.crop_shape:
+        return
+    if not (ds.volume_shape and ds.volumes and ds.crop_shape):
+        raise ConfigError("HDF5 volumes need dataset.volume_shape, dataset.crop_shape and "
+                          "dataset.volumes together")
+    shape = _dims("dataset.volume_shape", ds.volume_shape)
+    crop = _dims("dataset.crop_shape", ds.crop_shape)
+    if len(crop) != len(shape) or any(c > s for c, s in zip(crop, shape)):
+        raise ConfigError(f"dataset.crop_shape={crop} does not fit in dataset.volume_shape="
+                          f"{shape}")
+    if not formats.traits(ds.format).rows:
+        raise ConfigError(f"dataset.volumes are HDF5 datasets: dataset.format must be "
+                          f"{formats.listed(lambda t: t.rows)}, not {ds.format}")
+    if not _crops(backends.of(cfg)):
+        raise ConfigError(f"dataset.volumes are read a crop at a time, independently: "
+                          f"io.interface must be {backends.listed(_crops)}, not {io.interface}")
+    if rd.read_threads or rd.access != "sample" or io.read_type != "on_demand" or rd.reopen:
+        raise ConfigError("dataset.volumes are read a crop at a time in the training loop: "
+                          "reader.read_threads=0, reader.access=sample, "
+                          "io.read_type=on_demand, reader.reopen=false")
+    if not isinstance(ds.volumes, list):
+        raise ConfigError("dataset.volumes: a list of mappings (name, dtype, chunks, ...)")
+    names = set()
+    for i, v in enumerate(ds.volumes):
+        where = f"dataset.volumes[{i}]"
+        if not isinstance(v, dict) or "name" not in v or "chunks" not in v:
+            raise ConfigError(f"{where}: a mapping with at least name and chunks")
+        extra = set(v) - VOLUME_KEYS
+        if extra:
+            raise ConfigError(f"{where}: unknown key {sorted(extra)[0]!r} (one of "
+                              f"{', '.join(sorted(VOLUME_KEYS))})")
+        name = v["name"]
+        if not isinstance(name, str) or not name or "/" in name or name in names:
+            raise ConfigError(f"{where}.name={name!r}: a plain dataset name, each once")
+        names.add(name)
+        chunks = _dims(f"{where}.chunks", v["chunks"])
+        if len(chunks) != len(shape) or any(c > s for c, s in zip(chunks, shape)):
+            raise ConfigError(f"{where}.chunks={chunks} does not fit dataset.volume_shape="
+                              f"{shape}")
+        try:
+            dt = np.dtype(v.get("dtype", "uint8"))
+        except TypeError:
+            dt = None
+        if dt is None or dt.kind not in "biuf":
+            raise ConfigError(f"{where}.dtype={v.get('dtype')!r}: a numeric type (uint8, "
+                              "int64, float32, ...)")
+        if v.get("compression", "none") not in ("none", "gzip", "lzf"):
+            raise ConfigError(f"{where}.compression={v.get('compression')!r}: none, gzip or "
+                              "lzf")
+        fill = v.get("fill", 1.0)
+        if isinstance(fill, bool) or not isinstance(fill, (int, float)) or not 0 <= fill <= 1:
+            raise ConfigError(f"{where}.fill={fill!r}: a share between 0 and 1")
+        if "file" in v and (not isinstance(v["file"], str) or not FILE_KEY.match(v["file"])):
+            raise ConfigError(f"{where}.file={v['file']!r}: the name of a companion file, 1 "
+                              "to 32 letters, digits, '_' or '-'")
+    if ds.volumes and ds.volumes[0].get("file"):
+        raise ConfigError("dataset.volumes[0].file: the first volume stays in the dataset's "
+                          "file; later volumes may name companion files")
+
+
+def validate_access(cfg):
+    io, ds, rd = cfg.io, cfg.dataset, cfg.reader
+    if ds.npz_layout == "stacked" and (ds.format != "npz" or rd.access != "numpy"
+                                       or ds.compression != "none"
+                                       or ds.record_length_stdev):
+        raise ConfigError("dataset.npz_layout=stacked holds a file's samples side by side in "
+                          "one array: it needs dataset.format=npz, reader.access=numpy, no "
+                          "compression and one sample size (dataset.record_length_stdev=0)")
+    if ds.npz_layout == "shot" and (ds.format != "npz" or rd.access != "numpy"
+                                    or ds.compression != "none"
+                                    or ds.num_samples_per_file != 1):
+        raise ConfigError("dataset.npz_layout=shot holds one shot per file: it needs "
+                          "dataset.format=npz, reader.access=numpy, no compression and "
+                          "dataset.num_samples_per_file=1")
+    if rd.buffer_size and rd.access not in ("numpy", "image"):
+        raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy or "
+                          "image; other patterns read in reader.transfer_size pieces")
+    if rd.reopen:
+        if rd.access != "sample" or io.read_type != "on_demand":
+            raise ConfigError("reader.reopen opens a file per sample read on demand: it needs "
+                              "reader.access=sample and io.read_type=on_demand "
+                              "(reader.access=numpy opens per sample anyway)")
+        if io.layout != "multi" or not backends.of(cfg).reopen:
+            raise ConfigError("reader.reopen applies to a rank's own files through "
+                              f"{backends.listed(lambda b: b.reopen)} (io.layout=multi)")
+        if rd.read_threads:
+            raise ConfigError("reader.reopen reads in the training loop: set "
+                              "reader.read_threads=0")
+    if rd.sharding != "block" and (rd.access != "sample" or io.read_type != "on_demand"
+                                   or io.layout == "replicated"):
+        raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
+                          "it needs reader.access=sample, io.read_type=on_demand and a layout "
+                          "that is not replicated")
+    if rd.eof_reads and (rd.access != "stream" or not backends.of(cfg).reads_past_end):
+        raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
+                          "reader.access=stream and io.interface "
+                          f"{backends.listed(lambda b: b.reads_past_end)}")
+    if rd.interleave > 1 and rd.access != "stream":
+        raise ConfigError(f"reader.interleave={rd.interleave} is the files a stream reads at "
+                          "once: it needs reader.access=stream")
+    if rd.access == "sample":
+        if rd.shuffle_size:
+            raise ConfigError("reader.shuffle_size is the shuffle buffer of reader.access=stream; "
+                              "with reader.access=sample samples are shuffled by index")
+        return
+    where = f"reader.access={rd.access}"
+    if io.read_type == "memory":
+        raise ConfigError(f"{where} reads on demand; io.read_type=memory already reads the "
+                          "input front to back at start (in reader.transfer_size pieces)")
+    if rd.access == "stream":
+        if not formats.traits(ds.format).byte_ranges:
+            raise ConfigError(f"{where}: dataset.format={ds.format} is read through "
+                              f"lib{formats.traits(ds.format).library}, not as a byte stream")
+        if not backends.of(cfg).streams:
+            raise ConfigError(f"{where} reads each rank's own files: io.interface must be "
+                              f"{backends.listed(lambda b: b.streams)}, not {io.interface}")
+        if io.layout != "multi":
+            raise ConfigError(f"{where} splits the files among ranks: io.layout must be multi, "
+                              f"not {io.layout}")
+        if rd.sample_shuffle != "off" and rd.shuffle_size == 0:
+            raise ConfigError(f"{where} with reader.sample_shuffle={rd.sample_shuffle} shuffles "
+                              "samples in a buffer, as tf.data does: set reader.shuffle_size "
+                              "(samples)")
+        if rd.sample_shuffle == "off" and rd.shuffle_size:
+            raise ConfigError(f"reader.shuffle_size={rd.shuffle_size} with "
+                              "reader.sample_shuffle=off: no shuffle buffer is used")
+    elif rd.access == "image":
+        if not formats.traits(ds.format).opaque or ds.num_samples_per_file != 1:
+            raise ConfigError(f"{where} reads an image per file: dataset.format="
+                              f"{formats.listed(lambda t: t.opaque)} and "
+                              "dataset.num_samples_per_file=1")
+        if not backends.of(cfg).buffered:
+            raise ConfigError(f"{where}: an image decoder reads through a buffered file; "
+                              f"io.interface must be {backends.listed(lambda b: b.buffered)}, "
+                              f"not {io.interface}")
+        if rd.transfer_size == 0 or rd.shuffle_size:
+            raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
+                              "(not 0), and there is no shuffle buffer")
+    else:
+        fmt = formats.traits(ds.format)
+        if not fmt.numpy_load:
+            raise ConfigError(f"{where} is numpy.load of NPZ or NPY files: dataset.format must "
+                              f"be {formats.listed(lambda t: t.numpy_load)}, not {ds.format}")
+        if fmt.numpy_fromfile and not _python_file(backends.of(cfg)):
+            raise ConfigError(f"{where} of NPY files reads the header through Python's file "
+                              "and the array through C stdio, as numpy does: io.interface "
+                              f"must be {backends.listed(_python_file)}, not {io.interface}")
+        if ds.compression != "none":
+            raise ConfigError(f"{where} reads stored members: dataset.compression must be none")
+        if not backends.of(cfg).buffered:
+            raise ConfigError(f"{where}: numpy reads through a buffered file; io.interface "
+                              f"must be {backends.listed(lambda b: b.buffered)}, not "
+                              f"{io.interface}")
+        if rd.shuffle_size:
+            raise ConfigError("reader.shuffle_size is the shuffle buffer of reader.access="
+                              "stream")

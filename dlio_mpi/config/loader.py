@@ -1,0 +1,223 @@
+"""Loading and validating a run's configuration: a shipped workload (`workload=NAME`), a YAML
+file (`--config FILE`) and `section.key=value` overrides, merged in that order over the schema's
+defaults. Every check happens here, on every rank, before any I/O: a bad value raises
+ConfigError, whose message is one line naming the key."""
+from __future__ import annotations
+
+import copy
+import os
+
+from dlio_mpi import backends, formats
+from dlio_mpi.config.checks import check_names, check_ranks, validate  # noqa: F401
+from dlio_mpi.config.errors import ConfigError, closest, closest_key  # noqa: F401
+from dlio_mpi.config.values import (DISTRIBUTIONS, CommandLineText,  # noqa: F401
+                                    command_line_yaml, parse_size, typed)
+from dlio_mpi.config.bounded_yaml import read_yaml
+from dlio_mpi.config.schema import ALIASES, SCHEMA, SECTION_ALIASES
+
+WORKLOAD_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "workloads")
+
+
+class Section:
+    """Read-only attribute access to one section's values."""
+
+    def __init__(self, name, values):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getattr__(self, key):
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(f"{self._name}.{key}") from None
+
+    def __setattr__(self, key, value):
+        raise AttributeError("configuration is read-only")
+
+    def to_dict(self):
+        return copy.deepcopy(self._values)
+
+
+class Config:
+    """A validated configuration: cfg.dataset.num_files_train, cfg.io.interface, ..."""
+
+    def __init__(self, values, not_emulated, workload):
+        for name, sec in values.items():
+            object.__setattr__(self, name, Section(name, sec))
+        object.__setattr__(self, "not_emulated", tuple(not_emulated))
+        object.__setattr__(self, "workload", workload)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("configuration is read-only")
+
+    def to_dict(self):
+        return {name: getattr(self, name).to_dict() for name in SCHEMA}
+
+    @property
+    def num_samples(self):
+        return self.dataset.num_files_train * self.dataset.num_samples_per_file
+
+
+def all_keys():
+    return [f"{s}.{k}" for s, keys in SCHEMA.items() for k in keys]
+
+
+def _normalize(doc, source):
+    """A workload document as section -> {key: value}: DLIO's shorthand forms unfolded
+    (model: NAME, framework: NAME), a leading `workload:` level dropped."""
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        kind = {list: "a list", str: "a string"}.get(type(doc), f"a {type(doc).__name__} value")
+        raise ConfigError(f"{source}: holds {kind}; a workload file is a mapping of sections")
+    if set(doc) == {"workload"} and isinstance(doc["workload"], dict):
+        doc = doc["workload"]
+    out = {}
+    for section, body in doc.items():
+        if section in ("model", "framework") and isinstance(body, str):
+            body = {"name": body}
+        if section == "hydra" or section == "defaults":
+            continue
+        if not isinstance(body, dict):
+            raise ConfigError(f"{source}: section {section!r} must be a mapping")
+        out[section] = body
+    return out
+
+
+def _apply(values, doc, source, given):
+    for section, body in doc.items():
+        section = SECTION_ALIASES.get(section, section)
+        if section not in SCHEMA:
+            raise ConfigError(f"{source}: unknown section {section!r}"
+                              f"{closest(section, list(SCHEMA))}")
+        for key, value in body.items():
+            sec, k = ALIASES.get((section, key), (section, key))
+            if k not in SCHEMA[sec]:
+                raise ConfigError(f"{source}: unknown key {section}.{key}"
+                                  f"{closest_key(section, key, SCHEMA)}")
+            values[sec][k] = typed(f"{sec}.{k}", SCHEMA[sec][k], value)
+            given.add((sec, k))
+
+
+def workload_path(name):
+    path = os.path.join(WORKLOAD_DIR, f"{name}.yaml")
+    if not os.path.exists(path):
+        names = list_workloads()
+        raise ConfigError(f"unknown workload {name!r}{closest(name, names)}; "
+                          f"shipped: {', '.join(names)}")
+    return path
+
+
+def list_workloads():
+    return sorted(f[:-5] for f in os.listdir(WORKLOAD_DIR) if f.endswith(".yaml"))
+
+
+def parse_overrides(items):
+    """['section.key=value', ...] -> {section: {key: value}}. Hydra's '++' / '+' prefixes and
+    a leading 'workload.' are accepted; `workload=NAME` is returned separately."""
+    doc, workload = {}, None
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"{item!r}: overrides are section.key=value")
+        k, v = item.split("=", 1)
+        k = k.strip().lstrip("+")
+        if k.startswith("workload."):
+            k = k[len("workload."):]
+        if k == "workload":
+            workload = v.strip()
+            continue
+        if "." not in k:
+            raise ConfigError(f"{k!r}: overrides name a section and a key (e.g. "
+                              f"dataset.num_files_train=64){closest(k, all_keys())}")
+        section, key = k.split(".", 1)
+        if "." in key and section in ("io", "model", "output"):
+            # a mapping entry: io.mpiio_hints.cb_nodes=4
+            top, sub = key.split(".", 1)
+            doc.setdefault(section, {}).setdefault(top, {})[sub] = command_line_yaml(
+                f"{section}.{key}", v.strip())
+            continue
+        doc.setdefault(section, {})[key] = CommandLineText(v.strip())
+    return doc, workload
+
+
+# What the DLIO benchmark takes for a section its workload file leaves out, where its defaults
+# differ from this schema's (its ConfigArguments): a file written for it, such as llama_1t's
+# with training on and no dataset section, runs on the dataset it would run on there.
+DLIO_ABSENT_SECTION_DEFAULTS = {
+    "dataset": {"num_files_train": 8, "format": "tfrecord"},
+    "reader": {"data_loader": "tensorflow"},
+}
+
+
+def _dlio_absent_section_defaults(values, doc):
+    """The DLIO benchmark's defaults of the sections a workload file (doc) leaves out."""
+    for section, defaults in DLIO_ABSENT_SECTION_DEFAULTS.items():
+        if section not in doc:
+            values[section].update(defaults)
+
+
+TF_SHUFFLE_SIZE = 1024     # the DLIO benchmark's default reader.shuffle_size
+
+
+def _tensorflow_reader(values, given):
+    """The DLIO benchmark's TensorFlow reader where a file or override asks for it
+    (reader.data_loader=tensorflow, TFRecord files) and names no access pattern: TFRecordDataset
+    over each rank's own files, read_threads of them at once (num_parallel_reads), in
+    reader.transfer_size reads and one more at each file's end, samples through a shuffle
+    buffer of its default size when they are shuffled. Keys given keep their values. Returns
+    whether it applied."""
+    rd, ds, io = values["reader"], values["dataset"], values["io"]
+    if (rd["data_loader"] != "tensorflow" or ds["format"] not in formats.TRAITS
+            or not formats.traits(ds["format"]).records
+            or ("reader", "access") in given or io["layout"] != "multi"
+            or io["read_type"] != "on_demand"
+            or io["interface"] not in backends.BACKENDS
+            or not backends.get(io["interface"]).streams):
+        return False
+    rd["access"] = "stream"
+    for key, value in (("interleave", max(1, rd["read_threads"])), ("eof_reads", 1),
+                       ("shuffle_size", TF_SHUFFLE_SIZE if rd["sample_shuffle"] != "off"
+                        else rd["shuffle_size"])):
+        if ("reader", key) not in given:
+            rd[key] = value
+    return True
+
+
+def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="workload"):
+    """The validated Config of a run: the workload, then ``config_file``, then ``doc`` (a
+    workload document: section -> key -> value, named ``doc_source`` in errors), then the
+    overrides."""
+    overrides_doc, wl = parse_overrides(overrides)
+    workload = wl or workload
+    values = {s: {k: copy.deepcopy(key.default) for k, key in keys.items()}
+              for s, keys in SCHEMA.items()}
+    given = set()
+    if workload:
+        _apply(values, _normalize(read_yaml(workload_path(workload)), f"workload {workload}"),
+               f"workload {workload}", given)
+    if config_file:
+        file_doc = _normalize(read_yaml(config_file), config_file)
+        file_doc = {SECTION_ALIASES.get(k, k): v for k, v in file_doc.items()}
+        _dlio_absent_section_defaults(values, file_doc)
+        _apply(values, file_doc, config_file, given)
+    if doc is not None:
+        _apply(values, _normalize(copy.deepcopy(doc), doc_source), doc_source, given)
+    for section, body in overrides_doc.items():
+        # a mapping override merges into the mapping it names
+        for key, value in list(body.items()):
+            if (section in SCHEMA and key in SCHEMA[section]
+                    and SCHEMA[section][key].type == "dict" and isinstance(value, dict)):
+                body[key] = {**values[section][key], **value}
+    _apply(values, overrides_doc, "override", given)
+    if values["checkpoint"]["model_size"] and not values["model"]["model_size_bytes"]:
+        values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
+    if values["reader"]["odirect"] and values["io"]["interface"] == "posix":
+        values["io"]["interface"] = "posix_direct"      # reader.odirect: the same, by name
+    if formats.traits(values["dataset"]["format"]).mapped and ("io", "interface") not in given:
+        values["io"]["interface"] = "mmap"     # the format's application maps its files
+    tf_reader = _tensorflow_reader(values, given)
+    not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
+                          and not (tf_reader and (s, k) == ("reader", "data_loader")))
+    cfg = Config(values, not_emulated, workload)
+    validate(cfg)
+    return cfg

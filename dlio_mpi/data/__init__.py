@@ -1,0 +1,1 @@
+"""The dataset: names and sample places, the sampler, generation, the write phase, clean."""

@@ -1,0 +1,1 @@
+"""Files and folders the tool writes: created safely, locked, protected folders."""
