@@ -27,7 +27,7 @@ def mpiexec_command(ranks, launcher=None, bind=None):
     --allow-run-as-root as root). ``bind``: "core" binds every rank to a core (more ranks
     than cores allowed), "none" binds none, None keeps the library's default (which may
     change with the rank count). The one launcher line of the analysis, the benchmarks
-    (scripts/launch.py) and the tests (tests/mpirun.py)."""
+    (scripts/benchmarks/launch.py) and the tests (tests/mpirun.py)."""
     if launcher:
         return shlex.split(launcher) + ["-n", str(ranks)]
     exe = shutil.which("mpiexec")

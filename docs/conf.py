@@ -1,9 +1,9 @@
 """Sphinx configuration of the dlio_mpi documentation (Markdown pages through MyST).
 
-Built with warnings as errors by tests/test_docs.py:
+Built with warnings as errors by tests/project/test_docs.py:
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 configuration.md is generated from dlio_mpi/config/schema.py by scripts/config_reference.py and kept
-in the repository, so that it reads on a code host too; tests/test_docs.py fails when it is
+in the repository, so that it reads on a code host too; tests/project/test_docs.py fails when it is
 not what the generator makes of the schema."""
 project = "dlio_mpi"
 author = "dlio_mpi authors"

@@ -1,4 +1,4 @@
-"""Run under mpiexec by tests/test_checkpoint.py.
+"""Run under mpiexec by tests/checkpoint/test_checkpoint.py.
 
 usage: check_checkpoint.py formats DIRECTORY
          every format writes two checkpoints and reads them back (another rank's shard,

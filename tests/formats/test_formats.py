@@ -464,7 +464,7 @@ def test_hdf5_file_without_read_permission_says_permission_denied():
                 "try:\n    open_file(sys.argv[1])\nexcept Exception as e:\n    print(e)\n")
         p = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                             sys.executable, "-c", code, path], capture_output=True, text=True,
-                           timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))
+                           timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         assert p.stdout == f"{path}: cannot open: Permission denied\n", p.stderr
     finally:
         shutil.rmtree(folder)

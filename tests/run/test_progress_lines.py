@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINE = re.compile(r"^\[(INFO|DEBUG)\] \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d ")
 
 

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_LOGS = os.path.join(os.path.dirname(REPO), "shared", "darshan-logs")
 GOAL = 0.5
 DIAGNOSE_GOAL_S = 1.0       # analyze diagnose, per log

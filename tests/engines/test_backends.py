@@ -9,7 +9,7 @@ from dlio_mpi import backends, engines
 from dlio_mpi.config import loader as config
 from dlio_mpi.config.schema import SCHEMA
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_every_interface_the_schema_takes_is_a_backend():

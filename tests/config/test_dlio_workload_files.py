@@ -14,7 +14,7 @@ from mpirun import run_mpi
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "dlio_workloads")
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "dlio_workloads")
 SHAPES = sorted(f[:-5] for f in os.listdir(FIX) if f.endswith(".yaml"))
 RUNNABLE = [s for s in SHAPES if s != "object_storage"]
 

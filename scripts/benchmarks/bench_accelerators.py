@@ -31,7 +31,7 @@ resnet50's 9.18 GB, 9.01 GB were left in the page cache after 3 GB were written 
 a run that meets them reads them from the disk, its AU then no longer the page cache's
 (resnet50 at 48 ranks: 82 % in a search of 15 min without, 93 % after a read).
 
-Limit: scripts/read_bw.py under mpiexec: P processes each read all the dataset's files front to
+Limit: scripts/benchmarks/read_bw.py under mpiexec: P processes each read all the dataset's files front to
 back with 8 MiB preads into a reused buffer (from the page cache, warm; with --direct, O_DIRECT
 and io.interface=posix_direct in the emulator runs); the aggregate bytes/s is measured for
 P = 1, 2 (this machine's cores), N and --max-ranks, median over --rounds each, in the same

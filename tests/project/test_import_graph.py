@@ -4,7 +4,7 @@ import ast
 import os
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("dlio_mpi", "analysis")
 
 

@@ -3,8 +3,8 @@ reads every file front to back with preads of BLOCK bytes into one reused, touch
 buffer (4 KiB), starting at its own place in the list, PASSES times; rank 0 prints the bytes read
 by all ranks over the slowest rank's time (from a barrier), in bytes/s.
 
-    mpiexec -n N python scripts/read_bw.py PASSES BLOCK DIRECT FILE...
-    mpiexec -n N python scripts/read_bw.py PASSES BLOCK DIRECT @LIST   (LIST: a path a line)
+    mpiexec -n N python scripts/benchmarks/read_bw.py PASSES BLOCK DIRECT FILE...
+    mpiexec -n N python scripts/benchmarks/read_bw.py PASSES BLOCK DIRECT @LIST   (LIST: a path a line)
 """
 import os
 import sys

@@ -56,7 +56,7 @@ def classify(calls, project):
     project = tuple(os.path.abspath(p).rstrip("/") + "/" for p in project)
     pyroots = tuple({os.path.abspath(p).rstrip("/") + "/" for p in
                      (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                      os.path.dirname(os.path.dirname(os.path.abspath(__file__))))})
+                      os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))})
     counts = dict.fromkeys(KINDS, 0)
     for _, p, *_ in calls:
         if p is None or not p.startswith("/"):

@@ -10,7 +10,7 @@ import pytest
 from dlio_mpi.config import loader as config
 from dlio_mpi.run import compute_time as timing
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 
 @pytest.mark.parametrize("name", config.list_workloads())

@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = os.path.join(ROOT, "docs")
 
 

@@ -4,7 +4,7 @@ many steps ahead, and sleeps COMPUTE seconds. Prints, per thread count, the step
 parts: waiting for the batch, queueing one (time the rank's thread loses when a woken thread
 takes its CPU), and the sleep's overrun; then one JSON object on the last line.
 
-    python scripts/readahead_step.py [--threads 1,2,4] [--steps 400] [--compute 0.004]
+    python scripts/benchmarks/readahead_step.py [--threads 1,2,4] [--steps 400] [--compute 0.004]
                                      [--mib 4] [--per-read] [--dir DIR]
 
 --per-read queues a batch as 4 requests of one read each instead of one request of 4 segments.

@@ -6,7 +6,7 @@ import os
 from dlio_mpi import formats
 from dlio_mpi.config.schema import FORMATS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_every_format_has_its_traits():

@@ -5,7 +5,7 @@ compute=S before the files) each rank sleeps that long after every BATCH files (
 training step's compute. Prints, on rank 0, the samples per second of the job in each pass
 (files read over the slowest rank's time), one number per line.
 
-    mpiexec -n 2 python scripts/plain_loop.py PASSES [compute=S] FILE..."""
+    mpiexec -n 2 python scripts/benchmarks/plain_loop.py PASSES [compute=S] FILE..."""
 import sys
 import time
 

@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
-SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
+SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "benchmarks")
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (scripts/setup.sh "

@@ -15,8 +15,8 @@ from mpirun import bind_to_core, run_mpi
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "scripts", "benchmarks"))
 import metaops  # noqa: E402
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("dlio_mpi", "analysis")
 SAFE = os.path.join("dlio_mpi", "files", "safe_files.py")
 

@@ -16,7 +16,7 @@ from mpirun import mpiexec_cmd
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(HERE, "fixtures", "darshan")
 
 SLOW = ["workload=default", "dataset.num_files_train=8", "dataset.num_samples_per_file=4",

@@ -4,7 +4,7 @@ import os
 from dlio_mpi.run import oplog_format
 from dlio_mpi.run.oplog_format import header_mismatches
 
-HEADER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc",
+HEADER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "csrc",
                       "dm.h")
 
 

@@ -9,11 +9,11 @@ import pytest
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_quick_run_prints_the_figures(tmp_path):
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_accelerators.py"),
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "benchmarks", "bench_accelerators.py"),
                         "--quick", "--workloads", "cosmoflow", "--dir", str(tmp_path)],
                        capture_output=True, text=True, timeout=120,
                        # explicit: a test process that initialized MPI carries Open MPI's
@@ -41,7 +41,7 @@ def test_resnet50_runs_on_the_workloads_files():
     """resnet50's dataset is the workload's files (1,024 of 1,251 records), their number
     divided by the scale; with more ranks than that, as many files as ranks holding the same
     records (a stream gives each rank files of its own)."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
     try:
         import bench_accelerators as ba
     finally:

@@ -4,7 +4,7 @@ scripts/bench-accelerators (scaled as there, for --max-ranks ranks), and the thr
 given per epoch after the first (with the part spent in the kernel), with their median; then one JSON object on the last line.
 Each run repeats --rounds times.
 
-    scripts/step_cpu.py [--workload resnet50] [--max-ranks 32] [--epochs 4] [--rounds 3]
+    scripts/benchmarks/step_cpu.py [--workload resnet50] [--max-ranks 32] [--epochs 4] [--rounds 3]
                         [--dir DIR] [key=value ...]
 
 Extra key=value overrides are passed to the run (after the workload's). resnet50 runs on
