@@ -1,4 +1,4 @@
-"""Build of dlio_mpi's native engines: csrc/*.c and one Cython module, compiled with the MPI
+"""Build of dlio_mpi's native engines: csrc/**/*.c and one Cython module, compiled with the MPI
 compiler wrapper against a parallel HDF5 found through HDF5_DIR, pkg-config or h5pcc."""
 import os
 import re
@@ -127,7 +127,8 @@ def extensions():
     print(f"dlio_mpi: compiling with {cc}, parallel HDF5 from {where}", file=sys.stderr)
     ext = Extension(
         "dlio_mpi.engines._engines",
-        sources=["dlio_mpi/engines/_engines.pyx"] + sorted(glob("csrc/*.c")),
+        sources=["dlio_mpi/engines/_engines.pyx"]
+        + sorted(glob("csrc/**/*.c", recursive=True)),
         include_dirs=["csrc", numpy.get_include(), mpi4py.get_include()] + inc,
         library_dirs=lib,
         runtime_library_dirs=[d for d in lib if d.startswith("/") and not d.startswith("/usr/lib")],

@@ -81,7 +81,7 @@ fi
 
 # 4. the package, with its test extras (the docs' Sphinx and MyST among them); rebuilt only
 #    when its sources changed
-src_id=$(cd "$here" && cat setup.py pyproject.toml csrc/*.c csrc/*.h dlio_mpi/engines/*.pyx dlio_mpi/engines/*.pxi dlio_mpi/engines/*.pxd dlio_mpi/run/oplog_format.py 2>/dev/null | sha1sum | cut -c1-40)
+src_id=$(cd "$here" && cat setup.py pyproject.toml csrc/*.c csrc/*.h csrc/*/*.c csrc/*/*.h dlio_mpi/engines/*.pyx dlio_mpi/engines/*.pxi dlio_mpi/engines/*.pxd dlio_mpi/run/oplog_format.py 2>/dev/null | sha1sum | cut -c1-40)
 pkg_stamp="$venv/.dlio_mpi-pkg"
 if [ ! -f "$pkg_stamp" ] || [ "$(cat "$pkg_stamp")" != "$src_id $here" ] \
    || ! "$py" -c "import dlio_mpi.engines._engines" 2>/dev/null; then

@@ -4,7 +4,7 @@ from cpython.exc cimport PyErr_CheckSignals
 
 
 cdef class NodeBarrier:
-    """A barrier of the n processes of one node over shared memory (csrc/node_barrier.c):
+    """A barrier of the n processes of one node over shared memory (csrc/run/node_barrier.c):
     `mem` is a writable buffer of at least 8 bytes, aligned to 4, that every process maps (an
     MPI shared-memory window) and that was zeroed before any process used it. A process that
     arrives early spins at most `spin_s` seconds (for processes with a core each, whose steps

@@ -68,7 +68,7 @@ cdef class _Handle:
 cdef class _RangeFile(_Handle):
     """A file read and written as byte ranges (POSIX, STDIO, MPI-IO): read, readv and writev,
     each range cut into transfers of at most xfer bytes (0: no cut) by the one transfer loop
-    (csrc/transfer.c). An engine implements _transfer, its transfers of an operation."""
+    (csrc/engines/transfer.c). An engine implements _transfer, its transfers of an operation."""
 
     cdef size_t _out_align(self):
         return 64

@@ -1,9 +1,9 @@
 # EpochRequests, included by _engines.pyx: an epoch's read-ahead requests built ahead, submitted
-# one step at a time by one C call, and the training step loop in C (csrc/steploop.c).
+# one step at a time by one C call, and the training step loop in C (csrc/run/steploop.c).
 
 STEPS_DONE, STEPS_CHECK, STEPS_PREPARE, STEPS_EXCHANGE, STEPS_SHORT = (
     DM_STEPS_DONE, DM_STEPS_CHECK, DM_STEPS_PREPARE, DM_STEPS_EXCHANGE, DM_STEPS_SHORT)
-# the nice value of a rank's read threads while its next batch is behind (csrc/steploop.c)
+# the nice value of a rank's read threads while its next batch is behind (csrc/run/steploop.c)
 STEPS_BOOST_NICE = DM_STEPS_BOOST_NICE
 
 

@@ -1,4 +1,4 @@
-"""A training epoch's steps run by the C step loop (engines.EpochRequests.run, csrc/steploop.c):
+"""A training epoch's steps run by the C step loop (engines.EpochRequests.run, csrc/run/steploop.c):
 the rank's main thread spends almost no CPU per step, so that more ranks than cores keep their
 emulated accelerators busy. A step does what dlio_mpi.run.training_loop.run_epochs does (wait for the
 batch, queue the next ones, compute, the gradient exchange) and records its wait, compute and

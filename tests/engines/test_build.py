@@ -70,7 +70,7 @@ def test_setup_rebuilds_when_any_engine_source_changes():
         line = next(x for x in f if x.startswith("src_id="))
     words = shlex.split(line[line.index("cat ") + 4:line.index("2>/dev/null")])
     hashed = {os.path.normpath(p) for w in words for p in glob.glob(os.path.join(ROOT, w))}
-    sources = [p for pattern in ("csrc/*.c", "csrc/*.h", "dlio_mpi/**/*.pyx",
+    sources = [p for pattern in ("csrc/**/*.c", "csrc/**/*.h", "dlio_mpi/**/*.pyx",
                                  "dlio_mpi/**/*.pxi", "dlio_mpi/**/*.pxd")
                for p in glob.glob(os.path.join(ROOT, pattern), recursive=True)]
     sources.append(os.path.join(ROOT, "dlio_mpi", "run", "oplog_format.py"))

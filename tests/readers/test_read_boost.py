@@ -1,4 +1,4 @@
-"""Catching up (ReadAhead.boost, csrc/readahead_setup.c): a rank's read threads run at the boost's
+"""Catching up (ReadAhead.boost, csrc/readahead/readahead_setup.c): a rank's read threads run at the boost's
 nice value while the request waited for, or the one after the last released, is not read yet,
 and at their own value again once it is; batches read in time boost nothing; turning the boost
 off sets the threads back at once. Thread nice values are read from /proc (stat field 19)."""
