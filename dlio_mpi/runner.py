@@ -141,20 +141,21 @@ def write_configuration(run_dir, cfg, overrides):
                             summary_layout.CONFIG_FOLDER)
 
 
-def run(cfg, comm, echo=print, job_start_ns=None, overrides=()):
+def run(cfg, comm, echo=print, job_start_ns=None, overrides=(), checkpoint_results=None):
     """The main job (overrides: the command line's, recorded with the run). Returns the
-    summary (on every rank)."""
+    summary (on every rank). checkpoint_results, a list, receives this rank's
+    CheckpointResult of each checkpoint of the checkpoint-only mode."""
     t0 = comm.bcast(time.time(), root=0)
     # the job as Darshan covers it, from MPI_Init on: on the op log's clock
     job = [engines.mono_ns() if job_start_ns is None else int(job_start_ns), 0]
     generated, run_dir, log_file = prepare(cfg, comm, t0, overrides)
     try:
-        return _run(cfg, comm, t0, job, generated, run_dir)
+        return _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results)
     finally:
         progress.close_log_file(log_file)
 
 
-def _run(cfg, comm, t0, job, generated, run_dir):
+def _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results=None):
     rank, size = comm.Get_rank(), comm.Get_size()
     log = engines.OpLog(cfg.io.oplog_capacity)
     shown = progress.RunProgress(cfg, size) if rank == 0 else None
@@ -174,7 +175,8 @@ def _run(cfg, comm, t0, job, generated, run_dir):
     else:
         epochs, oplogs, first_batch = [], [], None
         checkpoints = schedule.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"],
-                                               progress.checkpoint_line if rank == 0 else None)
+                                               progress.checkpoint_line if rank == 0 else None,
+                                               mine=checkpoint_results)
         if cfg.io.keep_oplog:       # the checkpoints' writes and reads, as one phase
             log.finalize()
             oplogs.append(("checkpoint", {k: np.array(v) for k, v in log.arrays().items()}))
