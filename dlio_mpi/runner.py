@@ -11,6 +11,7 @@ import yaml
 from dlio_mpi import (backends, collective, config, darshan, datagen, engines, folder_lock,
                       memory_check, metrics, oplog_format, outputs, pipeline, prefetch,
                       progress, rank_deaths, run_facts, safe_files, status, summary_layout)
+from dlio_mpi.acceptance import run_metadata
 from dlio_mpi.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import schedule
@@ -150,12 +151,12 @@ def run(cfg, comm, echo=print, job_start_ns=None, overrides=(), checkpoint_resul
     job = [engines.mono_ns() if job_start_ns is None else int(job_start_ns), 0]
     generated, run_dir, log_file = prepare(cfg, comm, t0, overrides)
     try:
-        return _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results)
+        return _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results, overrides)
     finally:
         progress.close_log_file(log_file)
 
 
-def _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results=None):
+def _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results=None, overrides=()):
     rank, size = comm.Get_rank(), comm.Get_size()
     log = engines.OpLog(cfg.io.oplog_capacity)
     shown = progress.RunProgress(cfg, size) if rank == 0 else None
@@ -197,6 +198,7 @@ def _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results=None):
                           (job[0], engines.mono_ns()))
     if rank == 0:
         outputs.write_results(run_dir, summary, metrics.per_rank_header(epochs), rows)
+        run_metadata.write(cfg, summary, run_dir, overrides, t0, time.time())
         status.unguard_status()
         status.set_status(out_dir, "complete")
         checkpoint_lock.release()
