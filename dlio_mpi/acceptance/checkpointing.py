@@ -227,6 +227,12 @@ def _rule(name, ok, evidence):
     return {"rule": name, "compliant": bool(ok), "evidence": evidence}
 
 
+def _from_storage(fetched):
+    """Bytes the ranks' read runs fetched from the storage layer, summed; None when a rank
+    could not tell."""
+    return None if None in fetched else sum(fetched)
+
+
 def compliance(m, mode, size, per_host, records, cleared, fetched, overrides):
     closed = checkpoint_rules.closed_processes(m, mode)
     hosts = ", ".join(f"{h}: {k}" for h, k in per_host.items())
@@ -254,8 +260,7 @@ def compliance(m, mode, size, per_host, records, cleared, fetched, overrides):
         _rule("every checkpoint file fsynced when written", files > 0 and fsyncs >= files,
               f"{fsyncs} fsyncs for {files} files written"),
     ]
-    took = [f for f in fetched if f is not None]
-    from_storage = sum(took) if len(took) == len(fetched) else None
+    from_storage = _from_storage(fetched)
     out.append(_rule(
         "the page cache cleared between the writes and the reads",
         from_storage is None or from_storage >= read_bytes,
@@ -297,7 +302,8 @@ def result(m, mode, size, per_host, n, folder, runs, gathered, cleared, override
         "hosts": dict(per_host),
         "parallelism": {"tp": m.tp, "pp": m.pp, "dp": m.dp, "zero_stage": m.zero_stage},
         "num_checkpoints": n,
-        "page_cache": cleared,
+        "page_cache": {**cleared, "read_run_storage_bytes": _from_storage(
+            [g[2] for g in gathered])},
         "compliant": not reasons,
         "division": division,
         "not_compliant_because": reasons,
