@@ -1,4 +1,4 @@
-"""python -m dlio_mpi acceptance: datasize, datagen, run."""
+"""python -m dlio_mpi acceptance: datasize, datagen, run, checkpoint."""
 import json
 import sys
 
@@ -36,7 +36,8 @@ def _positive(name, value):
 def acceptance():
     """Storage acceptance as MLPerf Storage defines it: size the dataset (datasize), make it
     once (datagen), then a warm-up and five runs judged against the workload's AU threshold
-    and the rules (run). Workloads: unet3d, resnet50, cosmoflow."""
+    and the rules (run). Workloads: unet3d, resnet50, cosmoflow. Checkpointing of the llama3
+    models: writes, the page cache dropped, reads (checkpoint)."""
 
 
 overrides_argument = click.argument("overrides", nargs=-1)
@@ -182,3 +183,43 @@ def run(workload, results, runs, allow_fewer_runs, allow_undersized_dataset, see
         click.echo(f"result: {doc['folder']}/result.json")
     if not passed:
         sys.exit(AU_FAIL)
+
+
+@acceptance.command(context_settings={"ignore_unknown_options": True})
+@click.argument("model")
+@click.option("--mode", type=click.Choice(["default", "subset"]), default="default",
+              show_default=True, help="default: every rank of the model's TP x PP x DP "
+              "writes its share; subset: the ranks of one host play its first ranks")
+@results_option
+@click.option("--num-checkpoints", type=int, default=None,
+              help="checkpoints written, then read (default: the rules' 10)")
+@click.option("--clear-cache", type=click.Choice(["fadvise", "drop_caches"]),
+              default="fadvise", show_default=True,
+              help="how the written files leave the page cache before the reads")
+@_verbosity
+@overrides_argument
+def checkpoint(model, mode, results, num_checkpoints, clear_cache, verbose, quiet, overrides):
+    """Checkpointing of a llama3 model (llama3_8b, llama3_70b, llama3_405b, llama3_1t) as
+    MLPerf Storage defines it (run it under mpiexec, one rank per accelerator): the
+    checkpoints written with fsync, the page cache dropped, then read back; result.json in
+    results/checkpointing/MODEL/latest/."""
+    from dlio_mpi.acceptance import checkpointing
+
+    comm = _mpi()
+    _say(comm, verbose, quiet)
+    try:
+        doc = checkpointing.run(model, mode, results, overrides, comm,
+                                checkpoints=num_checkpoints, cache=clear_cache,
+                                say=lambda line: click.echo(line))
+    except rules.AcceptanceError as e:
+        _refuse(str(e), comm.Get_rank())
+    except Interrupted as e:
+        if comm.Get_rank() == 0:
+            click.echo(f"dlio_mpi: acceptance {model}: stopped by {e}", err=True)
+        sys.exit(128 + e.signum)
+    except Exception as e:
+        _fail(comm, e)
+    if comm.Get_rank() == 0:
+        for line in checkpointing.lines(doc):
+            click.echo(line)
+        click.echo(f"result: {doc['folder']}/result.json")

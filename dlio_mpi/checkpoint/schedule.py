@@ -9,7 +9,15 @@ from dlio_mpi.config.schema import SCHEMA
 def size_of(cfg, world):
     """The checkpoint's size object for a job of world ranks: a preset (checkpoint.preset), a
     transformer (model.transformer with model.num_layers), or model.model_size_bytes written by
-    checkpoint.writers. Raises ConfigError when nothing sizes it."""
+    checkpoint.writers. With checkpoint.mode=subset the world ranks play the first ranks of a
+    job of TP x PP x model.parallelism.data ranks and write their shares only. Raises
+    ConfigError when nothing sizes it."""
+    if cfg.checkpoint.mode == "subset":
+        return _subset_of(cfg, world)
+    return _whole(cfg, world)
+
+
+def _whole(cfg, world):
     par = dict(cfg.model.parallelism)
     given = par != SCHEMA["model"]["parallelism"].default
     tp, pp = int(par.get("tensor", 1)), int(par.get("pipeline", 1))
@@ -44,6 +52,24 @@ def size_of(cfg, world):
         return 0
     raise ConfigError("workflow.checkpoint=true needs a size: model.model_size_bytes, "
                       "model.transformer with model.num_layers, or checkpoint.preset")
+
+
+def _subset_of(cfg, world):
+    par = dict(cfg.model.parallelism)
+    tp, pp = int(par.get("tensor", 1)), int(par.get("pipeline", 1))
+    dp = int(par.get("data", -1))
+    if dp < 1:
+        raise ConfigError("checkpoint.mode=subset needs model.parallelism.data: the "
+                          "data-parallel degree of the whole job whose first ranks this "
+                          "job plays")
+    whole = tp * pp * dp
+    if world > whole:
+        raise ConfigError(f"checkpoint.mode=subset: {world} ranks are more than the whole "
+                          f"job's TP {tp} x PP {pp} x DP {dp} = {whole}")
+    full = _whole(cfg, whole)
+    if not hasattr(full, "rank_bytes"):      # four_files: every rank its own fixed files
+        return full
+    return checkpoint_size.SubsetCheckpoint(full, world)
 
 
 def make(cfg, comm, log):
@@ -85,13 +111,14 @@ def record(result, index, op):
             "publish_s": float(result.publish_duration)}
 
 
-def checkpoint_only(cfg, comm, log, ranks_per_host, on_done=None):
+def checkpoint_only(cfg, comm, log, ranks_per_host, on_done=None, mine=None):
     """Write checkpoint.num_checkpoints_write checkpoints, then read
     checkpoint.num_checkpoints_read back; with recovery_rank_shift a rank reads the shard of
     the rank one host further on (one rank further on a single host). num_checkpoints_write=0
     writes none and reads checkpoints 0 .. num_checkpoints_read-1 that an earlier run of the
     same size wrote to checkpoint_folder (a restart: their pages need not be cached).
-    on_done(record), when given, runs after each checkpoint (for its progress line)."""
+    on_done(record), when given, runs after each checkpoint (for its progress line); mine, a
+    list, receives this rank's CheckpointResult of each."""
     size = size_of(cfg, comm.Get_size())
     ck = cfg.checkpoint
     writes = ck.num_checkpoints_write if ck.num_checkpoints_write >= 0 else 1
@@ -103,12 +130,14 @@ def checkpoint_only(cfg, comm, log, ranks_per_host, on_done=None):
         shift = ranks_per_host if ranks_per_host < comm.Get_size() else 1
     c = make(cfg, comm, log)
     out = []
+    def done(result, i, op):
+        out.append(record(result, i, op))
+        if mine is not None:
+            mine.append(result)
+        if on_done:
+            on_done(out[-1])
     for i in range(writes):
-        out.append(record(c.write(i, size), i, "write"))
-        if on_done:
-            on_done(out[-1])
+        done(c.write(i, size), i, "write")
     for i in range(reads):
-        out.append(record(c.read(i, size, shift=shift, verify=ck.verify), i, "read"))
-        if on_done:
-            on_done(out[-1])
+        done(c.read(i, size, shift=shift, verify=ck.verify), i, "read")
     return out

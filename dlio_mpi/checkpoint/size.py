@@ -111,13 +111,18 @@ class _Sizes:
     """Shared by the two size models: rank_bytes(rank) and total_bytes are defined by each."""
     layout: Layout
 
+    @property
+    def world(self):
+        """Ranks of the job that writes it."""
+        return self.layout.world
+
     def shares(self):
         """Bytes of every rank, in rank order (O(world): for tests and small jobs)."""
-        return [self.rank_bytes(r) for r in range(self.layout.world)]
+        return [self.rank_bytes(r) for r in range(self.world)]
 
     def writers(self):
         """Ranks with a non-empty share."""
-        return [r for r in range(self.layout.world) if self.rank_bytes(r) > 0]
+        return [r for r in range(self.world) if self.rank_bytes(r) > 0]
 
     def offset(self, rank):
         """Where the rank's share starts in a shared file that holds the shares in rank order."""
@@ -283,6 +288,40 @@ class TransformerCheckpoint(_Sizes):
         lay = self.layout
         held = sum(self.mp_params(t, p) for p in range(lay.pp) for t in range(lay.tp))
         return (self.weight_bytes + self.optimizer_bytes) * held
+
+
+@dataclass(frozen=True)
+class SubsetCheckpoint(_Sizes):
+    """The shares of the first ``ranks`` ranks of a whole checkpoint (``full``): a job of that
+    many ranks, on one host, plays ranks 0 .. ranks-1 of the whole layout and writes their
+    shares only, a fraction ranks / (TP x PP x DP) of the ranks (MLPerf Storage's ``subset``
+    mode for node-local storage)."""
+    full: _Sizes
+    ranks: int
+
+    def __post_init__(self):
+        _positive("ranks", self.ranks)
+        if self.ranks > self.full.layout.world:
+            lay = self.full.layout
+            raise ValueError(f"a subset of {self.ranks} ranks of a layout of {lay.world} "
+                             f"(TP {lay.tp} x PP {lay.pp} x DP {lay.dp})")
+
+    @property
+    def layout(self):
+        return self.full.layout
+
+    @property
+    def world(self):
+        return self.ranks
+
+    def rank_bytes(self, rank):
+        if not 0 <= rank < self.ranks:
+            raise ValueError(f"rank {rank} outside a subset of {self.ranks} ranks")
+        return self.full.rank_bytes(rank)
+
+    @property
+    def total_bytes(self):
+        return sum(self.full.rank_bytes(r) for r in range(self.ranks))
 
 
 # MLPerf Storage v2 checkpointing models (Submission_guidelines.md, Table 2): dimensions,

@@ -154,9 +154,9 @@ class Checkpointer(PosixFiles, SharedFile):
             return 0
         if hasattr(nbytes, "rank_bytes"):
             lay = nbytes.layout
-            if lay.world != self.size:
-                raise ValueError(f"checkpoint layout of {lay.world} ranks (TP {lay.tp} x PP "
-                                 f"{lay.pp} x DP {lay.dp}) on {self.size} ranks")
+            if nbytes.world != self.size:
+                raise ValueError(f"checkpoint layout of {nbytes.world} ranks (TP {lay.tp} x "
+                                 f"PP {lay.pp} x DP {lay.dp}) on {self.size} ranks")
             return nbytes.rank_bytes(self.rank)
         if int(nbytes) < 0:
             raise ValueError(f"negative checkpoint size {nbytes}")

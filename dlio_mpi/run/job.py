@@ -26,6 +26,7 @@ from dlio_mpi.run import facts as run_facts
 from dlio_mpi.files import safe_files
 from dlio_mpi.run import status
 from dlio_mpi.run import summary_layout
+from dlio_mpi.acceptance import run_metadata
 from dlio_mpi.run.metrics import reduce_epochs, startup_figures
 from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import schedule
@@ -149,20 +150,21 @@ def write_configuration(run_dir, cfg, overrides):
                             summary_layout.CONFIG_FOLDER)
 
 
-def run(cfg, comm, echo=print, job_start_ns=None, overrides=()):
+def run(cfg, comm, echo=print, job_start_ns=None, overrides=(), checkpoint_results=None):
     """The main job (overrides: the command line's, recorded with the run). Returns the
-    summary (on every rank)."""
+    summary (on every rank). checkpoint_results, a list, receives this rank's
+    CheckpointResult of each checkpoint of the checkpoint-only mode."""
     t0 = comm.bcast(time.time(), root=0)
     # the job as Darshan covers it, from MPI_Init on: on the op log's clock
     job = [engines.mono_ns() if job_start_ns is None else int(job_start_ns), 0]
     generated, run_dir, log_file = prepare(cfg, comm, t0, overrides)
     try:
-        return _run(cfg, comm, t0, job, generated, run_dir)
+        return _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results, overrides)
     finally:
         progress.close_log_file(log_file)
 
 
-def _run(cfg, comm, t0, job, generated, run_dir):
+def _run(cfg, comm, t0, job, generated, run_dir, checkpoint_results=None, overrides=()):
     rank, size = comm.Get_rank(), comm.Get_size()
     log = engines.OpLog(cfg.io.oplog_capacity)
     shown = progress.RunProgress(cfg, size) if rank == 0 else None
@@ -182,7 +184,8 @@ def _run(cfg, comm, t0, job, generated, run_dir):
     else:
         epochs, oplogs, first_batch = [], [], None
         checkpoints = schedule.checkpoint_only(cfg, comm, log, facts["ranks_per_host_max"],
-                                               progress.checkpoint_line if rank == 0 else None)
+                                               progress.checkpoint_line if rank == 0 else None,
+                                               mine=checkpoint_results)
         if cfg.io.keep_oplog:       # the checkpoints' writes and reads, as one phase
             log.finalize()
             oplogs.append(("checkpoint", {k: np.array(v) for k, v in log.arrays().items()}))
@@ -203,6 +206,7 @@ def _run(cfg, comm, t0, job, generated, run_dir):
                           (job[0], engines.mono_ns()))
     if rank == 0:
         outputs.write_results(run_dir, summary, metrics.per_rank_header(epochs), rows)
+        run_metadata.write(cfg, summary, run_dir, overrides, t0, time.time())
         status.unguard_status()
         status.set_status(out_dir, "complete")
         checkpoint_lock.release()

@@ -147,3 +147,49 @@ def test_each_run_keeps_its_folder(two_runs):
     starts = [json.loads((out / n / "summary.json").read_text())["start"] for n in runs]
     assert starts[0] < starts[1]
     assert f"{out}/latest/summary.json" in second.stdout
+
+
+def runs_as_mlpstorage(results_dir):
+    """The runs mlpstorage's report finds under results_dir (rules.get_runs_files and
+    BenchmarkResult): each folder holding exactly one *_metadata.json and a summary.json, the
+    metadata loaded as JSON; returns [(folder, metadata, benchmark type from the workflow)]."""
+    runs = []
+    for root, _, files in os.walk(results_dir):
+        metadata_files = [f for f in files if f.endswith("_metadata.json")]
+        if len(metadata_files) != 1 or "summary.json" not in files:
+            continue
+        with open(os.path.join(root, metadata_files[0])) as f:
+            metadata = json.load(f)
+        _, got = read_as_mlpstorage(root)
+        generate, train, checkpoint = got["workflow"]
+        kind = "training" if generate or train else "checkpointing" if checkpoint else None
+        runs.append((root, metadata_files[0], metadata, kind))
+    return runs
+
+
+def test_mlpstorage_finds_each_run_by_its_metadata(two_runs):
+    """Each run folder holds one <type>_<YYYYmmdd_HHMMSS>_metadata.json (mlpstorage's name)
+    whose fields say what the run was, as summary.json and the configuration do."""
+    import datetime
+
+    out, _, _ = two_runs
+    runs = runs_as_mlpstorage(out)
+    assert sorted(os.path.basename(r[0]) for r in runs) == sorted(
+        p for p in os.listdir(out) if p[:2] == "20")
+    for folder, name, meta, kind in runs:
+        assert kind == meta["benchmark_type"] == "training"
+        datetime.datetime.strptime(meta["run_datetime"], "%Y%m%d_%H%M%S")
+        assert name == meta["metadata_filename"] == f"training_{meta['run_datetime']}" \
+            "_metadata.json"
+        assert meta["metadata_file_path"] == os.path.join(folder, name)
+        assert meta["run_result_output"] == folder
+        with open(os.path.join(folder, "summary.json")) as f:
+            summary = json.load(f)
+        args = meta["args"]
+        assert args["command"] == "run" and args["model"] == "default"
+        assert args["num_processes"] == summary["num_accelerators"] == 2
+        assert args["num_client_hosts"] == summary["num_hosts"]
+        assert args["data_dir"] == os.path.abspath(out.parent / "data")
+        assert meta["params_dict"]["dataset.num_files_train"] == str(FILES)
+        assert meta["combined_params"]["dataset"]["record_length_bytes"] == REC
+        assert 0 < meta["runtime"] < 180
