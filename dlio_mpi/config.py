@@ -270,6 +270,9 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
         values["io"]["interface"] = "posix_direct"      # reader.odirect: the same, by name
     if formats.traits(values["dataset"]["format"]).mapped and ("io", "interface") not in given:
         values["io"]["interface"] = "mmap"     # the format's application maps its files
+    own_access = formats.traits(values["dataset"]["format"]).access
+    if own_access and ("reader", "access") not in given:
+        values["reader"]["access"] = own_access     # read as the format's library reads it
     tf_reader = _tensorflow_reader(values, given)
     not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
                           and not (tf_reader and (s, k) == ("reader", "data_loader")))
