@@ -54,17 +54,32 @@ def _say_once(line):
 def _load(overrides, config_file):
     from dlio_mpi.config import loader as config
 
+    hydra = click.get_current_context().meta
+    config_dir, config_name = hydra.get("config_dir"), hydra.get("config_name")
     try:
-        if not config_file and not any(o.split("=", 1)[0].lstrip("+") == "workload"
-                                       for o in overrides):
+        if not config_file and not config_name and not any(
+                o.split("=", 1)[0].lstrip("+") == "workload" for o in overrides):
             overrides = ("workload=default",) + tuple(overrides)
-        return config.load(overrides, config_file=config_file)
+        return config.load(overrides, config_file=config_file, config_dir=config_dir,
+                           config_name=config_name)
     except config.ConfigError as e:
         _say_once(f"dlio_mpi: config error: {e}")
         sys.exit(CONFIG_ERROR)
 
 
+def _keep_in_meta(ctx, param, value):
+    ctx.meta[param.name] = value
+    return value
+
+
 def config_option(f):
+    f = click.option("--config-name", "config_name", expose_value=False, callback=_keep_in_meta,
+                     metavar="NAME", help="as the DLIO benchmark's (Hydra's): the primary "
+                     "config NAME.yaml in --config-dir, naming its workload")(f)
+    f = click.option("--config-dir", "config_dir", expose_value=False, callback=_keep_in_meta,
+                     type=click.Path(file_okay=False), metavar="DIR",
+                     help="as the DLIO benchmark's (Hydra's): workload=NAME reads "
+                     "DIR/workload/NAME.yaml")(f)
     return click.option("--config", "config_file", type=click.Path(dir_okay=False),
                         help="a workload YAML file (the DLIO benchmark's and MLPerf Storage's "
                         "load unchanged); overrides apply on top")(f)

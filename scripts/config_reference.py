@@ -18,8 +18,9 @@ INTRO = """\
 
 Generated from `dlio_mpi/config/schema.py`, which the configuration loader checks every key
 against. A workload is a shipped one (`workload=NAME`; `python -m dlio_mpi workloads list`),
-or a YAML file (`--config FILE`), then `section.key=value` overrides (Hydra's
-`++workload.section.key=value` spelling is accepted too). Sizes take `k`, `m`, `g`, `t`,
+or a YAML file (`--config FILE`, or the DLIO benchmark's `--config-dir DIR workload=NAME`),
+then overrides in Hydra's grammar (`section.key=value`, `+key=value`, `++key=value`, `~key`,
+with or without DLIO's `workload.` prefix; see [Running](running.md)). Sizes take `k`, `m`, `g`, `t`,
 `p` suffixes (powers of 1024; `4MiB`, `1 GB` and `1e6` too); times are seconds, and
 `train.computation_time` also takes a distribution (`{type: normal, mean: 0.1, stdev:
 0.01}`, uniform, gamma, exponential, poisson). A key marked *not emulated* is accepted (the

@@ -5,7 +5,8 @@
 #      (Open MPI, parallel HDF5, fio, strace);
 #   2. a virtual environment (DLIO_MPI_VENV, default <project>/.venv);
 #   3. mpi4py built from source against that MPI, h5py built with HDF5_MPI=ON against that HDF5;
-#   4. dlio_mpi itself with its test extras (pytest; Sphinx and MyST, which build docs/).
+#   4. dlio_mpi itself, with its dependencies (hydra-core: Hydra's override parser; pyarrow: the
+#      parquet format) and its test extras (pytest; Sphinx and MyST, which build docs/).
 # A second run rebuilds nothing. Prints the venv's path on its last line.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -62,6 +62,9 @@ def validate(cfg):
         raise ConfigError(f"dataset.compression={ds.compression} applies to "
                           f"{formats.listed(lambda t: ds.compression in t.compressions)}, "
                           f"not {ds.format}")
+    if (cfg.reader.access == "parquet") != (fmt.access == "parquet"):
+        raise ConfigError(f"reader.access={cfg.reader.access} with dataset.format={ds.format}: "
+                          "reader.access=parquet reads Parquet files, and they are read so")
     if fmt.decoder and ds.num_samples_per_file != 1:
         raise ConfigError(f"dataset.format={ds.format} holds one image per file: "
                           "dataset.num_samples_per_file must be 1, not "

@@ -169,6 +169,11 @@ def validate_access(cfg):
         if rd.transfer_size == 0 or rd.shuffle_size:
             raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
                               "(not 0), and there is no shuffle buffer")
+    elif rd.access == "parquet":
+        if not backends.of(cfg).streams or io.layout != "multi":
+            raise ConfigError(f"{where}: pyarrow reads each rank's own files: io.interface "
+                              f"must be {backends.listed(lambda b: b.streams)} and io.layout "
+                              f"multi, not {io.interface} and {io.layout}")
     else:
         fmt = formats.traits(ds.format)
         if not fmt.numpy_load:

@@ -1,5 +1,6 @@
 """Loading and validating a run's configuration: a shipped workload (`workload=NAME`), a YAML
-file (`--config FILE`) and `section.key=value` overrides, merged in that order over the schema's
+file (`--config FILE`, or Hydra's --config-dir / --config-name) and overrides in Hydra's grammar
+(config_hydra), merged in that order over the schema's
 defaults. Every check happens here, on every rank, before any I/O: a bad value raises
 ConfigError, whose message is one line naming the key."""
 from __future__ import annotations
@@ -8,6 +9,7 @@ import copy
 import os
 
 from dlio_mpi import backends, formats
+from dlio_mpi.config import hydra_overrides as config_hydra
 from dlio_mpi.config.checks import check_names, check_ranks, validate  # noqa: F401
 from dlio_mpi.config.errors import ConfigError, closest, closest_key  # noqa: F401
 from dlio_mpi.config.values import (DISTRIBUTIONS, CommandLineText,  # noqa: F401
@@ -58,6 +60,9 @@ class Config:
         return self.dataset.num_files_train * self.dataset.num_samples_per_file
 
 
+MAPPING_SECTIONS = config_hydra.MAPPING_SECTIONS
+
+
 def all_keys():
     return [f"{s}.{k}" for s, keys in SCHEMA.items() for k in keys]
 
@@ -99,6 +104,66 @@ def _apply(values, doc, source, given):
             given.add((sec, k))
 
 
+def _resolved(section, key, source):
+    """The schema's (section, key) an override names (aliases followed), or ConfigError."""
+    section = SECTION_ALIASES.get(section, section)
+    if section not in SCHEMA:
+        raise ConfigError(f"{source}: unknown section {section!r}"
+                          f"{closest(section, list(SCHEMA))}")
+    sec, k = ALIASES.get((section, key), (section, key))
+    if k not in SCHEMA[sec]:
+        raise ConfigError(f"{source}: unknown key {section}.{key}"
+                          f"{closest_key(section, key, SCHEMA)}")
+    return sec, k
+
+
+def _default(sec, k, dlio_file):
+    """A key's value once deleted: the DLIO benchmark's default where a DLIO workload file is
+    loaded and it differs from the schema's, else the schema's."""
+    if dlio_file and k in DLIO_ABSENT_SECTION_DEFAULTS.get(sec, {}):
+        return copy.deepcopy(DLIO_ABSENT_SECTION_DEFAULTS[sec][k])
+    return copy.deepcopy(SCHEMA[sec][k].default)
+
+
+def _override(values, given, o, dlio_file):
+    """One command-line override applied to values (given: the keys set so far)."""
+    entry = None
+    key = o.key
+    if "." in key and o.section in MAPPING_SECTIONS:
+        key, entry = key.split(".", 1)
+    sec, k = _resolved(o.section, key, "override")
+    name = f"{sec}.{k}" + (f".{entry}" if entry else "")
+    if o.kind == "add" and (sec, k) in given:
+        raise ConfigError(f"{o.text}: {name} is already in the workload (+ adds a key it "
+                          f"leaves out; ++{o.name}=... sets it either way)")
+    if o.kind == "delete":
+        if (sec, k) not in given:
+            raise ConfigError(f"{o.text}: {name} is not in the workload, nothing to delete")
+        if o.has_value:
+            want = typed(name, SCHEMA[sec][k], o.value) if entry is None else o.value
+            have = values[sec][k] if entry is None else values[sec][k].get(entry)
+            if have != want:
+                raise ConfigError(f"{o.text}: {name} is {have!r}, not {want!r}; nothing deleted")
+        if entry is None:
+            values[sec][k] = _default(sec, k, dlio_file)
+            given.discard((sec, k))
+        else:
+            values[sec][k] = {e: v for e, v in values[sec][k].items() if e != entry}
+        return
+    if o.value is None:             # null: the key's default
+        values[sec][k] = _default(sec, k, dlio_file)
+        given.discard((sec, k))
+        return
+    if entry is not None:           # a mapping entry merges into the mapping it names
+        values[sec][k] = typed(name, SCHEMA[sec][k], {**values[sec][k], entry: o.value})
+    elif SCHEMA[sec][k].type == "dict":
+        value = typed(name, SCHEMA[sec][k], o.value)
+        values[sec][k] = {**values[sec][k], **value}
+    else:
+        values[sec][k] = typed(name, SCHEMA[sec][k], o.value)
+    given.add((sec, k))
+
+
 def workload_path(name):
     path = os.path.join(WORKLOAD_DIR, f"{name}.yaml")
     if not os.path.exists(path):
@@ -110,34 +175,6 @@ def workload_path(name):
 
 def list_workloads():
     return sorted(f[:-5] for f in os.listdir(WORKLOAD_DIR) if f.endswith(".yaml"))
-
-
-def parse_overrides(items):
-    """['section.key=value', ...] -> {section: {key: value}}. Hydra's '++' / '+' prefixes and
-    a leading 'workload.' are accepted; `workload=NAME` is returned separately."""
-    doc, workload = {}, None
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"{item!r}: overrides are section.key=value")
-        k, v = item.split("=", 1)
-        k = k.strip().lstrip("+")
-        if k.startswith("workload."):
-            k = k[len("workload."):]
-        if k == "workload":
-            workload = v.strip()
-            continue
-        if "." not in k:
-            raise ConfigError(f"{k!r}: overrides name a section and a key (e.g. "
-                              f"dataset.num_files_train=64){closest(k, all_keys())}")
-        section, key = k.split(".", 1)
-        if "." in key and section in ("io", "model", "output"):
-            # a mapping entry: io.mpiio_hints.cb_nodes=4
-            top, sub = key.split(".", 1)
-            doc.setdefault(section, {}).setdefault(top, {})[sub] = command_line_yaml(
-                f"{section}.{key}", v.strip())
-            continue
-        doc.setdefault(section, {})[key] = CommandLineText(v.strip())
-    return doc, workload
 
 
 # What the DLIO benchmark takes for a section its workload file leaves out, where its defaults
@@ -183,12 +220,30 @@ def _tensorflow_reader(values, given):
     return True
 
 
-def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="workload"):
+def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="workload",
+         config_dir=None, config_name=None):
     """The validated Config of a run: the workload, then ``config_file``, then ``doc`` (a
     workload document: section -> key -> value, named ``doc_source`` in errors), then the
-    overrides."""
-    overrides_doc, wl = parse_overrides(overrides)
-    workload = wl or workload
+    overrides (Hydra's grammar: config_hydra), in order. ``config_dir`` and ``config_name``
+    are Hydra's --config-dir and --config-name, as the DLIO benchmark takes them."""
+    command_line = config_hydra.parse(overrides)
+    workload = command_line.workload or workload
+    primary_doc = None
+    workload_name = workload
+    if config_name:
+        if config_file:
+            raise ConfigError(f"--config {config_file} and --config-name {config_name}: "
+                              "give one")
+        chosen, config_file, primary_doc = config_hydra.primary_config(config_dir, config_name,
+                                                                       read_yaml)
+        workload = workload_name = command_line.workload or chosen
+    if workload and config_dir:
+        found = config_hydra.dlio_workload_file(config_dir, workload)
+        if found and config_file:
+            raise ConfigError(f"--config {config_file} and workload {workload} of --config-dir "
+                              f"{config_dir}: give one")
+        if found:
+            config_file, workload = found, None
     values = {s: {k: copy.deepcopy(key.default) for k, key in keys.items()}
               for s, keys in SCHEMA.items()}
     given = set()
@@ -200,24 +255,28 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
         file_doc = {SECTION_ALIASES.get(k, k): v for k, v in file_doc.items()}
         _dlio_absent_section_defaults(values, file_doc)
         _apply(values, file_doc, config_file, given)
+    if primary_doc is not None:
+        source = f"--config-name {config_name}"
+        _apply(values, _normalize(copy.deepcopy(primary_doc), source), source, given)
     if doc is not None:
         _apply(values, _normalize(copy.deepcopy(doc), doc_source), doc_source, given)
-    for section, body in overrides_doc.items():
-        # a mapping override merges into the mapping it names
-        for key, value in list(body.items()):
-            if (section in SCHEMA and key in SCHEMA[section]
-                    and SCHEMA[section][key].type == "dict" and isinstance(value, dict)):
-                body[key] = {**values[section][key], **value}
-    _apply(values, overrides_doc, "override", given)
+    if command_line.run_dir is not None and not any(
+            o.section == "output" and o.key == "folder" for o in command_line.overrides):
+        values["output"]["folder"] = command_line.run_dir
+    for override in command_line.overrides:
+        _override(values, given, override, bool(config_file))
     if values["checkpoint"]["model_size"] and not values["model"]["model_size_bytes"]:
         values["model"]["model_size_bytes"] = values["checkpoint"]["model_size"]
     if values["reader"]["odirect"] and values["io"]["interface"] == "posix":
         values["io"]["interface"] = "posix_direct"      # reader.odirect: the same, by name
     if formats.traits(values["dataset"]["format"]).mapped and ("io", "interface") not in given:
         values["io"]["interface"] = "mmap"     # the format's application maps its files
+    own_access = formats.traits(values["dataset"]["format"]).access
+    if own_access and ("reader", "access") not in given:
+        values["reader"]["access"] = own_access     # read as the format's library reads it
     tf_reader = _tensorflow_reader(values, given)
     not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
                           and not (tf_reader and (s, k) == ("reader", "data_loader")))
-    cfg = Config(values, not_emulated, workload)
+    cfg = Config(values, not_emulated, workload_name)
     validate(cfg)
     return cfg

@@ -25,7 +25,7 @@ class Key:
 
 
 FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png", "indexed_binary",
-           "mmap_indexed_binary")
+           "mmap_indexed_binary", "parquet")
 INTERFACES = backends.NAMES
 SHUFFLE = ("off", "seed", "random")
 
@@ -96,6 +96,9 @@ SCHEMA = {
                           "sample's bytes in a pickled dict, ttd), all four loaded per sample; "
                           "needs reader.access=numpy and one sample per file)",
                           ("per_sample", "stacked", "shot")),
+        "parquet_row_group_size": Key("int", 0, "parquet: rows per row group, as the DLIO "
+                                      "benchmark's parquet reader names it (0: pyarrow's "
+                                      "default, 1048576)", minimum=0),
         "hdf5_libver": Key("enum", "earliest", "HDF5 file format, as h5py's libver: earliest "
                            "(h5py's default) or latest (as the DLIO benchmark writes; fewer "
                            "metadata reads per open)", ("earliest", "latest")),
@@ -136,8 +139,10 @@ SCHEMA = {
                       "(stream: TFRecord, pandas), NPZ members or NPY files as numpy.load "
                       "reads them (numpy: an NPY file's header through a buffered file, its "
                       "array through C stdio), or a file whole as an image decoder reads it: its header, then "
-                      "transfer_size requests through a buffered file (image: PIL)",
-                      ("sample", "stream", "numpy", "image")),
+                      "transfer_size requests through a buffered file (image: PIL), or a "
+                      "Parquet file as pyarrow reads it: the footer, then the row groups' column "
+                      "chunks (parquet: dataset.format=parquet's default)",
+                      ("sample", "stream", "numpy", "image", "parquet")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),

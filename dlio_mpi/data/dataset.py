@@ -60,7 +60,8 @@ def format_spec(cfg):
                        v.get("compression", "none"), float(v.get("fill", 1.0)))
                       for v in ds.volumes),
         volume_files=tuple(v.get("file", "") for v in ds.volumes)
-        if any(v.get("file") for v in ds.volumes) else ())
+        if any(v.get("file") for v in ds.volumes) else (),
+        row_group_rows=ds.parquet_row_group_size)
 
 
 class _LoggedFile:

@@ -11,12 +11,13 @@ emulator asks of the format, instead of comparing its name) and
     sample_value(spec, file_index, sample_index)        what the format's real reader returns
 raw, tfrecord, npy and csv also have layout(spec, file_index): the index, computed without I/O.
 The functions here dispatch on spec.format."""
-from dlio_mpi.formats import (content, csvtext, hdf5, indexed_binary, jpeg, npy, npz, png, raw,
-                              tfrecord)
+from dlio_mpi.formats import (content, csvtext, hdf5, indexed_binary, jpeg, npy, npz, parquet,
+                              png, raw, tfrecord)
 from dlio_mpi.formats.ranges import cut_ranges
 from dlio_mpi.formats.spec import FORMATS, FileIndex, FormatError, FormatSpec
 
-MODULES = {m.NAME: m for m in (raw, npy, npz, tfrecord, hdf5, csvtext, jpeg, png, indexed_binary)}
+MODULES = {m.NAME: m for m in (raw, npy, npz, tfrecord, hdf5, csvtext, jpeg, png, indexed_binary,
+                               parquet)}
 # one module, two ways its application reads the samples
 MODULES[indexed_binary.MMAP_NAME] = indexed_binary
 assert set(MODULES) == set(FORMATS)

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 
 FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png", "indexed_binary",
-           "mmap_indexed_binary")
+           "mmap_indexed_binary", "parquet")
 COMPRESSIONS = {"raw": ("none",), "npy": ("none",), "tfrecord": ("none",), "csv": ("none",),
                 "npz": ("none", "zip"), "hdf5": ("none", "gzip", "lzf"), "jpeg": ("none",),
-                "png": ("none",), "indexed_binary": ("none",), "mmap_indexed_binary": ("none",)}
+                "png": ("none",), "indexed_binary": ("none",), "mmap_indexed_binary": ("none",),
+                "parquet": ("none",)}
 # formats whose sample is a square image: its size is a whole square of 8-bit pixels
 SQUARE_IMAGES = ("jpeg", "png")
 
@@ -57,6 +58,7 @@ class FormatSpec:
     # the file each volume is kept in: "" the dataset's file, else a companion file named
     # after it (formats/volumes.py companion); empty: every volume in the dataset's file
     volume_files: tuple = ()
+    row_group_rows: int = 0       # parquet: rows per row group (0: pyarrow's default)
 
     def __post_init__(self):
         def bad(key, what):

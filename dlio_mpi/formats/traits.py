@@ -32,7 +32,8 @@ class FormatTraits:
     companions       extensions of the files written beside each of its files (an index), named
                      as the file with its extension replaced
     mapped           its application reads samples out of a memory mapping of the file
-                     (io.interface=mmap unless one is given)"""
+                     (io.interface=mmap unless one is given)
+    access           the reader.access its library's reads need (its default), or None"""
     name: str
     extension: str
     library: str = None
@@ -50,6 +51,7 @@ class FormatTraits:
     decoder: str = None
     companions: tuple = ()
     mapped: bool = False
+    access: str = None
 
     @property
     def rows(self):

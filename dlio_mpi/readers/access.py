@@ -194,12 +194,13 @@ def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align
     return ReadPlan(first, files[live[fi]], offs, lens)
 
 
-def sample_reads(plan_samples, spf, ranges_of, per_sample=False):
+def sample_reads(plan_samples, spf, ranges_of, per_sample=False, per_file=False):
     """The ReadPlan of reads by sample: per step, each file's sample ranges in the batch's
     order of first appearance (ranges_of(file, local_samples) -> (offsets, lengths)), one read
     per range (the engines cut ranges into the transfer size). With per_sample, every sample
     is read on its own, in the batch's order, from a new open of its file (numpy.load of a
-    member, a loader that opens a file per sample)."""
+    member, a loader that opens a file per sample). With per_file, each file a step reads is
+    opened anew for its reads (pyarrow's ParquetFile per batch)."""
     first, fi, offs, lens, opens = [0], [], [], [], []
     for batch in plan_samples:
         f, loc = np.divmod(np.asarray(batch, np.int64), spf)
@@ -215,13 +216,13 @@ def sample_reads(plan_samples, spf, ranges_of, per_sample=False):
             offs.append(np.asarray(o, np.int64))
             lens.append(np.asarray(ln, np.int64))
             w = np.zeros(len(o), bool)
-            w[:1] = per_sample
+            w[:1] = per_sample or per_file
             opens.append(w)
             n += len(o)
         first.append(first[-1] + n)
     cat = (lambda parts, t=np.int64: np.concatenate(parts) if parts else np.zeros(0, t))
     return ReadPlan(np.asarray(first, np.int64), cat(fi), cat(offs), cat(lens),
-                    cat(opens, bool) if per_sample else None)
+                    cat(opens, bool) if per_sample or per_file else None)
 
 
 def pieces(offs, lens, xfer):

@@ -34,7 +34,7 @@ from dlio_mpi import engines, formats
 from dlio_mpi.readers import access
 from dlio_mpi.readers import epoch_requests
 from dlio_mpi.readers import numpy_reads
-from dlio_mpi.formats import png
+from dlio_mpi.formats import parquet, png
 from dlio_mpi.readers.prefetch import read_ahead_threads
 from dlio_mpi.readers.reader import Reader
 
@@ -58,6 +58,7 @@ class PatternReader(Reader):
         self.queue = self.ep = None     # the epoch's built requests (a stream read ahead)
         self.planned = False            # plan_epoch ran for the next start_epoch
         self._sizes = None              # a stream's files' sizes this epoch (file -> bytes)
+        self._parquet_meta = {}         # a Parquet file's footer metadata bytes (file -> bytes)
 
     def _ring(self):
         """Read-ahead sized for this epoch's plan: each thread reads into its own buffer of the
@@ -126,8 +127,12 @@ class PatternReader(Reader):
                                              self.cfg.reader.interleave)
         else:
             # numpy.load and an image decoder open the file for every sample they read
-            ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
-            self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
+            if self.access == "parquet":    # a batch opens each of its files (the footer)
+                self.reads = access.sample_reads(plan, self.data.spf, self._parquet_ranges,
+                                                 per_file=True)
+            else:
+                ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
+                self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
         self.k = 0
         if self.threads >= 1:
             self._ring()
@@ -190,6 +195,13 @@ class PatternReader(Reader):
             return numpy_reads.png_reads(size, tuple(png.idat_chunks(size)), self._blksize,
                                          self.xfer)
         return numpy_reads.image_reads(size, self._blksize, self.xfer)
+
+    def _parquet_ranges(self, f, local):
+        """pyarrow's reads of file f for the batch's samples `local` (formats/parquet)."""
+        meta = self._parquet_meta.get(f)
+        if meta is None:
+            meta = self._parquet_meta[f] = parquet.metadata_bytes(self.path(f))
+        return parquet.batch_reads(self.data.index(f), meta, local)
 
     def _whole_load(self, f):
         """(file_size, offsets, lengths) of a sample's load from a stacked or shot file."""

@@ -111,7 +111,7 @@ def test_sizes(text, value):
     (["dataset.record_length=12q"], "dataset.record_length='12q': expected a size"),
     (["train.computation_time=-1"], "train.computation_time=-1"),
     (["io.interface=posix_drect"], "(did you mean posix_direct?)"),
-    (["dataset.format=parquet"], "dataset.format='parquet': one of"),
+    (["dataset.format=orc"], "dataset.format='orc': one of"),
     (["io.interface=stdio", "reader.odirect=true"], "O_DIRECT is a POSIX open flag"),
     (["io.interface=mpiio_coll"], "collective I/O on one shared file"),
     (["io.interface=hdf5_coll", "dataset.format=npz"], "reads HDF5 files"),

@@ -357,7 +357,7 @@ def test_a_file_of_another_dataset_is_refused(tmp_path):
         formats.index_file(path, spec.replace(dtype="float32"))
 
 
-@pytest.mark.parametrize("key,value", [("format", "parquet"), ("samples_per_file", 0),
+@pytest.mark.parametrize("key,value", [("format", "orc"), ("samples_per_file", 0),
                                        ("record_length", -1), ("record_length_stdev", -2.0),
                                        ("seed", -1), ("compression", "gzip"),
                                        ("dtype", "object"), ("dataset", "a/b"),
