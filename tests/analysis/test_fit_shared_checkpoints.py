@@ -13,6 +13,8 @@ from analysis.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
 
 def test_mpiio_checkpoints_are_one_shared_file_written_collectively():
     t = TRUTH["mpiio_checkpoint_train"]["checkpoints"]

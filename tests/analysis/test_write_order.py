@@ -7,11 +7,8 @@ import os
 import pytest
 
 import analysis
-from analysis.characterize import characterize, load_job
-from analysis.read_order import write_order
+from analysis.characterize import characterize
 from analysis.replay import replay
-
-from fitted_runs import run_changed
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
@@ -55,32 +52,3 @@ def test_the_replay_writes_in_the_real_jobs_order(tmp_path):
     assert r.emulated["bytes_written"] == 4194304 and r.emulated["write_ops"] == 1024
     assert emulated.sequential_write_pct == pytest.approx(real.sequential_write_pct, abs=5)
     assert emulated.consecutive_write_pct == pytest.approx(real.consecutive_write_pct, abs=1)
-
-
-def test_compare_tells_writes_in_order_from_random_ones(tmp_path):
-    """compare's write_order: Darshan's sequential share of the writes at POSIX. The replay
-    that writes in the real job's random order has its share (within the 5 points above); one
-    that writes the same bytes in order (io.write_order left at its default) is 99.9 %
-    sequential against 48 %, and the structure gate holds its score under 0.6."""
-    right = replay(log("ior_random_write"), tmp_path / "replay").comparison
-    assert right.layer == "POSIX"
-    real, emulated = right.row("write_order")
-    assert 0.4 < real < 0.6 and emulated == pytest.approx(real, abs=0.05)
-    (tmp_path / "in_order").mkdir()
-
-    def in_order(w):
-        del w["io"]["write_order"]
-    wrong = run_changed("ior_random_write", tmp_path / "in_order", in_order)
-    assert wrong.row("write_order")[1] > 0.99
-    assert wrong.score < 0.6, wrong.table
-    assert right.score > wrong.score + 0.3
-
-
-@pytest.mark.parametrize("name", ["ior_mpiio_coll", "ior_hdf5_coll_segments",
-                                  "mpiio_checkpoint_train"])
-def test_the_order_of_collective_writes_comes_from_the_aggregators(name):
-    """Above POSIX a collective write's DXT_MPIIO offset is unknown (-1): the order is that of
-    the aggregators' POSIX writes inside each call, every rank's block written forward."""
-    job = load_job(log(name), dxt=True)
-    assert (job.dxt_segments["DXT_MPIIO"]["offset"] < 0).all()
-    assert write_order(job.dxt_segments, "MPI-IO") == 1.0
