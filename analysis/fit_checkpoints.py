@@ -218,6 +218,13 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
     if shared is not None:
         checkpoint.update(shared)
     else:
+        if all_ranks and any(len(f["ranks"]) > 1 for f in files):
+            # the emulator's POSIX checkpoints are a file per writer: a file every rank
+            # wrote is one file of rank 0's, as many files as the job's
+            all_ranks, checkpoint["writers"] = False, "rank0"
+            notes.append("checkpoint files written by several ranks each through POSIX: "
+                         "emulated by rank 0 writing each whole (checkpoint.format="
+                         "file_per_rank has a file per writer)")
         if files_per_writer > 1:
             notes.append(f"{files_per_writer} checkpoint files per writing rank: written as "
                          "one file of their total size (checkpoint.format=file_per_rank)")
