@@ -44,7 +44,11 @@ at POSIX (none for a job whose reads are all above it: unknown, left out); above
 order of the read calls is ``read_order`` (:mod:`analysis.read_order`: from the calls' own
 offsets, or for collective calls, whose DXT_MPIIO offsets are unknown, from the aggregators'
 POSIX reads inside them), part of the structure gate: in order against shuffled gives about
-0.5. The read start comes
+0.5. ``write_order`` is the order of the writes to the data and checkpoint files, also in the
+gate: at POSIX Darshan's sequential writes over writes (writes at random offsets, IOR's -z,
+make about half sequential; in order nearly all), above POSIX the same continuity of the
+write calls (a collective write's pieces from the aggregators' POSIX writes); unknown for a
+job without writes. The read start comes
 from DXT_MPIIO at MPI-IO and is unknown at HDF5 (Darshan traces no HDF5 calls). Interfaces are
 those seen from the layer up: at MPI-IO, the MPI-IO kinds and HDF5; at HDF5, "HDF5" and its
 driver by the H5F and H5D counters ("HDF5 through MPI-IO" from H5F_USE_MPIIO, "HDF5 collective"
@@ -68,10 +72,10 @@ which the jobs' counters leave out (:mod:`analysis.reused_descriptors`).
 Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
 similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
 by several ranks, the interfaces, the number of checkpoint files, the read order above
-POSIX). A job of the right volume but the wrong shape cannot score high: files shared by every
-rank where the real job's were each read by one (shared share 1 against 0) give 0; twice the
-files cap the score at 0.70; one interface of two at 0.5; no checkpoint where the real job wrote
-some gives 0. The
+POSIX, the write order). A job of the right volume but the wrong shape cannot score high:
+files shared by every rank where the real job's were each read by one (shared share 1 against
+0) give 0; twice the files cap the score at 0.70; one interface of two at 0.5; no checkpoint
+where the real job wrote some gives 0; writes in order against random ones about 0.5. The
 table's row ``structure_gate`` holds the gate.
 """
 
@@ -88,7 +92,7 @@ from .layers import job_layer, parts_at
 from .layers import rank as layer_rank
 from .module_metrics import file_counts, io_time, rank_balance
 from .oplog import MMAP_MARK
-from .read_order import read_order
+from .read_order import read_order, write_order
 from .reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 # (metric, kind, weight, description)
@@ -124,12 +128,15 @@ METRICS = (
     ("read_order", "fraction", 1.0, "MPI-IO and HDF5: share of the read calls that move "
      "their lane of the file forward (analysis.read_order; at POSIX the sequential counters "
      "tell)"),
+    ("write_order", "fraction", 1.0, "share of the writes to the data and checkpoint files "
+     "that move forward: POSIX sequential writes / writes at POSIX, above it the write calls' "
+     "continuity (analysis.read_order.write_order)"),
 )
 # the traces early_read_fraction is taken from, by the layer compared (none of HDF5)
 DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
                   "HDF5": ()}
 STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files",
-             "read_order")
+             "read_order", "write_order")
 # added to both shares of run time before their ratio (module docstring)
 SHARE_FLOOR = 0.01
 
@@ -221,7 +228,16 @@ def profile(c, layer="POSIX"):
         "checkpoint_files": _checkpoint_files(parts, c.roles),
         "read_order": None if layer == "POSIX" else read_order(
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
+        "write_order": _posix_write_order(posix) if layer == "POSIX" else write_order(
+            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
     }
+
+
+def _posix_write_order(posix):
+    """Darshan's sequential writes over the writes of the POSIX parts (None without
+    writes)."""
+    writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in posix)
+    return _fraction(posix, "seq_writes", writes)
 
 
 def _checkpoint_files(parts, roles):

@@ -204,7 +204,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         record = max(4, record - record % 4)
     spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
 
-    interface = _interface(char, fmt, layout, data, job, notes)
+    interface = _interface(fmt, layout, data, job, notes)
     shuffle, forward = _shuffle(trace, basis, reading,
                                 transfer if fmt == "hdf5" and share >= DOMINANT_SHARE else None)
     evidence["forward_jump_share"] = forward

@@ -14,6 +14,7 @@ from .dxt_metrics import EARLY_PERIOD
 from .file_roles import file_roles
 from .files import file_format
 from .fit_patterns import FRAMING
+from .layers import dataset_file
 from .oplog_records import sequential_flags
 from .read_order import read_order
 
@@ -327,8 +328,39 @@ def _record_order(trace):
     return key[order], order
 
 
-def _interface(char, fmt, layout, data, job, notes):
-    interfaces = set(char.interfaces)
+def _data_interfaces(job, data):
+    """The interfaces the data files were read (or written) through, as characterize names
+    them, without those of the job's other files (a checkpoint written through MPI-IO or HDF5
+    says nothing of how the data was read)."""
+    ids = set(int(i) for i in data.index)
+    names = set(data["name"]) if "name" in data else {job.names.get(i, "") for i in ids}
+    used = set()
+    mpiio = job.records.get("MPI-IO")
+    if mpiio is not None and not mpiio.empty:
+        mine = mpiio[mpiio["id"].isin(list(ids))]
+        for kind in ("independent", "collective"):
+            if sum(int(mine[c].clip(lower=0).sum())
+                   for c in SPECS["MPI-IO"].ops[f"{kind}_reads"]
+                   + SPECS["MPI-IO"].ops[f"{kind}_writes"] if c in mine):
+                used.add(f"MPI-IO {kind}")
+    for module in ("H5F", "H5D"):
+        frame = job.records.get(module)
+        if frame is None or frame.empty:
+            continue
+        mine = frame[[dataset_file(job.names.get(int(i), "")) in names for i in frame["id"]]]
+        if mine.empty:
+            continue
+        used.add("HDF5")
+        # a source that observed the files from HDF5 down (an op log) holds no MPI-IO
+        # records of them: libhdf5's MPI-IO driver, collective where H5D says so
+        if module == "H5D" and any(job.layers.get(i) == "HDF5" for i in ids):
+            collective = int(mine["H5D_USE_MPIIO_COLLECTIVE"].max()) > 0
+            used.add("MPI-IO collective" if collective else "MPI-IO independent")
+    return used
+
+
+def _interface(fmt, layout, data, job, notes):
+    interfaces = _data_interfaces(job, data)
     collective = "MPI-IO collective" in interfaces
     independent = "MPI-IO independent" in interfaces
     hdf5 = "HDF5" in interfaces or fmt == "hdf5"

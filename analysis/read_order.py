@@ -1,5 +1,7 @@
 """The order of a job's data reads above POSIX: whether its MPI-IO or HDF5 read calls take the
-data in order, call after call, or jump about (a shuffled sample order).
+data in order, call after call, or jump about (a shuffled sample order). ``write_order`` is
+the same measure of the write calls (data and checkpoint files written in order, or at random
+offsets as IOR's -z writes).
 
 Darshan's sequential and consecutive counters are POSIX's; above POSIX the order must come
 from the traces. A collective call's DXT_MPIIO segment carries no offset (-1): each rank's
@@ -100,38 +102,48 @@ def read_order(segments, layer, ids=None, names=None):
     all when None; with ``names``, record id -> name, also the datasets in those files, as
     an op log's H5D trace names them); None when the traces cannot show it (no trace of the layer, collective
     calls without an aggregators' POSIX trace, fewer than two calls per file)."""
+    return call_order(segments, layer, ids, names, "read")
+
+
+def write_order(segments, layer, ids=None, names=None):
+    """The continuity share of the write calls, as :func:`read_order` of the reads."""
+    return call_order(segments, layer, ids, names, "write")
+
+
+def call_order(segments, layer, ids, names, op):
+    """The continuity share of the calls of ``op`` ("read" or "write"): see read_order."""
     frame = (segments or {}).get(TRACES.get(layer, ""))
     if frame is None and layer == "HDF5":
         frame = (segments or {}).get("DXT_MPIIO")       # libhdf5's MPI-IO calls beneath
     if frame is None or frame.empty:
         return None
-    reads = frame[frame["op"] == "read"]
+    calls = frame[frame["op"] == op]
     if ids is not None:
         ids = set(ids)
         if names:
             files = {names.get(i) for i in ids}
-            ids |= {int(i) for i in reads["id"].unique()
+            ids |= {int(i) for i in calls["id"].unique()
                     if dataset_file(names.get(int(i), "")) in files}
-        reads = reads[reads["id"].isin(list(ids))]
+        calls = calls[calls["id"].isin(list(ids))]
     posix = (segments or {}).get("DXT_POSIX")
     if posix is not None:
-        posix = posix[posix["op"] == "read"]
+        posix = posix[posix["op"] == op]
     continued = total = 0
-    for fid, calls_of_file in reads.groupby("id", sort=False):
+    for fid, calls_of_file in calls.groupby("id", sort=False):
         blind = calls_of_file["offset"] < 0
         if blind.any():
             if posix is None:
                 continue
             blind_calls = calls_of_file[blind]
             # the data calls: those of the size that moves the most bytes (libhdf5's own
-            # metadata reads beneath an H5Fopen are small, some on one rank only)
+            # metadata calls beneath an H5Fopen are small, some on one rank only)
             moved = blind_calls.groupby("length")["length"].sum()
             data_calls = blind_calls[blind_calls["length"] == moved.idxmax()]
-            calls = _windowed_calls(data_calls, posix[posix["id"] == fid])
+            pieces = _windowed_calls(data_calls, posix[posix["id"] == fid])
         else:
-            calls = _ranked_calls(calls_of_file)
-        if calls is None:
+            pieces = _ranked_calls(calls_of_file)
+        if pieces is None:
             continue
-        c, t = continuity(calls)
+        c, t = continuity(pieces)
         continued, total = continued + c, total + t
     return continued / total if total else None

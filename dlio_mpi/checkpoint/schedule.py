@@ -80,7 +80,8 @@ def make(cfg, comm, log):
     c = Checkpointer(
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
         sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log,
-        record=True)
+        record=True, **({"chunk": ck.collective_transfer_size}
+                        if ck.format in ("mpiio", "hdf5") else {}))
 
     def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)
         mark_stopped(cfg, "failed", message, rank=comm.Get_rank())

@@ -280,7 +280,8 @@ def epoch_plan_bytes(cfg, world):
 
 def checkpoint_bytes(cfg, world, rank):
     """checkpoint.writer.Checkpointer: its reused buffer of the largest engine call (a 64 MiB
-    chunk rounded up to checkpoint.transfer_size, at most the rank's share; four_files: its
+    chunk rounded up to checkpoint.transfer_size, checkpoint.collective_transfer_size for the
+    shared formats, at most the rank's share; four_files: its
     largest file), a second one to verify reads, the content's 1 MiB tile; ROMIO's
     collective buffer for the shared formats."""
     from dlio_mpi.checkpoint import schedule
@@ -293,8 +294,10 @@ def checkpoint_bytes(cfg, world, rank):
         largest = max(s for _, s in FOUR_FILES)
     else:
         share = size.rank_bytes(rank) if hasattr(size, "rank_bytes") else int(size)
-        chunk = _up(CHECKPOINT_CHUNK, ck.transfer_size) if ck.format == "file_per_rank" \
-            else CHECKPOINT_CHUNK
+        if ck.format == "file_per_rank":
+            chunk = _up(CHECKPOINT_CHUNK, ck.transfer_size)
+        else:
+            chunk = ck.collective_transfer_size
         largest = min(chunk, share)
     buffers = 2 if ck.verify and not cfg.workflow.train else 1
     total = buffers * (max(largest, 1) + PAGE) + TILE

@@ -226,6 +226,8 @@ SCHEMA = {
                       ("none", "llama3_8b", "llama3_70b", "llama3_405b", "llama3_1t")),
         "odirect": Key("bool", False, "write and read file_per_rank checkpoints with O_DIRECT"),
         "transfer_size": Key("size", 1 << 20, "bytes per write/read call", minimum=1),
+        "collective_transfer_size": Key("size", 64 << 20, "mpiio and hdf5 formats: bytes a "
+                                        "rank moves per collective call", minimum=1),
         "verify": Key("bool", False, "verify content when reading checkpoints back"),
         "optimizer_multiplier": Key("float", 0.0, "model_size_bytes checkpoints: optimizer "
                                     "state as a multiple of the model's bytes", minimum=0.0),

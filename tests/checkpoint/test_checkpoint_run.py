@@ -177,3 +177,26 @@ def test_read_only_run_reads_an_earlier_runs_checkpoint(tmp_path, fmt):
     p, _ = run(tmp_path, 2, *common, "checkpoint.num_checkpoints_write=0",
                "checkpoint.num_checkpoints_read=1", check=False)
     assert p.returncode != 0 and "does not exist" in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("fmt,layer,module", [("mpiio", "MPI-IO", "MPI-IO"),
+                                              ("hdf5", "HDF5", "H5D")])
+def test_collective_transfer_size_is_a_ranks_bytes_per_collective_call(tmp_path, fmt, layer,
+                                                                       module):
+    """A 2 MiB checkpoint of 2 writers in calls of 256 KiB: 4 collective calls a rank (the
+    default, 64 MiB, would make one), each rank's 1 MiB in its file."""
+    from analysis.characterize import characterize
+    from analysis.layers import parts_at
+
+    run(tmp_path, 2, "workflow.checkpoint=true", f"checkpoint.format={fmt}",
+        "model.model_size_bytes=2m", "checkpoint.writers=all",
+        "checkpoint.collective_transfer_size=256k", "train.epochs=1",
+        "train.computation_time=0", "io.keep_oplog=true")
+    c = characterize(str(tmp_path / "o"))
+    parts, _ = parts_at(c.records, c.names, c.layers, layer)
+    frame = next(f for spec, f in parts if spec.name == module)
+    ids = [i for i, role in c.roles.items() if role == "checkpoint"]
+    mine = frame[frame["id"].isin(ids)]
+    column = "MPIIO_COLL_WRITES" if module == "MPI-IO" else "H5D_WRITES"
+    assert int(mine[column].sum()) == 2 * 4
+    assert len(checkpoint_files(tmp_path / "c")) == 1
