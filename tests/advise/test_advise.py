@@ -188,11 +188,14 @@ def test_bad_options_are_usage_errors(tmp_path):
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
 
 
+@pytest.mark.timeout(600)
 def test_the_paper_study_at_small_scale(tmp_path):
     """advise --paper on CosmicTagger within a budget: its chunk-size and compression
     settings each measured against the shipped one, as the paper's case-study table."""
+    # a budget that leaves room for the calibration's runs on a busy machine: the rounds end
+    # once every spread has settled, so a quiet machine does not spend it all
     p = dlio(2, "advise", "--paper", "--apps", "cosmic_tagger", "--out", tmp_path, "--budget",
-             60, timeout=300)
+             150, timeout=450)
     study = last_json(p)
     app = study["apps"]["cosmic_tagger"]
     assert 0 < app["io_share"] < 1 and app["computation_time"] > 0
