@@ -358,3 +358,28 @@ def _search_done(doc):
                    f"host already fall under the AU threshold of "
                    f"{doc['au_threshold_percentage']:g} %")
     click.echo(f"search: {doc['folder']}/search.json")
+
+
+@acceptance.command()
+@click.argument("results", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="folder for report.json, report.html and report_runs.png (default: RESULTS)")
+def report(results, out_dir):
+    """HTML and JSON over everything in the results folder RESULTS: the system the runs ran
+    on, each procedure's rule table, every run's AU and throughput (a figure), the
+    accelerators each search found, the checkpoint figures."""
+    from dlio_mpi.acceptance import report as gathering
+    from dlio_mpi.acceptance import report_page
+
+    try:
+        doc = gathering.gather(results)
+    except rules.AcceptanceError as e:
+        _refuse(str(e))
+    try:
+        written = report_page.write(doc, out_dir or results)
+    except OSError as e:
+        click.echo(f"dlio_mpi: acceptance report: {e.filename or out_dir}: {e.strerror}",
+                   err=True)
+        sys.exit(1)
+    for path in written:
+        click.echo(path)
