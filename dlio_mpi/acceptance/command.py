@@ -36,8 +36,9 @@ def _positive(name, value):
 def acceptance():
     """Storage acceptance as MLPerf Storage defines it: size the dataset (datasize), make it
     once (datagen), then a warm-up and five runs judged against the workload's AU threshold
-    and the rules (run). Workloads: unet3d, resnet50, cosmoflow. Checkpointing of the llama3
-    models: writes, the page cache dropped, reads (checkpoint)."""
+    and the rules (run), the most accelerators a host sustains (search). Workloads: unet3d,
+    resnet50, cosmoflow. Checkpointing of the llama3 models: writes, the page cache dropped,
+    reads (checkpoint). HTML and JSON over a results folder (report)."""
 
 
 overrides_argument = click.argument("overrides", nargs=-1)
