@@ -1,4 +1,4 @@
-"""python -m dlio_mpi acceptance: datasize, datagen, run, checkpoint."""
+"""python -m dlio_mpi acceptance: datasize, datagen, run, search, checkpoint, report."""
 import json
 import sys
 
@@ -36,8 +36,9 @@ def _positive(name, value):
 def acceptance():
     """Storage acceptance as MLPerf Storage defines it: size the dataset (datasize), make it
     once (datagen), then a warm-up and five runs judged against the workload's AU threshold
-    and the rules (run). Workloads: unet3d, resnet50, cosmoflow. Checkpointing of the llama3
-    models: writes, the page cache dropped, reads (checkpoint)."""
+    and the rules (run), the most accelerators a host sustains (search). Workloads: unet3d,
+    resnet50, cosmoflow. Checkpointing of the llama3 models: writes, the page cache dropped,
+    reads (checkpoint). HTML and JSON over a results folder (report)."""
 
 
 overrides_argument = click.argument("overrides", nargs=-1)
@@ -223,3 +224,163 @@ def checkpoint(model, mode, results, num_checkpoints, clear_cache, verbose, quie
         for line in checkpointing.lines(doc):
             click.echo(line)
         click.echo(f"result: {doc['folder']}/result.json")
+
+
+@acceptance.command(context_settings={"ignore_unknown_options": True})
+@click.argument("workload")
+@results_option
+@click.option("--min", "low", type=int, default=1, show_default=True,
+              help="fewest accelerators per host tried")
+@click.option("--max", "high", type=int, default=None,
+              help="most accelerators per host tried (default: this host's CPUs; inside an "
+              "allocation, the fewest processes it has on one host)")
+@click.option("--repeats", type=int, default=3, show_default=True,
+              help="runs of each count; a majority at or above the AU threshold passes it")
+@click.option("--launcher", default=None,
+              help="launcher command the runs are started with (default: mpiexec from "
+              "PATH), e.g. 'mpiexec --hostfile H --map-by node'")
+@click.option("--hosts", type=int, default=1, show_default=True,
+              help="client hosts the launcher spreads each run over, the same count on each")
+@click.option("--host-memory-gib", type=float, default=None,
+              help="memory of each host, GiB, for the dataset's rule (default: this host's "
+              "MemTotal)")
+@click.option("--inside-allocation", is_flag=True,
+              help="run under mpiexec on the whole allocation: each run uses the first N "
+              "processes of every host, the others wait")
+@click.option("--timeout", type=float, default=3600.0, show_default=True,
+              help="seconds a launched run may take before it is ended")
+@undersized_option
+@click.option("--seed", type=int, default=None,
+              help="train.seed of each count's first repeat (repeat k: seed + k - 1)")
+@_verbosity
+@overrides_argument
+def search(workload, results, low, high, repeats, launcher, hosts, host_memory_gib,
+           inside_allocation, timeout, allow_undersized_dataset, seed, verbose, quiet,
+           overrides):
+    """The largest number of emulated accelerators per host whose runs keep the workload's AU
+    at or above its threshold, over the dataset datagen made: the count doubled from --min,
+    then bisected, each count run --repeats times, a majority deciding. Each run is launched
+    with --launcher, or, with --inside-allocation, made of the processes the command started
+    on. search.json in results/training/WORKLOAD/search/latest/. Exit status 0 when a count
+    passes, 3 when --min does not."""
+    from dlio_mpi.acceptance import search as searching
+
+    if inside_allocation:
+        given = [name for name, value in (("--launcher", launcher), ("--hosts", hosts != 1),
+                                          ("--host-memory-gib", host_memory_gib),
+                                          ("--timeout", timeout != 3600.0)) if value]
+        if given:
+            _refuse(f"{given[0]} is for a launched search: --inside-allocation runs on the "
+                    "processes and hosts it was started with")
+        _search_inside_allocation(searching, workload, results, low, high, repeats,
+                                  allow_undersized_dataset, seed, verbose, quiet, overrides)
+        return
+    _positive("--hosts", hosts)
+    memory = _memory_bytes(host_memory_gib)
+    if high is None:
+        import os
+
+        high = os.cpu_count() or 1
+    try:
+        recorded = searching.check_launcher(launcher)
+        p = searching.plan(workload, results, overrides, low=low, high=high, repeats=repeats,
+                           hosts=hosts, host_memory_bytes=hosts * memory,
+                           allow_undersized=allow_undersized_dataset, seed=seed)
+    except rules.AcceptanceError as e:
+        _refuse(str(e))
+    from analysis.launch import Interrupted as LaunchInterrupted
+
+    try:
+        doc = searching.search(p, searching.launched_runs(p, launcher, timeout),
+                               mode="launched", launcher=recorded,
+                               say=lambda line: click.echo(line))
+    except searching.SearchFailed as e:
+        click.echo(f"dlio_mpi: {e}", err=True)
+        sys.exit(1)
+    except LaunchInterrupted as e:
+        click.echo(f"dlio_mpi: acceptance search {workload}: {e}; the counts tried are kept "
+                   f"in {p['folder']}/{searching.SEARCH}", err=True)
+        sys.exit(128 + e.signum)
+    _search_done(doc)
+    if not doc["accelerators_per_host"]:
+        sys.exit(AU_FAIL)
+
+
+def _search_inside_allocation(searching, workload, results, low, high, repeats,
+                              allow_undersized, seed, verbose, quiet, overrides):
+    from dlio_mpi.run import facts as run_facts
+
+    comm = _mpi()
+    _say(comm, verbose, quiet)
+    rank = comm.Get_rank()
+    hosts, fewest, per_host = searching.allocation_hosts(comm)
+    memory = sum(h[2] for h in run_facts.host_figures(comm))
+    if high is None:
+        high = fewest
+    error = p = None
+    if high > fewest:
+        error = (f"--max {high}: the allocation has {fewest} processes on its smallest host "
+                 f"({', '.join(f'{name}: {n}' for name, n in per_host)})")
+    elif rank == 0:
+        try:
+            p = searching.plan(workload, results, overrides, low=low, high=high,
+                               repeats=repeats, hosts=hosts, host_memory_bytes=memory,
+                               allow_undersized=allow_undersized, seed=seed)
+        except rules.AcceptanceError as e:
+            error = str(e)
+    error, p = comm.bcast((error, p), root=0)
+    if error:
+        _refuse(error, rank)
+    try:
+        doc = searching.search(p, searching.allocation_runs(p, comm), mode="inside allocation",
+                               say=lambda line: click.echo(line), write=rank == 0)
+    except Interrupted as e:
+        if rank == 0 and not getattr(e, "after_failure", False):
+            click.echo(f"dlio_mpi: acceptance search {workload}: {getattr(e, 'run', 'a run')} "
+                       f"stopped by {e}; the counts tried are kept", err=True)
+        sys.exit(128 + e.signum)
+    except Exception as e:
+        _fail(comm, e)
+    if rank == 0:
+        _search_done(doc)
+    if not doc["accelerators_per_host"]:
+        sys.exit(AU_FAIL)
+
+
+def _search_done(doc):
+    """The answer on the console."""
+    n = doc["accelerators_per_host"]
+    if n:
+        click.echo(f"{doc['workload']}: {n} accelerators per host ({doc['accelerators']} in "
+                   f"all) keep the AU at or above {doc['au_threshold_percentage']:g} %"
+                   + (" (the most tried: --max)" if doc["at_max"] else ""))
+    else:
+        click.echo(f"{doc['workload']}: {doc['min_accelerators_per_host']} accelerators per "
+                   f"host already fall under the AU threshold of "
+                   f"{doc['au_threshold_percentage']:g} %")
+    click.echo(f"search: {doc['folder']}/search.json")
+
+
+@acceptance.command()
+@click.argument("results", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="folder for report.json, report.html and report_runs.png (default: RESULTS)")
+def report(results, out_dir):
+    """HTML and JSON over everything in the results folder RESULTS: the system the runs ran
+    on, each procedure's rule table, every run's AU and throughput (a figure), the
+    accelerators each search found, the checkpoint figures."""
+    from dlio_mpi.acceptance import report as gathering
+    from dlio_mpi.acceptance import report_page
+
+    try:
+        doc = gathering.gather(results)
+    except rules.AcceptanceError as e:
+        _refuse(str(e))
+    try:
+        written = report_page.write(doc, out_dir or results)
+    except OSError as e:
+        click.echo(f"dlio_mpi: acceptance report: {e.filename or out_dir}: {e.strerror}",
+                   err=True)
+        sys.exit(1)
+    for path in written:
+        click.echo(path)

@@ -17,6 +17,44 @@ def undersized_line(files, m, flag):
             "not compliant)")
 
 
+def _dataset_ready(cfg, results, workload):
+    """The dataset in the data folder is the one cfg reads, and complete."""
+    data = cfg.dataset.data_folder
+    try:
+        have = datagen.load_manifest(data)
+    except datagen.ManifestError as e:
+        raise AcceptanceError(str(e)) from None
+    again = f"python -m dlio_mpi acceptance datagen {workload} --results {results}"
+    if have is None:
+        raise AcceptanceError(f"{data} holds no dataset: make it first ({again})")
+    if datagen.description(have) != datagen.manifest_for(cfg):
+        raise AcceptanceError(f"{data} holds another dataset than the one these settings read "
+                              "(overrides that change the dataset differ from datagen's)")
+    if datagen.in_progress(have):
+        raise AcceptanceError(f"{data}: the dataset's generation did not finish: run "
+                              f"{again} again")
+
+
+def dataset_config(workload, results, user_overrides):
+    """(base overrides, configuration) of the runs over the dataset datagen made in results,
+    the user's overrides applied; AcceptanceError when the folder holds no such dataset."""
+    marker = results_folder.read_marker(results)
+    if marker is None:
+        raise AcceptanceError(
+            f"results folder {results} holds no acceptance dataset ({results_folder.MARKER}): "
+            f"make it first (python -m dlio_mpi acceptance datagen {workload} --results "
+            f"{results})")
+    results_folder.check_owner(results, workload, marker)
+    dataset = marker.get("dataset") or {}
+    base = configs.base(workload, results, marker.get("overrides", []),
+                        sized=(dataset.get("num_files_train"),
+                               dataset.get("num_subfolders_train")))
+    base += list(user_overrides)
+    cfg = configs.load(base)
+    _dataset_ready(cfg, results, workload)
+    return base, cfg, marker
+
+
 def _claim(results, workload, user_overrides, cfg, m, started):
     """Rank 0: the results folder taken for this procedure (its marker written), the
     generation's folder made; returns (marker, folder)."""

@@ -8,13 +8,12 @@ import time
 
 from dlio_mpi.run import collective
 from dlio_mpi.config import loader as config
-from dlio_mpi.data import generation as datagen
 from dlio_mpi.run import outputs
 from dlio_mpi.run import facts as run_facts
 from dlio_mpi.run import job as runner
 from dlio_mpi.run import status as run_status
 from dlio_mpi.acceptance import compliance, configs, datasize, result, results_folder, rules
-from dlio_mpi.acceptance.generation import undersized_line
+from dlio_mpi.acceptance.generation import dataset_config, undersized_line
 from dlio_mpi.acceptance.rules import AcceptanceError
 from dlio_mpi.run.exits import Interrupted, _error_line
 
@@ -27,40 +26,9 @@ class RunFailed(RuntimeError):
         self.rank = rank
 
 
-def _dataset_ready(cfg, results, workload):
-    """The dataset in the data folder is the one cfg reads, and complete."""
-    data = cfg.dataset.data_folder
-    try:
-        have = datagen.load_manifest(data)
-    except datagen.ManifestError as e:
-        raise AcceptanceError(str(e)) from None
-    again = f"python -m dlio_mpi acceptance datagen {workload} --results {results}"
-    if have is None:
-        raise AcceptanceError(f"{data} holds no dataset: make it first ({again})")
-    if datagen.description(have) != datagen.manifest_for(cfg):
-        raise AcceptanceError(f"{data} holds another dataset than the one these settings read "
-                              "(overrides that change the dataset differ from datagen's)")
-    if datagen.in_progress(have):
-        raise AcceptanceError(f"{data}: the dataset's generation did not finish: run "
-                              f"{again} again")
-
-
 def _plan(workload, results, user_overrides, *, ranks, hosts, runs, allow_undersized, seed):
     """Rank 0: everything checked, the procedure's folder made. Returns the plan."""
-    marker = results_folder.read_marker(results)
-    if marker is None:
-        raise AcceptanceError(
-            f"results folder {results} holds no acceptance dataset ({results_folder.MARKER}): "
-            f"make it first (python -m dlio_mpi acceptance datagen {workload} --results "
-            f"{results})")
-    results_folder.check_owner(results, workload, marker)
-    dataset = marker.get("dataset") or {}
-    base = configs.base(workload, results, marker.get("overrides", []),
-                        sized=(dataset.get("num_files_train"),
-                               dataset.get("num_subfolders_train")))
-    base += list(user_overrides)
-    cfg = configs.load(base)
-    _dataset_ready(cfg, results, workload)
+    base, cfg, marker = dataset_config(workload, results, user_overrides)
     m = datasize.minimum(record_length=cfg.dataset.record_length,
                          samples_per_file=cfg.dataset.num_samples_per_file,
                          batch_size=cfg.reader.batch_size, hosts=len(hosts), accelerators=ranks,
@@ -79,7 +47,7 @@ def _plan(workload, results, user_overrides, *, ranks, hosts, runs, allow_unders
             "runs": [(name, s, os.path.join(folder, name)) for name, s in steps]}
 
 
-def _one_run(name, cfg, overrides, comm, workload):
+def one_run(name, cfg, overrides, comm, workload):
     """One run; its failure as an error that names the run (and the rank)."""
     try:
         return runner.run(cfg, comm, overrides=overrides)
@@ -138,7 +106,7 @@ def run(workload, results, user_overrides, comm, *, runs=rules.RUNS, allow_under
         cfg = configs.load(overrides)
         if rank == 0:
             say(f"acceptance {workload}: {name}, train.seed={run_seed}, in {out}")
-        summary = _one_run(name, cfg, overrides, comm, workload)
+        summary = one_run(name, cfg, overrides, comm, workload)
         if rank == 0:
             folder = os.path.relpath(os.path.realpath(outputs.results_folder(out)),
                                      plan["folder"])
