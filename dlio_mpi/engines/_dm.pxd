@@ -96,9 +96,6 @@ cdef extern from "dm.h" nogil:
     int dm_uring_open(dm_uring *h, const char *path, int flags, int depth, int32_t file_id,
                       dm_oplog *log, dm_err *e)
     int dm_uring_close(dm_uring *h, dm_err *e)
-    int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *len,
-                        int64_t xfer, char *buf, int discard, int writing, int64_t *got,
-                        int exact, int64_t *total, dm_err *e)
 
     ctypedef struct FILE
     ctypedef struct dm_stdio:
@@ -165,9 +162,52 @@ cdef extern from "dm.h" nogil:
     void dm_inflight_wait(dm_inflight *c)
     uint32_t dm_inflight_count(const dm_inflight *c)
 
+    ctypedef struct dm_open_args:
+        const char *path
+        int flags
+        int32_t file_id
+        dm_oplog *log
+        MPI_Comm comm
+        int nhints
+        const char *const *keys
+        const char *const *vals
+        int mmap_mode
+        int advice
+        size_t bufsize
+        int depth
+        const char *dataset
+        int driver
+        int collective
+        int ndims
+        const hsize_t *dims
+        hsize_t chunk_rows
+        int latest
+        int exclusive
+
+    ctypedef struct dm_io:
+        int op
+        size_t n
+        const int64_t *off
+        const int64_t *len
+        char *buf
+        int64_t xfer
+        int discard
+        int exact
+        int64_t *got
+        int64_t total
+        void *state
+
     ctypedef struct dm_engine_ops:
         const char *name
+        int close_when_freed
+        int (*open)(void *h, const dm_open_args *a, dm_err *e) noexcept nogil
+        int (*close)(void *h, dm_err *e) noexcept nogil
+        int (*size)(void *h, int64_t *size, dm_err *e) noexcept nogil
+        int (*sync)(void *h, int data_only, dm_err *e) noexcept nogil
+        int (*submit)(const dm_engine_ops *ops, void *h, dm_io *io, dm_err *e) noexcept nogil
+        int (*complete)(void *h, dm_io *io, dm_err *e) noexcept nogil
         dm_inflight *(*inflight)(void *h) noexcept nogil
+    int dm_engine_io(const dm_engine_ops *ops, void *h, dm_io *io, dm_err *e)
     const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops, dm_uring_ops
 
     ctypedef struct dm_readahead
