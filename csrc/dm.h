@@ -286,13 +286,8 @@ int dm_uring_available(void);
 int dm_uring_open(dm_uring *h, const char *path, int flags, int depth, int32_t file_id,
                   dm_oplog *log, dm_err *e);
 int dm_uring_close(dm_uring *h, dm_err *e);
-/* n ranges packed one after another in buf (with discard every transfer at buf), cut into
- * transfers of at most xfer bytes (0: a range in one), read (writing: written) with up to depth
- * in flight; got[i] (if not NULL) the bytes of range i; with exact a read range cut short by
- * the end of the file is a DM_EOF error; *total the bytes moved. */
-int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    char *buf, int discard, int writing, int64_t *got, int exact,
-                    int64_t *total, dm_err *e);
+/* Its reads and writes go through dm_uring_ops: submit queues up to depth transfers on the
+ * ring, complete hands them to the kernel, reaps their completions and queues the rest. */
 
 /* ------------------------------------------------------------------ MPI-IO */
 typedef struct {
@@ -390,38 +385,109 @@ void dm_h5_lock(void);
 void dm_h5_unlock(void);
 
 /* ------------------------------------------------------------------ engine table */
-/* One struct of read operations per engine (engine_table.c), in the manner of IOR's backends:
- * whoever holds a handle of any engine (read-ahead threads) reads it through its table, with
- * the op log and the errors the engine itself keeps. */
+/* How a file is opened, whatever its engine: each engine reads the fields it knows (zero the
+ * rest). */
+typedef struct {
+    const char *path;
+    int flags;                  /* DM_O_* */
+    int32_t file_id;
+    dm_oplog *log;
+    MPI_Comm comm;              /* MPI-IO, and HDF5 through the MPI-IO driver */
+    int nhints;                 /* MPI_Info hints of MPI-IO and of HDF5's MPI-IO driver */
+    const char *const *keys;
+    const char *const *vals;
+    int mmap_mode;              /* POSIX: reads are copies out of a mapping */
+    int advice;                 /* POSIX: a POSIX_FADV_* value for the whole file, or
+                                 * DM_ADV_NONE */
+    size_t bufsize;             /* STDIO: the stream's buffer, 0 the C library's */
+    int depth;                  /* io_uring: transfers in flight */
+    const char *dataset;        /* HDF5: the dataset, the file driver (DM_H5_*), and whether */
+    int driver;                 /* its transfers are collective */
+    int collective;
+    int ndims;                  /* HDF5: > 0 creates the file with a dataset of dims (see */
+    const hsize_t *dims;        /* dm_h5_create) */
+    hsize_t chunk_rows;
+    int latest;
+    int exclusive;
+} dm_open_args;
+
+/* One read or write through an engine: n ranges (HDF5: rows, off the first and len the count
+ * of each) packed one after another in buf, cut into transfers of at most xfer bytes where the
+ * engine cuts (0: a range in one). The engine sets total, and got where asked. */
+typedef struct {
+    int op;                     /* DM_OP_READ or DM_OP_WRITE */
+    size_t n;
+    const int64_t *off;
+    const int64_t *len;
+    char *buf;
+    int64_t xfer;
+    int discard;                /* reads: the bytes are not kept; an engine of byte ranges puts
+                                 * every transfer at buf (a buffer of one transfer) */
+    int exact;                  /* reads: a range cut short by the end of the file is DM_EOF */
+    int64_t *got;               /* reads: the bytes of each range, or NULL */
+    int64_t total;              /* bytes moved (a read: short at the end of the file) */
+    void *state;                /* an asynchronous engine's request between submit and
+                                 * complete */
+} dm_io;
+
+/* One struct of operations per engine, in the manner of IOR's backends and fio's ioengine_ops:
+ * the handles' base class (dlio_mpi/engines/_handle.pxi) opens, closes, sizes, syncs, reads and
+ * writes any engine's file through its table, and read-ahead threads read through it. A read or
+ * write is submitted, then completed: an engine that moves bytes synchronously does all of it
+ * at submit (complete only hands over what submit found); an asynchronous one queues transfers
+ * at submit and reaps them at complete. Adding an engine is its functions and one table. */
 typedef struct dm_engine_ops {
     const char *name;
-    /* 1 when a handle has a position and may be used by one thread at a time (a STDIO stream:
-     * fseeko then fread); read-ahead reads such a handle's requests one at a time, in order */
+    /* 1 when a handle has a position or a queue that one thread at a time may use (a STDIO
+     * stream: fseeko then fread; an io_uring): read-ahead reads such a handle's requests one at
+     * a time, in order */
     int ordered;
-    /* 0 when a handle's reads can run in a thread beside the rank's own (a collective
-     * handle cannot: every rank must enter each collective call in the same order); the
-     * message names the handle */
+    /* 1 when an open handle freed without close() is closed then (its rank alone may close
+     * it); 0 when closing is collective (MPI-IO, HDF5) and is left to the program */
+    int close_when_freed;
+    /* 1: reads cut ranges into transfers of at most xfer bytes, each at buf with discard (a
+     * buffer of one transfer is enough); 0: a read fills a buffer that holds its ranges */
+    int cuts;
+    /* h is the engine's own handle (dm_posix, dm_stdio, ...), zeroed or closed */
+    int (*open)(void *h, const dm_open_args *a, dm_err *e);
+    /* refused while read-ahead segments of the handle are queued (dm_inflight) */
+    int (*close)(void *h, dm_err *e);
+    int (*size)(void *h, int64_t *size, dm_err *e);
+    /* the written bytes made durable, logged as its own operation (data_only: fdatasync where
+     * the engine has it) */
+    int (*sync)(void *h, int data_only, dm_err *e);
+    /* Start io: 0, and complete must then be called once for it; -1 with e set when nothing
+     * was started (complete is then not called). */
+    int (*submit)(const struct dm_engine_ops *ops, void *h, dm_io *io, dm_err *e);
+    /* Wait for io and end it: io->total (and io->got) set, 0 or -1 with e set. */
+    int (*complete)(void *h, dm_io *io, dm_err *e);
+    /* 0 when a handle's reads cannot run in a thread beside the rank's own (a collective
+     * handle: every rank must enter each collective call in the same order); the message
+     * names the handle */
     int (*threadable)(const void *h, dm_err *e);
     /* bytes n requested ranges take in the buffer (HDF5: rows times the row's bytes) */
     int64_t (*span)(const void *h, size_t n, const int64_t *len);
     dm_oplog *(*log)(const void *h);
-    /* the engine's transfers (engines of byte ranges), or NULL */
+    /* the engine's transfers (engines of byte ranges, moved by dm_ranges_submit), or NULL */
     dm_transfer (*transfer)(void *h, int op, int64_t xfer);
-    /* read the n ranges (HDF5: row ranges) into buf, packed one after another, cut into xfer
-     * pieces where the engine cuts; with discard the bytes are not kept and an engine of byte
-     * ranges puts each piece at buf (HDF5 fills its selection's buffer); *total receives the
-     * bytes read (short at end of file) */
-    int (*readv)(const struct dm_engine_ops *ops, void *h, size_t n, const int64_t *off,
-                 const int64_t *len, int64_t xfer, char *buf, int discard, int64_t *total,
-                 dm_err *e);
     /* the handle's count of read-ahead segments not done */
     dm_inflight *(*inflight)(void *h);
-    /* 1: readv cuts ranges into transfers of at most xfer bytes, each at buf with discard
-     * (a buffer of one transfer is enough); 0: it reads a segment into a buffer that holds it */
-    int cuts;
 } dm_engine_ops;
 
 extern const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops, dm_uring_ops;
+
+/* What the tables share (engine_table.c): */
+/* io submitted, then completed (a caller with nothing to do in between) */
+int dm_engine_io(const dm_engine_ops *ops, void *h, dm_io *io, dm_err *e);
+/* an engine of byte ranges: io moved at submit by the one transfer loop through
+ * ops->transfer */
+int dm_ranges_submit(const dm_engine_ops *ops, void *h, dm_io *io, dm_err *e);
+/* the completion of an engine that moved the bytes at submit */
+int dm_done_at_submit(void *h, dm_io *io, dm_err *e);
+/* reads in any thread */
+int dm_threadable_always(const void *h, dm_err *e);
+/* ranges take their bytes in the buffer */
+int64_t dm_span_bytes(const void *h, size_t n, const int64_t *len);
 
 /* ------------------------------------------------------------------ read-ahead */
 typedef struct dm_readahead dm_readahead;

@@ -438,3 +438,65 @@ int dm_h5_flush(dm_h5 *h, dm_err *e) {
                                    : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
     return 0;
 }
+
+/* The size of the file as libhdf5 knows it. */
+static int h5_size(void *hp, int64_t *size, dm_err *e) {
+    dm_h5 *h = hp;
+    hsize_t s = 0;
+    dm_h5_lock();
+    herr_t r = H5Fget_filesize(h->file, &s);
+    if (r < 0) h5_err(e, "H5Fget_filesize", h, -1);
+    dm_h5_unlock();
+    if (r < 0) return -1;
+    *size = (int64_t)s;
+    return 0;
+}
+
+/* ---- the engine's table: ranges are rows (start, count) of dimension 0, read or written as
+ * one union of hyperslabs in one H5Dread (H5Dwrite) at submit; libhdf5 decides its transfers
+ * (xfer) and reads a selection into a buffer that holds it (discard). libhdf5 is not
+ * thread-safe in this build: every HDF5 call of the engine holds one lock (dm_h5_lock), so
+ * read-ahead threads take turns inside libhdf5; through the MPI-IO driver the reads need
+ * MPI_THREAD_MULTIPLE as MPI-IO's do. Opening and closing may be collective (the MPI-IO
+ * driver): a handle is never closed by its rank alone. */
+static int h5_open(void *hp, const dm_open_args *a, dm_err *e) {
+    if (a->ndims > 0)
+        return dm_h5_create(hp, a->path, a->dataset, a->ndims, a->dims, a->chunk_rows, a->latest,
+                            a->exclusive, a->driver, a->comm, a->collective, a->nhints, a->keys,
+                            a->vals, a->file_id, a->log, e);
+    return dm_h5_open(hp, a->path, a->dataset, a->driver, a->comm, a->collective,
+                      (a->flags & DM_O_WRITE) != 0, a->nhints, a->keys, a->vals, a->file_id,
+                      a->log, e);
+}
+static int h5_close(void *h, dm_err *e) { return dm_h5_close(h, e); }
+static int h5_sync(void *h, int data_only, dm_err *e) {
+    (void)data_only;        /* H5Fflush has no data-only form */
+    return dm_h5_flush(h, e);
+}
+
+static int h5_submit(const dm_engine_ops *ops, void *h, dm_io *io, dm_err *e) {
+    (void)ops;
+    return transfer(h, io->n, io->off, io->len, io->buf, &io->total, io->op == DM_OP_WRITE, e);
+}
+
+static int h5_threadable(const void *hp, dm_err *e) {
+    const dm_h5 *h = hp;
+    if (!h->collective) return 1;
+    dm_err_set(e, DM_EARG, "read-ahead cannot issue collective HDF5 reads (%s)", h->path);
+    return 0;
+}
+
+static int64_t h5_span(const void *hp, size_t n, const int64_t *len) {
+    return dm_span_bytes(hp, n, len) * ((const dm_h5 *)hp)->row_bytes;
+}
+
+static dm_oplog *h5_log(const void *h) { return ((const dm_h5 *)h)->log; }
+static dm_inflight *h5_inflight(void *h) { return &((dm_h5 *)h)->inflight; }
+
+const dm_engine_ops dm_h5_ops = {
+    .name = "hdf5", .ordered = 0, .close_when_freed = 0, .cuts = 0,
+    .open = h5_open, .close = h5_close, .size = h5_size, .sync = h5_sync,
+    .submit = h5_submit, .complete = dm_done_at_submit,
+    .threadable = h5_threadable, .span = h5_span, .log = h5_log, .transfer = NULL,
+    .inflight = h5_inflight,
+};

@@ -403,3 +403,31 @@ int dm_mpiio_sync(dm_mpiio *h, dm_err *e) {
     dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC, h->whole_iface);
     return 0;
 }
+
+/* ---- the engine's table: independent transfers at explicit offsets, so a handle's reads may
+ * run side by side (from read-ahead threads they need an MPI initialized with
+ * MPI_THREAD_MULTIPLE, which the readers check); the collective calls above are not in it.
+ * Opening and closing are collective: a handle is never closed by its rank alone. */
+static int mpiio_open(void *h, const dm_open_args *a, dm_err *e) {
+    return dm_mpiio_open(h, a->comm, a->path, a->flags, a->nhints, a->keys, a->vals, a->file_id,
+                         a->log, e);
+}
+static int mpiio_close(void *h, dm_err *e) { return dm_mpiio_close(h, e); }
+static int mpiio_size(void *h, int64_t *size, dm_err *e) { return dm_mpiio_size(h, size, e); }
+static int mpiio_sync(void *h, int data_only, dm_err *e) {
+    (void)data_only;        /* MPI_File_sync has no data-only form */
+    return dm_mpiio_sync(h, e);
+}
+static dm_oplog *mpiio_log(const void *h) { return ((const dm_mpiio *)h)->log; }
+static dm_transfer mpiio_transfer(void *h, int op, int64_t xfer) {
+    return dm_mpiio_transfer(h, op, xfer);
+}
+static dm_inflight *mpiio_inflight(void *h) { return &((dm_mpiio *)h)->inflight; }
+
+const dm_engine_ops dm_mpiio_ops = {
+    .name = "mpiio", .ordered = 0, .close_when_freed = 0, .cuts = 1,
+    .open = mpiio_open, .close = mpiio_close, .size = mpiio_size, .sync = mpiio_sync,
+    .submit = dm_ranges_submit, .complete = dm_done_at_submit,
+    .threadable = dm_threadable_always, .span = dm_span_bytes, .log = mpiio_log,
+    .transfer = mpiio_transfer, .inflight = mpiio_inflight,
+};

@@ -320,3 +320,26 @@ dm_transfer dm_posix_transfer(dm_posix *h, int op, int64_t xfer) {
 int dm_posix_sync(dm_posix *h, int data_only, dm_err *e) {
     return dm_sync_fd(h->fd, data_only, h->log, h->file_id, h->iface, h->path, e);
 }
+
+/* ---- the engine's table (buffered, O_DIRECT and mmap alike) */
+static int posix_open(void *h, const dm_open_args *a, dm_err *e) {
+    return dm_posix_open(h, a->path, a->flags, a->mmap_mode, a->advice, a->file_id, a->log, e);
+}
+static int posix_close(void *h, dm_err *e) { return dm_posix_close(h, e); }
+static int posix_size(void *h, int64_t *size, dm_err *e) { return dm_posix_size(h, size, e); }
+static int posix_sync(void *h, int data_only, dm_err *e) {
+    return dm_posix_sync(h, data_only, e);
+}
+static dm_oplog *posix_log(const void *h) { return ((const dm_posix *)h)->log; }
+static dm_transfer posix_transfer(void *h, int op, int64_t xfer) {
+    return dm_posix_transfer(h, op, xfer);
+}
+static dm_inflight *posix_inflight(void *h) { return &((dm_posix *)h)->inflight; }
+
+const dm_engine_ops dm_posix_ops = {
+    .name = "posix", .ordered = 0, .close_when_freed = 1, .cuts = 1,
+    .open = posix_open, .close = posix_close, .size = posix_size, .sync = posix_sync,
+    .submit = dm_ranges_submit, .complete = dm_done_at_submit,
+    .threadable = dm_threadable_always, .span = dm_span_bytes, .log = posix_log,
+    .transfer = posix_transfer, .inflight = posix_inflight,
+};

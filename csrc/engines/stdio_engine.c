@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize, int32_t file_id,
@@ -146,3 +147,38 @@ int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e) {
     }
     return dm_sync_fd(fileno(h->fp), data_only, h->log, h->file_id, DM_IF_STDIO, h->path, e);
 }
+
+/* The size of the stream's file on disk (bytes still in a writing stream's buffer are not in
+ * it until a sync). */
+static int stdio_size(void *hp, int64_t *size, dm_err *e) {
+    dm_stdio *h = hp;
+    struct stat st;
+    if (fstat(fileno(h->fp), &st) != 0) {
+        dm_err_set(e, errno, "cannot stat %s: %s", h->path, strerror(errno));
+        return -1;
+    }
+    *size = (int64_t)st.st_size;
+    return 0;
+}
+
+/* ---- the engine's table: a stream has a position, so its requests are read in order */
+static int stdio_open(void *h, const dm_open_args *a, dm_err *e) {
+    return dm_stdio_open(h, a->path, a->flags, a->bufsize, a->file_id, a->log, e);
+}
+static int stdio_close(void *h, dm_err *e) { return dm_stdio_close(h, e); }
+static int stdio_sync(void *h, int data_only, dm_err *e) {
+    return dm_stdio_sync(h, data_only, e);
+}
+static dm_oplog *stdio_log(const void *h) { return ((const dm_stdio *)h)->log; }
+static dm_transfer stdio_transfer(void *h, int op, int64_t xfer) {
+    return dm_stdio_transfer(h, op, xfer);
+}
+static dm_inflight *stdio_inflight(void *h) { return &((dm_stdio *)h)->inflight; }
+
+const dm_engine_ops dm_stdio_ops = {
+    .name = "stdio", .ordered = 1, .close_when_freed = 1, .cuts = 1,
+    .open = stdio_open, .close = stdio_close, .size = stdio_size, .sync = stdio_sync,
+    .submit = dm_ranges_submit, .complete = dm_done_at_submit,
+    .threadable = dm_threadable_always, .span = dm_span_bytes, .log = stdio_log,
+    .transfer = stdio_transfer, .inflight = stdio_inflight,
+};

@@ -5,9 +5,11 @@
  * to the reaping of its completion. A short transfer is queued again for the rest; one that
  * returns 0 bytes (a read at the end of the file) ends its range.
  *
- * The engine table's readv runs it too, so that read-ahead threads read through it; a handle's
- * ring is used by one thread at a time (dm_uring_ops.ordered). Built without liburing (no
- * DM_HAVE_URING), opening a file through it is an error that says so. */
+ * Its table's submit queues a request's first transfers on the ring; complete hands them to the
+ * kernel and waits for the first completion in one call (io_uring_submit_and_wait), then reaps
+ * completions and queues the rest until the request is done. A handle's ring is used by one
+ * thread at a time (dm_uring_ops.ordered). Built without liburing (no DM_HAVE_URING), opening a
+ * file through it is an error that says so. */
 #define _GNU_SOURCE
 #include "dm.h"
 
@@ -71,76 +73,123 @@ static int queue(struct io_uring *ring, int fd, flight *f, int slot, int writing
     return 0;
 }
 
-int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    char *buf, int discard, int writing, int64_t *got, int exact,
-                    int64_t *total, dm_err *e) {
-    struct io_uring *ring = h->ring;
-    dm_posix *p = &h->file;
-    *total = 0;
-    if (!ring) {
-        dm_err_set(e, DM_EARG, "I/O on closed file %s", p->path);
+/* A request between submit and complete: its transfers' slots, and how far its ranges are
+ * cut and queued. */
+typedef struct {
+    flight *fl;
+    int *free_slots;
+    char *ended;            /* a range whose read met the end of the file */
+    int64_t *own;           /* bytes per range, where the caller asks for none but exact */
+    int nfree, inflight, failed;
+    int queued;             /* queued by submit, not handed to the kernel yet */
+    size_t r;               /* the next range to cut */
+    int64_t at, pos;        /* bytes of range r queued; where range r lies in buf */
+} request;
+
+static void request_free(request *q) {
+    free(q->fl);
+    free(q->free_slots);
+    free(q->ended);
+    free(q->own);
+    free(q);
+}
+
+/* Queue transfers while the ring has room and ranges are left: how many were queued. */
+static int fill(dm_uring *h, dm_io *io, request *q) {
+    int queued = 0;
+    int writing = io->op == DM_OP_WRITE;
+    while (!q->failed && q->nfree > 0 && q->r < io->n) {
+        size_t r = q->r;
+        if (q->at >= io->len[r] || q->ended[r]) {
+            q->pos += io->len[r];
+            q->r++;
+            q->at = 0;
+            continue;
+        }
+        int64_t piece = io->len[r] - q->at;
+        if (io->xfer > 0 && piece > io->xfer) piece = io->xfer;
+        if (piece > (1 << 30)) piece = 1 << 30;
+        int slot = q->free_slots[--q->nfree];
+        flight *f = &q->fl[slot];
+        *f = (flight){(int)r, io->off[r] + q->at, piece,
+                      io->discard ? io->buf : io->buf + q->pos + q->at, 0};
+        if (queue(h->ring, h->file.fd, f, slot, writing) != 0) {
+            q->nfree++;
+            break;
+        }
+        q->at += piece;
+        queued++;
+        q->inflight++;
+    }
+    return queued;
+}
+
+/* Submit: the request's first transfers queued on the ring (up to depth); complete hands them
+ * to the kernel with the wait for the first completion, in one call. */
+static int uring_submit(const dm_engine_ops *ops, void *hp, dm_io *io, dm_err *e) {
+    (void)ops;
+    dm_uring *h = hp;
+    io->total = 0;
+    io->state = NULL;
+    if (!h->ring) {
+        dm_err_set(e, DM_EARG, "I/O on closed file %s", h->file.path);
         return -1;
     }
-    int64_t *own = NULL;        /* bytes per range, where the caller asks for none but exact */
-    if (!got && exact && !writing && n) {
-        own = calloc(n, sizeof *own);
-        if (!own) {
-            dm_err_set(e, DM_ENOMEM, "out of memory for %zu ranges", n);
-            return -1;
-        }
-        got = own;
-    }
-    if (got) memset(got, 0, n * sizeof *got);
+    size_t n = io->n;
     int depth = h->depth;
-    flight *fl = malloc((size_t)depth * sizeof *fl);
-    int *free_slots = malloc((size_t)depth * sizeof *free_slots);
-    char *ended = calloc(n ? n : 1, 1);     /* a range whose read met the end of the file */
-    if (!fl || !free_slots || !ended) {
-        free(fl); free(free_slots); free(ended); free(own);
+    request *q = calloc(1, sizeof *q);
+    if (q) {
+        q->fl = malloc((size_t)depth * sizeof *q->fl);
+        q->free_slots = malloc((size_t)depth * sizeof *q->free_slots);
+        q->ended = calloc(n ? n : 1, 1);
+    }
+    if (!q || !q->fl || !q->free_slots || !q->ended) {
+        if (q) request_free(q);
         dm_err_set(e, DM_ENOMEM, "out of memory for %d io_uring transfers", depth);
         return -1;
     }
-    for (int s = 0; s < depth; s++) free_slots[s] = depth - 1 - s;
-    int nfree = depth, inflight = 0, failed = 0;
-    size_t r = 0;               /* the next range to cut */
-    int64_t at = 0, pos = 0;    /* bytes of range r queued; where range r lies in buf */
-    while (!failed || inflight > 0) {
-        /* queue transfers while the ring has room and ranges are left */
-        int queued = 0;
-        while (!failed && nfree > 0 && r < n) {
-            if (at >= len[r] || ended[r]) {
-                pos += len[r];
-                r++;
-                at = 0;
-                continue;
-            }
-            int64_t piece = len[r] - at;
-            if (xfer > 0 && piece > xfer) piece = xfer;
-            if (piece > (1 << 30)) piece = 1 << 30;
-            int slot = free_slots[--nfree];
-            flight *f = &fl[slot];
-            *f = (flight){(int)r, off[r] + at, piece, discard ? buf : buf + pos + at, 0};
-            if (queue(ring, p->fd, f, slot, writing) != 0) {
-                nfree++;
-                break;
-            }
-            at += piece;
-            queued++;
-            inflight++;
+    if (!io->got && io->exact && io->op == DM_OP_READ && n) {
+        q->own = calloc(n, sizeof *q->own);
+        if (!q->own) {
+            request_free(q);
+            dm_err_set(e, DM_ENOMEM, "out of memory for %zu ranges", n);
+            return -1;
         }
+        io->got = q->own;
+    }
+    if (io->got) memset(io->got, 0, n * sizeof *io->got);
+    for (int s = 0; s < depth; s++) q->free_slots[s] = depth - 1 - s;
+    q->nfree = depth;
+    q->queued = fill(h, io, q);
+    io->state = q;
+    return 0;
+}
+
+static int uring_complete(void *hp, dm_io *io, dm_err *e) {
+    dm_uring *h = hp;
+    request *q = io->state;
+    struct io_uring *ring = h->ring;
+    dm_posix *p = &h->file;
+    int writing = io->op == DM_OP_WRITE;
+    int64_t *got = io->got;
+    io->state = NULL;
+    while (!q->failed || q->inflight > 0) {
+        /* the first round's transfers were queued at submit */
+        int queued = q->queued ? q->queued : fill(h, io, q);
+        q->queued = 0;
         if (queued) {
             /* one call submits and waits for a completion (cached reads complete in it) */
             int rc = io_uring_submit_and_wait(ring, 1);
             if (rc < 0) {
                 dm_err_set(e, -rc, "io_uring_submit on %s failed: %s", p->path, strerror(-rc));
-                failed = 1;
+                q->failed = 1;
                 /* what was not submitted is not in flight: count the completions due only */
-                inflight -= queued;
-                if (inflight < 0) inflight = 0;
+                q->inflight -= queued;
+                if (q->inflight < 0) q->inflight = 0;
             }
         }
-        if (inflight == 0) {
-            if (r >= n || failed) break;
+        if (q->inflight == 0) {
+            if (q->r >= io->n || q->failed) break;
             continue;
         }
         struct io_uring_cqe *cqe;
@@ -149,69 +198,68 @@ int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *le
         if (rc == -EINTR) continue;
         if (rc < 0) {
             dm_err_set(e, -rc, "io_uring_wait_cqe on %s failed: %s", p->path, strerror(-rc));
-            failed = 1;
+            q->failed = 1;
             break;          /* the ring is no use now: leave what is in flight to close */
         }
         unsigned head, seen = 0;
         io_uring_for_each_cqe(ring, head, cqe) {
             seen++;
             int slot = (int)io_uring_cqe_get_data64(cqe);
-            flight *f = &fl[slot];
+            flight *f = &q->fl[slot];
             int res = cqe->res;
             uint64_t t1 = dm_ticks();
-            inflight--;
+            q->inflight--;
             if (res < 0) {
                 dm_log(p->log, f->t0, t1, f->off, 0, p->file_id,
                        writing ? DM_OP_WRITE : DM_OP_READ, DM_IF_IO_URING);
-                if (!failed)
+                if (!q->failed)
                     dm_err_set(e, -res, "%s of %lld bytes at offset %lld of %s failed: %s",
                                writing ? "write" : "read", (long long)f->len,
                                (long long)f->off, p->path, strerror(-res));
-                failed = 1;
-                free_slots[nfree++] = slot;
+                q->failed = 1;
+                q->free_slots[q->nfree++] = slot;
                 continue;
             }
             dm_log(p->log, f->t0, t1, f->off, res, p->file_id,
                    writing ? DM_OP_WRITE : DM_OP_READ, DM_IF_IO_URING);
-            *total += res;
+            io->total += res;
             if (got) got[f->range] += res;
             if (res == 0 && !writing) {
-                ended[f->range] = 1;        /* the end of the file: the range is done */
-                free_slots[nfree++] = slot;
-            } else if (res < f->len && !failed) {
+                q->ended[f->range] = 1;     /* the end of the file: the range is done */
+                q->free_slots[q->nfree++] = slot;
+            } else if (res < f->len && !q->failed) {
                 /* a short transfer: its rest queued again at once, on the same slot */
                 f->off += res;
                 f->len -= res;
-                if (!discard) f->dst += res;
+                if (!io->discard) f->dst += res;
                 if (queue(ring, p->fd, f, slot, writing) == 0) {
-                    inflight++;
+                    q->inflight++;
                     io_uring_submit(ring);
                 } else {
-                    free_slots[nfree++] = slot;
+                    q->free_slots[q->nfree++] = slot;
                     dm_err_set(e, EBUSY, "no io_uring entry for the rest of a short transfer "
                                "of %s", p->path);
-                    failed = 1;
+                    q->failed = 1;
                 }
             } else {
-                free_slots[nfree++] = slot;
+                q->free_slots[q->nfree++] = slot;
             }
         }
         io_uring_cq_advance(ring, seen);
     }
     int64_t short_range = -1;
-    if (!failed && exact && !writing && got) {
-        for (size_t i = 0; i < n && short_range < 0; i++)
-            if (got[i] < len[i]) short_range = (int64_t)i;
+    if (!q->failed && io->exact && !writing && got) {
+        for (size_t i = 0; i < io->n && short_range < 0; i++)
+            if (got[i] < io->len[i]) short_range = (int64_t)i;
     }
     int64_t short_got = short_range >= 0 ? got[short_range] : 0;
-    free(fl);
-    free(free_slots);
-    free(ended);
-    free(own);
+    int failed = q->failed;
+    if (q->own) io->got = NULL;
+    request_free(q);
     if (failed) return -1;
     if (short_range >= 0) {
         dm_err_set(e, DM_EOF, "read of %lld bytes at offset %lld of %s got %lld",
-                   (long long)len[short_range], (long long)off[short_range], p->path,
+                   (long long)io->len[short_range], (long long)io->off[short_range], p->path,
                    (long long)short_got);
         return -1;
     }
@@ -236,14 +284,39 @@ int dm_uring_close(dm_uring *h, dm_err *e) {
     return 0;
 }
 
-int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *len, int64_t xfer,
-                    char *buf, int discard, int writing, int64_t *got, int exact,
-                    int64_t *total, dm_err *e) {
-    (void)n; (void)off; (void)len; (void)xfer; (void)buf; (void)discard; (void)writing;
-    (void)got; (void)exact;
-    *total = 0;
-    dm_err_set(e, DM_EARG, "io_uring is not in this build (%s)", h->file.path);
+static int uring_submit(const dm_engine_ops *ops, void *hp, dm_io *io, dm_err *e) {
+    (void)ops;
+    io->total = 0;
+    dm_err_set(e, DM_EARG, "io_uring is not in this build (%s)", ((dm_uring *)hp)->file.path);
     return -1;
 }
 
+static int uring_complete(void *hp, dm_io *io, dm_err *e) {
+    (void)hp; (void)io; (void)e;
+    return 0;
+}
+
 #endif
+
+/* ---- the engine's table: a file opened, sized and synced as POSIX does; a handle's ring used
+ * by one thread at a time */
+static int uring_open(void *h, const dm_open_args *a, dm_err *e) {
+    return dm_uring_open(h, a->path, a->flags, a->depth, a->file_id, a->log, e);
+}
+static int uring_close(void *h, dm_err *e) { return dm_uring_close(h, e); }
+static int uring_size(void *h, int64_t *size, dm_err *e) {
+    return dm_posix_size(&((dm_uring *)h)->file, size, e);
+}
+static int uring_sync(void *h, int data_only, dm_err *e) {
+    return dm_posix_sync(&((dm_uring *)h)->file, data_only, e);
+}
+static dm_oplog *uring_log(const void *h) { return ((const dm_uring *)h)->file.log; }
+static dm_inflight *uring_inflight(void *h) { return &((dm_uring *)h)->file.inflight; }
+
+const dm_engine_ops dm_uring_ops = {
+    .name = "io_uring", .ordered = 1, .close_when_freed = 1, .cuts = 1,
+    .open = uring_open, .close = uring_close, .size = uring_size, .sync = uring_sync,
+    .submit = uring_submit, .complete = uring_complete,
+    .threadable = dm_threadable_always, .span = dm_span_bytes, .log = uring_log,
+    .transfer = NULL, .inflight = uring_inflight,
+};

@@ -96,9 +96,11 @@ void *dm_ra_worker(void *arg) {
         if (!skip) {
             dm_err_clear(&err);
             char *dst = own ? own : s->buf + g->bufpos;
-            rc = g->seg.ops->readv(g->seg.ops, g->seg.handle, g->seg.n, s->off + g->first,
-                                   s->len + g->first, g->seg.xfer, dst, own != NULL, &got,
-                                   &err);
+            dm_io io = {.op = DM_OP_READ, .n = g->seg.n, .off = s->off + g->first,
+                        .len = s->len + g->first, .buf = dst, .xfer = g->seg.xfer,
+                        .discard = own != NULL};
+            rc = dm_engine_io(g->seg.ops, g->seg.handle, &io, &err);
+            got = io.total;
             /* the worker preprocesses the samples before handing them over */
             if (rc == 0 && g->seg.busy_ns > 0) preprocess(g->seg.busy_ns);
         }

@@ -55,12 +55,6 @@ cdef extern from "dm.h" nogil:
     uint32_t dm_nbar_arrive(dm_nbar *b, uint32_t n, int *last)
     int dm_nbar_wait(dm_nbar *b, uint32_t round, int64_t spin_ns, int64_t timeout_ns)
 
-    ctypedef struct dm_transfer:
-        void *move
-        int discard
-    int dm_transfer_ranges(const dm_transfer *t, size_t n, const int64_t *off,
-                           const int64_t *len, char *buf, int64_t *got, int exact,
-                           int64_t *total, dm_err *e)
 
     ctypedef struct dm_posix:
         int fd
@@ -79,13 +73,7 @@ cdef extern from "dm.h" nogil:
     int dm_status_guard_peers(int n, const int *ranks, const long *pids, dm_err *e)
     int dm_status_guard_lock(const char *path, const char *record, dm_err *e)
     int dm_dio_probe(const char *dir, dm_err *e)
-    int dm_posix_open(dm_posix *h, const char *path, int flags, int mmap_mode, int advice,
-                      int32_t file_id, dm_oplog *log, dm_err *e)
-    int dm_posix_close(dm_posix *h, dm_err *e)
-    int dm_posix_size(dm_posix *h, int64_t *size, dm_err *e)
     int dm_posix_fadvise(dm_posix *h, int64_t off, int64_t len, int advice, dm_err *e)
-    dm_transfer dm_posix_transfer(dm_posix *h, int op, int64_t xfer)
-    int dm_posix_sync(dm_posix *h, int data_only, dm_err *e)
 
     ctypedef struct dm_uring:
         dm_posix file
@@ -93,34 +81,17 @@ cdef extern from "dm.h" nogil:
         int depth
 
     int dm_uring_available()
-    int dm_uring_open(dm_uring *h, const char *path, int flags, int depth, int32_t file_id,
-                      dm_oplog *log, dm_err *e)
-    int dm_uring_close(dm_uring *h, dm_err *e)
-    int dm_uring_ranges(dm_uring *h, size_t n, const int64_t *off, const int64_t *len,
-                        int64_t xfer, char *buf, int discard, int writing, int64_t *got,
-                        int exact, int64_t *total, dm_err *e)
 
     ctypedef struct FILE
     ctypedef struct dm_stdio:
         FILE *fp
         char path[4096]
 
-    int dm_stdio_open(dm_stdio *h, const char *path, int flags, size_t bufsize,
-                      int32_t file_id, dm_oplog *log, dm_err *e)
-    int dm_stdio_close(dm_stdio *h, dm_err *e)
-    dm_transfer dm_stdio_transfer(dm_stdio *h, int op, int64_t xfer)
-    int dm_stdio_sync(dm_stdio *h, int data_only, dm_err *e)
 
     ctypedef struct dm_mpiio:
         int rank
         char path[4096]
 
-    int dm_mpiio_open(dm_mpiio *h, MPI_Comm comm, const char *path, int flags, int nhints,
-                      const char *const *keys, const char *const *vals, int32_t file_id,
-                      dm_oplog *log, dm_err *e)
-    int dm_mpiio_close(dm_mpiio *h, dm_err *e)
-    int dm_mpiio_size(dm_mpiio *h, int64_t *size, dm_err *e)
-    dm_transfer dm_mpiio_transfer(dm_mpiio *h, int op, int64_t xfer)
     int dm_mpiio_read_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
                           char *buf, int64_t *total, dm_err *e)
     int dm_mpiio_write_all(dm_mpiio *h, size_t n, const int64_t *off, const int64_t *len,
@@ -129,7 +100,6 @@ cdef extern from "dm.h" nogil:
                               int64_t *total, dm_err *e)
     int dm_mpiio_read_at_all(dm_mpiio *h, int64_t off, int64_t len, char *buf,
                              int64_t *total, dm_err *e)
-    int dm_mpiio_sync(dm_mpiio *h, dm_err *e)
 
     ctypedef unsigned long long hsize_t
     ctypedef struct dm_h5:
@@ -142,22 +112,8 @@ cdef extern from "dm.h" nogil:
         int64_t row_bytes
         char path[4096]
 
-    int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
-                   int collective, int writing, int nhints, const char *const *keys,
-                   const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
-    int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims,
-                     const hsize_t *dims, hsize_t chunk_rows, int latest, int exclusive,
-                     int driver, MPI_Comm comm,
-                     int collective, int nhints, const char *const *keys,
-                     const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e)
-    int dm_h5_close(dm_h5 *h, dm_err *e)
-    int dm_h5_read_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
-                        char *buf, int64_t *total, dm_err *e)
     int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *count,
                        char *buf, int64_t *total, dm_err *e)
-    int dm_h5_write_rows(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count,
-                         const char *buf, int64_t *total, dm_err *e)
-    int dm_h5_flush(dm_h5 *h, dm_err *e)
     int dm_h5_unclosed()
 
     ctypedef struct dm_inflight:
@@ -165,9 +121,52 @@ cdef extern from "dm.h" nogil:
     void dm_inflight_wait(dm_inflight *c)
     uint32_t dm_inflight_count(const dm_inflight *c)
 
+    ctypedef struct dm_open_args:
+        const char *path
+        int flags
+        int32_t file_id
+        dm_oplog *log
+        MPI_Comm comm
+        int nhints
+        const char *const *keys
+        const char *const *vals
+        int mmap_mode
+        int advice
+        size_t bufsize
+        int depth
+        const char *dataset
+        int driver
+        int collective
+        int ndims
+        const hsize_t *dims
+        hsize_t chunk_rows
+        int latest
+        int exclusive
+
+    ctypedef struct dm_io:
+        int op
+        size_t n
+        const int64_t *off
+        const int64_t *len
+        char *buf
+        int64_t xfer
+        int discard
+        int exact
+        int64_t *got
+        int64_t total
+        void *state
+
     ctypedef struct dm_engine_ops:
         const char *name
+        int close_when_freed
+        int (*open)(void *h, const dm_open_args *a, dm_err *e) noexcept nogil
+        int (*close)(void *h, dm_err *e) noexcept nogil
+        int (*size)(void *h, int64_t *size, dm_err *e) noexcept nogil
+        int (*sync)(void *h, int data_only, dm_err *e) noexcept nogil
+        int (*submit)(const dm_engine_ops *ops, void *h, dm_io *io, dm_err *e) noexcept nogil
+        int (*complete)(void *h, dm_io *io, dm_err *e) noexcept nogil
         dm_inflight *(*inflight)(void *h) noexcept nogil
+    int dm_engine_io(const dm_engine_ops *ops, void *h, dm_io *io, dm_err *e)
     const dm_engine_ops dm_posix_ops, dm_stdio_ops, dm_mpiio_ops, dm_h5_ops, dm_uring_ops
 
     ctypedef struct dm_readahead

@@ -20,46 +20,34 @@ cdef class H5Dataset(_Handle):
     def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
                   mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
                   chunk_rows=0, libver="earliest", bint exclusive=False):
-        cdef dm_err e
-        cdef int drv = _driver(driver)
-        cdef bytes p = _path(path)
+        cdef dm_open_args a
         cdef bytes n = str(name).encode()
-        cdef const char *cp = p
-        cdef const char *cn = n
         cdef _Hints hi = _Hints(hints)
-        cdef dm_oplog *L = _log_of(oplog)
-        cdef MPI_Comm c = MPI_COMM_SELF
         cdef hsize_t dims[8]
-        cdef int nd = 0
-        cdef hsize_t chunk = chunk_rows
-        cdef int writing = 1 if mode != "r" else 0
-        cdef int latest = 1 if libver == "latest" else 0
+        memset(&a, 0, sizeof(a))
+        a.driver = _driver(driver)
+        a.dataset = n
+        a.comm = MPI_COMM_SELF if comm is None else (<MPI.Comm>comm).ob_mpi
+        a.collective = collective
+        a.flags = DM_O_WRITE if mode != "r" else DM_O_READ
+        a.nhints = hi.n
+        a.keys = hi.keys
+        a.vals = hi.vals
         if libver not in ("earliest", "latest"):
             raise ValueError(f"unknown HDF5 libver {libver!r}: use 'earliest' or 'latest'")
-        if comm is not None:
-            c = (<MPI.Comm>comm).ob_mpi
+        if create is not None:
+            a.ndims = len(create)
+            if a.ndims < 1 or a.ndims > 8:
+                raise ValueError(f"dataset shape {create!r} must have 1 to 8 dimensions")
+            for i in range(a.ndims):
+                dims[i] = create[i]
+            a.dims = dims
+            a.chunk_rows = chunk_rows
+            a.latest = 1 if libver == "latest" else 0
+            a.exclusive = exclusive
         self._init(path, file_id, oplog, &dm_h5_ops, &self.h)
         self.name = name
-        if create is not None:
-            nd = len(create)
-            if nd < 1 or nd > 8:
-                raise ValueError(f"dataset shape {create!r} must have 1 to 8 dimensions")
-            for i in range(nd):
-                dims[i] = create[i]
-            with nogil:
-                CHK(dm_h5_create(&self.h, cp, cn, nd, dims, chunk, latest, exclusive, drv, c,
-                                 collective, hi.n, hi.keys, hi.vals, file_id, L, &e), &e)
-        else:
-            with nogil:
-                CHK(dm_h5_open(&self.h, cp, cn, drv, c, collective, writing, hi.n, hi.keys,
-                               hi.vals, file_id, L, &e), &e)
-        self.is_open = True
-
-    cdef int _close(self, dm_err *e) noexcept nogil:
-        return dm_h5_close(&self.h, e)
-
-    cdef int _sync(self, bint data_only, dm_err *e) noexcept nogil:
-        return dm_h5_flush(&self.h, e)
+        self._open(&a)
 
     @property
     def shape(self):
@@ -81,16 +69,13 @@ cdef class H5Dataset(_Handle):
         """Rows [starts[i], starts[i]+counts[i]) for every i, as one union of hyperslabs in one
         H5Dread; they arrive in ascending row order, overlaps read once. Collective datasets:
         every rank calls it (with no rows if it has none). Returns (out, bytes)."""
-        cdef dm_err e
         cdef int64_t total = 0
         self._check()
         st = _i64(starts)
         ct = _i64(counts)
         out = _out(_sum(ct) * self.h.row_bytes, out, 64)
         cdef _Batch b = _batch(st, ct, out, True, self.h.row_bytes)
-        with nogil:
-            CHK(dm_h5_read_rows(&self.h, b.off.shape[0], <int64_t *>b.off.data,
-                                <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
+        self._io(DM_OP_READ, b, 0, NULL, False, &total)
         return out, total
 
     def read_box(self, start, count, *, out=None):
@@ -120,15 +105,12 @@ cdef class H5Dataset(_Handle):
         return out, total
 
     def write_rows(self, starts, counts, buf):
-        cdef dm_err e
         cdef int64_t total = 0
         self._check()
         st = _i64(starts)
         ct = _i64(counts)
         cdef _Batch b = _batch(st, ct, buf, False, self.h.row_bytes)
-        with nogil:
-            CHK(dm_h5_write_rows(&self.h, b.off.shape[0], <int64_t *>b.off.data,
-                                 <int64_t *>b.ln.data, <char *>b.view.buf, &total, &e), &e)
+        self._io(DM_OP_WRITE, b, 0, NULL, False, &total)
         return total
 
 

@@ -10,34 +10,17 @@ cdef class MPIFile(_RangeFile):
 
     def __cinit__(self, MPI.Comm comm, path, mode="r", *, hints=None, int32_t file_id=0,
                   OpLog oplog=None):
-        cdef dm_err e
-        cdef int flags = _mode_flags(mode)
-        cdef bytes p = _path(path)
-        cdef const char *cp = p
+        cdef dm_open_args a
         cdef _Hints hi = _Hints(hints)
-        cdef dm_oplog *L = _log_of(oplog)
-        cdef MPI_Comm c = comm.ob_mpi
+        memset(&a, 0, sizeof(a))
+        a.flags = _mode_flags(mode)
+        a.comm = comm.ob_mpi
+        a.nhints = hi.n
+        a.keys = hi.keys
+        a.vals = hi.vals
         self._init(path, file_id, oplog, &dm_mpiio_ops, &self.h)
         self.comm = comm
-        with nogil:
-            CHK(dm_mpiio_open(&self.h, c, cp, flags, hi.n, hi.keys, hi.vals, file_id, L, &e), &e)
-        self.is_open = True
-
-    cdef int _close(self, dm_err *e) noexcept nogil:
-        return dm_mpiio_close(&self.h, e)
-
-    cdef int _sync(self, bint data_only, dm_err *e) noexcept nogil:
-        return dm_mpiio_sync(&self.h, e)
-
-    cdef dm_transfer _transfer(self, int op, int64_t xfer) noexcept nogil:
-        return dm_mpiio_transfer(&self.h, op, xfer)
-
-    def size(self):
-        cdef dm_err e
-        cdef int64_t s = 0
-        self._check()
-        CHK(dm_mpiio_size(&self.h, &s, &e), &e)
-        return s
+        self._open(&a)
 
     def read_all(self, offsets, lengths, *, out=None):
         """Collective: every range in one MPI_File_read_at_all. Every rank of the communicator

@@ -11,44 +11,13 @@ cdef class UringFile(_RangeFile):
     cdef dm_uring h
 
     def __cinit__(self, path, mode="r", *, int depth=32, int32_t file_id=0, OpLog oplog=None):
-        cdef dm_err e
-        cdef int flags = _mode_flags(mode)
-        cdef bytes p = _path(path)
-        cdef const char *cp = p
-        cdef dm_oplog *L = _log_of(oplog)
+        cdef dm_open_args a
+        memset(&a, 0, sizeof(a))
+        a.flags = _mode_flags(mode)
+        a.depth = depth
         self._init(path, file_id, oplog, &dm_uring_ops, &self.h)
-        with nogil:
-            CHK(dm_uring_open(&self.h, cp, flags, depth, file_id, L, &e), &e)
-        self.is_open = True
-
-    def __dealloc__(self):
-        cdef dm_err e
-        if self.is_open:
-            dm_uring_close(&self.h, &e)
+        self._open(&a)
 
     @property
     def depth(self):
         return self.h.depth
-
-    cdef int _close(self, dm_err *e) noexcept nogil:
-        return dm_uring_close(&self.h, e)
-
-    cdef int _sync(self, bint data_only, dm_err *e) noexcept nogil:
-        return dm_posix_sync(&self.h.file, data_only, e)
-
-    cdef int _ranges(self, int op, _Batch b, int64_t xfer, int64_t *got, bint exact,
-                     int64_t *total, bint discard=False) except -1:
-        cdef dm_err e
-        cdef int writing = op == DM_OP_WRITE
-        with nogil:
-            CHK(dm_uring_ranges(&self.h, b.off.shape[0], <int64_t *>b.off.data,
-                                <int64_t *>b.ln.data, xfer, <char *>b.view.buf, discard,
-                                writing, got, exact, total, &e), &e)
-        return 0
-
-    def size(self):
-        cdef dm_err e
-        cdef int64_t s = 0
-        self._check()
-        CHK(dm_posix_size(&self.h.file, &s, &e), &e)
-        return s
