@@ -29,10 +29,10 @@ USAGE = 2       # a request that cannot be met as given
 @contextlib.contextmanager
 def _reported():
     """Analysis errors as one line and exit status 1; warnings as stderr lines."""
-    from .errors import AnalysisWarning, LogError
-    from .fit import FitError
-    from .launch import Interrupted, LaunchError
-    from .replay_size import ReplaySizeError
+    from analysis.errors import AnalysisWarning, LogError
+    from analysis.fitting.fit import FitError
+    from analysis.replays.launch import Interrupted, LaunchError
+    from analysis.replays.replay_size import ReplaySizeError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AnalysisWarning)
@@ -70,11 +70,11 @@ def merge_jobs_option(f):
 def _source(path, dxt, merge_jobs):
     """What the analysis reads for PATH: the path itself, or with --merge-jobs the job loaded
     from all the logs it holds."""
-    from .oplog import is_run_dir
+    from analysis.loading.oplog import is_run_dir
 
     if not merge_jobs or is_run_dir(path):
         return path
-    from .loader import load
+    from analysis.loading.loader import load
     return load(path, dxt=dxt, merge_jobs=True)
 
 
@@ -107,8 +107,8 @@ def analyze():
 @merge_jobs_option
 def characterize_cmd(paths, dxt, as_json, merge_jobs):
     """The DLIO paper's I/O characterization of each PATH (each one job)."""
-    from .characterize import characterize
-    from .text import render_text
+    from analysis.characterization.characterize import characterize
+    from analysis.characterization.text import render_text
 
     with _reported():
         results = [characterize(_source(path, dxt, merge_jobs), dxt=dxt) for path in paths]
@@ -130,8 +130,8 @@ def characterize_cmd(paths, dxt, as_json, merge_jobs):
 def diagnose_cmd(path, thresholds, dxt, as_json):
     """What is wrong with the I/O of PATH: findings, most severe first, each with its evidence
     and the workload change advise would measure for it."""
-    from .diagnosis_report import diagnose_path, render_diagnosis
-    from .finding_kinds import Thresholds
+    from analysis.diagnosis.diagnosis_report import diagnose_path, render_diagnosis
+    from analysis.diagnosis.finding_kinds import Thresholds
 
     try:
         limits = Thresholds().with_values(thresholds)
@@ -156,7 +156,7 @@ def diagnose_cmd(path, thresholds, dxt, as_json):
 @merge_jobs_option
 def compare_cmd(paths, labels, dxt, as_json, merge_jobs):
     """Jobs side by side, with a similarity score in [0, 1] of each to the first."""
-    from .compare import compare, render_comparison
+    from analysis.comparison.compare import compare, render_comparison
 
     if len(paths) < 2:
         raise click.UsageError("compare needs at least two PATHs")
@@ -183,7 +183,7 @@ def compare_cmd(paths, labels, dxt, as_json, merge_jobs):
 @merge_jobs_option
 def fit_cmd(path, output, data_folder, name, as_json, merge_jobs):
     """Fit a dlio_mpi workload to the I/O of PATH and write it as YAML."""
-    from .fit import fit
+    from analysis.fitting.fit import fit
 
     with _reported():
         result = fit(_source(path, True, merge_jobs), data_folder=data_folder, name=name)
@@ -214,7 +214,7 @@ def fit_cmd(path, output, data_folder, name, as_json, merge_jobs):
 def replay_cmd(path, out_dir, ranks, launcher, scale, as_json):
     """Fit a workload to PATH, run it under mpiexec and compare the run with PATH. A replay
     that would not fit the free space of --out is refused (exit 2) before anything is made."""
-    from .replay import render_replay, replay
+    from analysis.replays.replay import render_replay, replay
 
     with _reported():
         result = replay(path, out_dir, ranks=ranks, launcher=launcher, scale=scale,
@@ -235,7 +235,7 @@ def replay_cmd(path, out_dir, ranks, launcher, scale, as_json):
 @merge_jobs_option
 def report_cmd(path, out_dir, dxt, as_json, merge_jobs):
     """Markdown and a self-contained HTML report with figures."""
-    from .report import write_report
+    from analysis.reporting.report import write_report
 
     with _reported():
         files = write_report(_source(path, dxt, merge_jobs), out_dir, dxt=dxt)
@@ -264,7 +264,7 @@ def report_cmd(path, out_dir, dxt, as_json, merge_jobs):
 def paper_cmd(out_dir, ranks, launcher, calibrate, apps, as_json):
     """The DLIO paper's six applications, scaled down, run, characterized and set beside the
     real applications' Darshan figures."""
-    from .paper import APPS, render_paper, run_paper, summary_line, write_paper
+    from analysis.paper_study.paper import APPS, render_paper, run_paper, summary_line, write_paper
 
     unknown = [a for a in apps if a not in APPS]
     if unknown:

@@ -42,17 +42,17 @@ def starting_point(source, overrides, config_file, out_dir):
             raise AdviseError(f"{summary_path}: not a dlio_mpi summary (no configuration in "
                               "it)") from None
         cfg = config.load(overrides, doc=doc, doc_source=summary_path)
-        from analysis.oplog import is_run_dir
+        from analysis.loading.oplog import is_run_dir
         if is_run_dir(source):
-            from analysis.characterize import characterize
+            from analysis.characterization.characterize import characterize
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", AnalysisWarning)
                 char = characterize(source)
         notes.append(f"started from the run in {source} (its configuration)")
         local = False
     elif os.path.exists(source):
-        from analysis.characterize import characterize, load_job
-        from analysis.fit import fit
+        from analysis.characterization.characterize import characterize, load_job
+        from analysis.fitting.fit import fit
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AnalysisWarning)
             fitted = fit(source, data_folder=os.path.join(out_dir, "data", "fitted"),

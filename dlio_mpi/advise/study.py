@@ -139,8 +139,8 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
         base_doc = merged(base_doc, {"train": {"epochs": more}})
 
     def diagnosis():
-        from analysis.characterize import characterize
-        from analysis.diagnose import diagnose
+        from analysis.characterization.characterize import characterize
+        from analysis.diagnosis.diagnose import diagnose
         from analysis.errors import AnalysisWarning
         char = kept.get("char")
         if char is None:

@@ -137,7 +137,7 @@ def drishti_run(program, log, out_dir):
 IN_PROCESS = """
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
-from analysis.diagnosis_report import diagnose_path
+from analysis.diagnosis.diagnosis_report import diagnose_path
 out = {}
 for log in sys.argv[1:]:
     t0 = time.perf_counter()

@@ -5,9 +5,9 @@ import os
 
 import yaml
 
-from analysis.compare import compare
-from analysis.fit import fit
-from analysis.launch import run_emulator
+from analysis.comparison.compare import compare
+from analysis.fitting.fit import fit
+from analysis.replays.launch import run_emulator
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")

@@ -5,7 +5,7 @@ import math
 import pytest
 
 import analysis
-from analysis.compare import METRICS, SIZE_BUCKETS, profile, similarity
+from analysis.comparison.compare import METRICS, SIZE_BUCKETS, profile, similarity
 from oplog_fixtures import call, write_run
 
 TOTAL_WEIGHT = sum(weight for _, _, weight, _ in METRICS)

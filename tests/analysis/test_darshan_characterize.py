@@ -6,7 +6,7 @@ import pytest
 
 import analysis
 import raw_darshan as raw
-from analysis.dxt_metrics import dxt_metrics
+from analysis.characterization.dxt_metrics import dxt_metrics
 
 # Counters each characterized operation sums, per module (the documented definitions).
 OPS = {

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import analysis
-from analysis.replay import replay
+from analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 

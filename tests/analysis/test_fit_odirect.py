@@ -2,7 +2,7 @@
 without gives the same counters (every access aligned); the fit chooses posix_direct only on
 strong evidence (the rank's own writes read back slower than the page cache) and says why."""
 import analysis
-from analysis.replay import replay
+from analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log
 import pytest

@@ -9,7 +9,7 @@ holds both programs' parameters and counters)."""
 import pytest
 
 import analysis
-from analysis.replay import replay
+from analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 

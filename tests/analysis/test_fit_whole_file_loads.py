@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import analysis
-from analysis.replay import replay
+from analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 

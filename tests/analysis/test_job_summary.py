@@ -14,7 +14,7 @@ from darshan.experimental.plots import plot_common_access_table
 from darshan.experimental.plots.plot_io_cost import get_io_cost_df
 
 import analysis
-from analysis import text
+from analysis.characterization import text
 from conftest import REPO, find_logs_dir
 
 darshan.enable_experimental()

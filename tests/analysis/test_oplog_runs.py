@@ -215,7 +215,7 @@ SELF_CASES = {
     "hdf5_coll": ["io.interface=hdf5_coll", "dataset.format=hdf5", *SHARED],
 }
 # the layer both sides observed: the op log does not see beneath a collective MPI-IO call nor
-# beneath libhdf5's MPI-IO driver (analysis/oplog.py)
+# beneath libhdf5's MPI-IO driver (analysis/loading/oplog.py)
 SELF_LAYER = {"mpiio_coll": "MPI-IO", "hdf5": "HDF5", "hdf5_coll": "HDF5"}
 needs_darshan = pytest.mark.skipif("DLIO_MPI_DARSHAN_LIB" not in os.environ,
                                    reason="needs a Darshan runtime: set DLIO_MPI_DARSHAN_LIB")

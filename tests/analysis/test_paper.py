@@ -6,10 +6,10 @@ import json
 import pytest
 
 import analysis
-from analysis.paper import (APPS, SHARE_TOLERANCE, calibrated_compute, corrected_compute,
+from analysis.paper_study.paper import (APPS, SHARE_TOLERANCE, calibrated_compute, corrected_compute,
                             next_compute, render_paper, run_paper, scaled_overrides,
                             training_time, within_share)
-from analysis.paper_reference import METRICS, REAL, comparison, errors, within_targets
+from analysis.paper_study.paper_reference import METRICS, REAL, comparison, errors, within_targets
 from dlio_mpi.config import loader as config
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
@@ -47,7 +47,7 @@ def test_corrected_compute():
     # more compute per step
     assert corrected_compute(0.05, 1.0, 2.0, 10, 0.1) == pytest.approx(0.85)
     # too much compute already: less, never under the floor
-    assert corrected_compute(0.05, 1.0, 20.0, 10, 0.1) == analysis.paper.MIN_COMPUTE_S
+    assert corrected_compute(0.05, 1.0, 20.0, 10, 0.1) == analysis.paper_study.paper.MIN_COMPUTE_S
     assert corrected_compute(0.05, 0.0, 2.0, 10, 0.1) == 0.05
     assert within_share(0.0491 * (1 + SHARE_TOLERANCE), 0.0491)
     assert not within_share(0.0491 * (1 + 1.1 * SHARE_TOLERANCE), 0.0491)
@@ -117,7 +117,7 @@ def test_paper_table_at_two_ranks(paper_run):
     # real application's
     for app, row in rows.items():
         runs, chosen = row["calibration"]["runs"], row["calibration"]["chosen"]
-        assert 1 <= len(runs) <= analysis.paper.CALIBRATION_RUNS and row["io_share_target"] \
+        assert 1 <= len(runs) <= analysis.paper_study.paper.CALIBRATION_RUNS and row["io_share_target"] \
             == REAL[app]["io_share"]
         assert runs[chosen] == {"computation_time": row["computation_time"],
                                 "io_share": row["io_share"]}
@@ -128,7 +128,7 @@ def test_paper_table_at_two_ranks(paper_run):
         assert row["calibration"]["within"] == last[app]["within"]["io_share"] is True, (
             app, row["calibration"])
     text = (out / "paper.txt").read_text()
-    assert text == render_paper(analysis.paper.PaperStudy(
+    assert text == render_paper(analysis.paper_study.paper.PaperStudy(
         ranks=2, rows=study["rows"], run_dirs=study["run_dirs"]))
     assert "real (512 ranks)" in text and "emulated (2 ranks)" in text
 
@@ -150,8 +150,8 @@ def test_paper_reports_a_share_it_could_not_reach(tmp_path):
     assert row["io_share_target"] == 0.9 and row["io_share"] < 0.9 / (1 + SHARE_TOLERANCE)
     assert row["calibration"]["within"] is False, row["calibration"]
     runs = row["calibration"]["runs"]
-    assert runs[-1]["computation_time"] == analysis.paper.MIN_COMPUTE_S \
-        or len(runs) == analysis.paper.CALIBRATION_RUNS, runs
+    assert runs[-1]["computation_time"] == analysis.paper_study.paper.MIN_COMPUTE_S \
+        or len(runs) == analysis.paper_study.paper.CALIBRATION_RUNS, runs
     assert f"candle_nt3: I/O share {100 * row['io_share']:.2f}% (calibrated run " \
         f"{row['calibration']['chosen'] + 1} of " \
         f"{len(row['calibration']['runs'])}, target 90.00%): NOT within 25%" \

@@ -7,9 +7,9 @@ import os
 import pytest
 
 import analysis
-from analysis.loader import load
-from analysis.process_roles import SPAWNED, TRACKER, exe_role
-from analysis.text import render_text
+from analysis.loading.loader import load
+from analysis.loading.process_roles import SPAWNED, TRACKER, exe_role
+from analysis.characterization.text import render_text
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import analysis
-from analysis import plots
+from analysis.reporting import plots
 from oplog_fixtures import call, write_run
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

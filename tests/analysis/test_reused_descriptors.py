@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import analysis
-from analysis import reused_descriptors
+from analysis.loading import reused_descriptors
 from analysis.cli import analyze
-from analysis.logfile import read_log
-from analysis.loader import log_paths
+from analysis.loading.logfile import read_log
+from analysis.loading.loader import log_paths
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")

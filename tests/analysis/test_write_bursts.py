@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from analysis import characterize
-from analysis.dxt_metrics import _write_bursts
+from analysis.characterization.dxt_metrics import _write_bursts
 from mpirun import run_mpi
 from datautil import own_summary
 

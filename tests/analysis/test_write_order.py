@@ -7,8 +7,8 @@ import os
 import pytest
 
 import analysis
-from analysis.characterize import characterize
-from analysis.replay import replay
+from analysis.characterization.characterize import characterize
+from analysis.replays.replay import replay
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 

@@ -1,0 +1,148 @@
+"""The role of every file of a job: the one classification that characterize, compare and fit
+use to tell a job's data I/O from the rest.
+
+- "data": the files the job's training data is in (read, or read and written).
+- "checkpoint": files of data-like names that the job wrote and never read (model states,
+  also while they carry a temporary name such as ``.part`` before their rename).
+- "stream": the standard streams. Darshan names them ``<STDIN>``, ``<STDOUT>`` and
+  ``<STDERR>`` in its POSIX and STDIO modules; a program may also open them by name
+  (``/dev/stdout``, ``/proc/self/fd/1``) or write to its terminal (``/dev/tty``,
+  ``/dev/pts/N``). A program's printing is neither data nor an I/O interface of the job.
+- "mpi": files the MPI library makes for its own use, recognised by where they live and by
+  what makes them, not by one program's file names:
+    * everything under the library's session directory (Open MPI's
+      ``<tmp>/ompi.<host>.<uid>/``, PRRTE's ``prte.<host>.<uid>/``, older Open MPI's
+      ``openmpi-sessions-<user>@<host>_0/``; ompio's shared-file-pointer segments are there)
+      and shared-memory segments in ``/dev/shm``;
+    * companions made beside a file the job opened: ompio's lock test
+      ``<file>.locktest.<rank>``, ROMIO's shared file pointer ``<dir>/.<name>.shfp.<n>``.
+      A companion needs its file among the job's files: the library made it for that file.
+- "other": code, libraries, configuration, logs and system files
+  (:func:`analysis.characterization.files.is_data_file`), and files only written whose names say they are a
+  report (``.txt``, ``.out``, ...).
+
+``file_roles(names, records)`` gives every record id of the job its role (an H5D record, named
+``file:/dataset``, takes its file's role). ``DATA_IO`` are the roles whose I/O is the job's
+data I/O, the one that a characterization's data figures, a comparison and a fit count.
+"""
+
+import os
+import re
+
+import numpy as np
+
+from analysis.characterization.counters import SPECS
+from analysis.characterization.files import extension, is_data_file
+from analysis.characterization.layers import dataset_file
+
+ROLES = ("data", "checkpoint", "stream", "mpi", "other")
+DATA_IO = ("data", "checkpoint")
+
+STREAM_NAMES = frozenset({"<STDIN>", "<STDOUT>", "<STDERR>", "/dev/stdin", "/dev/stdout",
+                          "/dev/stderr", "/dev/tty"})
+STREAM_PATTERN = re.compile(r"^(/dev/pts/\d+|/proc/(self|\d+)/fd/[012])$")
+
+# a directory of an MPI library's session: Open MPI 4 (ompi.<host>.<uid>), PRRTE / Open MPI 5
+# (prte.<host>.<uid>, prterun.<host>.<pid>...), Open MPI before 2 (openmpi-sessions-...)
+SESSION_DIRECTORY = re.compile(r"/(ompi|prte|prterun)\.[^/]+\.\d+(/|$)|/openmpi-sessions-[^/]+/")
+SHARED_MEMORY = "/dev/shm/"
+LOCK_TEST = re.compile(r"^(?P<file>.+)\.locktest\.\d+$")
+SHARED_POINTER = re.compile(r"^(?P<dir>.*)/\.(?P<base>[^/]+)\.shfp\.[\d.]+$")
+
+# files only written whose extension says they are a report, not a model state
+REPORT_EXTENSIONS = frozenset({".txt", ".out", ".err", ".md", ".html"})
+# the temporary name a writer gives a file until it renames it (the name without it tells
+# what the file is)
+TEMPORARY = re.compile(r"\.(part|tmp)(\.\d+)?$")
+
+
+def is_stream(name):
+    """True for a standard stream's name (module docstring)."""
+    return name in STREAM_NAMES or STREAM_PATTERN.match(name or "") is not None
+
+
+def mpi_library_file(name, job_files):
+    """True for a file the MPI library made (module docstring); ``job_files``: the names of
+    all the job's files."""
+    if not name:
+        return False
+    if SESSION_DIRECTORY.search(name) or name.startswith(SHARED_MEMORY):
+        return True
+    lock = LOCK_TEST.match(name)
+    if lock and lock.group("file") in job_files:
+        return True
+    pointer = SHARED_POINTER.match(name)
+    return bool(pointer) and os.path.join(pointer.group("dir"), pointer.group("base")) \
+        in job_files
+
+
+def moved_bytes(names, records):
+    """File name -> [bytes read, bytes written] over the modules with byte counters (an H5D
+    record counts under its file)."""
+    moved = {}
+    for module, frame in records.items():
+        spec = SPECS.get(module)
+        if spec is None or spec.bytes_read is None or frame.empty:
+            continue
+        read = np.maximum(frame[spec.bytes_read].to_numpy(), 0)
+        written = np.maximum(frame[spec.bytes_written].to_numpy(), 0)
+        for i, r, w in zip(frame["id"].tolist(), read.tolist(), written.tolist()):
+            name = names.get(int(i), "")
+            if module == "H5D":
+                name = dataset_file(name)
+            totals = moved.setdefault(name, [0, 0])
+            totals[0] += int(r)
+            totals[1] += int(w)
+    return moved
+
+
+def role_of(name, job_files, read, written):
+    """The role of one file (module docstring) from its name, the names of the job's files and
+    the bytes the job read from and wrote to it."""
+    if is_stream(name):
+        return "stream"
+    if mpi_library_file(name, job_files):
+        return "mpi"
+    written_only = written > 0 and read == 0
+    # a file written under a temporary name is what its final name says
+    final = TEMPORARY.sub("", name or "") if written_only else name
+    if not is_data_file(final):
+        return "other"
+    if written_only:
+        return "other" if extension(final) in REPORT_EXTENSIONS else "checkpoint"
+    return "data"
+
+
+def file_roles(names, records):
+    """Record id -> role for every record of ``records`` (module -> loader DataFrame) and every
+    named id (module docstring)."""
+    moved = moved_bytes(names, records)
+    file_names = {dataset_file(n) for n in names.values()} | set(moved)
+    ids = {int(i) for frame in records.values() if "id" in frame for i in frame["id"].tolist()}
+    ids.update(int(i) for i in names)
+    roles = {}
+    by_name = {}
+    for i in ids:
+        name = names.get(i, "")
+        # an H5D record is named file:/dataset; its file's role is its own
+        base = dataset_file(name)
+        if base not in by_name:
+            read, written = moved.get(base, (0, 0))
+            by_name[base] = role_of(base, file_names, read, written)
+        roles[i] = by_name[base]
+    return roles
+
+
+def ids_with(roles, wanted=DATA_IO):
+    """The record ids whose role is one of ``wanted``."""
+    return {i for i, role in roles.items() if role in wanted}
+
+
+def keep_roles(frame, roles, wanted=DATA_IO):
+    """The rows of a records (or trace) frame whose file has one of the roles ``wanted``; a
+    row of an id without a role (unnamed) is kept, as data."""
+    if frame is None or frame.empty or "id" not in frame:
+        return frame
+    left_out = [np.uint64(i) for i, role in roles.items() if role not in wanted]
+    keep = ~frame["id"].isin(left_out)
+    return frame if keep.all() else frame[keep].reset_index(drop=True)

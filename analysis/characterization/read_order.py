@@ -1,0 +1,149 @@
+"""The order of a job's data reads above POSIX: whether its MPI-IO or HDF5 read calls take the
+data in order, call after call, or jump about (a shuffled sample order). ``write_order`` is
+the same measure of the write calls (data and checkpoint files written in order, or at random
+offsets as IOR's -z writes).
+
+Darshan's sequential and consecutive counters are POSIX's; above POSIX the order must come
+from the traces. A collective call's DXT_MPIIO segment carries no offset (-1): each rank's
+request is handed to the aggregators, whose POSIX reads of the file domains are what reaches
+the file system. The order is recovered from them: the k-th collective read call of a file is
+entered by every rank together (the calls of the size that moves the most bytes: libhdf5's
+metadata reads through MPI-IO carry no offset either in Darshan 3.5's trace), and an
+aggregator's POSIX reads made while it is inside its
+own k-th call are part of that call. A dlio_mpi op log
+records each rank's own request of each call (MPI-IO, and H5D with the row's byte offset in
+the dataset), which gives the same pieces (the ranks' requests are what the aggregators read).
+
+The measure, ``continuity``: the pieces each call reads (all ranks together, overlapping or
+touching pieces merged) are put in file order and compared with the previous call's, the
+i-th with the i-th (a lane: a rank's stream when each rank reads its own place): the share
+of the pieces that lie at or after their lane's previous piece, over every call but the first
+of each file (a call whose pieces are not as many as the previous call's counts none). Ranks
+that each read their block in order, whatever the layout (contiguous blocks, IOR's segments,
+every ranks-th sample), move every lane forward: 1. A shuffled sample order moves a lane
+forward about half of the time."""
+
+import numpy as np
+
+from analysis.characterization.layers import dataset_file
+
+# traces of a layer's calls, from which the pieces of each call are taken
+TRACES = {"MPI-IO": "DXT_MPIIO", "HDF5": "DXT_H5D"}
+
+
+def continuity(calls):
+    """(pieces read in order, pieces after the first call) of one file's calls: a list, in
+    call order, of (offsets, lengths) arrays read by the call (all ranks)."""
+    in_order = total = 0
+    previous = None
+    for offs, lens in calls:
+        starts, _ = _merged(np.asarray(offs, np.int64), np.asarray(lens, np.int64))
+        if not len(starts):
+            continue
+        if previous is not None:
+            total += len(starts)
+            if len(starts) == len(previous):
+                in_order += int((starts >= previous).sum())
+        previous = starts
+    return in_order, total
+
+
+def _merged(offs, lens):
+    """Starts and ends of the union of the pieces (touching pieces joined)."""
+    keep = lens > 0
+    offs, ends = offs[keep], offs[keep] + lens[keep]
+    if not len(offs):
+        return offs, ends
+    order = np.argsort(offs, kind="stable")
+    offs, ends = offs[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    new = np.ones(len(offs), bool)
+    new[1:] = offs[1:] > reach[:-1]
+    group = np.cumsum(new) - 1
+    starts = offs[new]
+    stops = np.zeros(len(starts), np.int64)
+    np.maximum.at(stops, group, ends)
+    return starts, stops
+
+
+def _ranked_calls(reads):
+    """The calls of one file from each rank's own requests (offsets known): call k is every
+    rank's k-th read."""
+    reads = reads.sort_values(["rank", "start"], kind="stable")
+    k = reads.groupby("rank", sort=False).cumcount().to_numpy()
+    offs, lens = reads["offset"].to_numpy(), reads["length"].to_numpy()
+    return [(offs[k == i], lens[k == i]) for i in range(int(k.max()) + 1 if len(k) else 0)]
+
+
+def _windowed_calls(collective, posix):
+    """The calls of one file from the aggregators' POSIX reads (module docstring): a rank's
+    POSIX read inside its own k-th collective read call is part of call k; None when the
+    ranks' call counts differ."""
+    collective = collective.sort_values(["rank", "start"], kind="stable")
+    counts = collective.groupby("rank", sort=False).size()
+    if counts.nunique() != 1:
+        return None
+    n = int(counts.iloc[0])
+    pieces = [([], []) for _ in range(n)]
+    for rank, own in collective.groupby("rank", sort=False):
+        mine = posix[posix["rank"] == rank]
+        starts = mine["start"].to_numpy()
+        offs, lens = mine["offset"].to_numpy(), mine["length"].to_numpy()
+        for k, (a, z) in enumerate(zip(own["start"].to_numpy(), own["end"].to_numpy())):
+            inside = (starts >= a) & (starts <= z)
+            pieces[k][0].append(offs[inside])
+            pieces[k][1].append(lens[inside])
+    return [(np.concatenate(o), np.concatenate(n_)) for o, n_ in pieces]
+
+
+def read_order(segments, layer, ids=None, names=None):
+    """The continuity share (module docstring) of the data reads at ``layer`` ("MPI-IO" or
+    "HDF5") of a job's DXT segments (module -> DataFrame), over the files ``ids`` (record ids;
+    all when None; with ``names``, record id -> name, also the datasets in those files, as
+    an op log's H5D trace names them); None when the traces cannot show it (no trace of the layer, collective
+    calls without an aggregators' POSIX trace, fewer than two calls per file)."""
+    return call_order(segments, layer, ids, names, "read")
+
+
+def write_order(segments, layer, ids=None, names=None):
+    """The continuity share of the write calls, as :func:`read_order` of the reads."""
+    return call_order(segments, layer, ids, names, "write")
+
+
+def call_order(segments, layer, ids, names, op):
+    """The continuity share of the calls of ``op`` ("read" or "write"): see read_order."""
+    frame = (segments or {}).get(TRACES.get(layer, ""))
+    if frame is None and layer == "HDF5":
+        frame = (segments or {}).get("DXT_MPIIO")       # libhdf5's MPI-IO calls beneath
+    if frame is None or frame.empty:
+        return None
+    calls = frame[frame["op"] == op]
+    if ids is not None:
+        ids = set(ids)
+        if names:
+            files = {names.get(i) for i in ids}
+            ids |= {int(i) for i in calls["id"].unique()
+                    if dataset_file(names.get(int(i), "")) in files}
+        calls = calls[calls["id"].isin(list(ids))]
+    posix = (segments or {}).get("DXT_POSIX")
+    if posix is not None:
+        posix = posix[posix["op"] == op]
+    continued = total = 0
+    for fid, calls_of_file in calls.groupby("id", sort=False):
+        blind = calls_of_file["offset"] < 0
+        if blind.any():
+            if posix is None:
+                continue
+            blind_calls = calls_of_file[blind]
+            # the data calls: those of the size that moves the most bytes (libhdf5's own
+            # metadata calls beneath an H5Fopen are small, some on one rank only)
+            moved = blind_calls.groupby("length")["length"].sum()
+            data_calls = blind_calls[blind_calls["length"] == moved.idxmax()]
+            pieces = _windowed_calls(data_calls, posix[posix["id"] == fid])
+        else:
+            pieces = _ranked_calls(calls_of_file)
+        if pieces is None:
+            continue
+        c, t = continuity(pieces)
+        continued, total = continued + c, total + t
+    return continued / total if total else None

@@ -1,0 +1,1 @@
+"""Jobs side by side with one similarity score."""

@@ -1,0 +1,412 @@
+"""Two or more characterizations side by side, with one similarity score per job.
+
+``compare([a, b, ...])`` takes Characterizations (or anything ``characterize`` accepts: logs,
+directories of logs, dlio_mpi run directories) and returns a :class:`Comparison`: a tidy table
+(metric, job, value, relative difference to the first job, similarity to the first job, weight)
+and, for every job, a similarity score in [0, 1] to the first job.
+
+The score is a weighted mean over a fixed metric set (``METRICS``) of per-metric similarities:
+
+    score(j) = sum_k w_k s_k(j) / sum_k w_k     over the metrics k known for both jobs
+
+with, for the first job's value a and job j's value b:
+
+- "ratio" metrics (counts, bytes, sizes): s = 1 - min(1, |log10(b / a)|), so equal values
+  give 1, a factor of 2 gives 0.70, a factor of 10 or more gives 0; s = 1 when both are 0 and
+  0 when only one is.
+- "share" (the I/O time's share of run time): the ratio similarity of a + 0.01 and b + 0.01,
+  so that I/O below about 1 % of the run time counts as none: with opens and closes alone
+  (an mmap run, whose reads no tool sees), the times are a few microseconds per call, and a
+  call timed around Darshan's wrapper (the op log of a run under Darshan) takes its record
+  keeping too, several times the system call's own time. Shares of 0.05 and 0.10 give 0.74,
+  of 0.2 and 0.4 0.71.
+- "fraction" metrics (values in [0, 1]): s = 1 - |a - b|.
+- "distribution" (the read-size histogram, normalized to shares of the operations):
+  s = 1 - (1/2) sum_bucket |p_a - p_b| (one minus the total-variation distance).
+- "set" (the interfaces used): s = |A & B| / |A | B| (Jaccard; 1 when both are empty).
+
+A metric whose value is unknown (None) for either job is left out of that job's score (the
+table says so with similarity None). Identical inputs give 1.0 exactly. Weights favour what
+shapes the I/O (bytes, transfer sizes, interfaces) over what depends on the machine and its
+noise (I/O time share, rank imbalance).
+
+Layers: Darshan records a call at every layer it went through (H5D, MPI-IO, POSIX); a dlio_mpi
+op log observes some files from a higher layer down only (the calls of a collective MPI-IO
+read, not the aggregators' POSIX reads beneath; the H5Dread calls through libhdf5's MPI-IO
+driver, not libhdf5's metadata reads nor how it splits a selection into MPI-IO calls; see
+:mod:`analysis.loading.oplog`). Jobs are compared at the highest of the layers their sources observed
+(``Comparison.layer``; :mod:`analysis.characterization.layers`): each file counts at that layer where the job has
+records of it there (else at its highest layer below, such as a checkpoint written through
+POSIX), for bytes, calls, files, the size histogram (MPI-IO's and H5D's aggregate size
+counters above POSIX), the I/O time (with H5F's at HDF5) and the rank balance. Sequential and
+consecutive reads are Darshan counters of POSIX only: above POSIX they cover the files counted
+at POSIX (none for a job whose reads are all above it: unknown, left out); above POSIX the
+order of the read calls is ``read_order`` (:mod:`analysis.characterization.read_order`: from the calls' own
+offsets, or for collective calls, whose DXT_MPIIO offsets are unknown, from the aggregators'
+POSIX reads inside them), part of the structure gate: in order against shuffled gives about
+0.5. ``write_order`` is the order of the writes to the data and checkpoint files, also in the
+gate: at POSIX Darshan's sequential writes over writes (writes at random offsets, IOR's -z,
+make about half sequential; in order nearly all), above POSIX the same continuity of the
+write calls (a collective write's pieces from the aggregators' POSIX writes); unknown for a
+job without writes. The read start comes
+from DXT_MPIIO at MPI-IO and is unknown at HDF5 (Darshan traces no HDF5 calls). Interfaces are
+those seen from the layer up: at MPI-IO, the MPI-IO kinds and HDF5; at HDF5, "HDF5" and its
+driver by the H5F and H5D counters ("HDF5 through MPI-IO" from H5F_USE_MPIIO, "HDF5 collective"
+from H5D_USE_MPIIO_COLLECTIVE), so that a job through another driver or another interface
+still falls to the structure gate. A Darshan log against a Darshan log, or any job whose files
+were all observed at POSIX, is compared at POSIX.
+
+Data I/O: every metric counts the job's data and checkpoint files only (``Characterization.roles``,
+:mod:`analysis.characterization.file_roles`): a program's printing to its standard streams, the files the MPI
+library makes for itself (Open MPI's session-directory segments and lock tests, ROMIO's shared
+file pointer), and a framework's configuration, log and output files are neither data nor an
+interface, so that IOR's report on stdout or a training script's YAML and JSON writes do not
+part a job from its replay. The characterization reports them apart (``file_roles``).
+
+Reads through mmap are invisible to Darshan; an emulator run's op log leaves them out of its
+counters as Darshan does (so an mmap run compares with its Darshan log like for like), and the
+comparison's ``notes`` say how many bytes each job left out that way. They also repeat the
+loader's note on I/O that Darshan counted under a file through a reused descriptor number,
+which the jobs' counters leave out (:mod:`analysis.loading.reused_descriptors`).
+
+Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
+similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
+by several ranks, the interfaces, the number of checkpoint files, the read order above
+POSIX, the write order). A job of the right volume but the wrong shape cannot score high:
+files shared by every rank where the real job's were each read by one (shared share 1 against
+0) give 0; twice the files cap the score at 0.70; one interface of two at 0.5; no checkpoint
+where the real job wrote some gives 0; writes in order against random ones about 0.5. The
+table's row ``structure_gate`` holds the gate.
+"""
+
+import math
+import os
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.characterization.characterize import Characterization, characterize, data_formats
+from analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals
+from analysis.characterization.data_io import data_parts
+from analysis.characterization.layers import job_layer, parts_at
+from analysis.characterization.layers import rank as layer_rank
+from analysis.characterization.module_metrics import file_counts, io_time, rank_balance
+from analysis.loading.oplog import MMAP_MARK
+from analysis.characterization.read_order import read_order, write_order
+from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
+
+# (metric, kind, weight, description)
+METRICS = (
+    ("ranks", "ratio", 0.5, "processes"),
+    ("bytes_read", "ratio", 2.0, "bytes read from the data files (POSIX + STDIO, at the layer "
+     "compared)"),
+    ("bytes_written", "ratio", 1.0, "bytes written to the data and checkpoint files (POSIX + "
+     "STDIO, at the layer compared)"),
+    ("read_ops", "ratio", 1.0, "read calls to the data files (POSIX + STDIO, at the layer "
+     "compared)"),
+    ("write_ops", "ratio", 0.5, "write calls to the data and checkpoint files (POSIX + STDIO, "
+     "at the layer compared)"),
+    ("files", "ratio", 1.0, "data and checkpoint files that moved bytes (at the layer "
+     "compared; not code, configuration, logs, standard streams, the MPI library's or the "
+     "tools' own files)"),
+    ("shared_file_fraction", "fraction", 1.0, "share of the data files opened by several ranks"),
+    ("mean_read_size", "ratio", 2.0, "bytes read / read calls"),
+    ("read_size_histogram", "distribution", 2.0, "read sizes at the layer compared, Darshan "
+     "buckets"),
+    ("sequential_read_fraction", "fraction", 1.0, "POSIX sequential reads / reads (of the "
+     "files counted at POSIX)"),
+    ("consecutive_read_fraction", "fraction", 1.0, "POSIX consecutive reads / reads (of "
+     "the files counted at POSIX)"),
+    ("early_read_fraction", "fraction", 1.0,
+     "data bytes read in the first 10% of run time (DXT: POSIX, else STDIO, else MPI-IO)"),
+    ("io_time_share", "share", 0.5, "slowest rank's I/O time / run time"),
+    ("rank_imbalance", "ratio", 0.5, "max / mean bytes per rank (POSIX, else STDIO; unknown "
+     "when most bytes are in records Darshan reduced over the ranks, files every rank opened)"),
+    ("interfaces", "set", 2.0, "interfaces used for the data and checkpoint files"),
+    ("checkpoint_files", "ratio", 0.5, "checkpoint files written (analysis.characterization.file_roles: "
+     "data-like names written and never read)"),
+    ("read_order", "fraction", 1.0, "MPI-IO and HDF5: share of the read calls that move "
+     "their lane of the file forward (analysis.characterization.read_order; at POSIX the sequential counters "
+     "tell)"),
+    ("write_order", "fraction", 1.0, "share of the writes to the data and checkpoint files "
+     "that move forward: POSIX sequential writes / writes at POSIX, above it the write calls' "
+     "continuity (analysis.characterization.read_order.write_order)"),
+)
+# the traces early_read_fraction is taken from, by the layer compared (none of HDF5)
+DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
+                  "HDF5": ()}
+STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files",
+             "read_order", "write_order")
+# added to both shares of run time before their ratio (module docstring)
+SHARE_FLOOR = 0.01
+
+
+@dataclass
+class Comparison:
+    """The result of :func:`compare`. ``table``: one row per (metric, job) with columns metric,
+    job, value, relative_difference ((b - a) / a for numbers, None when a = 0 or not a
+    number), similarity (to the first job; None when left out) and weight. ``scores``: job
+    label -> similarity score to the first job (1.0 for the first)."""
+
+    labels: list
+    table: pd.DataFrame
+    scores: dict
+    notes: list = None      # "label: note" for what a job's counters leave out (mmap reads,
+    # a reused descriptor's I/O)
+    layer: str = "POSIX"    # the layer the jobs' files are counted at (module docstring)
+
+    @property
+    def score(self):
+        """The score of the second job (the one number of a two-job comparison)."""
+        return self.scores[self.labels[1]] if len(self.labels) > 1 else 1.0
+
+    def row(self, metric):
+        """The values of one metric, a tuple in the jobs' order."""
+        t = self.table[self.table["metric"] == metric]
+        if t.empty:
+            raise KeyError(f"no metric {metric!r}")
+        return tuple(t["value"].tolist())
+
+    def to_dict(self):
+        rows = self.table.astype(object).where(self.table.notna(), None)
+        return {"labels": list(self.labels), "scores": dict(self.scores), "layer": self.layer,
+                "notes": list(self.notes or []),
+                "metrics": [{"metric": m, "kind": k, "weight": w, "description": d}
+                            for m, k, w, d in METRICS],
+                "table": rows.to_dict(orient="records")}
+
+
+def comparison_layer(chars):
+    """The layer jobs are compared at: the highest of the layers their sources observed their
+    files from (module docstring, :mod:`analysis.characterization.layers`)."""
+    return max((job_layer(c.layers) for c in chars), key=layer_rank, default="POSIX")
+
+
+def profile(c, layer="POSIX"):
+    """The values of METRICS for one Characterization (None where unknown), its files counted
+    at ``layer`` (see :func:`analysis.characterization.layers.parts_at`)."""
+    parts, time_parts = parts_at(c.records, c.names, c.layers, layer)
+    # the job's data I/O alone: not its standard streams, the MPI library's own files, nor
+    # its configuration, log and output files (analysis.characterization.file_roles)
+    parts, time_parts = data_parts(parts, c.roles), data_parts(time_parts, c.roles)
+    reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in parts if "reads" in spec.ops)
+    writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in parts if "writes" in spec.ops)
+    bytes_read = sum(counter_sum(f, [spec.bytes_read]) for spec, f in parts)
+    formats = data_formats(c.roles, c.names, c.records, parts)
+    files = file_counts(parts)
+    sized = [counter_totals(f, spec.size_counters("read")) for spec, f in parts
+             if spec.size_counters("read")]
+    histogram = None
+    if sized and sum(map(sum, sized)):
+        counts = [sum(column) for column in zip(*sized)]
+        histogram = {b: n / sum(counts) for b, n in zip(SIZE_BUCKETS, counts)}
+    posix = [(spec, f) for spec, f in parts if spec.name == "POSIX"]
+    posix_reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in posix)
+    balanced = next((b for spec, f in parts
+                     if (b := rank_balance(spec, f, c.nprocs)) is not None), None)
+    traces = c.data.dxt if c.data is not None else c.dxt
+    early = next((traces[name].early_read_fraction for name in DXT_PREFERENCE[layer]
+                  if name in traces and traces[name].early_read_fraction is not None), None)
+    return {
+        "ranks": c.nprocs,
+        "bytes_read": bytes_read,
+        "bytes_written": sum(counter_sum(f, [spec.bytes_written]) for spec, f in parts),
+        "read_ops": reads,
+        "write_ops": writes,
+        "files": sum(v["files"] for v in formats.values()) if formats else files.total,
+        "shared_file_fraction": _shared_fraction(formats, files),
+        "mean_read_size": bytes_read / reads if reads else None,
+        "read_size_histogram": histogram,
+        "sequential_read_fraction": _fraction(posix, "seq_reads", posix_reads),
+        "consecutive_read_fraction": _fraction(posix, "consec_reads", posix_reads),
+        "early_read_fraction": early,
+        "io_time_share": io_time(time_parts, c.nprocs, c.run_time).slowest_rank_share,
+        "rank_imbalance": balanced.max_bytes / balanced.mean_bytes
+        if balanced is not None and balanced.mean_bytes > 0
+        and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
+        "interfaces": sorted(interfaces_at(c, layer)),
+        "checkpoint_files": _checkpoint_files(parts, c.roles),
+        "read_order": None if layer == "POSIX" else read_order(
+            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
+        "write_order": _posix_write_order(posix) if layer == "POSIX" else write_order(
+            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
+    }
+
+
+def _posix_write_order(posix):
+    """Darshan's sequential writes over the writes of the POSIX parts (None without
+    writes)."""
+    writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in posix)
+    return _fraction(posix, "seq_writes", writes)
+
+
+def _checkpoint_files(parts, roles):
+    """The checkpoint files (analysis.characterization.file_roles) the parts wrote bytes to."""
+    ids = set()
+    for spec, frame in parts:
+        if frame.empty:
+            continue
+        wrote = frame[frame[spec.bytes_written] > 0]["id"].tolist()
+        ids.update(int(i) for i in wrote if roles.get(int(i)) == "checkpoint")
+    return len(ids)
+
+
+def interfaces_at(c, layer):
+    """The interfaces of a job seen from ``layer`` up: all at POSIX; MPI-IO's and HDF5 at
+    MPI-IO; at HDF5, "HDF5" with its driver as the H5F and H5D records say it ("HDF5 through
+    MPI-IO" by H5F_USE_MPIIO, "HDF5 collective" by H5D_USE_MPIIO_COLLECTIVE)."""
+    if layer == "POSIX":
+        return list(c.interfaces)
+    if layer == "MPI-IO":
+        return [i for i in c.interfaces if i.startswith("MPI-IO") or i == "HDF5"]
+    used = ["HDF5"] if "HDF5" in c.interfaces else []
+    for module, counter, label in (("H5F", "H5F_USE_MPIIO", "HDF5 through MPI-IO"),
+                                   ("H5D", "H5D_USE_MPIIO_COLLECTIVE", "HDF5 collective")):
+        frame = c.records.get(module)
+        if frame is not None and not frame.empty and int(frame[counter].max()) > 0:
+            used.append(label)
+    return used
+
+
+def _fraction(parts, counter, total):
+    """A POSIX counter summed over parts, over ``total`` (None without operations)."""
+    if not total:
+        return None
+    return sum(counter_sum(f, [getattr(spec, counter)]) for spec, f in parts) / total
+
+
+def _shared_fraction(formats, files):
+    """Shared data files over data files (files that moved bytes, not the tools' own), else
+    over all files."""
+    n = sum(v["files"] for v in formats.values()) if formats else 0
+    if n:
+        return sum(v.get("shared_files", 0) for v in formats.values()) / n
+    return files.shared / files.total if files.total else None
+
+
+def similarity(kind, a, b):
+    """The similarity in [0, 1] of two values of a metric of ``kind`` (see the module
+    docstring); None when either is None."""
+    if a is None or b is None:
+        return None
+    if kind == "ratio":
+        if a == b:
+            return 1.0
+        if a <= 0 or b <= 0:
+            return 0.0
+        return 1.0 - min(1.0, abs(math.log10(b / a)))
+    if kind == "share":
+        return similarity("ratio", a + SHARE_FLOOR, b + SHARE_FLOOR)
+    if kind == "fraction":
+        return 1.0 - min(1.0, abs(a - b))
+    if kind == "distribution":
+        return 1.0 - 0.5 * sum(abs(a[k] - b[k]) for k in SIZE_BUCKETS)
+    if kind == "set":
+        union = set(a) | set(b)
+        return len(set(a) & set(b)) / len(union) if union else 1.0
+    raise ValueError(f"unknown metric kind {kind!r}")
+
+
+def compare(sources, labels=None, *, dxt=True):
+    """Compare two or more jobs: Characterizations, or sources for ``characterize`` (read with
+    ``dxt``). ``labels`` name the jobs (default: the file or directory names)."""
+    sources = list(sources)
+    if len(sources) < 2:
+        raise ValueError("compare needs at least two jobs")
+    chars = [s if isinstance(s, Characterization) else characterize(s, dxt=dxt)
+             for s in sources]
+    labels = list(labels) if labels is not None else default_labels(sources, chars)
+    layer = comparison_layer(chars)
+    profiles = [profile(c, layer) for c in chars]
+    rows, scores = [], {}
+    for j, (label, values) in enumerate(zip(labels, profiles)):
+        weighted = total = 0.0
+        gate = 1.0
+        for metric, kind, weight, _ in METRICS:
+            a, b = profiles[0][metric], values[metric]
+            s = similarity(kind, a, b)
+            if s is not None:
+                weighted += weight * s
+                total += weight
+                if metric in STRUCTURE:
+                    gate = min(gate, s)
+            rows.append({"metric": metric, "job": label, "value": b,
+                         "relative_difference": _relative(kind, a, b),
+                         "similarity": s, "weight": weight})
+        rows.append({"metric": "structure_gate", "job": label, "value": gate,
+                     "relative_difference": None, "similarity": gate, "weight": None})
+        scores[label] = gate * weighted / total if total else None
+    notes = [f"{label}: {w}" for label, c in zip(labels, chars) for w in c.warnings
+             if MMAP_MARK in w or w.startswith(REUSED_NOTE)]
+    return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores, notes=notes,
+                      layer=layer)
+
+
+def default_labels(sources, chars):
+    """The base names of the sources (the first log of a set), made unique with #n."""
+    names = []
+    for source, c in zip(sources, chars):
+        if isinstance(source, (str, os.PathLike)):
+            names.append(os.path.basename(os.path.normpath(os.fspath(source))))
+        else:
+            names.append(os.path.basename(c.logs[0]) if c.logs else "job")
+    seen = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if names.count(name) == 1 else f"{name}#{seen[name]}")
+    return unique
+
+
+def render_comparison(comparison):
+    """A plain-text table: one row per metric, one column per job (with the relative difference
+    to the first job for numbers), then the scores."""
+    labels = comparison.labels
+    table = comparison.table
+    header = ["metric", *labels]
+    lines = []
+    for metric, _, weight, _ in METRICS:
+        cells = [f"{metric} (w {weight:g})"]
+        for label in labels:
+            row = table[(table["metric"] == metric) & (table["job"] == label)].iloc[0]
+            text = _value_text(row["value"])
+            rel = row["relative_difference"]
+            if label != labels[0] and rel is not None and not pd.isna(rel):
+                text += f" ({rel:+.1%})"
+            cells.append(text)
+        lines.append(cells)
+    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
+    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                     for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+           for r in [header, *lines]]
+    out.append("")
+    for label in labels[1:]:
+        out.append(f"similarity of {label} to {labels[0]}: {comparison.scores[label]:.3f}")
+    if comparison.layer != "POSIX":
+        out.append(f"counted at: {comparison.layer} (the layer every job observed)")
+    for note in comparison.notes or []:
+        out.append(f"note: {note}")
+    return "\n".join(out) + "\n"
+
+
+def _share(pct):
+    return None if pct is None else pct / 100.0
+
+
+def _relative(kind, a, b):
+    if kind not in ("ratio", "share", "fraction") or a is None or b is None or a == 0:
+        return None
+    return (b - a) / a
+
+
+def _value_text(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, dict):
+        top = max(value, key=value.get)
+        return f"mode {top} ({value[top]:.0%})"
+    if isinstance(value, list):
+        return ", ".join(value) or "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return f"{value:,}" if isinstance(value, int) else str(value)

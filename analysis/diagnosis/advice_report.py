@@ -1,0 +1,157 @@
+"""advise's report for people: a table for the terminal, ``advise.md`` and a self-contained
+``advise.html`` with the speedup of every measured change (bars with their spread), from the
+result object dlio_mpi.advise writes as ``advise.json``."""
+
+import base64
+import html
+import json
+import os
+import textwrap
+
+from dlio_mpi.files.safe_files import write_whole
+
+from analysis.reporting.plots import _figure, _png, _titles
+from analysis.reporting.report import STYLE
+
+
+def _num(value, fmt):
+    return "-" if value is None else format(value, fmt)
+
+
+def _rows(result):
+    base = result["baseline"]
+    rows = [["baseline", "", _num(base["time_per_epoch_s"], ".4g"), _num(base["au_pct"], ".1f"),
+             _num(base["bytes_moved_per_epoch"], ",.0f"), "1.00", "-", str(base["rounds"])]]
+    for r in result["recommendations"]:
+        speed = "failed" if r["error"] else _num(r["speedup"], ".2f")
+        rows.append([r["label"], r["finding"], _num(r["time_per_epoch_s"], ".4g"),
+                     _num(r["au_pct"], ".1f"), _num(r["bytes_moved_per_epoch"], ",.0f"), speed,
+                     _num(r["spread"], ".2f"), str(r["rounds"])])
+    return rows
+
+
+HEADER = ["change", "finding", "s/epoch", "AU %", "bytes/epoch", "speedup", "spread", "rounds"]
+
+
+def render_text(result):
+    """Findings, the table of measured changes (fastest first), the winner and the notes."""
+    lines = [f"advise: {result['source']} on {result['ranks']} ranks, "
+             f"{result['elapsed_s']:.0f} s of a {result['budget_s']:.0f} s budget", ""]
+    if result["findings"]:
+        lines.append("findings (most severe first):")
+        lines += [f"  {i + 1}. {f['title']} ({f.get('id', f['key'])}): {f['evidence']}"
+                  for i, f in enumerate(result["findings"])]
+    else:
+        lines.append("findings: none (no rule's threshold was crossed)")
+    rows = _rows(result)
+    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
+    lines += ["", *("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+                    for r in [HEADER, ["-" * w for w in widths], *rows])]
+    for r in result["recommendations"]:
+        if r["error"]:
+            lines.append(f"failed: {r['label']}: {r['error']}")
+    for s in result["not_measured"]:
+        lines.append(f"not measured: {s['label']}: {s['why']}")
+    w = result["winner"]
+    lines.append("")
+    lines.append(f"winner: {w['label']}, {w['speedup']:.2f}x (spread "
+                 f"{_num(w['spread'], '.2f')}): {w['yaml']}" if w else "winner: none")
+    lines += [f"note: {n}" for n in result["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def speedup_figure(result):
+    """A bar per measured change: its speedup over the baseline, the spread as an error bar."""
+    recs = [r for r in result["recommendations"] if r["speedup"] is not None]
+    fig = _figure(height=max(2.5, 0.55 * len(recs) + 1.2))
+    fig.subplots_adjust(left=0.36)
+    ax = fig.add_subplot()
+    labels = [textwrap.fill(r["label"], 44) for r in recs][::-1]
+    values = [r["speedup"] for r in recs][::-1]
+    errors = [r["spread"] or 0.0 for r in recs][::-1]
+    colors = ["#2a7" if v - e > 1.0 else "#999" for v, e in zip(values, errors)]
+    ax.barh(range(len(recs)), values, xerr=errors, color=colors, capsize=3)
+    ax.axvline(1.0, color="#c33", linewidth=1)
+    ax.set_yticks(range(len(recs)), labels, fontsize=8)
+    ax.set_xlabel("speedup of the time per epoch over the baseline")
+    _titles(ax, "Measured speedup per change", "green: faster beyond its spread")
+    return _png(fig)
+
+
+def _markdown(result, text_rows, png_name):
+    e = (lambda s: str(s).replace("|", "\\|"))
+    out = [f"# advise: {result['source']}", "",
+           f"{result['ranks']} ranks, {result['elapsed_s']:.0f} s of a "
+           f"{result['budget_s']:.0f} s budget.", "", "## Findings", ""]
+    out += [f"{i + 1}. **{f['title']}**: {e(f['evidence'])}"
+            for i, f in enumerate(result["findings"])] or ["None."]
+    out += ["", "## Measured changes", "", "| " + " | ".join(HEADER) + " |",
+            "|" + " --- |" * len(HEADER)]
+    out += ["| " + " | ".join(e(c) for c in r) + " |" for r in text_rows]
+    if png_name:
+        out += ["", f"![speedup per change]({png_name})"]
+    w = result["winner"]
+    out += ["", "## Winner", "", f"{w['label']}: {w['speedup']:.2f}x, `{w['yaml']}`" if w
+            else "None: no change was faster beyond its spread."]
+    if result["not_measured"]:
+        out += ["", "## Not measured", ""] + [f"- {s['label']}: {e(s['why'])}"
+                                              for s in result["not_measured"]]
+    if result["notes"]:
+        out += ["", "## Notes", ""] + [f"- {e(n)}" for n in result["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def _html(result, text_rows, png):
+    e = html.escape
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>advise</title>"
+             f"<style>{STYLE}</style></head><body><h1>advise: {e(str(result['source']))}</h1>",
+             f"<p>{result['ranks']} ranks, {result['elapsed_s']:.0f} s of a "
+             f"{result['budget_s']:.0f} s budget.</p><h2>Findings</h2><ol>"]
+    parts += [f"<li><b>{e(f['title'])}</b>: {e(f['evidence'])}</li>" for f in result["findings"]]
+    parts.append("</ol><h2>Measured changes</h2><table><tr>"
+                 + "".join(f"<th>{e(h)}</th>" for h in HEADER) + "</tr>")
+    parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in text_rows]
+    parts.append("</table>")
+    if png:
+        parts.append("<img alt='speedup per change' src='data:image/png;base64,"
+                     + base64.b64encode(png).decode("ascii") + "'>")
+    w = result["winner"]
+    parts.append("<h2>Winner</h2><p>" + (e(f"{w['label']}: {w['speedup']:.2f}x, {w['yaml']}")
+                                         if w else "None.") + "</p>")
+    if result["notes"]:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in result["notes"])
+                     + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_advice(result, out_dir):
+    """advise.json, advise.md, advise.html and speedup.png in ``out_dir``; returns the paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    rows = _rows(result)
+    png = speedup_figure(result) if any(r["speedup"] is not None
+                                        for r in result["recommendations"]) else None
+    paths = {k: os.path.join(out_dir, f"advise.{k}") for k in ("json", "md", "html")}
+    if png:
+        paths["png"] = os.path.join(out_dir, "speedup.png")
+        write_whole(paths["png"], png, fsync=True)
+    write_whole(paths["json"], json.dumps(result, indent=1, default=str), fsync=True)
+    write_whole(paths["md"], _markdown(result, rows, "speedup.png" if png else None), fsync=True)
+    write_whole(paths["html"], _html(result, rows, png), fsync=True)
+    return paths
+
+
+def summary_line(result):
+    """One JSON object: the baseline's figures and each measured change (fastest first) with
+    its evidence, speedup and spread."""
+    base = {k: result["baseline"][k] for k in ("time_per_epoch_s", "au_pct",
+                                               "bytes_moved_per_epoch", "rounds")}
+    recs = [{"change": r["change"], "label": r["label"], "finding": r["finding"],
+             "evidence": r["evidence"], "speedup": r["speedup"], "spread": r["spread"],
+             "time_per_epoch_s": r["time_per_epoch_s"], "au_pct": r["au_pct"],
+             "bytes_moved_per_epoch": r["bytes_moved_per_epoch"], "rounds": r["rounds"],
+             "error": r["error"]}
+            for r in result["recommendations"]]
+    return json.dumps({"baseline": base, "recommendations": recs,
+                       "winner": result["winner"]}, separators=(",", ":"), default=str)

@@ -1,0 +1,323 @@
+"""A dlio_mpi workload fitted to a real job's I/O: ``fit(source)`` returns a :class:`Fit` whose
+``to_yaml()`` loads with ``python -m dlio_mpi run --config FILE``.
+
+``source`` is a Darshan log (best with DXT), a directory of one job's logs, or a dlio_mpi run
+directory. Each value is derived as follows (the thresholds are the constants below and in
+:mod:`analysis.fitting.fit_measures`, which takes the measurements):
+
+- Data files: files read (POSIX, else STDIO, else MPI-IO records) whose role is data
+  (:mod:`analysis.characterization.file_roles`, the classification characterize and compare use: not code,
+  configuration, logs, standard streams nor the MPI library's own files), of the format that
+  reads the most bytes.
+- ``dataset.format``: that format, from the file names (.h5/.hdf5 or H5F records: hdf5;
+  .tfrecord, .npz, .npy, .csv; else raw).
+- File size: the highest byte read + 1, over the file's records.
+- ``io.layout``: "multi" unless files read by several ranks receive more than SHARED_SHARE of the
+  data bytes and there are fewer data files than ranks (many files each read by several ranks
+  are a multi-file dataset read in shuffled order); then "replicated" when the input is read at
+  start and every rank read at least REPLICATED_COVERAGE of the file, else "shared". The
+  emulator's shared layouts hold one file: several shared files are fitted as one file of
+  their total size (a note says so).
+- ``dataset.num_files_train``: the number of data files (1 for a shared layout).
+- ``reader.transfer_size``: the read size that moves the most bytes (from DXT reads of the data
+  files, else Darshan's ACCESS1..4 common-size counters, else the mean read size); 0 (whole
+  samples) when that size moves less than DOMINANT_SHARE of the bytes.
+- ``dataset.record_length`` (a sample): the median length of runs of consecutive reads in the
+  DXT trace (a sample read in transfer-size pieces is one run; a pause of STEP_GAP ends a run),
+  less the format's framing (TFRecord 16 B, NPZ member header 128 B), at least the transfer size
+  and at most the file size; without DXT, or with the input read at start, the transfer size.
+  Samples read in file order cannot be told apart: a step's consecutive samples are then fitted
+  as one sample per step (the same I/O).
+  ``dataset.num_samples_per_file``: file size / record size, at least 1.
+- ``io.read_type``: "memory" when the DXT trace says the input is read at start (at least 80% of
+  the bytes in the first 10% of the run, or one busy burst of reads and then none; see
+  dxt_metrics), or without DXT when that share of the bytes is in records whose reads ended in
+  the first 10% of the run; else "on_demand".
+- ``reader.sample_shuffle``: "off" when the forward share of jumps is at least FORWARD_SHARE,
+  else "seed" (for HDF5 with a trace, over the reads of the dominant size only: libhdf5's
+  metadata reads are no sample order). With Darshan's counters over the data records (N reads, S sequential,
+  C consecutive, R records that read): jumps are the N - C - R reads that are neither
+  consecutive nor a record's first; backward ones are N - S - R; forward share = 1 - backward /
+  jumps (1 without jumps). Sequential reading scores 1, random sample order about 0.5.
+- ``io.interface``: MPI-IO collective reads: mpiio_coll (hdf5_coll with HDF5); MPI-IO
+  independent: mpiio (hdf5); HDF5 without MPI-IO, or an hdf5 format: hdf5_sec2; STDIO moving
+  most of the data bytes: stdio; else posix. Collective I/O needs a shared layout: with "multi"
+  it is fitted as independent.
+- From the DXT timeline of each rank's data reads (when there is one and the input is read on
+  demand): busy periods are the union of the reads' intervals; gaps of at least STEP_GAP seconds
+  between them are steps. ``train.computation_time``: the median step gap (0 with fewer than 2
+  step gaps per rank); ``reader.batch_size``: the records a rank read between two step gaps,
+  median over its steps, then over ranks, rounded; ``reader.read_threads``: the 95th
+  percentile of the number of a rank's reads in flight when one starts (median over ranks),
+  when at least 2 (else 0: the rank reads in its training loop). When the pauses fall in two
+  groups (a loader's pauses between the files of a step,
+  and the step's compute, STEP_GAP_RATIO apart or more), only the long ones are steps.
+- ``train.epochs``: data bytes read / (dataset bytes), rounded, at least 1 (1 when read at
+  start).
+- ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw or HDF5 data files'
+  bytes, each file's first write before its first read (a write-then-read benchmark such as
+  IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them;
+  ``io.write_order: shuffled`` (raw files) when the writes after a file's first were under
+  SHUFFLED_SEQ sequential (IOR's -z), from the DXT trace of the writes, else the POSIX counters.
+- Worker processes (a data loader's, forked or spawned, each with a non-MPI log;
+  analysis.loading.process_roles gives them their main process's rank): ``reader.read_threads`` is
+  the most workers of a rank alive at once.
+- Everything above counts without the I/O that the loader found Darshan had counted under a
+  data file through a reused descriptor (analysis.loading.reused_descriptors); its note is the fit's
+  first note.
+The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
+it.
+- Checkpoints (files the job wrote and never read, analysis.characterization.file_roles): how many, when
+  (after which epoch or step of the data reads), by which ranks, their size, files and write
+  calls, as the model and checkpoint keys of analysis.fitting.fit_checkpoints.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import yaml
+
+from dlio_mpi.files.safe_files import write_whole
+
+from analysis.fitting import fit_patterns
+from analysis.characterization.characterize import characterize, load_job
+from analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
+from analysis.fitting.fit_checkpoints import fit_checkpoints
+from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
+                           _file_table, _interface, _min_rank_coverage, _record_length,
+                           _shuffle, _stem, _timeline, _transfer_size, _write_first)
+from analysis.fitting.fit_patterns import FRAMING
+from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
+
+SHARED_SHARE = 0.5
+REPLICATED_COVERAGE = 0.9
+DOMINANT_SHARE = 0.5
+MAX_EPOCHS = 1000
+
+
+class FitError(ValueError):
+    """The job gives nothing to fit (no data file was read)."""
+
+
+@dataclass
+class Fit:
+    """A fitted workload: ``workload`` (section -> key -> value, valid for dlio_mpi.config.loader),
+    ``ranks`` (the job's process count), ``evidence`` (the measured quantities each value came
+    from) and ``notes`` (where the fit had to approximate)."""
+
+    workload: dict
+    ranks: int
+    evidence: dict
+    notes: list = field(default_factory=list)
+    sources: list = field(default_factory=list)
+
+    def to_yaml(self):
+        header = [f"# dlio_mpi workload fitted by analysis.fitting.fit from {', '.join(self.sources)}",
+                  f"# the job ran on {self.ranks} processes: mpiexec -n {self.ranks} python -m "
+                  f"dlio_mpi run --config THIS_FILE"]
+        header += [f"# note: {note}" for note in self.notes]
+        return "\n".join(header) + "\n" + yaml.safe_dump(self.workload, sort_keys=False)
+
+    def write(self, path):
+        write_whole(path, self.to_yaml(), fsync=True)
+
+    def to_dict(self):
+        return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,
+                "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def _worker_threads(workers):
+    """The most worker processes of a rank alive at once (their logs' spans), median over
+    the ranks that had workers."""
+    most = []
+    for spans in workers.values():
+        starts = np.sort([a for a, _ in spans])
+        ends = np.sort([b for _, b in spans])
+        alive = np.searchsorted(starts, starts, side="right") \
+            - np.searchsorted(ends, starts, side="right")
+        most.append(int(alive.max()))
+    return max(1, int(round(float(np.median(most)))))
+
+
+def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
+        name=None):
+    """Fit a workload to ``source`` (see the module docstring)."""
+    job = load_job(source, dxt=True)
+    char = characterize(job)
+    notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
+    files, basis, reading = _file_table(job, char.roles)
+    data = files[files["data"] & (files["bytes_read"] > 0)]
+    if data.empty:
+        raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit")
+    by_format = data.groupby("format")["bytes_read"].sum().sort_values(ascending=False)
+    fmt = by_format.index[0]
+    data = data[data["format"] == fmt]
+    reading = reading[reading["id"].isin(list(data.index))]
+    evidence["data_files"] = {"format": fmt, "files": len(data),
+                              "bytes_read": int(data["bytes_read"].sum()),
+                              "other_formats": {k: int(v) for k, v in by_format.iloc[1:].items()}}
+    # what the fit leaves out as no data: standard streams, the MPI library's own files,
+    # checkpoints, code, configuration and logs (analysis.characterization.file_roles)
+    evidence["files_apart"] = {role: v for role, v in char.file_roles.items() if role != "data"}
+    sizes = data["size"].to_numpy()
+    evidence["file_size"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),
+                             "max": int(sizes.max())}
+    trace = _data_trace(job, set(data.index))
+    if trace is not None:
+        counted = _counted_reads(job, basis, reading)
+        partial = any(m.startswith("DXT") for m in job.partial_modules) \
+            or (counted is not None and len(trace) < counted)
+        if partial:
+            notes.append(f"the DXT trace is partial ({len(trace)} of "
+                         f"{counted if counted is not None else 'more'} data reads): read "
+                         "type, order and timing come from the counters")
+            evidence["partial_trace"] = {"traced": len(trace), "counted": counted}
+            trace = None
+    early = _early_share(job, trace, data, basis, reading)
+    burst = trace is not None and load_burst(trace, job.run_time)
+    read_type = "memory" if early is not None and (early >= AT_START_THRESHOLD or burst) \
+        else "on_demand"
+    evidence["early_read_fraction"] = early
+    evidence["load_burst"] = burst
+
+    shared_bytes = int(data.loc[data["ranks"] > 1, "bytes_read"].sum())
+    shared = shared_bytes > SHARED_SHARE * int(data["bytes_read"].sum()) \
+        and len(data) < job.nprocs
+    evidence["shared_bytes"] = shared_bytes
+    layout = "multi"
+    if shared:
+        coverage = _min_rank_coverage(data, basis, reading)
+        evidence["min_rank_coverage"] = coverage
+        layout = "replicated" if read_type == "memory" and coverage >= REPLICATED_COVERAGE \
+            else "shared"
+        if len(data) > 1:
+            notes.append(f"{len(data)} shared files fitted as one file of their total size")
+    num_files = 1 if shared else len(data)
+    file_size = int(sizes.sum()) if shared else int(round(float(np.median(sizes))))
+
+    transfer, share = _transfer_size(trace, data, basis, reading)
+    evidence["dominant_read_size"] = {"size": transfer, "byte_share": share}
+    transfer_size = transfer if share >= DOMINANT_SHARE else 0
+    record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
+    if fmt == "csv":
+        record = max(4, record - record % 4)
+    spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
+
+    interface = _interface(fmt, layout, data, job, notes)
+    shuffle, forward = _shuffle(trace, basis, reading,
+                                transfer if fmt == "hdf5" and share >= DOMINANT_SHARE else None)
+    evidence["forward_jump_share"] = forward
+    pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
+                                           file_size, notes, evidence)
+    reader_extra, epochs_fixed = {}, None
+    if pattern is not None:
+        p_record, p_spf, p_transfer, reader_extra, epochs_fixed, order_off = pattern
+        if p_record is not None:
+            record, spf, transfer_size = p_record, p_spf, p_transfer
+        if order_off is not None and (p_record is not None or order_off):
+            shuffle = "off" if order_off else "seed"
+    if "npy_loads" in evidence:
+        interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
+    if interface == "posix" and _direct(job, data, notes, evidence):
+        interface = "posix_direct"
+    evidence["record_length"] = record
+    if layout == "shared" and trace is not None and read_type == "on_demand" \
+            and fit_patterns.round_robin(trace, record, job.nprocs):
+        reader_extra["sharding"] = "round_robin"
+        shuffle = "off"
+        evidence["round_robin"] = True
+    elif interface in ("mpiio_coll", "hdf5_coll"):
+        shuffle = _collective_order(job, data, shuffle, notes, evidence)
+        if read_type == "memory":
+            # the emulator's load at start reads by independent calls: the job's collective
+            # read calls are only replayed as reads on demand
+            read_type = "on_demand"
+            notes.append("reads by collective calls, all early: fitted as reads on demand "
+                         "with no compute (io.read_type=memory would load by independent "
+                         "calls)")
+    compute, batch, threads = 0.0, 1, 0
+    if trace is not None and read_type == "on_demand":
+        starts = None
+        if "numpy_loads" in evidence:        # a sample is a load: its end-record read
+            sizes = {int(i): int(v) for i, v in data["size"].items()}
+            starts = (lambda r: fit_patterns.load_starts(r, sizes))
+        elif ("npy_loads" in evidence or "whole_file_loads" in evidence
+              or "image_reads" in evidence):
+            # a sample is a load: its first read (the header's, the file's start, an image's
+            # buffer fill) at offset 0
+            starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
+        compute, batch, threads, timing = _timeline(trace, record, starts)
+        evidence["timeline"] = timing
+        if compute > 0:
+            notes.append(f"a log records no batches: reader.batch_size {batch} is the samples "
+                         f"read between two compute pauses (median), train.computation_time "
+                         f"{compute:.6g} s the median pause")
+        else:
+            notes.append("a log records no batches and the reads show no compute pauses: "
+                         "reader.batch_size 1 and no compute per step")
+    else:
+        notes.append("without a DXT trace of the reads on demand, batches, compute and read "
+                     "concurrency cannot be seen: reader.batch_size 1, no compute, no read "
+                     "threads")
+    if job.workers:
+        threads = _worker_threads(job.workers)
+        kinds = " and ".join(kind for kind in ("forked", "spawned")
+                             if f"{kind} worker" in job.process_roles) or "forked"
+        notes.append(f"each rank's reads were made by {kinds} worker processes (a data "
+                     f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
+                     f"as reader.read_threads {threads}")
+        evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}
+    ranks = job.nprocs
+    samples = num_files * spf
+    per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
+    if per_rank < batch:
+        if per_rank >= 1:
+            notes.append(f"reader.batch_size {batch} lowered to {per_rank}, a rank's share")
+            batch = per_rank
+        else:
+            spf = -(-ranks * batch // num_files)
+            notes.append(f"dataset.num_samples_per_file raised to {spf} so that each of the "
+                         f"{ranks} ranks gets a batch")
+    dataset_bytes = num_files * file_size * (ranks if layout == "replicated" else 1)
+    epochs = 1 if read_type == "memory" else max(
+        1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
+    if epochs_fixed is not None:
+        epochs = epochs_fixed
+    if epochs > MAX_EPOCHS:
+        notes.append(f"the data was read {epochs} times over (the same bytes again and "
+                     f"again): epochs capped at {MAX_EPOCHS}")
+        epochs = MAX_EPOCHS
+    io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence)
+    reads = None
+    if trace is not None:
+        ordered = trace.sort_values("start", kind="stable")
+        reads = (ordered["start"].to_numpy(), ordered["length"].to_numpy())
+    checkpoints = fit_checkpoints(job, char.roles, reads, int(data["bytes_read"].sum()),
+                                  epochs, max(1, per_rank // max(batch, 1)), output_folder,
+                                  notes, evidence)
+    workload = {
+        "model": {"name": name or f"fitted_{_stem(job)}",
+                  **(checkpoints[0] if checkpoints else {})},
+        "workflow": {"generate_data": True, "train": True,
+                     **({"checkpoint": True} if checkpoints else {})},
+        "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
+                    "num_samples_per_file": spf, "record_length": record,
+                    **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
+                                                 "record_length_stdev") if k in evidence},
+                    **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
+                       if "hdf5_chunk" in evidence else {})},
+        "reader": {"batch_size": batch, "read_threads": threads,
+                   "transfer_size": transfer_size, "sample_shuffle": shuffle,
+                   **reader_extra},
+        "train": {"epochs": epochs, "computation_time": round(compute, 6),
+                  **({"seed": evidence["size_seed"]["seed"]} if "size_seed" in evidence
+                     else {})},
+        "io": {"interface": interface, "layout": layout, "read_type": read_type,
+               **io_extra},
+        **({"checkpoint": checkpoints[1]} if checkpoints else {}),
+        "output": {"folder": output_folder},
+    }
+    return Fit(workload=workload, ranks=ranks, evidence=evidence, notes=notes,
+               sources=list(job.paths) if job.source == "darshan"
+               else [os.path.dirname(job.paths[0])])

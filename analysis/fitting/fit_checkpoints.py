@@ -1,0 +1,276 @@
+"""A job's checkpoints as analysis.fitting.fit recovers them, and the workload keys that make the
+emulator write the same.
+
+The checkpoint files are those analysis.characterization.file_roles labels "checkpoint" (data-like names the job
+wrote and never read: torch.save's ``model_states-0.pt``, ``ckpt.bin.part``). The writes of
+their POSIX records (per rank: bytes, calls, syncs, first write's start, last write's end)
+give:
+
+- the checkpoints: files whose writes no data read separates are one checkpoint (a
+  checkpoint's model and optimizer files, or every rank's shard); without a trace of the data
+  reads, a file's directory groups them (the DLIO benchmark's ``global_epochN_stepM/``);
+- when: the share of the data bytes read before a checkpoint's first write, times the fitted
+  epochs, is the epochs done. Within EPOCH_TOLERANCE of a whole epoch: after that epoch
+  (checkpoint.checkpoint_after_epoch, epochs_between_checkpoints); else the training steps
+  done (checkpoint.steps_between_checkpoints). Without a trace of the reads, a checkpoint per
+  epoch is taken when there are as many checkpoints as epochs, else evenly spread (a note
+  says so);
+- which ranks: rank 0 alone (checkpoint.writers=rank0), or every rank its share (all);
+- how big: model.model_size_bytes is the median checkpoint's bytes (over its writers; the
+  emulator splits them evenly among checkpoint.writers);
+- files: the emulator writes one file per writer (checkpoint.format=file_per_rank); more files
+  per writer are written as one file of their total size (a note says so);
+- the calls: checkpoint.transfer_size is the mean write size, so that a file takes as many
+  write calls as the real one did; checkpoint.fsync when the job synced them.
+
+A checkpoint file the job wrote through MPI-IO (its MPI-IO records wrote bytes: an MPI
+application's state, a sharded save by MPI_File_write_at_all) or through HDF5 (H5D records of
+datasets in it: h5py with driver='mpio', a dataset per tensor) is measured at that layer, the
+one the emulator's op log sees and compare counts it at: its bytes are the calls' (the
+tensors', not libhdf5's metadata), its calls MPI_File_write*'s or H5Dwrite's, collective as
+MPIIO_COLL_WRITES or H5D_USE_MPIIO_COLLECTIVE say, its writers the ranks of its records (a
+record Darshan reduced over the ranks, rank -1, is every rank's). Such a checkpoint is one
+shared file (checkpoint.format mpiio or hdf5, one 1-D dataset of the checkpoint's bytes) that
+every writer fills with its contiguous share in collective calls of
+checkpoint.collective_transfer_size, the checkpoint's bytes over its calls (so that it takes
+as many calls as the real one), MPI_File_sync'ed when the job synced it. Independent calls, and
+several datasets, are noted where the emulator's differ.
+"""
+
+import os
+
+import numpy as np
+
+from analysis.characterization.layers import dataset_file
+
+EPOCH_TOLERANCE = 0.1
+SIZE_SPREAD = 0.05
+
+
+def _written(frame, ids, bytes_column):
+    """The rows of a records frame of the ids given that wrote bytes."""
+    if frame is None or frame.empty or bytes_column not in frame:
+        return frame.iloc[0:0] if frame is not None else None
+    return frame[frame["id"].isin(list(ids)) & (frame[bytes_column] > 0)]
+
+
+def _count(rows, columns):
+    return int(sum(rows[c].clip(lower=0).sum() for c in columns if c in rows))
+
+
+def _ranks(rows, nprocs):
+    """The ranks of a file's records; a record Darshan reduced over the ranks (-1) is every
+    rank's."""
+    ranks = {int(r) for r in rows["rank"]}
+    return (ranks - {-1}) | set(range(nprocs)) if -1 in ranks else ranks
+
+
+def _interface_of(job, fid, name):
+    """(interface, bytes, calls, collective, its records there, datasets) of one checkpoint
+    file at the highest layer that wrote it (module docstring); None when only POSIX did."""
+    h5d = job.records.get("H5D")
+    if h5d is not None and not h5d.empty:
+        mine = h5d[[dataset_file(job.names.get(int(i), "")) == name for i in h5d["id"]]]
+        mine = mine[mine["H5D_BYTES_WRITTEN"] > 0]
+        if not mine.empty:
+            return ("hdf5", _count(mine, ["H5D_BYTES_WRITTEN"]), _count(mine, ["H5D_WRITES"]),
+                    bool((mine["H5D_USE_MPIIO_COLLECTIVE"] > 0).any()), mine,
+                    int(mine["id"].nunique()))
+    mpiio = _written(job.records.get("MPI-IO"), {fid}, "MPIIO_BYTES_WRITTEN")
+    if mpiio is not None and not mpiio.empty:
+        coll = _count(mpiio, ["MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES"])
+        calls = coll + _count(mpiio, ["MPIIO_INDEP_WRITES", "MPIIO_NB_WRITES"])
+        return ("mpiio", _count(mpiio, ["MPIIO_BYTES_WRITTEN"]), calls, coll * 2 > calls,
+                mpiio, 1)
+    return None
+
+
+def checkpoint_files(job, roles):
+    """One row per checkpoint file (a dict): id, name, ranks (set), bytes, writes, syncs,
+    start, end (seconds from the job's start), interface ("posix", "mpiio", "hdf5"),
+    collective, datasets; bytes, writes and ranks at the layer that wrote it (module
+    docstring); [] when the job wrote none."""
+    posix = job.records.get("POSIX")
+    ids = {i for i, role in roles.items() if role == "checkpoint"}
+    rows = _written(posix, ids, "POSIX_BYTES_WRITTEN")
+    mpiio = _written(job.records.get("MPI-IO"), ids, "MPIIO_BYTES_WRITTEN")
+    found = set() if rows is None else {int(i) for i in rows["id"]}
+    found |= set() if mpiio is None else {int(i) for i in mpiio["id"]}
+    files = []
+    for fid in found:
+        name = job.names.get(fid, "")
+        recs = rows[rows["id"] == fid] if rows is not None else None
+        if recs is None or recs.empty:      # no POSIX record of it: its MPI-IO ones
+            recs = mpiio[mpiio["id"] == fid].rename(columns=lambda c: c.replace("MPIIO_",
+                                                                                "POSIX_"))
+        starts = recs["POSIX_F_WRITE_START_TIMESTAMP"]
+        row = {"id": fid, "name": name, "ranks": _ranks(recs, job.nprocs),
+               "bytes": _count(recs, ["POSIX_BYTES_WRITTEN"]),
+               "writes": _count(recs, ["POSIX_WRITES"]),
+               "syncs": _count(recs, ["POSIX_FSYNCS", "POSIX_FDSYNCS"]),
+               "start": float(starts[starts > 0].min()) if (starts > 0).any() else 0.0,
+               "end": float(recs["POSIX_F_WRITE_END_TIMESTAMP"].max()),
+               "interface": "posix", "collective": False, "datasets": 0}
+        layer = _interface_of(job, fid, name)
+        if layer is not None:
+            kind, nbytes, calls, collective, above, datasets = layer
+            synced = _written(job.records.get("MPI-IO"), {fid}, "MPIIO_BYTES_WRITTEN")
+            row.update(interface=kind, bytes=nbytes, writes=calls, collective=collective,
+                       datasets=datasets, ranks=_ranks(above, job.nprocs),
+                       syncs=max(row["syncs"], _count(synced, ["MPIIO_SYNCS"])
+                                 if synced is not None else 0))
+        files.append(row)
+    return sorted(files, key=lambda f: (f["start"], f["name"]))
+
+
+def group_checkpoints(files, read_starts):
+    """The files of each checkpoint, in time order: a file starts a new checkpoint when a data
+    read started between the previous files' last write and its first (read_starts: sorted
+    start times of the data reads), or, without them, when its directory differs."""
+    groups = []
+    for f in files:
+        if groups:
+            last = groups[-1]
+            if read_starts is not None:
+                end = max(g["end"] for g in last)
+                between = np.searchsorted(read_starts, f["start"]) \
+                    - np.searchsorted(read_starts, end)
+                together = between <= 0
+            else:
+                together = os.path.dirname(f["name"]) == os.path.dirname(last[0]["name"])
+            if together:
+                last.append(f)
+                continue
+        groups.append([f])
+    return groups
+
+
+def _cadence(dones, epochs, steps_per_epoch, notes, evidence):
+    """The schedule keys from the epochs done at each checkpoint (None where unknown)."""
+    if dones is None:
+        n = evidence["checkpoints"]
+        between = max(1, int(round(epochs / n)))
+        first = epochs - between * (n - 1) if n <= epochs else 1
+        notes.append(f"without a trace of the data reads, when the {n} checkpoints were "
+                     f"written cannot be seen: one after epoch {max(first, 1)} and every "
+                     f"{between} epochs after it")
+        return {"checkpoint_after_epoch": max(first, 1), "epochs_between_checkpoints": between}
+    whole = [int(round(d)) for d in dones]
+    if all(abs(d - w) <= EPOCH_TOLERANCE and w >= 1 for d, w in zip(dones, whole)):
+        gaps = np.diff(whole)
+        between = int(round(float(np.median(gaps)))) if len(gaps) else 1
+        if len(gaps) and (gaps != between).any():
+            notes.append(f"checkpoints after epochs {whole}: not evenly spaced, written "
+                         f"every {between} epochs from epoch {whole[0]}")
+        return {"checkpoint_after_epoch": whole[0],
+                "epochs_between_checkpoints": max(1, between)}
+    steps = [d * steps_per_epoch for d in dones]
+    gaps = np.diff([0.0] + steps)
+    every = max(1, int(round(float(np.median(gaps)))))
+    notes.append(f"checkpoints within epochs (after {', '.join(f'{s:.1f}' for s in steps)} "
+                 f"steps of {steps_per_epoch} per epoch): every {every} steps")
+    return {"steps_between_checkpoints": every}
+
+
+def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch,
+                    output_folder, notes, evidence):
+    """(model keys, checkpoint keys) for the job's checkpoints (module docstring), or None
+    when it wrote none; what was measured goes to evidence["checkpoint_writes"]. read_starts:
+    the data reads' start times and bytes, two arrays in start order, or None without a
+    trace."""
+    files = checkpoint_files(job, roles)
+    if not files:
+        return None
+    starts = read_starts[0] if read_starts is not None else None
+    groups = group_checkpoints(files, starts)
+    sizes = [sum(f["bytes"] for f in g) for g in groups]
+    writers = set().union(*(f["ranks"] for f in files))
+    per_writer = [len(g) / max(1, len(set().union(*(f["ranks"] for f in g)))) for g in groups]
+    evidence["checkpoints"] = len(groups)
+    dones = None
+    if read_starts is not None and data_bytes > 0:
+        cum = np.cumsum(read_starts[1])
+        dones = []
+        for g in groups:
+            before = np.searchsorted(read_starts[0], min(f["start"] for f in g))
+            dones.append(float(cum[before - 1] if before else 0) / data_bytes * epochs)
+    schedule = _cadence(dones, epochs, steps_per_epoch, notes, evidence)
+    size = int(round(float(np.median(sizes))))
+    writes = sum(f["writes"] for f in files)
+    mean_write = -(-sum(f["bytes"] for f in files) // max(writes, 1))
+    files_per_writer = int(round(float(np.median(per_writer))))
+    evidence["checkpoint_writes"] = {
+        "checkpoints": len(groups), "bytes": sizes, "files": [len(g) for g in groups],
+        "writer_ranks": sorted(writers), "epochs_done": dones,
+        "write_calls": writes, "mean_write_size": mean_write,
+        "names": [os.path.basename(g[0]["name"]) for g in groups]}
+    if max(sizes) > (1 + SIZE_SPREAD) * min(sizes):
+        notes.append(f"checkpoints of {min(sizes)} to {max(sizes)} bytes: each written as the "
+                     f"median, {size} bytes")
+    all_ranks = len(writers) == job.nprocs and job.nprocs > 1
+    who = "all" if all_ranks else "rank0"
+    if not all_ranks and writers != {0}:
+        notes.append(f"checkpoints written by rank(s) {sorted(writers)}: emulated by rank 0")
+    # beside the run's output folder
+    folder = os.path.join(os.path.dirname(output_folder.rstrip("/")) or ".", "checkpoints")
+    checkpoint = {"checkpoint_folder": folder, "writers": who}
+    shared = _shared_format(files, groups, size, writes, notes, evidence)
+    if shared is not None:
+        checkpoint.update(shared)
+    else:
+        if all_ranks and any(len(f["ranks"]) > 1 for f in files):
+            # the emulator's POSIX checkpoints are a file per writer: a file every rank
+            # wrote is one file of rank 0's, as many files as the job's
+            all_ranks, checkpoint["writers"] = False, "rank0"
+            notes.append("checkpoint files written by several ranks each through POSIX: "
+                         "emulated by rank 0 writing each whole (checkpoint.format="
+                         "file_per_rank has a file per writer)")
+        if files_per_writer > 1:
+            notes.append(f"{files_per_writer} checkpoint files per writing rank: written as "
+                         "one file of their total size (checkpoint.format=file_per_rank)")
+        notes.append(f"{len(groups)} checkpoint(s) of {size} bytes written by "
+                     f"{'every rank' if all_ranks else 'one rank'} in {writes} write calls "
+                     f"(checkpoint.transfer_size {mean_write}, the mean write)")
+        checkpoint.update({"format": "file_per_rank", "transfer_size": int(mean_write)})
+    checkpoint.update(schedule)
+    if any(f["syncs"] for f in files):
+        checkpoint["fsync"] = True
+    return {"model_size_bytes": size}, checkpoint
+
+
+def _shared_format(files, groups, size, writes, notes, evidence):
+    """The checkpoint keys of checkpoints written through MPI-IO or HDF5 (module docstring):
+    the interface that wrote the most checkpoint bytes, when it is one of those; else None."""
+    by_interface = {}
+    for f in files:
+        by_interface[f["interface"]] = by_interface.get(f["interface"], 0) + f["bytes"]
+    kind = max(by_interface, key=by_interface.get)
+    if kind == "posix":
+        return None
+    mine = [f for f in files if f["interface"] == kind]
+    calls = sum(f["writes"] for f in mine)
+    per_call = max(1, -(-sum(f["bytes"] for f in mine) // max(calls, 1)))
+    collective = sum(f["bytes"] for f in mine if f["collective"]) * 2 \
+        > sum(f["bytes"] for f in mine)
+    label = {"mpiio": "MPI-IO", "hdf5": "HDF5 through MPI-IO"}[kind]
+    evidence["checkpoint_writes"].update(
+        interface=kind, collective=collective, datasets=[f["datasets"] for f in mine])
+    if len(by_interface) > 1:
+        notes.append(f"checkpoint files written through {', '.join(sorted(by_interface))}: "
+                     f"all written through {label}, which wrote the most bytes")
+    shared = max(len(g) for g in groups)
+    if shared > 1:
+        notes.append(f"{shared} shared checkpoint files per checkpoint: written as one file "
+                     "of their total size")
+    if not collective:
+        notes.append(f"the checkpoints were written by independent {label} calls: the "
+                     "emulator writes a shared checkpoint by collective calls")
+    datasets = max(f["datasets"] for f in mine)
+    if kind == "hdf5" and datasets > 1:
+        notes.append(f"{datasets} datasets per checkpoint file: written as one dataset of "
+                     "their total size, as many H5Dwrite calls")
+    notes.append(f"{len(groups)} checkpoint(s) of {size} bytes in one shared file each, "
+                 f"written through {label} by {'collective' if collective else 'independent'} "
+                 f"calls ({calls} calls to {len(mine)} files: "
+                 f"checkpoint.collective_transfer_size {per_call}, a rank's bytes per call)")
+    return {"format": kind, "collective_transfer_size": int(per_call)}

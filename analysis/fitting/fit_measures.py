@@ -1,0 +1,542 @@
+"""The measurements analysis.fitting.fit takes from a job: its data files (sizes, formats, who read
+them), their trace, the dominant transfer size, runs of consecutive reads (samples), the
+interface, the order of reads (shuffling), the pauses between reads (steps) and a rank's
+timeline, and data written before it was read (see analysis.fitting.fit for how each becomes a
+workload value)."""
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from analysis.characterization.counters import SPECS
+from analysis.characterization.dxt_metrics import EARLY_PERIOD
+from analysis.characterization.file_roles import file_roles
+from analysis.characterization.files import file_format
+from analysis.fitting.fit_patterns import FRAMING
+from analysis.characterization.layers import dataset_file
+from analysis.loading.oplog_records import sequential_flags
+from analysis.characterization.read_order import read_order
+
+WRITTEN_SHARE = 0.9
+# bytes/s under which reads of data the reading process has just written cannot have come
+# from the page cache (a copy from memory runs at several GiB/s)
+PAGE_CACHE_RATE = 2 << 30
+FORWARD_SHARE = 0.8
+SHUFFLED_SEQ = 0.75      # halfway between a random order's sequential share (0.5) and in order
+STEP_GAP = 1e-3
+STEP_GAP_RATIO = 2.5
+TIME_RESOLUTION = 1e-6
+DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
+
+
+def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
+    """io.write_first (and io.write_fsync) when the job wrote its data files before reading
+    them (a write-then-read benchmark): at least WRITTEN_SHARE of their size written, the
+    first write of each such file before its first read."""
+    if basis is None or basis not in job.records:
+        return {}
+    spec = SPECS[basis]
+    prefix = "MPIIO" if basis == "MPI-IO" else basis
+    frame = job.records[basis]
+    rows = frame[frame["id"].isin(list(data.index))]
+    if spec.bytes_written not in rows:
+        return {}
+    written = rows.groupby("id")[spec.bytes_written].apply(lambda c: int(c.clip(lower=0).sum()))
+    total = int(written.sum())
+    size = int(data["size"].sum())
+    evidence["data_bytes_written"] = total
+    if total < WRITTEN_SHARE * size:
+        if total:
+            notes.append(f"{total} bytes written to the data files (less than "
+                         f"{WRITTEN_SHARE:.0%} of them): not emulated")
+        return {}
+    w0, r0 = f"{prefix}_F_WRITE_START_TIMESTAMP", f"{prefix}_F_READ_START_TIMESTAMP"
+    if w0 in rows and r0 in rows:
+        first = rows.groupby("id").agg(w=(w0, lambda c: c[c > 0].min()),
+                                       r=(r0, lambda c: c[c > 0].min()))
+        if not (first["w"] <= first["r"]).all():
+            notes.append("the data files were written after being read: the writes are not "
+                         "emulated")
+            return {}
+    if fmt not in ("raw", "hdf5"):
+        notes.append(f"the {fmt} data files were written in the job before being read: "
+                     "not emulated (io.write_first writes raw or HDF5 files); generate them "
+                     "first")
+        return {}
+    syncs = sum(int(rows[c].clip(lower=0).sum()) for c in spec.ops.get("syncs", ())
+                if c in rows)
+    sizes = _write_size(job, set(data.index))
+    if sizes and transfer_size and sizes != transfer_size:
+        notes.append(f"the data files were written in {sizes}-byte pieces and read in "
+                     f"{transfer_size}-byte ones: io.write_first writes in the read size")
+    evidence["write_first"] = {"bytes_written": total, "syncs": syncs, "write_size": sizes}
+    if fmt == "hdf5":
+        notes.append(_hdf5_writes_note(job, set(data["name"])))
+    out = {"write_first": True}
+    order = _write_order(job, set(data.index), rows, basis)
+    evidence["write_order"] = order
+    if order is not None and order["order"] == "shuffled":
+        if fmt == "raw":
+            out["write_order"] = "shuffled"
+        else:
+            notes.append(f"the data files were written in a shuffled order ({order['seq']:.2f} "
+                         f"of the writes sequential): io.write_first writes {fmt} in order")
+    if syncs:
+        out["write_fsync"] = True
+    return out
+
+
+def _write_order(job, ids, rows, basis):
+    """How each rank wrote the data files: "shuffled" when under SHUFFLED_SEQ of the writes
+    after a file's first went past the end of the rank's previous one (Darshan's sequential; a
+    random order makes about half, IOR's -z 0.48 to 0.51), else "sequential" (in order, or in
+    order with gaps as interleaved segments are). From the DXT trace of the writes where there is one (each
+    rank's and file's writes in time order), else from the POSIX counters; None with
+    neither. {"order", "seq", "consec", "writes", "from"}."""
+    for name in DXT_PREFERENCE:
+        frame = (job.dxt_segments or {}).get(name)
+        if frame is None:
+            continue
+        w = frame[(frame["op"] == "write") & frame["id"].isin(list(ids))]
+        if w.empty:
+            continue
+        w = w.sort_values(["rank", "id", "start"], kind="stable")
+        group = w.groupby(["rank", "id"], sort=False).ngroup().to_numpy()
+        seq, consec = sequential_flags(group, w["offset"].to_numpy(np.int64),
+                                       w["length"].to_numpy(np.int64))
+        later = np.ones(len(group), bool)       # a record's first write follows none
+        later[0] = False
+        later[1:] = group[1:] == group[:-1]
+        return _order(seq, consec, int(seq[later].sum()), int(later.sum()), name)
+    spec = SPECS[basis]
+    writes = spec.ops.get("writes", ())
+    if basis != "POSIX" or spec.seq_writes not in rows or not writes:
+        return None
+    counts = sum(rows[c].clip(lower=0) for c in writes if c in rows)
+    n, records = int(counts.sum()), int((counts > 0).sum())
+    if not n:
+        return None
+    seq = int(rows[spec.seq_writes].clip(lower=0).sum())
+    consec = int(rows[spec.consec_writes].clip(lower=0).sum())
+    # a record's first write is sequential when it is past offset 0: at most one a record
+    return _order(np.full(n, seq / n), np.full(n, consec / n), max(0, seq - records),
+                  max(1, n - records), "POSIX counters")
+
+
+def _order(seq, consec, later_seq, later, source):
+    """Sequential and consecutive shares of the writes (Darshan's, every write) and the order
+    from the share of writes after a record's first that are sequential."""
+    share = later_seq / later if later else 1.0
+    return {"order": "shuffled" if share < SHUFFLED_SEQ else "sequential",
+            "seq": float(np.mean(seq)), "consec": float(np.mean(consec)),
+            "sequential_after_first": share, "writes": int(len(seq)), "from": source}
+
+
+def _hdf5_writes_note(job, data_names):
+    """What io.write_first makes of a job's HDF5 writes, with the job's H5D write calls and
+    datasets when the log has H5D records."""
+    h5d = job.records.get("H5D")
+    what = ""
+    if h5d is not None and not h5d.empty and "H5D_WRITES" in h5d:
+        names = [job.names.get(int(i), "") for i in h5d["id"]]
+        mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+        if not mine.empty:
+            what = (f" ({int(mine['H5D_WRITES'].clip(lower=0).sum())} H5Dwrite calls to "
+                    f"{mine['id'].nunique()} datasets)")
+    return (f"the HDF5 data files were written in the job before being read{what}: "
+            "io.write_first writes them through libhdf5, a row per sample of one dataset per "
+            "file, each row written by the rank that reads it first")
+
+
+def _write_size(job, ids):
+    """The write size that moves the most bytes to the data files in the DXT trace (None
+    without one)."""
+    for name in DXT_PREFERENCE:
+        frame = (job.dxt_segments or {}).get(name)
+        if frame is None:
+            continue
+        w = frame[(frame["op"] == "write") & frame["id"].isin(list(ids))]
+        if not w.empty:
+            moved = w.groupby("length")["length"].sum()
+            return int(moved.sort_values(ascending=False, kind="stable").index[0])
+    return None
+
+
+def _stem(job):
+    """A model name from the job: the workload of a dlio_mpi run, else the executable."""
+    if job.source == "oplog" and "(workload " in job.exe:
+        base = job.exe.split("(workload ", 1)[1].rstrip(")")
+    else:
+        base = os.path.basename(job.exe.split()[0]) if job.exe else "job"
+    return "".join(ch if ch.isalnum() else "_" for ch in base) or "job"
+
+
+def _file_table(job, roles=None):
+    """Per file id: name, data (bool: its role is "data", analysis.characterization.file_roles; ``roles`` as
+    characterize gave them, else classified here alike), format, ranks reading it, bytes read,
+    size, module.
+    With POSIX records, a file's STDIO reads count too (C stdio's reads are below Darshan's
+    POSIX wrappers); the counters returned (reading) are the basis module's."""
+    basis = next((m for m in ("POSIX", "STDIO", "MPI-IO")
+                  if m in job.records and not job.records[m].empty), None)
+    if basis is None:
+        return (pd.DataFrame(columns=["name", "data", "format", "ranks", "bytes_read", "size"]),
+                None, None)
+    spec = SPECS[basis]
+    frame = job.records[basis]
+    prefix = "MPIIO" if basis == "MPI-IO" else basis
+    max_byte = f"{prefix}_MAX_BYTE_READ"
+    reading = frame[frame[spec.bytes_read] > 0]
+    per_file = pd.DataFrame({
+        "id": reading["id"].to_numpy(),
+        "rank": reading["rank"].to_numpy(),
+        "bytes_read": reading[spec.bytes_read].to_numpy(),
+        "max_byte": reading[max_byte].to_numpy() if max_byte in reading else 0,
+    })
+    grouped = per_file.groupby("id")
+    hdf5 = set(job.records["H5F"]["id"].tolist()) if "H5F" in job.records else set()
+    table = pd.DataFrame({
+        "bytes_read": grouped["bytes_read"].sum(),
+        "size": grouped["max_byte"].max() + 1,
+        "ranks": grouped["rank"].agg(lambda r: job.nprocs if (r < 0).any() else r.nunique()),
+    })
+    stdio = job.records.get("STDIO")
+    if basis == "POSIX" and stdio is not None and not stdio.empty:
+        # reads through C stdio (fread: numpy.fromfile, pandas' C parser) reach the file
+        # system below Darshan's POSIX wrappers: a file's STDIO reads add to its POSIX ones
+        rows = stdio[stdio["STDIO_BYTES_READ"] > 0]
+        extra = pd.DataFrame({"id": rows["id"].to_numpy(), "rank": rows["rank"].to_numpy(),
+                              "bytes_read": rows["STDIO_BYTES_READ"].to_numpy(),
+                              "max_byte": rows["STDIO_MAX_BYTE_READ"].to_numpy()})
+        both = pd.concat([per_file, extra]).groupby("id")
+        table = pd.DataFrame({
+            "bytes_read": both["bytes_read"].sum(),
+            "size": both["max_byte"].max() + 1,
+            "ranks": both["rank"].agg(lambda r: job.nprocs if (r < 0).any() else r.nunique()),
+        })
+    table["name"] = [job.names.get(int(i), "") for i in table.index]
+    if roles is None:
+        roles = file_roles(job.names, job.records)
+    table["data"] = [roles.get(int(i), "data") == "data" for i in table.index]
+    table["format"] = [file_format(n, int(i) in hdf5) for i, n in zip(table.index,
+                                                                       table["name"])]
+    return table, basis, reading
+
+
+def _counted_reads(job, basis, reading):
+    """The data files' read calls by the counters of the trace's module (None if unknown)."""
+    if basis is None or reading is None or reading.empty:
+        return None
+    return sum(int(reading[c].clip(lower=0).sum()) for c in SPECS[basis].ops["reads"]
+               if c in reading)
+
+
+def _data_trace(job, ids):
+    """The reads of the data files in the first DXT trace that has some, else None."""
+    for name in DXT_PREFERENCE:
+        frame = (job.dxt_segments or {}).get(name)
+        if frame is None:
+            continue
+        reads = frame[(frame["op"] == "read") & frame["id"].isin(list(ids))]
+        if not reads.empty:
+            return reads
+    return None
+
+
+def _early_share(job, trace, data, basis, reading):
+    if trace is not None:
+        total = int(trace["length"].sum())
+        if total == 0:
+            return None
+        return int(trace.loc[trace["start"] < EARLY_PERIOD * job.run_time, "length"].sum()) \
+            / total
+    if job.run_time <= 0:
+        return None
+    prefix = "MPIIO" if basis == "MPI-IO" else basis
+    end = f"{prefix}_F_READ_END_TIMESTAMP"
+    rows = reading
+    if end not in rows or rows.empty:
+        return None
+    moved = rows[SPECS[basis].bytes_read]
+    return float(moved[rows[end] <= EARLY_PERIOD * job.run_time].sum() / moved.sum())
+
+
+def _min_rank_coverage(data, basis, reading):
+    """The smallest share of a shared file's size that one rank read (bytes / size)."""
+    rows = reading[reading["id"].isin(list(data.index[data["ranks"] > 1]))]
+    spec = SPECS[basis]
+    if rows.empty or (rows["rank"] < 0).any():
+        return 0.0
+    size = data["size"]
+    return float((rows[spec.bytes_read].to_numpy()
+                  / size.loc[rows["id"]].to_numpy()).min())
+
+
+def _transfer_size(trace, data, basis, reading):
+    """(size, share of the bytes it moves) of the read size that moves the most bytes."""
+    if trace is not None:
+        moved = trace.groupby("length")["length"].sum()
+    else:
+        prefix = "MPIIO" if basis == "MPI-IO" else basis
+        if f"{prefix}_ACCESS1_ACCESS" not in reading:
+            reads = sum(int(reading[c].clip(lower=0).sum()) for c in SPECS[basis].ops["reads"])
+            total = int(data["bytes_read"].sum())
+            return (int(round(total / reads)) if reads else 0), 1.0
+        pairs = pd.concat([pd.DataFrame({"size": reading[f"{prefix}_ACCESS{k}_ACCESS"],
+                                         "count": reading[f"{prefix}_ACCESS{k}_COUNT"]})
+                           for k in range(1, 5)])
+        pairs = pairs[(pairs["count"] > 0) & (pairs["size"] > 0)]
+        moved = (pairs["size"] * pairs["count"]).groupby(pairs["size"]).sum()
+        moved = moved.rename_axis("length")
+    moved = moved[moved.index > 0]
+    if moved.empty:
+        return 0, 0.0
+    best = moved.sort_values(ascending=False, kind="stable")
+    size = int(best.index[0])
+    return size, float(best.iloc[0] / moved.sum())
+
+
+def _record_length(trace, fmt, transfer, file_size, read_type):
+    if trace is None or read_type == "memory":
+        return int(min(max(transfer, 1), file_size))
+    runs = _runs(trace)
+    median = int(round(float(np.median(runs)))) - FRAMING.get(fmt, 0)
+    return int(min(max(median, transfer, 1), file_size))
+
+
+def _runs(trace):
+    """Lengths of the runs of consecutive reads per (rank, file), in start order; a pause of
+    STEP_GAP or more (a step's compute) ends a run too."""
+    key, order = _record_order(trace)
+    offset = trace["offset"].to_numpy()[order]
+    length = trace["length"].to_numpy()[order]
+    start, end = trace["start"].to_numpy()[order], trace["end"].to_numpy()[order]
+    new = np.ones(len(key), bool)
+    new[1:] = (key[1:] != key[:-1]) | (offset[1:] != offset[:-1] + length[:-1]) \
+        | (start[1:] - end[:-1] >= STEP_GAP)
+    run = np.cumsum(new) - 1
+    return np.bincount(run, weights=length)
+
+
+def _record_order(trace):
+    """(record key of each call in order, order): the calls of a trace sorted by rank, file
+    and start time."""
+    ids, id_index = np.unique(trace["id"].to_numpy(), return_inverse=True)
+    key = trace["rank"].to_numpy().astype(np.int64) * len(ids) + id_index.reshape(-1)
+    order = np.lexsort((trace["start"].to_numpy(), key))
+    return key[order], order
+
+
+def _data_interfaces(job, data):
+    """The interfaces the data files were read (or written) through, as characterize names
+    them, without those of the job's other files (a checkpoint written through MPI-IO or HDF5
+    says nothing of how the data was read)."""
+    ids = set(int(i) for i in data.index)
+    names = set(data["name"]) if "name" in data else {job.names.get(i, "") for i in ids}
+    used = set()
+    mpiio = job.records.get("MPI-IO")
+    if mpiio is not None and not mpiio.empty:
+        mine = mpiio[mpiio["id"].isin(list(ids))]
+        for kind in ("independent", "collective"):
+            if sum(int(mine[c].clip(lower=0).sum())
+                   for c in SPECS["MPI-IO"].ops[f"{kind}_reads"]
+                   + SPECS["MPI-IO"].ops[f"{kind}_writes"] if c in mine):
+                used.add(f"MPI-IO {kind}")
+    for module in ("H5F", "H5D"):
+        frame = job.records.get(module)
+        if frame is None or frame.empty:
+            continue
+        mine = frame[[dataset_file(job.names.get(int(i), "")) in names for i in frame["id"]]]
+        if mine.empty:
+            continue
+        used.add("HDF5")
+        # a source that observed the files from HDF5 down (an op log) holds no MPI-IO
+        # records of them: libhdf5's MPI-IO driver, collective where H5D says so
+        if module == "H5D" and any(job.layers.get(i) == "HDF5" for i in ids):
+            collective = int(mine["H5D_USE_MPIIO_COLLECTIVE"].max()) > 0
+            used.add("MPI-IO collective" if collective else "MPI-IO independent")
+    return used
+
+
+def _interface(fmt, layout, data, job, notes):
+    interfaces = _data_interfaces(job, data)
+    collective = "MPI-IO collective" in interfaces
+    independent = "MPI-IO independent" in interfaces
+    hdf5 = "HDF5" in interfaces or fmt == "hdf5"
+    if collective and layout == "multi":
+        notes.append("collective MPI-IO on per-rank files fitted as independent MPI-IO")
+        collective, independent = False, True
+    if hdf5:
+        return "hdf5_coll" if collective else "hdf5" if independent else "hdf5_sec2"
+    if collective:
+        return "mpiio_coll"
+    if independent:
+        return "mpiio"
+    stdio = job.records.get("STDIO")
+    if stdio is not None and not stdio.empty:
+        stdio_bytes = int(stdio.loc[stdio["id"].isin(list(data.index)),
+                                    "STDIO_BYTES_READ"].clip(lower=0).sum())
+        if stdio_bytes > 0.5 * int(data["bytes_read"].sum()):
+            return "stdio"
+    return "posix"
+
+
+def _shuffle(trace, basis, reading, sample_piece=None):
+    """(sample_shuffle, forward share of jumps); sample_piece, where given with a trace, keeps
+    only the trace's reads of that size (a format library's own metadata reads, such as
+    libhdf5's, interleave with the samples' and are no sample order)."""
+    if trace is not None and sample_piece:
+        pieces = trace[trace["length"] == sample_piece]
+        if len(pieces) >= 2:
+            return _shuffle(pieces, None, None)
+    if basis == "POSIX":
+        rows = reading
+        n = int(rows["POSIX_READS"].clip(lower=0).sum())
+        seq = int(rows["POSIX_SEQ_READS"].clip(lower=0).sum())
+        consec = int(rows["POSIX_CONSEC_READS"].clip(lower=0).sum())
+        records = int((rows["POSIX_READS"] > 0).sum())
+    elif trace is not None:
+        group, order = _record_order(trace)
+        is_seq, is_consec = sequential_flags(group, trace["offset"].to_numpy()[order],
+                                             trace["length"].to_numpy()[order])
+        n, seq, consec = len(group), int(is_seq.sum()), int(is_consec.sum())
+        records = int(len(np.unique(group)))
+    else:
+        return "off", None
+    jumps = n - consec - records
+    if jumps <= 0:
+        return "off", 1.0
+    forward = 1.0 - max(0, n - seq - records) / jumps
+    return ("off" if forward >= FORWARD_SHARE else "seed"), forward
+
+
+def _collective_order(job, data, shuffle, notes, evidence):
+    """sample_shuffle of a job read by collective calls: their order recovered from the
+    aggregators' POSIX reads (analysis.characterization.read_order), which are no rank's own order (an
+    aggregator reads a piece of every rank's request in each call); the order found from
+    the counters when the traces cannot show it, saying so."""
+    share = read_order(job.dxt_segments, "MPI-IO", set(data.index))
+    evidence["collective_read_order"] = share
+    if share is None:
+        notes.append("the order of the collective reads cannot be seen (Darshan's DXT_MPIIO "
+                     "gives no offset for a collective call, and no DXT_POSIX trace of the "
+                     f"aggregators' reads shows it): reader.sample_shuffle {shuffle} from the "
+                     "POSIX counters, which count the aggregators' reads, not the ranks'")
+        return shuffle
+    order = "off" if share >= FORWARD_SHARE else "seed"
+    notes.append(f"the collective reads' order, from the aggregators' POSIX reads inside each "
+                 f"call: {share:.0%} of the calls move each rank's place forward: "
+                 f"reader.sample_shuffle {order}")
+    return order
+
+
+def _step_gap(gaps):
+    """The shortest pause that ends a step: STEP_GAP, or, when the pauses of STEP_GAP or more
+    fall in two groups (a loader's own pauses between the files of a step, and the steps'
+    compute) with a jump of STEP_GAP_RATIO or more between them and at least a fifth of the
+    pauses above it (an epoch's end alone is not the steps), the geometric middle of the
+    jump."""
+    long = np.sort(gaps[gaps >= STEP_GAP])
+    if len(long) < 4:
+        return STEP_GAP
+    ratios = long[1:] / long[:-1]
+    ok = np.arange(1, len(long)) <= len(long) - max(1, len(long) // 5)
+    ratios = np.where(ok, ratios, 0)
+    k = int(np.argmax(ratios))
+    if ratios[k] < STEP_GAP_RATIO:
+        return STEP_GAP
+    return float(np.sqrt(long[k] * long[k + 1]))
+
+
+def _timeline(trace, record, sample_starts=None):
+    """(computation_time, batch_size, read_threads, evidence) from each rank's reads.
+    sample_starts(reads) -> bool array, where given, marks the reads that begin a sample (a
+    numpy.load's end-record read): a step's samples are then counted, not sized."""
+    gaps_all, batches, concurrency = [], [], []
+    for _, reads in trace.groupby("rank"):
+        start = np.sort(reads["start"].to_numpy())
+        end_by_start = reads["end"].to_numpy()[np.argsort(reads["start"].to_numpy())]
+        busy_end = np.maximum.accumulate(end_by_start)
+        gaps = start[1:] - busy_end[:-1]
+        is_step = gaps >= _step_gap(gaps)
+        steps = gaps[is_step]
+        gaps_all.append(steps)
+        # a step's samples: the bytes read between two step pauses, in records (the median
+        # over the rank's steps: an epoch's end or a slow step does not skew it)
+        by_start = np.argsort(reads["start"].to_numpy())
+        segment = np.concatenate([[0], np.cumsum(is_step)])
+        if sample_starts is not None:
+            per_step = np.bincount(segment, weights=sample_starts(reads)[by_start])
+        else:
+            per_step = np.bincount(segment, weights=reads["length"].to_numpy()[by_start]) \
+                / max(record, 1)
+        batches.append(float(np.median(per_step)))
+        ends = np.sort(reads["end"].to_numpy())
+        # a read ending within TIME_RESOLUTION of another's start does not overlap it
+        in_flight = np.searchsorted(start, start, side="right") \
+            - np.searchsorted(ends, start + TIME_RESOLUTION, side="right")
+        concurrency.append(float(np.percentile(in_flight, 95)))
+    steps_per_rank = float(np.median([len(g) for g in gaps_all]))
+    joined = np.concatenate(gaps_all) if gaps_all else np.zeros(0)
+    compute = float(np.median(joined)) if steps_per_rank >= 2 and len(joined) else 0.0
+    batch = max(1, int(round(float(np.median(batches))))) if compute > 0 else 1
+    in_flight = int(round(float(np.median(concurrency))))
+    threads = in_flight if in_flight >= 2 else 0
+    return compute, batch, threads, {"step_gaps_per_rank": steps_per_rank,
+                                     "median_step_gap_s": compute,
+                                     "reads_in_flight_p95": in_flight}
+
+
+def _direct(job, data, notes, evidence):
+    """True when the job's data reads bypassed the page cache (O_DIRECT), on strong evidence
+    only. A Darshan log does not record O_DIRECT (POSIX_MODE is the permission mode): every
+    data access aligned to the file alignment Darshan uses (no POSIX_FILE_NOT_ALIGNED nor
+    POSIX_MEM_NOT_ALIGNED, DXT offsets and lengths multiples of it) is needed, and proves
+    nothing alone; strong evidence is reads of data that the same rank wrote earlier in the
+    job (a buffered write leaves it in that process's page cache) running, median per call,
+    below PAGE_CACHE_RATE. The note says which it was."""
+    posix = job.records.get("POSIX")
+    if posix is None or posix.empty:
+        return False
+    rows = posix[posix["id"].isin(list(data.index))]
+    moved = rows[(rows["POSIX_READS"] > 0) | (rows["POSIX_WRITES"] > 0)]
+    if moved.empty or "POSIX_FILE_ALIGNMENT" not in moved:
+        return False
+    align = int(moved["POSIX_FILE_ALIGNMENT"].max())
+    unaligned = int(moved["POSIX_FILE_NOT_ALIGNED"].clip(lower=0).sum()
+                    + moved["POSIX_MEM_NOT_ALIGNED"].clip(lower=0).sum())
+    trace = (job.dxt_segments or {}).get("DXT_POSIX")
+    if trace is not None:
+        trace = trace[trace["id"].isin(list(data.index)) & (trace["length"] > 0)]
+        if align > 0 and ((trace["offset"] % align != 0) | (trace["length"] % align != 0)).any():
+            unaligned += 1
+    if unaligned or align <= 1:
+        return False
+    evidence["aligned_accesses"] = align
+    unseen = (f"every data access was aligned to {align} bytes, as O_DIRECT needs; a Darshan "
+              "log does not record O_DIRECT (POSIX_MODE is the permission mode)")
+    own = moved[(moved["POSIX_READS"] > 0) & (moved["POSIX_BYTES_WRITTEN"] > 0)]
+    if trace is None or own.empty:
+        notes.append(f"{unseen} and nothing shows the page cache bypassed (no data read back "
+                     "by the rank that wrote it): io.interface posix")
+        return False
+    mine = set(zip(own["rank"].astype(int), own["id"].astype("uint64")))
+    reads = trace[trace["op"] == "read"]
+    reads = reads[[(int(r), i) in mine for r, i in zip(reads["rank"], reads["id"])]]
+    seconds = (reads["end"] - reads["start"]).to_numpy()
+    if reads.empty or (seconds <= 0).all():
+        notes.append(f"{unseen}; the reads' times are unknown: io.interface posix")
+        return False
+    rate = float(np.median(reads["length"].to_numpy()[seconds > 0] / seconds[seconds > 0]))
+    evidence["readback_rate"] = rate
+    gib = rate / (1 << 30)
+    if rate < PAGE_CACHE_RATE:
+        notes.append(f"{unseen}; the data each rank had written itself was read back at "
+                     f"{gib:.2f} GiB/s (median per read), slower than a copy from the page "
+                     f"cache where buffered writes leave it: O_DIRECT, io.interface "
+                     "posix_direct")
+        return True
+    notes.append(f"{unseen}; the data each rank had written itself was read back at "
+                 f"{gib:.2f} GiB/s (median per read), from the page cache: io.interface posix")
+    return False

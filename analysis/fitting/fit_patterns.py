@@ -1,0 +1,520 @@
+"""The input library's access pattern, recognised in a DXT trace of the data files' reads, for
+analysis.fitting.fit: what a log shows of how a program read its samples, beyond sizes and counts.
+
+- numpy.load of .npy files (``npy_loads``): every load reads a buffer's fill at offset 0
+  through POSIX (the header) and the array through STDIO (numpy.fromfile's fread).
+- numpy.load of NPZ files (``numpy_loads``): every load reads the zip end record, 22 bytes
+  ending at the file's end (after a first read of a buffer's size at offset 0); the number of
+  such reads is the number of loads, the first read's length the buffered file's size.
+- A stream (``stream_block``): every rank reads each of its files front to back in blocks of
+  one size B (the last one shorter), regardless of what the records are, as TensorFlow's
+  TFRecord reader and pandas do, each epoch anew; B is the block size, the reads that return
+  nothing at a file's end (pandas makes 2) are ``reader.eof_reads``, and the files a rank
+  reads at once (TFRecordDataset's num_parallel_reads) ``reader.interleave``.
+- The order in which a rank takes its files (``file_order_ascending``): the files' first reads,
+  rank by rank, in time order, against the files' names in sorted order.
+- HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
+  over the data files' datasets); the file format from the superblock read (``hdf5_libver``);
+  a chunked dataset from reads of one size other than a sample's (``hdf5_chunk``).
+- Whole-file loads (``whole_file_loads``): each file read by one rank, every pass over it (an
+  open) from its start to (nearly) its end in blocks of one size: the sample is the file.
+- An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
+``library_pattern`` turns what is recognised into the fitted workload's values.
+"""
+
+import numpy as np
+
+EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
+FRAMING = {"tfrecord": 16, "npz": 128}  # bytes a format adds to a sample, as fit assumes
+STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
+WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
+SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
+SEED_CLOSE = 0.005  # relative difference of the totals at which the search stops
+PIL_BLOCK = 65536   # the block a PIL decoder asks its file for (ImageFile's MAXBLOCK)
+
+
+def numpy_loads(trace, sizes):
+    """(loads, buffer size) of numpy.load calls in a trace of NPZ files (rows: id, rank,
+    offset, length, start), or None when the trace does not show them. sizes: file id ->
+    size in bytes."""
+    size = trace["id"].map(sizes).to_numpy()
+    off = trace["offset"].to_numpy()
+    length = trace["length"].to_numpy()
+    eocd = (length == EOCD) & (off + EOCD == size)
+    if not eocd.any():
+        return None
+    firsts = length[(off == 0) & (length > 0)]
+    if len(firsts) == 0:
+        return None
+    values, counts = np.unique(firsts, return_counts=True)
+    return int(eocd.sum()), int(values[np.argmax(counts)])
+
+
+def _passes(off, ln):
+    """A (rank, file) pair's reads in time order, cut where one begins before the end of the
+    one before it: each part a pass over the file (an epoch, or a reader's read-ahead into
+    the next). Returns the index ranges (a, b)."""
+    edges = np.concatenate([[0], np.flatnonzero(off[1:] < (off + ln)[:-1]) + 1, [len(off)]])
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
+
+
+def _at_once(spans):
+    """The median over passes (rank, start, end) of the passes of the same rank under way at
+    a pass's midpoint (itself included)."""
+    counts = []
+    for rank in {r for r, _, _ in spans}:
+        t0 = np.array([a for r, a, _ in spans if r == rank])
+        t1 = np.array([b for r, _, b in spans if r == rank])
+        mid = (t0 + t1) / 2
+        counts += (np.searchsorted(np.sort(t0), mid, side="right")
+                   - np.searchsorted(np.sort(t1), mid, side="left")).tolist()
+    return max(1, int(round(float(np.median(counts)))))
+
+
+def stream_block(trace, sizes):
+    """(B, E, C) when at least STREAM_SHARE of the (rank, file) pairs read their file front to
+    back in B-byte reads (the last one up to the file's end, possibly shorter), every pass over
+    it (an epoch; a pass may stop early), one of them to its end; E the median number of reads
+    that returned nothing at the end of a pass, C the files a rank reads at once (_at_once:
+    tf.data's interleave); else None. A file read whole in one read tells no block size."""
+    blocks, eofs, spans, pairs, streamed = [], [], [], 0, 0
+    for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        reads = reads.sort_values("start", kind="stable")
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        t0, t1 = reads["start"].to_numpy(), reads["end"].to_numpy()
+        if int((ln > 0).sum()) < 2:
+            continue
+        found, tails, mine = set(), [], []
+        for a, b in _passes(off, ln):
+            o, n = off[a:b][ln[a:b] > 0], ln[a:b][ln[a:b] > 0]
+            mine.append((rank, float(t0[a]), float(t1[b - 1])))
+            if len(n) == 0:
+                continue
+            found.add(int(n[0]))
+            if not (np.array_equal(o, np.arange(len(o)) * n[0]) and (n[:-1] == n[0]).all()
+                    and n[-1] <= n[0]):
+                found.add(-1)           # not front to back in blocks
+            if o[-1] + n[-1] >= sizes.get(int(fid), 0):
+                tails.append(int(((ln[a:b] == 0) & (off[a:b] >= o[-1] + n[-1])).sum()))
+        if len(found) != 1 or not tails:
+            continue
+        streamed += 1
+        blocks.append(found.pop())
+        eofs += tails
+        spans += mine
+    if not pairs or streamed < STREAM_SHARE * pairs or not blocks:
+        return None
+    values, counts = np.unique(blocks, return_counts=True)
+    return (int(values[np.argmax(counts)]), int(round(float(np.median(eofs)))),
+            _at_once(spans))
+
+
+def whole_file_loads(trace, sizes):
+    """(loads, B, E) when the files are loaded whole: a stream of B-byte blocks (stream_block)
+    one file at a time, each file read by one rank only, and at least STREAM_SHARE of the
+    passes over a file reading WHOLE_SHARE of its bytes or more; loads: the passes, E the
+    reads that returned nothing at a pass's end (median). Else None."""
+    if trace["id"].nunique() < 1 or (trace.groupby("id")["rank"].nunique() > 1).any():
+        return None
+    stream = stream_block(trace, sizes)
+    if stream is None or stream[2] != 1:
+        return None
+    loads = whole = 0
+    spans = []
+    for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        reads = reads.sort_values("start", kind="stable")
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        t0, t1 = reads["start"].to_numpy(), reads["end"].to_numpy()
+        for a, b in _passes(off, ln):
+            if not (ln[a:b] > 0).any():
+                continue
+            loads += 1
+            whole += int(ln[a:b].sum()) >= WHOLE_SHARE * sizes.get(int(fid), 0)
+            spans.append((int(rank), float(t0[a]), float(t1[b - 1]),
+                          np.diff(t0[a:b]) if b - a > 1 else np.zeros(0)))
+    if not loads or whole < STREAM_SHARE * loads or not _loads_apart(spans):
+        return None
+    return loads, stream[0], stream[1]
+
+
+def _loads_apart(spans):
+    """True when a load is one piece of work: the pauses between a rank's loads (passes:
+    rank, start, end, the gaps between their reads' starts) are longer than those inside a
+    load (median against median). A single pass over a file read step by step is a stream of
+    samples, not a load."""
+    between, inside = [], []
+    for rank in {r for r, _, _, _ in spans}:
+        mine = sorted((a, b) for r, a, b, _ in spans if r == rank)
+        between += [a2 - b1 for (_, b1), (a2, _) in zip(mine[:-1], mine[1:])]
+    for _, _, _, gaps in spans:
+        inside += gaps.tolist()
+    if not between:
+        return False
+    return not inside or float(np.median(between)) > float(np.median(inside))
+
+
+def size_seed(sizes, mean, stdev, start=123):
+    """(train.seed, relative difference of the totals) for a raw dataset of one sample per
+    file drawn with mean and stdev (dlio_mpi.formats.content.sample_sizes): a few files' draws
+    can total far from the real files' bytes, so the seed is the first from ``start`` whose
+    draws total within SEED_CLOSE of them and spread as much within a tenth, else the closest
+    of SEED_TRIES."""
+    from dlio_mpi.formats.content import sample_sizes
+    from dlio_mpi.formats.spec import FormatSpec
+
+    real = np.asarray(sizes, dtype=np.float64)
+    total, spread = float(real.sum()), float(real.std())
+    best = (float("inf"), start, 0.0)
+    for seed in range(start, start + SEED_TRIES):
+        spec = FormatSpec(format="raw", samples_per_file=1, record_length=int(mean),
+                          record_length_stdev=float(stdev), seed=seed)
+        drawn = np.array([int(sample_sizes(spec, i)[0]) for i in range(len(real))],
+                         dtype=np.float64)
+        off = abs(drawn.sum() - total) / total
+        spread_off = abs(drawn.std() - spread) / spread if spread else 0.0
+        if off <= SEED_CLOSE and spread_off <= 0.1:
+            return seed, off
+        if off + 0.1 * spread_off < best[0]:
+            best = (off + 0.1 * spread_off, seed, off)
+    return best[1], best[2]
+
+
+def file_order_ascending(trace, names):
+    """True when every rank (every process, where a rank's worker processes read) takes its
+    files in the ascending order of their names (each file's first read, in time order), None
+    without at least two files on some rank."""
+    seen_two = False
+    for _, reads in trace.groupby("process" if "process" in trace else "rank", sort=False):
+        first = reads.sort_values("start", kind="stable").drop_duplicates("id")
+        order = [names.get(int(i), "") for i in first["id"]]
+        if len(order) < 2:
+            continue
+        seen_two = True
+        if order != sorted(order):
+            return False
+    return True if seen_two else None
+
+
+def hdf5_chunk(trace, per_read):
+    """The chunk's bytes of a chunked HDF5 dataset: the read size that moves at least
+    STREAM_SHARE of the data files' bytes when it differs from a sample's (per_read, the bytes
+    of one H5Dread) and one holds a whole number of the other (libhdf5 reads a sample a chunk
+    at a time, or a chunk of several samples at once); else None (contiguous)."""
+    moved = trace.groupby("length")["length"].sum()
+    moved = moved[moved.index > 0]
+    if moved.empty:
+        return None
+    size = int(moved.idxmax())
+    if moved.max() < STREAM_SHARE * moved.sum() or size == per_read:
+        return None
+    if (size < per_read and per_read % size) or (size > per_read and size % per_read):
+        return None
+    return size
+
+
+def h5d_bytes_per_read(job, data_names):
+    """Bytes per H5Dread over the datasets of the data files (None without H5D records)."""
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty:
+        return None
+    names = [job.names.get(int(i), "") for i in h5d["id"]]
+    mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+    reads = int(mine["H5D_READS"].clip(lower=0).sum()) if "H5D_READS" in mine else 0
+    nbytes = int(mine["H5D_BYTES_READ"].clip(lower=0).sum()) if "H5D_BYTES_READ" in mine else 0
+    return int(round(nbytes / reads)) if reads else None
+
+
+def round_robin(trace, record, ranks):
+    """True when the ranks read a shared file's samples (record bytes each) round robin: every
+    rank's samples fall in one residue class modulo the rank count, a different one per rank
+    (IOR's segments interleave the ranks' blocks)."""
+    if ranks < 2 or record <= 0:
+        return False
+    residues = set()
+    for _, reads in trace.groupby("rank", sort=False):
+        ids = np.unique(reads["offset"].to_numpy() // record)
+        res = np.unique(ids % ranks)
+        if len(ids) < 2 or len(res) != 1:
+            return False
+        residues.add(int(res[0]))
+    return len(residues) == trace["rank"].nunique() == ranks
+
+
+def hdf5_libver(trace):
+    """The HDF5 file format from the superblock read at an open: libhdf5 reads the signature,
+    then the rest of the superblock from offset 16: 32 bytes for versions 2 and 3 (h5py's
+    libver="latest"), 80 for version 0 (the default). None when neither shows."""
+    at16 = trace.loc[trace["offset"] == 16, "length"]
+    if (at16 == 32).any():
+        return "latest"
+    if (at16 == 80).any():
+        return "earliest"
+    return None
+
+
+def image_pattern(trace, sizes, decoder=None):
+    """(buffer size, request size) when at least STREAM_SHARE of the (rank, file) pairs read
+    their file as an image decoder does through Python's buffered file (PIL: the header's
+    buffer fill at offset 0, then requests of one size to the end, and the end-of-file probe;
+    for a PNG file (decoder "png"), its IDAT chunks one after another as Pillow writes them;
+    once per open), else None."""
+    from dlio_mpi.formats import png
+    from dlio_mpi.readers.numpy_reads import image_reads, png_reads
+
+    found, pairs = [], 0
+    for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        reads = reads.sort_values("start", kind="stable")
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        size = sizes.get(int(fid))
+        if size is None or len(off) < 2 or off[0] != 0 or off[1] != ln[0]:
+            continue
+        buffer, request = int(ln[0]), int(ln[0] + ln[1])
+        if decoder == "png":
+            request = max(request, PIL_BLOCK)
+            try:
+                o, n = png_reads(size, tuple(png.idat_chunks(size)), buffer, request)
+            except ValueError:      # not chunked as Pillow chunks a file
+                continue
+        else:
+            o, n = image_reads(size, buffer, request)
+        got = np.clip(np.minimum(o + n, size) - o, 0, None)
+        one = list(zip(o.tolist(), got.tolist()))
+        seen = list(zip(off.tolist(), ln.tolist()))
+        if one and len(seen) % len(one) == 0 and seen == one * (len(seen) // len(one)):
+            found.append((buffer, request))
+    if not pairs or len(found) < STREAM_SHARE * pairs:
+        return None
+    values, counts = np.unique(np.array(found), axis=0, return_counts=True)
+    return tuple(int(x) for x in values[np.argmax(counts)])
+
+
+def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, evidence):
+    """(record, samples per file, transfer size, reader keys, epochs or None, files taken in
+    ascending order or None) when the trace shows how the input library read (see
+    analysis.fitting.fit_patterns), else None."""
+    if trace is None or read_type != "on_demand":
+        return None
+    sizes = {int(i): int(v) for i, v in data["size"].items()}
+    names = {int(i): n for i, n in data["name"].items()}
+    ascending = file_order_ascending(trace, names)
+    evidence["files_in_name_order"] = ascending
+    files, total = len(data), int(data["bytes_read"].sum())
+    if fmt == "npz":
+        loads = numpy_loads(trace, sizes)
+        if loads is not None:
+            count, buffer = loads
+            evidence["numpy_loads"] = {"loads": count, "buffer_size": buffer}
+            per_load = total / max(count, 1)
+            extra = {"access": "numpy", "buffer_size": buffer}
+            if per_load >= 0.9 * file_size:
+                run = load_runs(trace, sizes)
+                evidence["loads_in_a_row"] = run
+                if run > 1:
+                    # each of a file's samples loads all of it, one after another: the
+                    # samples of one stacked array (the DLIO benchmark's NPZ files)
+                    spf, epochs = run, max(1, int(round(count / (files * run))))
+                    record = _stacked_sample_bytes(file_size, run)
+                    evidence["npz_layout"] = "stacked"
+                    notes.append(f"each file was loaded whole {run} times in a row: {run} "
+                                 "samples of one stacked array (dataset.npz_layout=stacked)")
+                else:
+                    spf, epochs = 1, max(1, int(round(count / files)))
+                    record = _npz_member_bytes(file_size)
+                return record, spf, 0, extra, epochs, ascending
+            else:
+                spf = max(1, int(round(file_size / per_load)))
+                record = _npz_member_bytes(per_load)
+                epochs = max(1, int(round(count / (files * spf))))
+            return (record, spf, 0, {"access": "numpy", "buffer_size": buffer}, epochs,
+                    ascending)
+    if fmt == "npy":
+        loads = npy_loads(job, trace, data)
+        if loads is not None:
+            count, buffer, array = loads
+            evidence["npy_loads"] = {"loads": count, "buffer_size": buffer,
+                                     "array_bytes": array}
+            notes.append("numpy.load of .npy files: the header through a buffered file, the "
+                         "array through C stdio; a load reads the whole array, so the samples "
+                         "in it cannot be told apart: one sample per file")
+            return (array, 1, 0, {"access": "numpy", "buffer_size": buffer},
+                    max(1, int(round(count / files))), ascending)
+    if fmt in ("raw", "jpeg", "png") and layout == "multi":
+        decoder = fmt if fmt != "raw" else None
+        image = image_pattern(trace, sizes, decoder)
+        if image is not None:
+            buffer, request = image
+            evidence["image_reads"] = {"buffer_size": buffer, "request": request}
+            loads = files * max(1, int(round(total / max(int(data["size"].sum()), 1))))
+            record = file_size
+            if decoder is not None:
+                # the format's record length is the decoded image's pixels: those of the
+                # image whose file the format's own encoder makes of the files' median size
+                from dlio_mpi import formats
+                record = formats.get(fmt).record_length_for(file_size)
+                evidence["image_pixels"] = record
+                notes.append(f"{fmt} files read whole as PIL reads them: one image per file; "
+                             f"dataset.record_length {record} is the pixels of the square "
+                             f"greyscale image whose {fmt} file has the files' median size "
+                             f"({file_size} B), as this emulator's encoder writes it (the "
+                             "real images' pixels cannot be seen)")
+            else:
+                notes.append("files read whole as an image decoder reads them (PIL): one "
+                             "sample per file")
+            return (record, 1, request, {"access": "image", "buffer_size": buffer},
+                    max(1, int(round(loads / files))), ascending)
+    if fmt == "raw" and layout == "multi":
+        whole = whole_file_loads(trace, sizes)
+        if whole is not None:
+            loads, block, eof = whole
+            size = data["size"].to_numpy()
+            spread = int(round(float(size.std())))
+            evidence["whole_file_loads"] = {"loads": loads, "block": block, "eof_reads": eof}
+            if spread:
+                evidence["record_length_stdev"] = spread
+                seed, off = size_seed(size, float(size.mean()), spread)
+                evidence["size_seed"] = {"seed": seed, "total_difference": off}
+            epochs = max(1, int(round(loads / files)))
+            notes.append(f"each file was read whole by one rank, {loads / files:.3g} times "
+                         f"(an open each), in {block}-byte reads: a sample is the whole file "
+                         f"(dataset.record_length the mean file size, record_length_stdev "
+                         f"{spread} their spread"
+                         + (f", train.seed {evidence['size_seed']['seed']} draws sizes "
+                            f"that total the files' bytes within "
+                            f"{evidence['size_seed']['total_difference']:.1%}" if spread
+                            else "") + f"), {epochs} epochs")
+            if ascending is False:
+                notes.append("a rank takes its own files in an order of its own each epoch: "
+                             "the emulator keeps each file on its rank and reads them in "
+                             "name order (the counters of each file are the same)")
+            extra = {"access": "stream", "eof_reads": eof} if eof else {}
+            return (int(round(float(size.mean()))), 1, block, extra, epochs, True)
+    if fmt in ("tfrecord", "csv") and layout == "multi":
+        # the formats whose readers stream (for others, reading samples in file order is
+        # the same I/O and is fitted as such)
+        stream = stream_block(trace, sizes)
+        if stream is not None:
+            block, eof, at_once = stream
+            evidence["stream_block"] = block
+            evidence["stream_files_at_once"] = at_once
+            extra = {"access": "stream", **({"eof_reads": eof} if eof else {}),
+                     **({"interleave": at_once} if at_once > 1 else {})}
+            if at_once > 1:
+                notes.append(f"a rank reads {at_once} of its files at once, a sample from "
+                             "each in turn (reader.interleave; tf.data's num_parallel_reads "
+                             "may be more, a rank with fewer files cannot show it)")
+            notes.append("files read front to back in fixed blocks: a stream; its records "
+                         "cannot be seen, samples of about one block are chosen, as many "
+                         "as keep the files their size; nor can a shuffle buffer: "
+                         "reader.sample_shuffle off")
+            if ascending is False and at_once == 1:
+                extra["file_shuffle"] = "seed"
+                notes.append("a rank takes its files out of their names' order: "
+                             "reader.file_shuffle seed")
+            # samples of about one block, as many as keep the file its real size
+            spf = max(1, int(round(file_size / block)))
+            record = max(1, file_size // spf - FRAMING.get(fmt, 0))
+            if fmt == "csv":
+                record = max(4, record - record % 4)
+            return record, spf, block, extra, None, True
+    if fmt == "hdf5":
+        libver = hdf5_libver(trace)
+        if libver is not None:
+            evidence["hdf5_libver"] = libver
+        per_read = h5d_bytes_per_read(job, set(names.values()))
+        if per_read:
+            evidence["h5d_bytes_per_read"] = per_read
+            chunk = hdf5_chunk(trace, per_read)
+            if chunk is not None:
+                evidence["hdf5_chunk"] = chunk
+                notes.append(f"libhdf5 read the samples in {chunk}-byte pieces: a chunked "
+                             f"dataset (dataset.chunk_size={chunk}; the chunk's shape cannot "
+                             "be seen, its bytes are kept)")
+            extra = {}
+            opens = _opens(job, data)
+            reads = _h5d_reads(job, set(names.values()))
+            if opens and reads and opens >= 0.9 * reads and layout == "multi":
+                extra["reopen"] = True
+                evidence["opens_per_h5d_read"] = opens / reads
+            return (per_read, max(1, file_size // per_read), 0, extra, None, ascending)
+    return None if ascending is None else (None, None, None, {}, None, ascending)
+
+
+def npy_loads(job, trace, data):
+    """(loads, buffer size, array bytes) of numpy.load calls on .npy files: every load reads
+    one buffer's fill at offset 0 through POSIX (the header) and the array through STDIO (one
+    fread by numpy.fromfile); None when the job does not show that (at least STREAM_SHARE of
+    the traced bytes in those header reads, and about as many of them as freads)."""
+    stdio = job.records.get("STDIO")
+    if stdio is None or stdio.empty:
+        return None
+    rows = stdio[stdio["id"].isin(list(data.index))]
+    freads = int(rows["STDIO_READS"].clip(lower=0).sum())
+    fbytes = int(rows["STDIO_BYTES_READ"].clip(lower=0).sum())
+    moved = int(trace["length"].sum())
+    heads = trace[(trace["length"] > 0) & (trace["offset"] == 0)]
+    if not freads or heads.empty or int(heads["length"].sum()) < STREAM_SHARE * moved \
+            or len(heads) < STREAM_SHARE * freads:
+        return None
+    values, counts = np.unique(heads["length"].to_numpy(), return_counts=True)
+    return len(heads), int(values[np.argmax(counts)]), int(round(fbytes / freads))
+
+
+def load_starts(reads, sizes):
+    """True for the reads (a DXT frame) that are a numpy.load's zip end-record read."""
+    size = reads["id"].map(sizes).to_numpy()
+    return (reads["length"].to_numpy() == EOCD) & (reads["offset"].to_numpy() + EOCD == size)
+
+
+def load_runs(trace, sizes):
+    """The median number of loads of one file in a row by a rank (loads found by their zip
+    end-record reads, in time order)."""
+    runs = []
+    for _, reads in trace.groupby("rank", sort=False):
+        reads = reads.sort_values("start", kind="stable")
+        size = reads["id"].map(sizes).to_numpy()
+        eocd = (reads["length"].to_numpy() == EOCD) & (reads["offset"].to_numpy() + EOCD
+                                                         == size)
+        ids = reads["id"].to_numpy()[eocd]
+        if len(ids) == 0:
+            continue
+        cut = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        runs += np.diff(np.concatenate([[0], cut, [len(ids)]])).tolist()
+    return int(round(float(np.median(runs)))) if runs else 1
+
+
+def _stacked_sample_bytes(file_bytes, spf):
+    """A sample's bytes in a stacked NPZ file of about file_bytes holding spf samples."""
+    from dlio_mpi.readers.numpy_reads import stacked_reads
+
+    guess = max(1, int(file_bytes) // spf)
+    overhead = stacked_reads(guess, spf)[0] - guess * spf
+    return max(1, (int(file_bytes) - overhead) // spf)
+
+
+def _npz_member_bytes(file_bytes):
+    """The data bytes of the one member of an NPZ file of about file_bytes (numpy.savez's
+    zip and .npy headers taken off)."""
+    from dlio_mpi.readers.numpy_reads import npz_reads
+
+    guess = max(1, int(file_bytes))
+    overhead = npz_reads((guess,))[0] - guess
+    return max(1, int(file_bytes) - overhead)
+
+
+def _opens(job, data):
+    posix = job.records.get("POSIX")
+    if posix is None:
+        return 0
+    rows = posix[posix["id"].isin(list(data.index))]
+    return int(rows["POSIX_OPENS"].clip(lower=0).sum())
+
+
+def _h5d_reads(job, data_names):
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty:
+        return 0
+    names = [job.names.get(int(i), "") for i in h5d["id"]]
+    mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+    return int(mine["H5D_READS"].clip(lower=0).sum())

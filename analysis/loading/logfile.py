@@ -1,0 +1,206 @@
+"""Read one Darshan log file with PyDarshan: the only module that touches PyDarshan.
+
+Only the modules asked for are read, each once, into plain numpy/pandas structures, and the
+report's own copies are dropped as soon as they are converted.
+
+Four behaviours of PyDarshan and darshan-util shape this code:
+
+- A truncated or corrupt region can crash darshan-util or make PyDarshan allocate terabytes
+  (see ``log_header``), so the header's region map is checked against the file and every
+  region is inflated before PyDarshan opens the file; any exception PyDarshan still raises
+  becomes a :class:`LogError`.
+- A failed record read looks like the end of the records (darshan-util only prints an
+  ``Error:`` line on stderr), so every C call runs under :func:`captured_c_stderr` and any
+  error line turns the whole file into a :class:`LogError`.
+- Closing a handle on which darshan-util has failed can trip an assertion in
+  ``darshan_log_close`` and abort the interpreter, or make it try to flush the handle as if
+  written and unlink a file. A failed log's handle is therefore detached from the report and
+  never closed (a small leak, on an error path only).
+- ``DarshanReport(path)`` with an unreadable path raises from ``__init__``; the report is
+  built empty and opened in a second step so that the failure can be handled the same way.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+import darshan
+import numpy as np
+import pandas as pd
+
+from analysis.loading.c_stderr import captured_c_stderr
+from analysis.errors import LogError
+from analysis.loading.log_header import check_regions
+
+DXT_COLUMNS = ("rank", "id", "op", "offset", "length", "start", "end")
+# HEATMAP records name their module without the dash that the counter modules use.
+HEATMAP_MODULES = {"POSIX": "POSIX", "STDIO": "STDIO", "MPIIO": "MPI-IO"}
+
+
+@dataclass
+class LogContents:
+    """What one log file holds, as read by :func:`read_log`.
+
+    Ranks are as the log has them (``-1`` for a record reduced over all ranks); times in
+    DXT segments are seconds since this log's start.
+    """
+
+    path: str
+    version: str
+    exe: str
+    nprocs: int
+    start_time: float  # seconds since the epoch, with the nanoseconds of 3.41+ logs
+    run_time: float  # seconds, as darshan-util computes it for this format version
+    modules: dict  # every module with data in the log -> True if it is marked partial
+    records: dict  # module -> DataFrame, one row per record: id, rank, counters, fcounters
+    dxt_segments: dict  # DXT module -> DataFrame with DXT_COLUMNS, one row per operation
+    heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes} summed over ranks and bins
+    names: dict = field(default_factory=dict)  # record id -> file name, for the records read
+    # module -> {"edges": bin edges (s since the log's start), "read": bytes per bin summed over
+    # ranks, "write": ...}, from HEATMAP records
+    heatmap_bins: dict = field(default_factory=dict)
+    job_id: int = 0  # the job id the runtime recorded (the scheduler's, else a pid)
+    # the job's "h" metadata: the MPI-IO hints Darshan wrote this log with (DARSHAN_LOGHINTS,
+    # "key=value;..."), not the application's; "" when the log has none
+    hints: str = ""
+    uid: int = 0  # the user id the job ran as
+    end_time: float = 0.0  # seconds since the epoch, as the runtime recorded the job's end
+    library_version: str = ""  # the Darshan runtime library that wrote the log ("3.4.0")
+    # (mount point, file system type) of the mount table the runtime recorded, as listed
+    mounts: tuple = ()
+
+
+def read_log(path, modules, dxt_modules=()):
+    """Read the counter records of ``modules`` and the traces of ``dxt_modules`` from one log.
+
+    Modules the log does not hold are skipped. HEATMAP byte totals are read whenever the log
+    has a HEATMAP module (they are small). Raises LogError, with the path first in a one-line
+    message, when the file is missing, not a Darshan log, truncated or corrupt.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise LogError(f"{path}: no such file")
+    check_regions(path)
+    report = darshan.DarshanReport()
+    failure = None
+    try:
+        with captured_c_stderr() as stderr:
+            contents = _read_open_report(report, path, modules, dxt_modules)
+    except RuntimeError as error:  # raised by report.open when darshan-util gives no handle
+        failure = error
+    except (Exception, MemoryError) as error:  # PyDarshan on records it cannot make sense of
+        report.log = None
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise LogError(f"{path}: not a readable Darshan log (PyDarshan: "
+                       f"{type(error).__name__}: {detail})") from None
+    if failure is not None or stderr.errors:
+        report.log = None  # never close a handle darshan-util failed on (see module docstring)
+        detail = stderr.errors[0].rstrip(".") if stderr.errors else str(failure)
+        raise LogError(f"{path}: not a readable Darshan log (darshan-util: {detail})")
+    report.__exit__(None, None, None)  # closes the log handle
+    return contents
+
+
+def _read_open_report(report, path, modules, dxt_modules):
+    report.open(path, read_all=False)
+    job = report.metadata["job"]
+    records = {}
+    for mod in modules:
+        if mod in report.modules:
+            report.mod_read_all_records(mod, dtype="numpy")
+            records[mod] = _records_frame(report, mod)
+            del report.records[mod]
+    segments = {}
+    for mod in dxt_modules:
+        if mod in report.modules:
+            report.mod_read_all_dxt_records(mod)
+            segments[mod] = _segments_frame(report.records[mod])
+            del report.records[mod]
+    names = {int(key): name for key, name in report.name_records.items()}
+    heatmap_bytes, heatmap_bins = _heatmaps(report)
+    return LogContents(
+        path=path,
+        version=job["log_ver"],
+        exe=report.metadata["exe"],
+        nprocs=int(job["nprocs"]),
+        start_time=job["start_time_sec"] + job["start_time_nsec"] * 1e-9,
+        run_time=float(job["run_time"]),
+        modules={m: bool(info["partial_flag"]) for m, info in report.modules.items()},
+        records=records,
+        dxt_segments=segments,
+        heatmap_bytes=heatmap_bytes,
+        names=names,
+        heatmap_bins=heatmap_bins,
+        job_id=int(job.get("jobid", 0)),
+        hints=str((job.get("metadata") or {}).get("h", "") or ""),
+        uid=int(job.get("uid", 0)),
+        end_time=job.get("end_time_sec", 0) + job.get("end_time_nsec", 0) * 1e-9,
+        library_version=str((job.get("metadata") or {}).get("lib_ver", "") or ""),
+        mounts=tuple((str(point), str(kind)) for point, kind in report.data.get("mounts", ())),
+    )
+
+
+def _records_frame(report, mod):
+    """One module's records as a DataFrame: id (uint64), rank, then every counter by name."""
+    counter_names = report.counters[mod]["counters"]
+    fcounter_names = report.counters[mod]["fcounters"]
+    collection = report.records[mod]
+    n = len(collection)
+    ids = np.empty(n, dtype=np.uint64)
+    ranks = np.empty(n, dtype=np.int64)
+    counters = np.empty((n, len(counter_names)), dtype=np.int64)
+    fcounters = np.empty((n, len(fcounter_names)), dtype=np.float64)
+    for i, rec in enumerate(collection):
+        ids[i] = rec["id"]
+        ranks[i] = rec["rank"]
+        counters[i] = rec["counters"]
+        fcounters[i] = rec["fcounters"]
+    frame = pd.concat([pd.DataFrame(counters, columns=counter_names),
+                       pd.DataFrame(fcounters, columns=fcounter_names)], axis=1)
+    frame.insert(0, "rank", ranks)
+    frame.insert(0, "id", ids)
+    return frame
+
+
+def _segments_frame(collection):
+    """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation."""
+    columns = {name: [] for name in DXT_COLUMNS}
+    for rec in collection:
+        for op in ("read", "write"):
+            segments = rec[f"{op}_segments"]
+            columns["rank"] += [rec["rank"]] * len(segments)
+            columns["id"] += [rec["id"]] * len(segments)
+            columns["op"] += [op] * len(segments)
+            columns["offset"] += [s["offset"] for s in segments]
+            columns["length"] += [s["length"] for s in segments]
+            columns["start"] += [s["start_time"] for s in segments]
+            columns["end"] += [s["end_time"] for s in segments]
+    return pd.DataFrame({
+        "rank": np.array(columns["rank"], dtype=np.int64),
+        "id": np.array(columns["id"], dtype=np.uint64),
+        "op": pd.Categorical(columns["op"], categories=["read", "write"]),
+        "offset": np.array(columns["offset"], dtype=np.int64),
+        "length": np.array(columns["length"], dtype=np.int64),
+        "start": np.array(columns["start"], dtype=np.float64),
+        "end": np.array(columns["end"], dtype=np.float64),
+    })
+
+
+def _heatmaps(report):
+    """HEATMAP byte totals and per-bin sums over ranks, per module (empty without HEATMAP)."""
+    if "HEATMAP" not in report.modules:
+        return {}, {}
+    report.read_all_heatmap_records()
+    totals, bins = {}, {}
+    for name, heatmap in report.heatmaps.items():
+        if name not in HEATMAP_MODULES:
+            continue
+        module = HEATMAP_MODULES[name]
+        per_op = {}
+        for op in ("read", "write"):
+            frame = heatmap.to_df(ops=[op])
+            per_op[op] = frame.to_numpy().sum(axis=0).astype(np.int64)
+            edges = np.array([frame.columns[0].left] + [c.right for c in frame.columns]) \
+                if len(frame.columns) else np.zeros(1)
+        totals[module] = {op: int(values.sum()) for op, values in per_op.items()}
+        bins[module] = {"edges": edges, **per_op}
+    return totals, bins

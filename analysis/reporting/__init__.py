@@ -1,0 +1,1 @@
+"""A report of one job for people, with its figures."""
