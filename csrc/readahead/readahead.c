@@ -10,14 +10,13 @@
  * lie packed in its slot; otherwise the bytes are not kept: each thread reads into its own
  * buffer, every transfer at its start (dm_transfer.discard), a block its core's cache keeps
  * where the ranges' places span a sample or more (the calls the storage sees are the same).
- * unet3d at 1/16 (samples of 9 MB in 256 KiB transfers), 5 ranks on 2 cores: AU 68.8 -> 82.8 %
- * (4 runs each, alternated); resnet50 at 56 ranks 52.3 -> 58.7 % (3 each).
+ * The measurements behind these choices are in docs/design.md ("Measurements behind the read
+ * path").
  *
  * Idle threads wait on a futex word (an event count), not a condition variable: a submit wakes
  * at most as many as the request has segments and never blocks. glibc's
  * pthread_cond_broadcast can wait for earlier waiters to leave the condition variable, and the
- * rank's thread, under SCHED_FIFO in the step loop, waited there for read threads' time slices
- * (resnet50 at 48 ranks on 2 cores: queueing a batch took 10-20 ms in one step of ten).
+ * rank's thread, under SCHED_FIFO in the step loop, waited there for read threads' time slices.
  *
  * Handles of an engine with a position (ops->ordered: a STDIO stream), and segments asking for
  * it (dm_ra_seg.ordered: a stream's reads of a file, in the order its one reader issues them),
@@ -27,8 +26,8 @@
  * The threads run as the rank's thread does (the same policy and priority), as a data loader's
  * workers do. Niced or SCHED_BATCH threads were tried: on a node with other busy processes
  * (other ranks, other jobs) they got a fraction of a core, and reads that block often (4 KiB
- * O_DIRECT) waited for the others' time slices: an epoch of 13-16 s with one read thread
- * against 0.4 s without. What such priorities were for, that a woken thread not take the core
+ * O_DIRECT) waited for the others' time slices, many times the epoch's time without read
+ * threads. What such priorities were for, that a woken thread not take the core
  * from the rank's thread between its steps, the pipeline gets by queueing the next batches
  * while the step computes (pipeline.computing): a wake-up then costs the emulated accelerator
  * nothing. Under EEVDF (Linux 6.12 and later) the rank's thread asks for a short time slice

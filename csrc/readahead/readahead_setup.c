@@ -3,9 +3,8 @@
  * Catching up (dm_ra_boost): on a node with more read threads than cores, the kernel shares
  * the cores among all ranks' threads alike, whichever batch they read; a rank whose next batch
  * fell behind got its share only, while the others' threads read batches due steps later, and
- * with a barrier per step every rank then waited for it (resnet50 at 64 ranks on 2 cores: in
- * one step of four, 8-10 ranks waited 18-22 ms for a batch queued 40 ms before that no thread
- * of theirs had yet been given a core, the cores then idle for a fifth of the epoch). With a
+ * with a barrier per step every rank then waited for it, while no thread of theirs had yet
+ * been given a core for a batch queued long before. With a
  * boost set, a rank's threads run at that nice value while the batch its step waits for, or
  * the one its next step takes, is not read yet, and at their own value again once it is. The
  * thread that waits for and releases the requests drives it (one thread). */

@@ -23,19 +23,17 @@
  * blocks there (a batch, the compute's sleep, the node barrier), and, woken, it takes a core
  * from the read threads at once, as an accelerator ends its step on time whatever the host's
  * cores do. Under the fair policy, on a node with more threads than cores, a woken rank
- * waited for read threads' slices: resnet50 at 44 ranks on 2 cores overslept its compute by
- * 4-6 ms in half the steps (the median, over steps, of the latest rank), and every rank
- * waited for the latest at the barrier. The policy is kept across the returns for signal
+ * waited for read threads' slices and overslept its compute, and every rank waited for the
+ * latest at the barrier. The policy is kept across the returns for signal
  * handlers and progress (a switch back to the fair policy places the thread behind the read
  * threads' slices) and given back at the epoch's end and before any exchange Python runs (an
  * MPI call may spin). Python asks for it only in epochs whose steps open no files
  * (dlio_mpi.run.steploop.rank_priority).
  *
  * Under it, the read threads catch up (dm_ra_boost, readahead_setup.c) at
- * DM_STEPS_BOOST_NICE while the batch the rank's step waits for or takes next is not read yet:
- * resnet50 at 64 ranks on 2 cores, AU 72.3 -> 87.9 % (3 runs each, alternated); at 60 ranks
- * 89.8 -> 91.7 %. Not under the thread's own policy: the boosted threads then took the cores
- * from the ranks' threads (unet3d at 5 ranks, 85.2 -> 81.5 %). */
+ * DM_STEPS_BOOST_NICE while the batch the rank's step waits for or takes next is not read yet.
+ * Not under the thread's own policy: the boosted threads then took the cores from the ranks'
+ * threads. docs/design.md ("Measurements behind the read path") has the figures. */
 #define _GNU_SOURCE
 #include "steploop.h"
 
