@@ -8,22 +8,54 @@ derives a dlio_mpi workload from a job, ``write_report`` writes a report with fi
 ``analysis.paper`` runs the DLIO paper's study on the emulator.
 """
 
-from .characterize import Characterization, JobTotals, characterize, load_job
-from .compare import METRICS, Comparison, compare, render_comparison
-from .dxt_metrics import DxtMetrics
-from .errors import (AnalysisWarning, HeatmapMismatchWarning, InvalidCounterWarning, LogError,
-                     PartialLogWarning)
-from .fit import Fit, FitError, fit
-from .loader import CHARACTERIZED_MODULES, DXT_MODULES, DarshanJob, load
-from .module_metrics import ModuleMetrics
-from .oplog import is_run_dir, load_run
-from .report import write_report
-from .text import render_text, to_json
+import importlib
+import sys
+import types
 
-__all__ = [
-    "AnalysisWarning", "CHARACTERIZED_MODULES", "Characterization", "Comparison",
-    "DXT_MODULES", "DarshanJob", "DxtMetrics", "Fit", "FitError", "HeatmapMismatchWarning",
-    "InvalidCounterWarning", "JobTotals", "LogError", "METRICS", "ModuleMetrics",
-    "PartialLogWarning", "characterize", "compare", "fit", "is_run_dir", "load", "load_job",
-    "load_run", "render_comparison", "render_text", "to_json", "write_report",
-]
+# name -> the module that defines it. Imported on first use, so that a command that needs one
+# module (diagnose: no figures, no fitting, no YAML) does not pay for every other one.
+_EXPORTS = {
+    "Characterization": "characterize", "JobTotals": "characterize",
+    "characterize": "characterize", "load_job": "characterize",
+    "METRICS": "compare", "Comparison": "compare", "compare": "compare",
+    "render_comparison": "compare",
+    "DxtMetrics": "dxt_metrics",
+    "AnalysisWarning": "errors", "HeatmapMismatchWarning": "errors",
+    "InvalidCounterWarning": "errors", "LogError": "errors", "PartialLogWarning": "errors",
+    "FitError": "errors", "Fit": "fit", "fit": "fit",
+    "CHARACTERIZED_MODULES": "loader", "DXT_MODULES": "loader", "DarshanJob": "loader",
+    "load": "loader",
+    "ModuleMetrics": "module_metrics",
+    "is_run_dir": "oplog", "load_run": "oplog",
+    "write_report": "report",
+    "render_text": "text", "to_json": "text",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+class _Package(types.ModuleType):
+    """The package, whose exports named like their module (characterize, compare, fit) stay
+    the functions: importing such a module sets the package's attribute to the module, which
+    would hide the function from ``analysis.fit(...)``."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name \
+                and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

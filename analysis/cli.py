@@ -29,8 +29,7 @@ USAGE = 2       # a request that cannot be met as given
 @contextlib.contextmanager
 def _reported():
     """Analysis errors as one line and exit status 1; warnings as stderr lines."""
-    from .errors import AnalysisWarning, LogError
-    from .fit import FitError
+    from .errors import AnalysisWarning, FitError, LogError
     from .launch import Interrupted, LaunchError
     from .replay_size import ReplaySizeError
 

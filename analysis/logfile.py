@@ -26,12 +26,16 @@ from dataclasses import dataclass, field
 import darshan
 import numpy as np
 import pandas as pd
+from darshan.backend import cffi_backend
 
 from .c_stderr import captured_c_stderr
 from .errors import LogError
 from .log_header import check_regions
 
 DXT_COLUMNS = ("rank", "id", "op", "offset", "length", "start", "end")
+# darshan-util's struct segment_info, one traced operation as a DXT record stores it
+SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+OPS = ("read", "write")  # the categories of the "op" column, in this order
 # HEATMAP records name their module without the dash that the counter modules use.
 HEATMAP_MODULES = {"POSIX": "POSIX", "STDIO": "STDIO", "MPIIO": "MPI-IO"}
 
@@ -112,9 +116,7 @@ def _read_open_report(report, path, modules, dxt_modules):
     segments = {}
     for mod in dxt_modules:
         if mod in report.modules:
-            report.mod_read_all_dxt_records(mod)
-            segments[mod] = _segments_frame(report.records[mod])
-            del report.records[mod]
+            segments[mod] = _segments_frame(report, mod)
     names = {int(key): name for key, name in report.name_records.items()}
     heatmap_bytes, heatmap_bins = _heatmaps(report)
     return LogContents(
@@ -161,27 +163,52 @@ def _records_frame(report, mod):
     return frame
 
 
-def _segments_frame(collection):
-    """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation."""
-    columns = {name: [] for name in DXT_COLUMNS}
-    for rec in collection:
-        for op in ("read", "write"):
-            segments = rec[f"{op}_segments"]
-            columns["rank"] += [rec["rank"]] * len(segments)
-            columns["id"] += [rec["id"]] * len(segments)
-            columns["op"] += [op] * len(segments)
-            columns["offset"] += [s["offset"] for s in segments]
-            columns["length"] += [s["length"] for s in segments]
-            columns["start"] += [s["start_time"] for s in segments]
-            columns["end"] += [s["end_time"] for s in segments]
+def _segments_frame(report, mod):
+    """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation: per
+    record (in the log's order, those with a name record only, as PyDarshan keeps them), its
+    reads, then its writes.
+
+    The records are read through darshan-util's C API as PyDarshan's backend binds it, and
+    each record's segments are copied as one array: PyDarshan's own reader makes a dict per
+    operation, which costs most of the time of a log with long traces."""
+    if not report.name_records_read:
+        report.read_name_records()
+    named = report.name_records
+    ffi, lib = cffi_backend.ffi, cffi_backend.libdutil
+    index = cffi_backend.log_get_modules(report.log)[mod]["idx"]
+    header = ffi.sizeof("struct dxt_file_record")
+    # darshan-util fills the buffer *buf points to, or allocates one when it is NULL: each
+    # record gets a new one, freed once its segments are copied out
+    buf = ffi.new("void **")
+    ranks, ids, codes, traced = [], [], [], []
+    while lib.darshan_log_get_record(report.log["handle"], index, buf) >= 1:
+        record = ffi.cast("struct dxt_file_record *", buf[0])
+        writes, reads = int(record.write_count), int(record.read_count)
+        record_id, rank = int(record.base_rec.id), int(record.base_rec.rank)
+        start = ffi.cast("char *", buf[0]) + header
+        segments = np.frombuffer(ffi.buffer(start, SEGMENT.itemsize * (writes + reads)),
+                                 dtype=SEGMENT).copy()
+        lib.darshan_free(buf[0])
+        buf[0] = ffi.NULL
+        if record_id not in named:
+            continue
+        traced += [segments[writes:], segments[:writes]]
+        ranks.append(np.full(reads + writes, rank, dtype=np.int64))
+        ids.append(np.full(reads + writes, record_id, dtype=np.uint64))
+        codes.append(np.repeat(np.array([0, 1], dtype=np.int8), [reads, writes]))
+    rows = np.concatenate(traced) if traced else np.empty(0, dtype=SEGMENT)
+
+    def joined(parts, dtype):
+        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
     return pd.DataFrame({
-        "rank": np.array(columns["rank"], dtype=np.int64),
-        "id": np.array(columns["id"], dtype=np.uint64),
-        "op": pd.Categorical(columns["op"], categories=["read", "write"]),
-        "offset": np.array(columns["offset"], dtype=np.int64),
-        "length": np.array(columns["length"], dtype=np.int64),
-        "start": np.array(columns["start"], dtype=np.float64),
-        "end": np.array(columns["end"], dtype=np.float64),
+        "rank": joined(ranks, np.int64),
+        "id": joined(ids, np.uint64),
+        "op": pd.Categorical.from_codes(joined(codes, np.int8), categories=list(OPS)),
+        "offset": rows["offset"].astype(np.int64),
+        "length": rows["length"].astype(np.int64),
+        "start": rows["start"].astype(np.float64),
+        "end": rows["end"].astype(np.float64),
     })
 
 
