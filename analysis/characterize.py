@@ -295,8 +295,10 @@ def data_formats(roles, names, records, basis):
     joined = pd.concat(parts)
     by_id = joined.groupby("id")
     moved = by_id[["read", "written"]].sum()
-    # opened by several ranks, or a record Darshan reduced over all ranks (rank -1)
-    moved["shared"] = by_id["rank"].agg(lambda r: int(r.nunique() > 1 or (r < 0).any()))
+    # opened by several ranks, or a record Darshan reduced over all ranks (rank -1); whole
+    # columns, not a Python function per file, which a log of thousands of files waits on
+    ranks = by_id["rank"]
+    moved["shared"] = ((ranks.nunique() > 1) | (ranks.min() < 0)).astype(np.int64)
     moved = moved[(moved["read"] > 0) | (moved["written"] > 0)]
     names = [names.get(int(i), "") for i in moved.index]
     data = np.array([roles.get(int(i), "data") in DATA_IO for i in moved.index], dtype=bool)
