@@ -1,7 +1,9 @@
 """Read one Darshan log file with PyDarshan: the only module that touches PyDarshan.
 
-Only the modules asked for are read, each once, into plain numpy/pandas structures, and the
-report's own copies are dropped as soon as they are converted.
+PyDarshan's report opens the log and gives its job, names, mount table and HEATMAP records;
+the records of the modules asked for are read each once, a record at a time, straight into
+numpy arrays through darshan-util's C API as PyDarshan's backend binds it (PyDarshan's own
+readers make a dict per record and per traced operation), then into DataFrames.
 
 Four behaviours of PyDarshan and darshan-util shape this code:
 
