@@ -8,22 +8,36 @@ derives a dlio_mpi workload from a job, ``write_report`` writes a report with fi
 ``analysis.paper_study.paper`` runs the DLIO paper's study on the emulator.
 """
 
-from analysis.characterization.characterize import Characterization, JobTotals, characterize, load_job
-from analysis.comparison.compare import METRICS, Comparison, compare, render_comparison
-from analysis.characterization.dxt_metrics import DxtMetrics
-from analysis.errors import (AnalysisWarning, HeatmapMismatchWarning, InvalidCounterWarning, LogError,
-                     PartialLogWarning)
-from analysis.fitting.fit import Fit, FitError, fit
-from analysis.loading.loader import CHARACTERIZED_MODULES, DXT_MODULES, DarshanJob, load
-from analysis.characterization.module_metrics import ModuleMetrics
-from analysis.loading.oplog import is_run_dir, load_run
-from analysis.reporting.report import write_report
-from analysis.characterization.text import render_text, to_json
+import importlib
 
-__all__ = [
-    "AnalysisWarning", "CHARACTERIZED_MODULES", "Characterization", "Comparison",
-    "DXT_MODULES", "DarshanJob", "DxtMetrics", "Fit", "FitError", "HeatmapMismatchWarning",
-    "InvalidCounterWarning", "JobTotals", "LogError", "METRICS", "ModuleMetrics",
-    "PartialLogWarning", "characterize", "compare", "fit", "is_run_dir", "load", "load_job",
-    "load_run", "render_comparison", "render_text", "to_json", "write_report",
-]
+# name -> the module that defines it. Imported on first use, so that a command that needs one
+# module (diagnose: no figures, no fitting, no YAML) does not pay for every other one.
+_EXPORTS = {
+    **dict.fromkeys(("Characterization", "JobTotals", "characterize", "load_job"),
+                    "characterization.characterize"),
+    **dict.fromkeys(("METRICS", "Comparison", "compare", "render_comparison"), "comparison.compare"),
+    **dict.fromkeys(("DxtMetrics",), "characterization.dxt_metrics"),
+    **dict.fromkeys(("AnalysisWarning", "HeatmapMismatchWarning", "InvalidCounterWarning",
+                     "LogError", "PartialLogWarning", "FitError"), "errors"),
+    **dict.fromkeys(("Fit", "fit"), "fitting.fit"),
+    **dict.fromkeys(("CHARACTERIZED_MODULES", "DXT_MODULES", "DarshanJob", "load"),
+                    "loading.loader"),
+    **dict.fromkeys(("ModuleMetrics",), "characterization.module_metrics"),
+    **dict.fromkeys(("is_run_dir", "load_run"), "loading.oplog"),
+    **dict.fromkeys(("write_report",), "reporting.report"),
+    **dict.fromkeys(("render_text", "to_json"), "characterization.text"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

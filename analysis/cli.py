@@ -29,8 +29,7 @@ USAGE = 2       # a request that cannot be met as given
 @contextlib.contextmanager
 def _reported():
     """Analysis errors as one line and exit status 1; warnings as stderr lines."""
-    from analysis.errors import AnalysisWarning, LogError
-    from analysis.fitting.fit import FitError
+    from analysis.errors import AnalysisWarning, FitError, LogError
     from analysis.replays.launch import Interrupted, LaunchError
     from analysis.replays.replay_size import ReplaySizeError
 

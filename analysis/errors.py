@@ -8,6 +8,10 @@ class LogError(Exception):
     """
 
 
+class FitError(ValueError):
+    """The job gives nothing to fit (no data file was read)."""
+
+
 class AnalysisWarning(UserWarning):
     """Base class of the warnings the analysis emits about a log's contents."""
 

@@ -173,10 +173,15 @@ def load_job(source, *, dxt=False):
     return load(source, dxt=dxt)
 
 
-def characterize(source, *, dxt=False):
+def characterize(source, *, dxt=False, overview=True):
     """Characterize a job: ``source`` is a DarshanJob, a dlio_mpi run directory, or anything
     :func:`load` accepts (then ``dxt=True`` also reads and characterizes the DXT traces). Warns
-    (InvalidCounterWarning) for time counters holding negative values, which count as 0."""
+    (InvalidCounterWarning) for time counters holding negative values, which count as 0.
+
+    ``overview=False`` leaves out what only a reader of the characterization looks at, not
+    the diagnosis rules (analysis.diagnosis.diagnose), and costs most of the time of a small log:
+    ``interfaces``, ``data``, ``file_roles``, ``job``, ``summary``, ``mounts``,
+    ``mpiio_hints`` stay empty and the DXT metrics have no ``timeline``."""
     job = load_job(source, dxt=dxt)
     job, tool_note = _without_tool_files(job)
     records = {name: frame for name, frame in job.records.items() if name in SPECS}
@@ -187,11 +192,11 @@ def characterize(source, *, dxt=False):
         warnings.warn(message, InvalidCounterWarning, stacklevel=2)
     modules = {name: module_metrics(SPECS[name], frame, job.nprocs, job.run_time)
                for name, frame in records.items()}
-    traces = {name: dxt_metrics(name, frame, job.run_time, name in job.partial_modules)
+    traces = {name: dxt_metrics(name, frame, job.run_time, name in job.partial_modules,
+                                timeline=overview)
               for name, frame in (job.dxt_segments or {}).items()}
     basis, time_basis = parts_at(records, job.names, job.layers)
     roles = file_roles(job.names, records)
-    data = data_figures(job, records, roles)
     return Characterization(
         logs=list(job.paths),
         exe=job.exe,
@@ -199,7 +204,8 @@ def characterize(source, *, dxt=False):
         run_time=job.run_time,
         log_versions=list(job.log_versions),
         modules_in_log=list(job.modules),
-        interfaces=_interfaces(job, _interface_modules(job, records, roles, modules)),
+        interfaces=_interfaces(job, _interface_modules(job, records, roles, modules))
+        if overview else [],
         no_io=not any(m.ops.get("reads") or m.ops.get("writes") or m.bytes_read
                       or m.bytes_written for m in modules.values()),
         totals=JobTotals(
@@ -220,13 +226,14 @@ def characterize(source, *, dxt=False):
         records=records,
         names=dict(job.names),
         layers=dict(job.layers),
-        data=data,
-        file_roles=role_totals(roles, basis),
+        data=data_figures(job, records, roles) if overview else None,
+        file_roles=role_totals(roles, basis) if overview else {},
         roles=roles,
-        job=job_info(job) if job.source == "darshan" else None,
-        summary=module_summaries(records, job.names, job.nprocs, job.run_time),
-        mounts=mount_use(records, job.names, job.mounts),
-        mpiio_hints=mpiio_hints(job, records),
+        job=job_info(job) if overview and job.source == "darshan" else None,
+        summary=module_summaries(records, job.names, job.nprocs, job.run_time)
+        if overview else {},
+        mounts=mount_use(records, job.names, job.mounts) if overview else [],
+        mpiio_hints=mpiio_hints(job, records) if overview else {},
         process_roles=dict(getattr(job, "process_roles", {}) or {}),
     )
 
@@ -288,8 +295,10 @@ def data_formats(roles, names, records, basis):
     joined = pd.concat(parts)
     by_id = joined.groupby("id")
     moved = by_id[["read", "written"]].sum()
-    # opened by several ranks, or a record Darshan reduced over all ranks (rank -1)
-    moved["shared"] = by_id["rank"].agg(lambda r: int(r.nunique() > 1 or (r < 0).any()))
+    # opened by several ranks, or a record Darshan reduced over all ranks (rank -1); whole
+    # columns, not a Python function per file, which a log of thousands of files waits on
+    ranks = by_id["rank"]
+    moved["shared"] = ((ranks.nunique() > 1) | (ranks.min() < 0)).astype(np.int64)
     moved = moved[(moved["read"] > 0) | (moved["written"] > 0)]
     names = [names.get(int(i), "") for i in moved.index]
     data = np.array([roles.get(int(i), "data") in DATA_IO for i in moved.index], dtype=bool)

@@ -100,8 +100,9 @@ class DxtMetrics:
     write_bursts: list
 
 
-def dxt_metrics(module, segments, run_time, partial):
-    """Characterize one DXT module's segments (a loader DataFrame) per :class:`DxtMetrics`."""
+def dxt_metrics(module, segments, run_time, partial, timeline=True):
+    """Characterize one DXT module's segments (a loader DataFrame) per :class:`DxtMetrics`;
+    ``timeline=False`` leaves its per-rank timeline empty."""
     reads = segments[segments["op"] == "read"]
     writes = segments[segments["op"] == "write"]
     early = _early_read_fraction(reads, run_time)
@@ -117,7 +118,7 @@ def dxt_metrics(module, segments, run_time, partial):
         read_pattern=None if early is None else
         ("at start" if early >= AT_START_THRESHOLD or load_burst(reads, run_time)
          else "on demand"),
-        timeline=_timeline(segments),
+        timeline=_timeline(segments) if timeline else [],
         write_bursts=_write_bursts(writes, run_time),
     )
 

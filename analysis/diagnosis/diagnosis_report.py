@@ -42,7 +42,7 @@ def diagnose_path(path, thresholds=None, dxt=True):
 
     thresholds = thresholds or Thresholds()
     job = load_job(path, dxt=dxt)
-    char = characterize(job)
+    char = characterize(job, overview=False)
     workload, summary = _run_dir_inputs(path)
     findings = diagnose(char, workload, summary, thresholds=thresholds, log=job)
     command = (f"mpiexec -n {char.nprocs} python -m dlio_mpi advise {shlex.quote(path)}")

@@ -83,6 +83,7 @@ from dlio_mpi.files.safe_files import write_whole
 from analysis.fitting import fit_patterns
 from analysis.characterization.characterize import characterize, load_job
 from analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
+from analysis.errors import FitError
 from analysis.fitting.fit_checkpoints import fit_checkpoints
 from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
@@ -94,10 +95,6 @@ SHARED_SHARE = 0.5
 REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
 MAX_EPOCHS = 1000
-
-
-class FitError(ValueError):
-    """The job gives nothing to fit (no data file was read)."""
 
 
 @dataclass

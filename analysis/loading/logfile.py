@@ -1,7 +1,9 @@
 """Read one Darshan log file with PyDarshan: the only module that touches PyDarshan.
 
-Only the modules asked for are read, each once, into plain numpy/pandas structures, and the
-report's own copies are dropped as soon as they are converted.
+PyDarshan's report opens the log and gives its job, names, mount table and HEATMAP records;
+the records of the modules asked for are read each once, a record at a time, straight into
+numpy arrays through darshan-util's C API as PyDarshan's backend binds it (PyDarshan's own
+readers make a dict per record and per traced operation), then into DataFrames.
 
 Four behaviours of PyDarshan and darshan-util shape this code:
 
@@ -26,12 +28,20 @@ from dataclasses import dataclass, field
 import darshan
 import numpy as np
 import pandas as pd
+from darshan.backend import cffi_backend
 
 from analysis.loading.c_stderr import captured_c_stderr
 from analysis.errors import LogError
 from analysis.loading.log_header import check_regions
 
 DXT_COLUMNS = ("rank", "id", "op", "offset", "length", "start", "end")
+# darshan-util's struct segment_info, one traced operation as a DXT record stores it
+SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+OPS = ("read", "write")  # the categories of the "op" column, in this order
+# darshan-util's record type of each counter module the analysis reads
+RECORD_TYPES = {"POSIX": "struct darshan_posix_file *", "STDIO": "struct darshan_stdio_file *",
+                "MPI-IO": "struct darshan_mpiio_file *", "H5F": "struct darshan_hdf5_file *",
+                "H5D": "struct darshan_hdf5_dataset *"}
 # HEATMAP records name their module without the dash that the counter modules use.
 HEATMAP_MODULES = {"POSIX": "POSIX", "STDIO": "STDIO", "MPIIO": "MPI-IO"}
 
@@ -106,15 +116,11 @@ def _read_open_report(report, path, modules, dxt_modules):
     records = {}
     for mod in modules:
         if mod in report.modules:
-            report.mod_read_all_records(mod, dtype="numpy")
             records[mod] = _records_frame(report, mod)
-            del report.records[mod]
     segments = {}
     for mod in dxt_modules:
         if mod in report.modules:
-            report.mod_read_all_dxt_records(mod)
-            segments[mod] = _segments_frame(report.records[mod])
-            del report.records[mod]
+            segments[mod] = _segments_frame(report, mod)
     names = {int(key): name for key, name in report.name_records.items()}
     heatmap_bytes, heatmap_bins = _heatmaps(report)
     return LogContents(
@@ -139,49 +145,81 @@ def _read_open_report(report, path, modules, dxt_modules):
     )
 
 
+def _named_records(report, mod, record_type):
+    """Each record of ``mod`` that has a name record (PyDarshan keeps only those), in the log's
+    order, as a cffi pointer of ``record_type``, valid until the next one is read.
+
+    Through darshan-util's C API as PyDarshan's backend binds it: PyDarshan's own readers make
+    a dict per record (and per DXT operation), which costs most of the time of a log with
+    thousands of files or long traces."""
+    if not report.name_records_read:
+        report.read_name_records()
+    named = report.name_records
+    ffi, lib = cffi_backend.ffi, cffi_backend.libdutil
+    index = cffi_backend.log_get_modules(report.log)[mod]["idx"]
+    # darshan-util fills the buffer *buf points to, or allocates one when it is NULL: each
+    # record gets a new one, freed once the caller is done with the record
+    buf = ffi.new("void **")
+    while lib.darshan_log_get_record(report.log["handle"], index, buf) >= 1:
+        try:
+            record = ffi.cast(record_type, buf[0])
+            if int(record.base_rec.id) in named:
+                yield record
+        finally:
+            lib.darshan_free(buf[0])
+            buf[0] = ffi.NULL
+
+
 def _records_frame(report, mod):
     """One module's records as a DataFrame: id (uint64), rank, then every counter by name."""
-    counter_names = report.counters[mod]["counters"]
-    fcounter_names = report.counters[mod]["fcounters"]
-    collection = report.records[mod]
-    n = len(collection)
-    ids = np.empty(n, dtype=np.uint64)
-    ranks = np.empty(n, dtype=np.int64)
-    counters = np.empty((n, len(counter_names)), dtype=np.int64)
-    fcounters = np.empty((n, len(fcounter_names)), dtype=np.float64)
-    for i, rec in enumerate(collection):
-        ids[i] = rec["id"]
-        ranks[i] = rec["rank"]
-        counters[i] = rec["counters"]
-        fcounters[i] = rec["fcounters"]
+    counter_names = cffi_backend.counter_names(mod)
+    fcounter_names = cffi_backend.fcounter_names(mod)
+    ffi = cffi_backend.ffi
+    ids, ranks, counters, fcounters = [], [], [], []
+    for record in _named_records(report, mod, RECORD_TYPES[mod]):
+        ids.append(int(record.base_rec.id))
+        ranks.append(int(record.base_rec.rank))
+        counters.append(np.frombuffer(ffi.buffer(record.counters), dtype=np.int64).copy())
+        fcounters.append(np.frombuffer(ffi.buffer(record.fcounters), dtype=np.float64).copy())
+    n = len(ids)
+    counters = np.array(counters, dtype=np.int64).reshape(n, len(counter_names))
+    fcounters = np.array(fcounters, dtype=np.float64).reshape(n, len(fcounter_names))
     frame = pd.concat([pd.DataFrame(counters, columns=counter_names),
                        pd.DataFrame(fcounters, columns=fcounter_names)], axis=1)
-    frame.insert(0, "rank", ranks)
-    frame.insert(0, "id", ids)
+    frame.insert(0, "rank", np.array(ranks, dtype=np.int64))
+    frame.insert(0, "id", np.array(ids, dtype=np.uint64))
     return frame
 
 
-def _segments_frame(collection):
-    """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation."""
-    columns = {name: [] for name in DXT_COLUMNS}
-    for rec in collection:
-        for op in ("read", "write"):
-            segments = rec[f"{op}_segments"]
-            columns["rank"] += [rec["rank"]] * len(segments)
-            columns["id"] += [rec["id"]] * len(segments)
-            columns["op"] += [op] * len(segments)
-            columns["offset"] += [s["offset"] for s in segments]
-            columns["length"] += [s["length"] for s in segments]
-            columns["start"] += [s["start_time"] for s in segments]
-            columns["end"] += [s["end_time"] for s in segments]
+def _segments_frame(report, mod):
+    """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation: per
+    record (see :func:`_named_records`), its reads, then its writes."""
+    ffi = cffi_backend.ffi
+    header = ffi.sizeof("struct dxt_file_record")
+    ranks, ids, codes, traced = [], [], [], []
+    for record in _named_records(report, mod, "struct dxt_file_record *"):
+        writes, reads = int(record.write_count), int(record.read_count)
+        # the record's segments follow it: its writes, then its reads
+        start = ffi.cast("char *", record) + header
+        segments = np.frombuffer(ffi.buffer(start, SEGMENT.itemsize * (writes + reads)),
+                                 dtype=SEGMENT).copy()
+        traced += [segments[writes:], segments[:writes]]
+        ranks.append(np.full(reads + writes, int(record.base_rec.rank), dtype=np.int64))
+        ids.append(np.full(reads + writes, int(record.base_rec.id), dtype=np.uint64))
+        codes.append(np.repeat(np.array([0, 1], dtype=np.int8), [reads, writes]))
+    rows = np.concatenate(traced) if traced else np.empty(0, dtype=SEGMENT)
+
+    def joined(parts, dtype):
+        return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
     return pd.DataFrame({
-        "rank": np.array(columns["rank"], dtype=np.int64),
-        "id": np.array(columns["id"], dtype=np.uint64),
-        "op": pd.Categorical(columns["op"], categories=["read", "write"]),
-        "offset": np.array(columns["offset"], dtype=np.int64),
-        "length": np.array(columns["length"], dtype=np.int64),
-        "start": np.array(columns["start"], dtype=np.float64),
-        "end": np.array(columns["end"], dtype=np.float64),
+        "rank": joined(ranks, np.int64),
+        "id": joined(ids, np.uint64),
+        "op": pd.Categorical.from_codes(joined(codes, np.int8), categories=list(OPS)),
+        "offset": rows["offset"].astype(np.int64),
+        "length": rows["length"].astype(np.int64),
+        "start": rows["start"].astype(np.float64),
+        "end": rows["end"].astype(np.float64),
     })
 
 

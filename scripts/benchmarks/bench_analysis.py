@@ -10,11 +10,17 @@ a noisy, shared machine moves both sides together.
 
     scripts/bench-analysis [--logs 4] [--rounds 3] [--logs-dir DIR]
 
-With --diagnose: the time of `analyze diagnose LOG --json` against Drishti's on the same logs
-(its program from --drishti, $DRISHTI or PATH), each as one fresh process, and the time Drishti
-reports for its own analysis ("... in N seconds"); the ratio is ours over Drishti's, as above.
+With --diagnose: the wall time of a fresh `python -m dlio_mpi analyze diagnose PATH --json`
+process on every log (and job folder of logs) of the --logs-dir directories (--logs 0: all of
+them; N: the N largest), min, median and max over --rounds runs per path, beside the time of
+the analysis alone (diagnose_path in one process that imported everything once) and, where
+Drishti is at hand (--drishti, $DRISHTI or PATH; skipped with a note otherwise), Drishti's
+wall time on the same log and the time it reports for its own analysis ("... in N seconds").
+Each round runs the two back to back, alternating which goes first. Job folders have no
+Drishti figure (Drishti reads one log).
 
-    scripts/bench-analysis --diagnose [--logs 4] [--rounds 3] [--drishti PROGRAM]
+    scripts/bench-analysis --diagnose [--logs 0] [--rounds 3] [--logs-dir DIR ...]
+                           [--drishti PROGRAM]
 """
 import argparse
 import glob
@@ -35,6 +41,24 @@ GOAL = 0.5
 DIAGNOSE_GOAL_S = 1.0       # analyze diagnose, per log
 
 
+def log_paths(dirs, with_folders=False):
+    """The *.darshan logs of ``dirs`` and, ``with_folders``, their sub-directories holding
+    *.darshan logs (one job's per-process logs, which diagnose reads as one job)."""
+    found = []
+    for folder in dirs:
+        found += glob.glob(os.path.join(folder, "*.darshan"))
+        if with_folders:
+            found += [d for d in glob.glob(os.path.join(folder, "*")) if os.path.isdir(d)
+                      and glob.glob(os.path.join(d, "*.darshan"))]
+    return found
+
+
+def path_size(path):
+    if os.path.isdir(path):
+        return sum(os.path.getsize(p) for p in glob.glob(os.path.join(path, "*.darshan")))
+    return os.path.getsize(path)
+
+
 def timed(cmd):
     """Wall seconds of one run of cmd, or None if it failed."""
     t0 = time.perf_counter()
@@ -52,20 +76,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", type=int, default=4, help="how many of the largest logs")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--logs-dir", default=os.environ.get("DLIO_MPI_DARSHAN_LOGS",
-                                                             DEFAULT_LOGS))
+    parser.add_argument("--logs-dir", action="append", default=None,
+                        help="a directory of logs (repeatable; default $DLIO_MPI_DARSHAN_LOGS, "
+                             "else ../shared/darshan-logs)")
     parser.add_argument("--diagnose", action="store_true",
                         help="analyze diagnose against Drishti instead")
     parser.add_argument("--drishti", default=os.environ.get("DRISHTI") or shutil.which("drishti"),
                         help="Drishti's program (default: $DRISHTI, else drishti on PATH)")
     args = parser.parse_args()
-    logs = sorted(glob.glob(os.path.join(args.logs_dir, "*.darshan")), key=os.path.getsize,
-                  reverse=True)[:args.logs]
+    dirs = args.logs_dir or [os.environ.get("DLIO_MPI_DARSHAN_LOGS", DEFAULT_LOGS)]
+    logs = sorted(log_paths(dirs, with_folders=args.diagnose), key=path_size,
+                  reverse=True)[:args.logs or None]
     if not logs:
-        sys.exit(f"bench-analysis: no *.darshan logs in {args.logs_dir}")
+        sys.exit(f"bench-analysis: no *.darshan logs in {', '.join(dirs)}")
     if args.diagnose:
-        if not args.drishti:
-            sys.exit("bench-analysis: --diagnose needs Drishti (--drishti PROGRAM or $DRISHTI)")
         return bench_diagnose(logs, args)
     py = sys.executable
     ours = {log: [] for log in logs}
@@ -141,7 +165,11 @@ from analysis.diagnosis.diagnosis_report import diagnose_path
 out = {}
 for log in sys.argv[1:]:
     t0 = time.perf_counter()
-    diagnose_path(log)
+    try:
+        diagnose_path(log)
+    except Exception:
+        out[log] = None
+        continue
     out[log] = time.perf_counter() - t0
 print(json.dumps(out))
 """
@@ -157,6 +185,10 @@ def in_process_times(logs):
 
 def bench_diagnose(logs, args):
     py = sys.executable
+    drishti = args.drishti if args.drishti and shutil.which(args.drishti) else None
+    if not drishti:
+        print("bench-analysis: Drishti not found (--drishti PROGRAM, $DRISHTI or drishti on "
+              "PATH): its columns are left empty", file=sys.stderr)
     analysis_s = {log: [] for log in logs}
     ours = {log: [] for log in logs}
     theirs = {log: [] for log in logs}
@@ -165,51 +197,70 @@ def bench_diagnose(logs, args):
         for r in range(args.rounds):
             for i, log in enumerate(logs):
                 steps = [lambda: ours[log].append(timed(
-                             [py, "-m", "analysis.cli", "diagnose", log, "--json"])),
-                         lambda: [lst.append(v) for lst, v in zip(
-                             (theirs[log], theirs_own[log]), drishti_run(args.drishti, log, tmp))]]
+                             [py, "-m", "dlio_mpi", "analyze", "diagnose", log, "--json"]))]
+                if drishti and os.path.isfile(log):
+                    steps.append(lambda: [lst.append(v) for lst, v in zip(
+                        (theirs[log], theirs_own[log]), drishti_run(drishti, log, tmp))])
                 if (r + i) % 2:
                     steps.reverse()
                 for step in steps:
                     step()
             for log, seconds in in_process_times(logs).items():
                 analysis_s[log].append(seconds)
+    return diagnose_table(logs, args.rounds, ours, analysis_s, theirs, theirs_own)
 
-    def med(values):
-        values = [v for v in values if v is not None]
-        return statistics.median(values) if values else None
 
-    print(f"{'log':<62} {'ours s':>8} {'analysis s':>10} {'drishti s':>10} {'its own s':>10}"
-          f" {'ratio':>6}")
-    total_ours = total_theirs = 0.0
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _seconds(value, width):
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.2f}"
+
+
+def diagnose_table(logs, rounds, ours, analysis_s, theirs, theirs_own):
+    """Print the per-path table, a summary line and the JSON object; return the JSON's dict."""
+    print(f"{'path':<58} {'min s':>6} {'median':>6} {'max s':>6} {'analysis':>8} "
+          f"{'drishti':>7} {'its own':>7}")
     table = {}
     for log in logs:
-        a, b, c = med(ours[log]), med(theirs[log]), med(theirs_own[log])
-        d = med(analysis_s[log])
-        name = os.path.basename(log)
-        table[name] = {"ours_s": a, "ours_analysis_s": d, "drishti_s": b, "drishti_own_s": c}
-        if a is None or b is None:
-            print(f"{name[:62]:<62} {a if a is not None else float('nan'):>8.2f} "
-                  f"{d:>10.2f} {'failed':>10}")
-            continue
-        total_ours += a
-        total_theirs += b
-        print(f"{name[:62]:<62} {a:>8.2f} {d:>10.2f} {b:>10.2f} "
-              f"{c if c is not None else float('nan'):>10.2f} {a / b:>6.2f}")
-    ratio = total_ours / total_theirs if total_theirs else None
-    slowest = max((v["ours_s"] for v in table.values() if v["ours_s"] is not None), default=None)
-    slowest_analysis = max((v["ours_analysis_s"] for v in table.values()), default=None)
-    own = [(v["ours_analysis_s"], v["drishti_own_s"]) for v in table.values()
-           if v["drishti_own_s"]]
-    own_ratio = sum(a for a, _ in own) / sum(b for _, b in own) if own else None
-    print(f"analyze diagnose vs Drishti (whole processes): {ratio:.2f}; analysis alone vs "
-          f"Drishti's own time: {own_ratio:.2f}; slowest log {slowest:.2f} s as a process, "
-          f"{slowest_analysis:.2f} s of analysis (goal < {DIAGNOSE_GOAL_S} s)"
-          if ratio is not None and own_ratio is not None else "no log measured on both sides")
-    print(json.dumps({"logs": list(table), "rounds": args.rounds, "per_log": table,
-                      "diagnose_vs_drishti": ratio, "analysis_vs_drishti_own": own_ratio,
-                      "slowest_diagnose_s": slowest, "slowest_analysis_s": slowest_analysis,
-                      "goal_s": DIAGNOSE_GOAL_S}))
+        done = [t for t in ours[log] if t is not None]
+        row = {"min_s": min(done) if done else None, "median_s": _median(done),
+               "max_s": max(done) if done else None, "analysis_s": _median(analysis_s[log]),
+               "drishti_s": _median(theirs[log]), "drishti_own_s": _median(theirs_own[log])}
+        name = os.path.basename(log.rstrip(os.sep)) + (os.sep if os.path.isdir(log) else "")
+        table[name] = row
+        print(f"{name[:58]:<58} {_seconds(row['min_s'], 6)} {_seconds(row['median_s'], 6)} "
+              f"{_seconds(row['max_s'], 6)} {_seconds(row['analysis_s'], 8)} "
+              f"{_seconds(row['drishti_s'], 7)} {_seconds(row['drishti_own_s'], 7)}")
+    rows = [v for v in table.values() if v["median_s"] is not None]
+    medians = [v["median_s"] for v in rows]
+    both = [v for v in rows if v["drishti_s"] is not None]
+    ratio = (sum(v["median_s"] for v in both) / sum(v["drishti_s"] for v in both)
+             if both else None)
+    own = [v for v in rows if v["drishti_own_s"]]
+    own_ratio = (sum(v["analysis_s"] for v in own) / sum(v["drishti_own_s"] for v in own)
+                 if own else None)
+    result = {
+        "paths": len(table), "rounds": rounds, "per_path": table,
+        "median_of_medians_s": statistics.median(medians) if medians else None,
+        "slowest_median_s": max(medians, default=None),
+        "slowest_max_s": max((v["max_s"] for v in rows), default=None),
+        "paths_over_goal": sorted(k for k, v in table.items()
+                                  if v["max_s"] is None or v["max_s"] >= DIAGNOSE_GOAL_S),
+        "diagnose_vs_drishti": ratio, "analysis_vs_drishti_own": own_ratio,
+        "goal_s": DIAGNOSE_GOAL_S}
+    if medians:
+        print(f"analyze diagnose, fresh process, {len(rows)} paths: median "
+              f"{result['median_of_medians_s']:.2f} s, slowest median "
+              f"{result['slowest_median_s']:.2f} s, slowest run {result['slowest_max_s']:.2f} s,"
+              f" {len(result['paths_over_goal'])} paths at or over {DIAGNOSE_GOAL_S} s"
+              + (f"; vs Drishti (processes) {ratio:.2f}" if ratio is not None else "")
+              + (f"; analysis alone vs Drishti's own time {own_ratio:.2f}"
+                 if own_ratio is not None else ""))
+    print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":
