@@ -28,6 +28,7 @@ import shutil
 import warnings
 from dataclasses import dataclass, field
 
+from dlio_mpi.display import units
 from dlio_mpi.run import summary_layout
 from dlio_mpi.files.safe_files import write_whole
 
@@ -35,7 +36,7 @@ from analysis.characterization.characterize import characterize
 from analysis.errors import AnalysisWarning
 from analysis.replays.launch import LaunchError, run_emulator
 from analysis.paper_study.paper_reference import REAL, TARGETS, comparison, render_comparison
-from analysis.characterization.text import _bytes, _share
+from analysis.characterization.text import _share
 
 APPS = ("cosmic_tagger", "ffn", "imagenet", "cosmoflow_paper", "frnn", "candle_nt3")
 RUN_TIMEOUT_S = 300
@@ -293,7 +294,7 @@ def paper_row(app, c):
     if trace is not None:
         s = trace.read_sizes
         transfer = [s.min, s.median, s.max]
-        transfer_text = " / ".join(_bytes(v) for v in transfer)
+        transfer_text = " / ".join(units.size(v) for v in transfer)
     else:
         sizes = next((m.read_sizes for m in c.modules.values()
                       if m.read_sizes is not None and m.read_sizes.operations), None)

@@ -11,6 +11,8 @@ from the trace of POSIX reads, seq and consec from the POSIX counters, the slowe
 time over the run time, and the files recorded (POSIX and STDIO).
 """
 
+from dlio_mpi.display import units
+
 REAL = {
     "imagenet": {"ranks": 512, "io_share": 0.0491, "files": 984, "xfer_mean": 261e3,
                  "xfer_median": 256e3, "seq": 99.7, "consec": 99.7},
@@ -108,11 +110,7 @@ def _fmt(key, value):
         return f"{value:.1f}%"
     if key == "files":
         return f"{int(value)}"
-    if value >= 1e6:
-        return f"{value / 1e6:.2f} MB"
-    if value >= 1e3:
-        return f"{value / 1e3:.1f} KB"
-    return f"{value:.0f} B"
+    return units.size(round(value), decimals=2)
 
 
 def _fmt_err(key, value):

@@ -21,6 +21,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from dlio_mpi.display import units
 from dlio_mpi.files.safe_files import write_whole
 
 from analysis.replays import replay_size
@@ -112,7 +113,7 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
         done = replay_size.bytes_under(data)
         if done < est.dataset_bytes:
             say(f"writing the dataset: {done / max(est.dataset_bytes, 1):.0%} of "
-                f"{replay_size.size_text(est.dataset_bytes)}")
+                f"{units.size(est.dataset_bytes)}")
         else:
             say(f"running: {time.monotonic() - started:,.0f} s, about "
                 f"{est.generate_s + est.run_s:,.0f} s expected")

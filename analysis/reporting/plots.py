@@ -10,9 +10,9 @@ returns PNG bytes, or None when the data for the figure is not in the job:
   a trace: each rank's first-to-last read and write span from the counters' timestamps (a
   record reduced over all ranks as a band across them). A rank's reads are drawn just below
   its row, its writes just above.
-- ``rank_balance``: bytes read and written per rank (POSIX + STDIO records of one rank; bytes
-  of records reduced over all ranks are given in the title; None when every byte is in such
-  records).
+- ``rank_balance``: bytes read and written per rank (POSIX + STDIO); bytes of records reduced
+  over all ranks (shared files) are spread evenly over the ranks and drawn hatched as
+  "shared", their total in the title.
 - ``bandwidth``: bytes per second over time, read and write, in BINS bins over the run; a
   call's bytes are spread evenly over its duration. From the DXT trace, else from HEATMAP bins.
 """
@@ -27,6 +27,8 @@ from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
+
+from dlio_mpi.display import units  # noqa: E402
 
 from analysis.characterization.counters import SIZE_BUCKETS, SPECS  # noqa: E402
 from analysis.loading.oplog_records import size_buckets  # noqa: E402
@@ -186,9 +188,12 @@ def _counter_spans(job, char):
     return spans
 
 
-def rank_balance(job, char):
-    per_rank = {op: np.zeros(job.nprocs, np.int64) for op in ("read", "write")}
-    reduced = 0
+def bytes_per_rank(job, char):
+    """Bytes each rank read and wrote in its own records, and the bytes of the records Darshan
+    reduced over all ranks (rank -1: files every rank opened), which belong to no one rank:
+    ({"read": array, "write": array}, {"read": bytes, "write": bytes}), POSIX + STDIO."""
+    own_bytes = {op: np.zeros(job.nprocs, np.int64) for op in ("read", "write")}
+    shared = {"read": 0, "write": 0}
     for name in char.totals.basis:
         frame = job.records[name]
         spec = SPECS[name]
@@ -196,32 +201,52 @@ def rank_balance(job, char):
         ranks = frame["rank"].to_numpy()[own]
         for op, counter in (("read", spec.bytes_read), ("write", spec.bytes_written)):
             moved = frame[counter].clip(lower=0).to_numpy()
-            per_rank[op] += np.bincount(ranks, weights=moved[own],
-                                        minlength=job.nprocs)[:job.nprocs].astype(np.int64)
-            reduced += int(moved[~own].sum())
-    if not (per_rank["read"].any() or per_rank["write"].any()):
+            own_bytes[op] += np.bincount(ranks, weights=moved[own],
+                                         minlength=job.nprocs)[:job.nprocs].astype(np.int64)
+            shared[op] += int(moved[~own].sum())
+    return own_bytes, shared
+
+
+def rank_balance(job, char):
+    """Bytes read and written per rank (:func:`bytes_per_rank`). The shared records' bytes are
+    spread evenly over the ranks and drawn apart, hatched, as "shared", so a job whose I/O is
+    all in shared files still shows its volume per rank."""
+    own_bytes, shared = bytes_per_rank(job, char)
+    if not (own_bytes["read"].any() or own_bytes["write"].any() or any(shared.values())):
         return None
+    nprocs = max(job.nprocs, 1)
+    layers = [(f"{op_label}", own_bytes[op], COLORS[op], None)
+              for op, op_label in (("read", "read"), ("write", "written"))]
+    layers += [(f"{op_label}, shared (spread evenly)",
+                np.full(job.nprocs, shared[op] / nprocs), COLORS[op], "//")
+               for op, op_label in (("read", "read"), ("write", "written"))]
+    layers = [layer for layer in layers if layer[1].any()]
+    most = max(sum(values for _, values, _, _ in layers).max(), 1)
+    unit = "MiB" if most >= MIB else "KiB"
+    scale = units.UNIT_BYTES[unit]
     fig = _figure()
     ax = fig.add_subplot()
-    unit, scale = ("MiB", MIB) if max(per_rank["read"].max(), per_rank["write"].max()) >= MIB \
-        else ("KiB", 1024)
     if job.nprocs <= MAX_BARS:
         x = np.arange(job.nprocs)
-        if per_rank["read"].any():
-            ax.bar(x, per_rank["read"] / scale, color=COLORS["read"], label="read")
-        if per_rank["write"].any():
-            ax.bar(x, per_rank["write"] / scale, bottom=per_rank["read"] / scale,
-                   color=COLORS["write"], label="written")
+        bottom = np.zeros(job.nprocs)
+        for label, values, color, hatch in layers:
+            ax.bar(x, values / scale, bottom=bottom, color=color, label=label, hatch=hatch,
+                   alpha=0.45 if hatch else 1.0, edgecolor="white" if hatch else None)
+            bottom += values / scale
         ax.set_xlabel("rank")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
-        for op, label in (("read", "read"), ("write", "written")):
-            if per_rank[op].any():
-                ax.plot(np.sort(per_rank[op])[::-1] / scale, color=COLORS[op], label=label)
+        total = sum(values for _, values, _, _ in layers)
+        order = np.argsort(total)[::-1]
+        for label, values, color, hatch in layers:
+            ax.plot(values[order] / scale, color=color, label=label,
+                    linestyle="--" if hatch else "-")
         ax.set_xlabel("ranks, sorted by bytes")
     ax.set_ylabel(unit)
-    _titles(ax, "Bytes per rank", "POSIX + STDIO" + (
-        f"; {reduced / MIB:,.1f} MiB more in records of all ranks" if reduced else ""))
+    spread = sum(shared.values())
+    _titles(ax, "Bytes per rank", " + ".join(char.totals.basis) + (
+        f"; shared records: {units.size(spread)}, spread evenly over {job.nprocs} ranks"
+        if spread else ""))
     ax.legend(fontsize=8)
     return _png(fig)
 
