@@ -3,7 +3,7 @@
 import datetime
 import json
 
-from dlio_mpi.display import units
+from dlio_mpi.display import tables, units
 
 MAX_LOGS_LISTED = 4  # a longer set of per-process logs is shown by count, first and last
 
@@ -199,12 +199,8 @@ MODULE_ROWS = (
 def _module_table(modules):
     if not modules:
         return ["No counter module records."]
-    header = ["metric", *modules]
     rows = [[label, *(cell(m) for m in modules.values())] for label, cell in MODULE_ROWS]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width)
-                      for i, (cell, width) in enumerate(zip(row, widths))).rstrip()
-            for row in [header, *rows]]
+    return tables.table(rows, ["metric", *modules], align="lr")
 
 
 def _dxt_summary(d):

@@ -8,6 +8,7 @@ import json
 import os
 import textwrap
 
+from dlio_mpi.display import tables, units
 from dlio_mpi.files.safe_files import write_whole
 
 from analysis.reporting.plots import _figure, _png, _titles
@@ -21,11 +22,11 @@ def _num(value, fmt):
 def _rows(result):
     base = result["baseline"]
     rows = [["baseline", "", _num(base["time_per_epoch_s"], ".4g"), _num(base["au_pct"], ".1f"),
-             _num(base["bytes_moved_per_epoch"], ",.0f"), "1.00", "-", str(base["rounds"])]]
+             units.size(base["bytes_moved_per_epoch"]), "1.00", "-", str(base["rounds"])]]
     for r in result["recommendations"]:
         speed = "failed" if r["error"] else _num(r["speedup"], ".2f")
         rows.append([r["label"], r["finding"], _num(r["time_per_epoch_s"], ".4g"),
-                     _num(r["au_pct"], ".1f"), _num(r["bytes_moved_per_epoch"], ",.0f"), speed,
+                     _num(r["au_pct"], ".1f"), units.size(r["bytes_moved_per_epoch"]), speed,
                      _num(r["spread"], ".2f"), str(r["rounds"])])
     return rows
 
@@ -44,10 +45,7 @@ def render_text(result):
     else:
         lines.append("findings: none (no rule's threshold was crossed)")
     rows = _rows(result)
-    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
-    lines += ["", *("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                    for r in [HEADER, ["-" * w for w in widths], *rows])]
+    lines += ["", *tables.table(rows, HEADER, align="llr", rule=True)]
     for r in result["recommendations"]:
         if r["error"]:
             lines.append(f"failed: {r['label']}: {r['error']}")

@@ -28,7 +28,7 @@ import shutil
 import warnings
 from dataclasses import dataclass, field
 
-from dlio_mpi.display import units
+from dlio_mpi.display import tables, units
 from dlio_mpi.run import summary_layout
 from dlio_mpi.files.safe_files import write_whole
 
@@ -335,11 +335,9 @@ def render_paper(study):
             _share(row["io_share"]),
         ])
     header = [title for _, title in PAPER_COLUMNS]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [f"The DLIO paper's characterization, emulated on {study.ranks} ranks "
              f"(scaled down; from the runs' op logs)", ""]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
-              for r in [header, ["-" * w for w in widths], *rows]]
+    lines += tables.table(rows, header, rule=True)
     return "\n".join(lines) + "\n\n" + render_comparison(study.rows, study.ranks)
 
 

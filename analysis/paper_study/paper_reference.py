@@ -11,7 +11,7 @@ from the trace of POSIX reads, seq and consec from the POSIX counters, the slowe
 time over the run time, and the files recorded (POSIX and STDIO).
 """
 
-from dlio_mpi.display import units
+from dlio_mpi.display import tables, units
 
 REAL = {
     "imagenet": {"ranks": 512, "io_share": 0.0491, "files": 984, "xfer_mean": 261e3,
@@ -136,14 +136,12 @@ def render_comparison(rows, ranks):
         lines_.append(["", "error", *[_fmt_err(k, c["error"][k])
                                       + ("*" if c["within"].get(k) is False else "")
                                       for k in METRICS]])
-    widths = [max(len(r[i]) for r in [header, *lines_]) for i in range(len(header))]
     out = ["The real applications (ALCF Theta, Darshan) beside the emulator's scaled-down runs",
            "(error: relative for sizes, counts and I/O share, points for seq and consec; "
            "* outside the target: I/O share within 25 %, transfer sizes within 10 %, seq and "
            "consec within 5 points)",
            ""]
-    out += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
-            for r in [header, ["-" * w for w in widths], *lines_]]
+    out += tables.table(lines_, header, rule=True)
     out += ["", IO_SHARE_NOTE]
     out += [calibration_line(row) for row in rows if row["application"] in comp
             and row.get("calibration")]
