@@ -4,7 +4,6 @@ the figures as PNG files (see :mod:`analysis.reporting.plots`), all into ``out_d
 """
 
 import base64
-import html
 import os
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ from dlio_mpi.display import units
 from dlio_mpi.files.safe_files import write_whole
 
 from analysis.characterization.characterize import characterize, load_job
+from analysis.reporting import pages
 from analysis.characterization.text import MODULE_ROWS, _mib_per_s, _share, utc
 
 
@@ -132,60 +132,24 @@ def _module_rows(c):
     return [[label, *(cell(m) for m in c.modules.values())] for label, cell in MODULE_ROWS]
 
 
-def _markdown(title, facts, c, figures):
-    lines = [f"# {title}", "", "| | |", "|---|---|"]
-    lines += [f"| {label} | {_md(value)} |" for label, value in facts]
-    for name, (caption, _) in figures.items():
-        lines += ["", f"## {caption}", "", f"![{caption}]({name}.png)"]
+def _page_values(title, facts, c, figures):
+    """What report.md and report.html show, as the templates take it."""
+    sections = []
     if c.modules:
-        lines += ["", "## Module metrics", "", "| metric | " + " | ".join(c.modules) + " |",
-                  "|---|" + "---:|" * len(c.modules)]
-        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in _module_rows(c)]
+        sections.append({"title": "Module metrics", "header": ["metric", *c.modules],
+                         "rows": _module_rows(c)})
     if c.summary:
-        lines += ["", "## Job summary", "", "| figure | " + " | ".join(c.summary) + " |",
-                  "|---|" + "---:|" * len(c.summary)]
-        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |"
-                  for row in _summary_rows(c)]
-    if c.warnings:
-        lines += ["", "## Warnings", ""] + [f"- {_md(w)}" for w in c.warnings]
-    return "\n".join(lines) + "\n"
+        sections.append({"title": "Job summary", "header": ["figure", *c.summary],
+                         "rows": _summary_rows(c)})
+    return {"title": title, "facts": facts, "sections": sections, "warnings": c.warnings,
+            "figures": [{"name": name, "caption": caption,
+                         "base64": base64.b64encode(png).decode("ascii")}
+                        for name, (caption, png) in figures.items()]}
 
 
-def _md(text):
-    return str(text).replace("|", "\\|")
-
-
-STYLE = """body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}
-td.n{text-align:right}img{max-width:100%}h2{margin-top:1.5em}"""
+def _markdown(title, facts, c, figures):
+    return pages.render("report.md", **_page_values(title, facts, c, figures))
 
 
 def _html(title, facts, c, figures):
-    e = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title>"
-             f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1><table>"]
-    parts += [f"<tr><th>{e(label)}</th><td>{e(value)}</td></tr>" for label, value in facts]
-    parts.append("</table>")
-    for name, (caption, png) in figures.items():
-        data = base64.b64encode(png).decode("ascii")
-        parts.append(f"<h2>{e(caption)}</h2><img alt='{e(caption)}' "
-                     f"src='data:image/png;base64,{data}'>")
-    if c.modules:
-        parts.append("<h2>Module metrics</h2><table><tr><th>metric</th>"
-                     + "".join(f"<th>{e(m)}</th>" for m in c.modules) + "</tr>")
-        for label, *cells in _module_rows(c):
-            parts.append(f"<tr><td>{e(label)}</td>"
-                         + "".join(f"<td class='n'>{e(x)}</td>" for x in cells) + "</tr>")
-        parts.append("</table>")
-    if c.summary:
-        parts.append("<h2>Job summary</h2><table><tr><th>figure</th>"
-                     + "".join(f"<th>{e(m)}</th>" for m in c.summary) + "</tr>")
-        for label, *cells in _summary_rows(c):
-            parts.append(f"<tr><td>{e(label)}</td>"
-                         + "".join(f"<td class='n'>{e(x)}</td>" for x in cells) + "</tr>")
-        parts.append("</table>")
-    if c.warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(w)}</li>" for w in c.warnings)
-                     + "</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return pages.render("report.html", **_page_values(title, facts, c, figures))
