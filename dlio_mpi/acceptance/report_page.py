@@ -95,7 +95,8 @@ def _table(header, rows):
 def _system(s):
     rows = []
     for h in s["hosts"]:
-        hosts = ", ".join(f"{x['cpus']} CPUs, {units.size_in(x['memory_GB'] * GIB, 'GiB', 1)}" for x in h["hosts"])
+        hosts = ", ".join(f"{x['cpus']} CPUs, {units.size_in(x['memory_GB'] * GIB, 'GiB', 1)}"
+                          for x in h["hosts"])
         rows.append(("hosts", _e(f"{h['num_hosts']} (first: {h['first_host']}): {hosts}")))
     rows += [("MPI", _e(", ".join(s["mpi"]) or "-")),
              ("MPI-IO", _e(", ".join(s["mpiio"]) or "-")),
