@@ -3,7 +3,8 @@
 import datetime
 import json
 
-UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+from dlio_mpi.display import tables, units
+
 MAX_LOGS_LISTED = 4  # a longer set of per-process logs is shown by count, first and last
 
 
@@ -27,11 +28,11 @@ def render_text(characterization):
     lines += [f"  format:      {', '.join(c.log_versions)}",
               f"  executable:  {c.exe}",
               f"  processes:   {c.nprocs}{_process_roles(c.process_roles)}",
-              f"  run time:    {_seconds(c.run_time)}",
+              f"  run time:    {units.seconds(c.run_time)}",
               f"  interfaces:  {', '.join(c.interfaces) or '-'}"]
     if c.data_formats:
         lines.append("  data:        " + "; ".join(
-            f"{fmt} ({v['files']} files, {_bytes(v['bytes_read'])} read)"
+            f"{fmt} ({v['files']} files, {units.size(v['bytes_read'])} read)"
             for fmt, v in c.data_formats.items()))
     if c.partial_modules:
         lines.append(f"  partial:     {', '.join(c.partial_modules)}")
@@ -70,23 +71,23 @@ def summary_lines(c):
     for module, s in c.summary.items():
         cost = s.io_cost
         lines.append(f"  {module}")
-        lines.append(f"    I/O cost per process:     read {_seconds(cost.read)} "
-                     f"({_share(cost.read_share)}), write {_seconds(cost.write)} "
-                     f"({_share(cost.write_share)}), metadata {_seconds(cost.meta)} "
+        lines.append(f"    I/O cost per process:     read {units.seconds(cost.read)} "
+                     f"({_share(cost.read_share)}), write {units.seconds(cost.write)} "
+                     f"({_share(cost.write_share)}), metadata {units.seconds(cost.meta)} "
                      f"({_share(cost.meta_share)})")
         if s.performance is not None:
             p = s.performance
-            lines.append(f"    I/O performance estimate: {p.mib_per_s:.2f} MiB/s "
-                         f"({_bytes(p.bytes)} in {_seconds(p.time)}: slowest rank "
-                         f"{_seconds(p.unique_time)} on its own files, "
-                         f"{_seconds(p.shared_time)} on shared files)")
+            lines.append(f"    I/O performance estimate: {_mib_per_s(p.mib_per_s)} "
+                         f"({units.size(p.bytes)} in {units.seconds(p.time)}: slowest rank "
+                         f"{units.seconds(p.unique_time)} on its own files, "
+                         f"{units.seconds(p.shared_time)} on shared files)")
         for category, f in s.file_categories.items():
             if category != "all" and not f.files:
                 continue
-            size = (f", mean size {_bytes(f.mean_size)}, max size {_bytes(f.max_size)}"
+            size = (f", mean size {units.size(f.mean_size)}, max size {units.size(f.max_size)}"
                     if f.max_size is not None else "")
             lines.append(f"    {category.replace('_', '-') + ' files:':<26}{f.files} "
-                         f"({_bytes(f.bytes_read)} read, {_bytes(f.bytes_written)} written"
+                         f"({units.size(f.bytes_read)} read, {units.size(f.bytes_written)} written"
                          f"{size})")
         if s.common_access_sizes:
             lines.append("    common access sizes:      " + ", ".join(
@@ -95,13 +96,13 @@ def summary_lines(c):
                              ("top files by time", s.top_files_by_time)):
             if files:
                 lines.append(f"    {label}:")
-                lines += [f"      {f.name}: {_bytes(f.bytes_read)} read, "
-                          f"{_bytes(f.bytes_written)} written, {_seconds(f.io_time)}"
+                lines += [f"      {f.name}: {units.size(f.bytes_read)} read, "
+                          f"{units.size(f.bytes_written)} written, {units.seconds(f.io_time)}"
                           for f in files]
     if c.mounts:
         lines.append("  mount points:")
         lines += [f"    {m.mount_point} ({m.fs_type}): {m.files} files, "
-                  f"{_bytes(m.bytes_read)} read, {_bytes(m.bytes_written)} written"
+                  f"{units.size(m.bytes_read)} read, {units.size(m.bytes_written)} written"
                   for m in c.mounts]
     hints = c.mpiio_hints
     if "set_hints" in hints:
@@ -117,13 +118,13 @@ def _totals(c):
     files = t.files
     return [
         f"Job totals ({' + '.join(t.basis) or 'no POSIX or STDIO records'})",
-        f"  bytes read:      {_bytes(t.bytes_read)}",
-        f"  bytes written:   {_bytes(t.bytes_written)}",
+        f"  bytes read:      {units.size(t.bytes_read)}",
+        f"  bytes written:   {units.size(t.bytes_written)}",
         f"  files:           {files.total} ({files.shared} shared, {files.unique} unique; "
         f"{files.read} read, {files.written} written)",
-        f"  I/O time:        slowest rank {_seconds(t.io_time.slowest_rank)} "
+        f"  I/O time:        slowest rank {units.seconds(t.io_time.slowest_rank)} "
         f"({_share(t.io_time.slowest_rank_share)} of run time), "
-        f"mean per rank {_seconds(t.io_time.mean_per_rank)} "
+        f"mean per rank {units.seconds(t.io_time.mean_per_rank)} "
         f"({_share(t.io_time.mean_per_rank_share)})",
     ]
 
@@ -139,16 +140,16 @@ def _data_io(c):
                  None)
     lines = ["Data I/O (data and checkpoint files only)",
              f"  files:           {d.files} data, {d.checkpoint_files} checkpoint",
-             f"  bytes read:      {_bytes(d.bytes_read)} in {_count(d.reads)} reads"
+             f"  bytes read:      {units.size(d.bytes_read)} in {_count(d.reads)} reads"
              + (f" ({_pct(posix.sequential_read_pct)} sequential, "
                 f"{_pct(posix.consecutive_read_pct)} consecutive)"
                 if posix is not None and posix.sequential_read_pct is not None else ""),
-             f"  bytes written:   {_bytes(d.bytes_written)} in {_count(d.writes)} writes"]
+             f"  bytes written:   {units.size(d.bytes_written)} in {_count(d.writes)} writes"]
     if trace is not None and trace.read_sizes is not None:
-        lines.append(f"  read sizes:      median {_bytes(trace.read_sizes.median)}, mean "
-                     f"{_bytes(trace.read_sizes.mean)} ({trace.module})")
-    apart = [f"{role} {v['files']} files ({_bytes(v['bytes_read'])} read, "
-             f"{_bytes(v['bytes_written'])} written)"
+        lines.append(f"  read sizes:      median {units.size(trace.read_sizes.median)}, mean "
+                     f"{units.size(trace.read_sizes.mean)} ({trace.module})")
+    apart = [f"{role} {v['files']} files ({units.size(v['bytes_read'])} read, "
+             f"{units.size(v['bytes_written'])} written)"
              for role, v in c.file_roles.items() if role not in ("data", "checkpoint")]
     if apart:
         lines.append("  not data:        " + "; ".join(apart))
@@ -164,8 +165,8 @@ def _sizes(sizes):
 def _balance(balance):
     if balance is None:
         return "-"
-    return (f"{_bytes(balance.min_bytes)} / {_bytes(balance.mean_bytes)} / "
-            f"{_bytes(balance.max_bytes)}")
+    return (f"{units.size(balance.min_bytes)} / {units.size(balance.mean_bytes)} / "
+            f"{units.size(balance.max_bytes)}")
 
 
 # (row label, value of a ModuleMetrics as text)
@@ -173,23 +174,23 @@ MODULE_ROWS = (
     ("records", lambda m: str(m.records)),
     ("files", lambda m: str(m.files.total)),
     ("  shared / unique", lambda m: f"{m.files.shared} / {m.files.unique}"),
-    ("bytes read", lambda m: _bytes(m.bytes_read)),
-    ("bytes written", lambda m: _bytes(m.bytes_written)),
+    ("bytes read", lambda m: units.size(m.bytes_read)),
+    ("bytes written", lambda m: units.size(m.bytes_written)),
     *((op, lambda m, op=op: _count(m.ops.get(op)))
       for op in ("reads", "writes", "opens", "stats", "seeks", "syncs")),
     ("collective reads", lambda m: _count(m.ops.get("collective_reads"))),
     ("collective writes", lambda m: _count(m.ops.get("collective_writes"))),
     ("read size min/med/max", lambda m: _sizes(m.read_sizes)),
-    ("mean read size", lambda m: _bytes(m.read_sizes.mean) if m.read_sizes else "-"),
+    ("mean read size", lambda m: units.size(m.read_sizes.mean) if m.read_sizes else "-"),
     ("write size min/med/max", lambda m: _sizes(m.write_sizes)),
-    ("mean write size", lambda m: _bytes(m.write_sizes.mean) if m.write_sizes else "-"),
+    ("mean write size", lambda m: units.size(m.write_sizes.mean) if m.write_sizes else "-"),
     ("sequential reads", lambda m: _pct(m.sequential_read_pct)),
     ("consecutive reads", lambda m: _pct(m.consecutive_read_pct)),
     ("sequential writes", lambda m: _pct(m.sequential_write_pct)),
     ("consecutive writes", lambda m: _pct(m.consecutive_write_pct)),
-    ("I/O time, slowest rank", lambda m: _seconds(m.io_time.slowest_rank)),
+    ("I/O time, slowest rank", lambda m: units.seconds(m.io_time.slowest_rank)),
     ("  share of run time", lambda m: _share(m.io_time.slowest_rank_share)),
-    ("I/O time, mean per rank", lambda m: _seconds(m.io_time.mean_per_rank)),
+    ("I/O time, mean per rank", lambda m: units.seconds(m.io_time.mean_per_rank)),
     ("  share of run time", lambda m: _share(m.io_time.mean_per_rank_share)),
     ("bytes/rank min/mean/max", lambda m: _balance(m.rank_balance)),
 )
@@ -198,12 +199,8 @@ MODULE_ROWS = (
 def _module_table(modules):
     if not modules:
         return ["No counter module records."]
-    header = ["metric", *modules]
     rows = [[label, *(cell(m) for m in modules.values())] for label, cell in MODULE_ROWS]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width)
-                      for i, (cell, width) in enumerate(zip(row, widths))).rstrip()
-            for row in [header, *rows]]
+    return tables.table(rows, ["metric", *modules], align="lr")
 
 
 def _dxt_summary(d):
@@ -212,39 +209,33 @@ def _dxt_summary(d):
                                  ("write", d.write_sizes, d.write_bandwidth)):
         if sizes is None:
             continue
-        lines.append(f"  {op + ' sizes:':<17}min {_bytes(sizes.min)}, "
-                     f"median {_bytes(sizes.median)}, mean {_bytes(sizes.mean)}, "
-                     f"max {_bytes(sizes.max)} "
+        lines.append(f"  {op + ' sizes:':<17}min {units.size(sizes.min)}, "
+                     f"median {units.size(sizes.median)}, mean {units.size(sizes.mean)}, "
+                     f"max {units.size(sizes.max)} "
                      f"({sizes.operations} ops, {sizes.zero_length} of zero length)")
         if bandwidth.operations:
-            lines.append(f"  {op + ' bandwidth:':<17}min {_bytes(bandwidth.min)}/s, median "
-                         f"{_bytes(bandwidth.median)}/s, max {_bytes(bandwidth.max)}/s "
+            lines.append(f"  {op + ' bandwidth:':<17}min {units.size(bandwidth.min)}/s, median "
+                         f"{units.size(bandwidth.median)}/s, max {units.size(bandwidth.max)}/s "
                          f"({bandwidth.zero_duration_excluded} zero-duration ops left out)")
     if d.read_pattern is not None:
         lines.append(f"  input read:      {d.read_pattern} ({_share(d.early_read_fraction)} "
                      f"of read bytes in the first 10% of run time)")
     if d.write_bursts:
         big = max(d.write_bursts, key=lambda b: b.bytes)
-        bw = f", {_bytes(big.bandwidth)}/s" if big.bandwidth else ""
-        lines.append(f"  write bursts:    {len(d.write_bursts)}; largest {_bytes(big.bytes)} "
-                     f"by {big.ranks} ranks at {_seconds(big.start)} in "
-                     f"{_seconds(big.end - big.start)}{bw}")
+        bw = f", {units.size(big.bandwidth)}/s" if big.bandwidth else ""
+        lines.append(f"  write bursts:    {len(d.write_bursts)}; largest {units.size(big.bytes)} "
+                     f"by {big.ranks} ranks at {units.seconds(big.start)} in "
+                     f"{units.seconds(big.end - big.start)}{bw}")
     if d.timeline:
         lines.append(f"  ranks:           {len(d.timeline)}, from "
-                     f"{_seconds(min(s.first_start for s in d.timeline))} to "
-                     f"{_seconds(max(s.last_end for s in d.timeline))}")
+                     f"{units.seconds(min(s.first_start for s in d.timeline))} to "
+                     f"{units.seconds(max(s.last_end for s in d.timeline))}")
     return lines
 
 
-def _bytes(value):
-    if value is None:
-        return "-"
-    size, unit = float(value), UNITS[0]
-    for unit in UNITS:
-        if abs(size) < 1024 or unit == UNITS[-1]:
-            break
-        size /= 1024
-    return f"{int(size)} B" if unit == "B" and size == int(size) else f"{size:.1f} {unit}"
+def _mib_per_s(value):
+    """Darshan's performance estimate, which its job summary gives in MiB/s."""
+    return units.rate_in(value * units.UNIT_BYTES["MiB"], "MiB", 2)
 
 
 def _count(value):
@@ -257,10 +248,6 @@ def _pct(value):
 
 def _share(value):
     return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _seconds(value):
-    return f"{value:,.0f} s" if value >= 1000 else f"{value:.4g} s"
 
 
 def _process_roles(roles):

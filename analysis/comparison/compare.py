@@ -85,6 +85,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from dlio_mpi.display import tables, units
+
 from analysis.characterization.characterize import Characterization, characterize, data_formats
 from analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals
 from analysis.characterization.data_io import data_parts
@@ -132,6 +134,18 @@ METRICS = (
      "that move forward: POSIX sequential writes / writes at POSIX, above it the write calls' "
      "continuity (analysis.characterization.read_order.write_order)"),
 )
+# what each metric's value counts, for the text table (sizes shown in binary units)
+METRIC_UNITS = {
+    "ranks": "processes", "bytes_read": "bytes", "bytes_written": "bytes", "read_ops": "calls",
+    "write_ops": "calls", "files": "files", "shared_file_fraction": "share of files",
+    "mean_read_size": "bytes", "read_size_histogram": "commonest bucket (share of calls)",
+    "sequential_read_fraction": "share of reads", "consecutive_read_fraction": "share of reads",
+    "early_read_fraction": "share of bytes read", "io_time_share": "share of run time",
+    "rank_imbalance": "max / mean", "interfaces": "names", "checkpoint_files": "files",
+    "read_order": "share of read calls", "write_order": "share of writes",
+}
+SIZE_METRICS = ("bytes_read", "bytes_written", "mean_read_size")
+COSTS_LISTED = 3    # the metrics that cost a job the most score, named under the table
 # the traces early_read_fraction is taken from, by the layer compared (none of HDF5)
 DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
                   "HDF5": ()}
@@ -358,30 +372,53 @@ def default_labels(sources, chars):
     return unique
 
 
+def score_costs(comparison, label):
+    """What kept job ``label``'s score below 1: (metric, cost) for every metric whose
+    similarity is below 1, costliest first, a cost being the points of the weighted mean it
+    took, w_k (1 - s_k) / sum w; and (metric, gate) of the structure metric that set the gate,
+    or None when the gate is 1."""
+    rows = comparison.table[comparison.table["job"] == label].set_index("metric")
+    known = [(m, w) for m, _, w, _ in METRICS if not pd.isna(rows.loc[m, "similarity"])]
+    total = sum(w for _, w in known)
+    costs = [(m, w * (1.0 - float(rows.loc[m, "similarity"])) / total) for m, w in known]
+    costs = sorted([c for c in costs if c[1] > 0], key=lambda c: -c[1])
+    gate = rows.loc["structure_gate", "similarity"]
+    setter = None
+    if not pd.isna(gate) and gate < 1:
+        setter = min(((m, float(rows.loc[m, "similarity"])) for m in STRUCTURE
+                      if not pd.isna(rows.loc[m, "similarity"])), key=lambda g: g[1])
+    return costs, setter
+
+
 def render_comparison(comparison):
-    """A plain-text table: one row per metric, one column per job (with the relative difference
-    to the first job for numbers), then the scores."""
+    """A plain-text table: one row per metric with its unit, one column per job (with the
+    relative difference to the first job for numbers), then the scores, each with the metrics
+    that cost it the most and the structure metric that gated it."""
     labels = comparison.labels
     table = comparison.table
-    header = ["metric", *labels]
+    header = ["metric", "unit", *labels]
     lines = []
     for metric, _, weight, _ in METRICS:
-        cells = [f"{metric} (w {weight:g})"]
+        cells = [f"{metric} (w {weight:g})", METRIC_UNITS[metric]]
         for label in labels:
             row = table[(table["metric"] == metric) & (table["job"] == label)].iloc[0]
-            text = _value_text(row["value"])
+            text = _value_text(row["value"], metric)
             rel = row["relative_difference"]
             if label != labels[0] and rel is not None and not pd.isna(rel):
                 text += f" ({rel:+.1%})"
             cells.append(text)
         lines.append(cells)
-    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
-    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                     for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-           for r in [header, *lines]]
+    out = tables.table(lines, header, align="llr")
     out.append("")
     for label in labels[1:]:
         out.append(f"similarity of {label} to {labels[0]}: {comparison.scores[label]:.3f}")
+        costs, gate = score_costs(comparison, label)
+        if costs:
+            out.append("  cost most: " + ", ".join(f"{m} -{c:.3f}"
+                                                   for m, c in costs[:COSTS_LISTED]))
+        if gate is not None:
+            out.append(f"  structure gate: {gate[1]:.3f}, set by {gate[0]} (the score is the "
+                       "weighted mean times the gate)")
     if comparison.layer != "POSIX":
         out.append(f"counted at: {comparison.layer} (the layer every job observed)")
     for note in comparison.notes or []:
@@ -399,9 +436,11 @@ def _relative(kind, a, b):
     return (b - a) / a
 
 
-def _value_text(value):
+def _value_text(value, metric=None):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if metric in SIZE_METRICS:
+        return units.size(round(value))
     if isinstance(value, dict):
         top = max(value, key=value.get)
         return f"mode {top} ({value[top]:.0%})"

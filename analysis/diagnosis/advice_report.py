@@ -3,15 +3,15 @@
 result object dlio_mpi.advise writes as ``advise.json``."""
 
 import base64
-import html
 import json
 import os
 import textwrap
 
+from dlio_mpi.display import tables, units
 from dlio_mpi.files.safe_files import write_whole
 
 from analysis.reporting.plots import _figure, _png, _titles
-from analysis.reporting.report import STYLE
+from analysis.reporting import pages
 
 
 def _num(value, fmt):
@@ -21,11 +21,11 @@ def _num(value, fmt):
 def _rows(result):
     base = result["baseline"]
     rows = [["baseline", "", _num(base["time_per_epoch_s"], ".4g"), _num(base["au_pct"], ".1f"),
-             _num(base["bytes_moved_per_epoch"], ",.0f"), "1.00", "-", str(base["rounds"])]]
+             units.size(base["bytes_moved_per_epoch"]), "1.00", "-", str(base["rounds"])]]
     for r in result["recommendations"]:
         speed = "failed" if r["error"] else _num(r["speedup"], ".2f")
         rows.append([r["label"], r["finding"], _num(r["time_per_epoch_s"], ".4g"),
-                     _num(r["au_pct"], ".1f"), _num(r["bytes_moved_per_epoch"], ",.0f"), speed,
+                     _num(r["au_pct"], ".1f"), units.size(r["bytes_moved_per_epoch"]), speed,
                      _num(r["spread"], ".2f"), str(r["rounds"])])
     return rows
 
@@ -44,10 +44,7 @@ def render_text(result):
     else:
         lines.append("findings: none (no rule's threshold was crossed)")
     rows = _rows(result)
-    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
-    lines += ["", *("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                    for r in [HEADER, ["-" * w for w in widths], *rows])]
+    lines += ["", *tables.table(rows, HEADER, align="llr", rule=True)]
     for r in result["recommendations"]:
         if r["error"]:
             lines.append(f"failed: {r['label']}: {r['error']}")
@@ -80,50 +77,14 @@ def speedup_figure(result):
 
 
 def _markdown(result, text_rows, png_name):
-    e = (lambda s: str(s).replace("|", "\\|"))
-    out = [f"# advise: {result['source']}", "",
-           f"{result['ranks']} ranks, {result['elapsed_s']:.0f} s of a "
-           f"{result['budget_s']:.0f} s budget.", "", "## Findings", ""]
-    out += [f"{i + 1}. **{f['title']}**: {e(f['evidence'])}"
-            for i, f in enumerate(result["findings"])] or ["None."]
-    out += ["", "## Measured changes", "", "| " + " | ".join(HEADER) + " |",
-            "|" + " --- |" * len(HEADER)]
-    out += ["| " + " | ".join(e(c) for c in r) + " |" for r in text_rows]
-    if png_name:
-        out += ["", f"![speedup per change]({png_name})"]
-    w = result["winner"]
-    out += ["", "## Winner", "", f"{w['label']}: {w['speedup']:.2f}x, `{w['yaml']}`" if w
-            else "None: no change was faster beyond its spread."]
-    if result["not_measured"]:
-        out += ["", "## Not measured", ""] + [f"- {s['label']}: {e(s['why'])}"
-                                              for s in result["not_measured"]]
-    if result["notes"]:
-        out += ["", "## Notes", ""] + [f"- {e(n)}" for n in result["notes"]]
-    return "\n".join(out) + "\n"
+    return pages.render("advise.md", result=result, header=HEADER, rows=text_rows,
+                        png_name=png_name, winner=result["winner"])
 
 
 def _html(result, text_rows, png):
-    e = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>advise</title>"
-             f"<style>{STYLE}</style></head><body><h1>advise: {e(str(result['source']))}</h1>",
-             f"<p>{result['ranks']} ranks, {result['elapsed_s']:.0f} s of a "
-             f"{result['budget_s']:.0f} s budget.</p><h2>Findings</h2><ol>"]
-    parts += [f"<li><b>{e(f['title'])}</b>: {e(f['evidence'])}</li>" for f in result["findings"]]
-    parts.append("</ol><h2>Measured changes</h2><table><tr>"
-                 + "".join(f"<th>{e(h)}</th>" for h in HEADER) + "</tr>")
-    parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in text_rows]
-    parts.append("</table>")
-    if png:
-        parts.append("<img alt='speedup per change' src='data:image/png;base64,"
-                     + base64.b64encode(png).decode("ascii") + "'>")
-    w = result["winner"]
-    parts.append("<h2>Winner</h2><p>" + (e(f"{w['label']}: {w['speedup']:.2f}x, {w['yaml']}")
-                                         if w else "None.") + "</p>")
-    if result["notes"]:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in result["notes"])
-                     + "</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return pages.render("advise.html", result=result, header=HEADER, rows=text_rows,
+                        winner=result["winner"],
+                        png_base64=base64.b64encode(png).decode("ascii") if png else None)
 
 
 def write_advice(result, out_dir):

@@ -13,9 +13,11 @@ about.
 import numpy as np
 import pandas as pd
 
+from dlio_mpi.display import units
+
 from analysis.characterization.counters import SIZE_BUCKETS
 from analysis.characterization.file_roles import DATA_IO, keep_roles
-from analysis.diagnosis.findings import Finding, _size
+from analysis.diagnosis.findings import Finding
 
 # the upper edge in bytes of each of Darshan's size buckets (the last has none)
 BUCKET_EDGES = dict(zip(SIZE_BUCKETS, (100, 1024, 10240, 102400, 1 << 20, 4 << 20, 10 << 20,
@@ -114,7 +116,7 @@ def _small_requests(job, op, shared):
     return Finding(
         key, ("small reads" if op == "read" else "small writes") +
         (" of shared files" if shared else ""),
-        f"{n_small:,} of {total:,} POSIX {op}s{where} below {_size(job.t.small_bytes)} "
+        f"{n_small:,} of {total:,} POSIX {op}s{where} below {units.size(job.t.small_bytes)} "
         f"({100 * share:.0f} %; thresholds {100 * job.t.small_share:.0f} % and "
         f"{job.t.small_count:,} {op}s; POSIX_SIZE_{op.upper()}_* buckets)",
         f"small_{op}_share", share, job.t.small_share, job.io_share * share,
@@ -189,7 +191,7 @@ def _redundant(job, op):
     verb = "read" if op == "read" else "written"
     return Finding(
         f"redundant_{op}s", f"bytes {verb} more than once",
-        f"{_size(total)} {verb} from files whose extents hold {_size(total - extra)} "
+        f"{units.size(total)} {verb} from files whose extents hold {units.size(total - extra)} "
         f"({ratio:.2f}x; POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'} over "
         f"POSIX_MAX_BYTE_{'READ' if op == 'read' else 'WRITTEN'} + 1 per file; threshold "
         f"{100 * job.t.small_share:.0f} % of the bytes beyond the extent)"
@@ -301,7 +303,7 @@ def stdio_heavy(job):
     per = _per_file(stdio, _col(stdio, "STDIO_BYTES_READ") + _col(stdio, "STDIO_BYTES_WRITTEN"))
     return Finding(
         "stdio_heavy", "heavy STDIO use",
-        f"STDIO moves {_size(moved)} of the {_size(whole)} the job's files moved through "
+        f"STDIO moves {units.size(moved)} of the {units.size(whole)} the job's files moved through "
         f"STDIO and POSIX ({100 * share:.0f} %; threshold {100 * job.t.stdio_share:.0f} %; "
         "standard streams not counted)", "stdio_byte_share", share, job.t.stdio_share,
         job.io_share * share / 2, files=job.top(per.items()))
@@ -413,7 +415,7 @@ def checkpoint_stalls(job):
     written = int(_col(ck, "POSIX_BYTES_WRITTEN").sum())
     return Finding(
         "checkpoint_stalls", "checkpoint stalls",
-        f"{len(set(ck['id'].tolist()))} checkpoint file(s), {_size(written)} written, took "
+        f"{len(set(ck['id'].tolist()))} checkpoint file(s), {units.size(written)} written, took "
         f"{worst:.2f} s of the busiest rank's time, {100 * share:.0f} % of the run (threshold "
         f"{100 * job.t.checkpoint_share:.0f} %; POSIX_F_WRITE_TIME + POSIX_F_META_TIME)",
         "checkpoint_share", share, job.t.checkpoint_share, share,
@@ -440,7 +442,7 @@ def workers_misattributed(job):
         mine = frame[frame["id"].isin([np.uint64(i) for i in data])]
         writes = int(_col(mine, "POSIX_WRITES").sum())
         if writes:
-            parts.append(f"{writes} writes ({_size(_col(mine, 'POSIX_BYTES_WRITTEN').sum())}) "
+            parts.append(f"{writes} writes ({units.size(_col(mine, 'POSIX_BYTES_WRITTEN').sum())}) "
                          "counted under the data files it reads (POSIX_WRITES)")
     parts += messages[:1]
     return Finding(
@@ -495,9 +497,9 @@ def samples_in_pieces(job):
     return Finding(
         "samples_in_pieces", "samples read in pieces",
         f"{len(pieces):,} contiguous runs of reads in the trace, a median of "
-        f"{median_pieces:.0f} reads of {_size(median_read)} each for {_size(np.median(nbytes))} "
+        f"{median_pieces:.0f} reads of {units.size(median_read)} each for {units.size(np.median(nbytes))} "
         f"(threshold {job.t.pieces_per_sample:g} reads per run, reads below "
-        f"{_size(job.t.small_bytes)})", "reads_per_run", median_pieces,
+        f"{units.size(job.t.small_bytes)})", "reads_per_run", median_pieces,
         job.t.pieces_per_sample, job.io_share * min(1.0, 1 - 1 / median_pieces))
 
 

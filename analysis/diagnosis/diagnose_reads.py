@@ -3,8 +3,11 @@ order, files and opens (see analysis.diagnosis.diagnose for what each finding's 
 
 import math
 
+from dlio_mpi.display import units
+
 from analysis.diagnosis.findings import (MANY_FILES, MIN_READS, MISALIGNED_PCT, OPENS_PER_READ, RANDOM_SEQ_PCT,
-                       SMALL_FILE_BYTES, SMALL_READ_BYTES, MiB, Finding, _size, _size_key)
+                       SMALL_FILE_BYTES, SMALL_READ_BYTES, MiB, Finding, _size_key)
+
 
 def _small_chunks(job):
     """HDF5 rows cut into chunks smaller than SMALL_READ_BYTES: libhdf5 reads a sample a
@@ -18,8 +21,8 @@ def _small_chunks(job):
     scale = min(1.0, math.log2(SMALL_READ_BYTES / chunk) / 4)
     return Finding(
         "small_reads", "small reads",
-        f"HDF5 chunks of {_size(chunk)} (dataset.chunk_size; threshold "
-        f"{_size(SMALL_READ_BYTES)}) for samples of {_size(record)}: libhdf5 reads a sample "
+        f"HDF5 chunks of {units.size(chunk)} (dataset.chunk_size; threshold "
+        f"{units.size(SMALL_READ_BYTES)}) for samples of {units.size(record)}: libhdf5 reads a sample "
         f"{-(-record // chunk)} chunks at a time; I/O {100 * job.io_share:.0f} % of the "
         "training time", "chunk_bytes", float(chunk), float(SMALL_READ_BYTES),
         job.io_share * max(scale, 0.25), changes)
@@ -36,7 +39,7 @@ def _small_reads(job):
     scale = min(1.0, math.log2(SMALL_READ_BYTES / max(med, 1)) / 4)
     return Finding(
         "small_reads", "small reads",
-        f"median read {_size(med)} over {job.reads:,} reads (threshold {_size(SMALL_READ_BYTES)})"
+        f"median read {units.size(med)} over {job.reads:,} reads (threshold {units.size(SMALL_READ_BYTES)})"
         f"; I/O {100 * job.io_share:.0f} % of the training time",
         "median_read_bytes", float(med), float(SMALL_READ_BYTES),
         job.io_share * max(scale, 0.25), changes)
@@ -61,7 +64,7 @@ def _larger_reads(job, record):
         elif job.get("dataset", "enable_chunking") and record:
             chunk = job.size("dataset", "chunk_size", 0)
             if chunk and chunk < record:
-                changes[f"HDF5 chunk of a whole sample ({_size(record)})"] = {
+                changes[f"HDF5 chunk of a whole sample ({units.size(record)})"] = {
                     "dataset": {"chunk_size": _size_key(record)}}
                 changes["HDF5 contiguous (no chunking)"] = {
                     "dataset": {"enable_chunking": False, "chunk_size": 0}}
@@ -69,7 +72,7 @@ def _larger_reads(job, record):
     if access == "numpy":
         for size in (1 * MiB, 4 * MiB):
             if size > job.size("reader", "buffer_size", 0):
-                changes[f"read buffer {_size(size)}"] = {"reader": {"buffer_size":
+                changes[f"read buffer {units.size(size)}"] = {"reader": {"buffer_size":
                                                                     _size_key(size)}}
         return changes
     if iface == "stdio" and job.size("io", "stdio_buffer", 0) < MiB:
@@ -78,7 +81,7 @@ def _larger_reads(job, record):
         limit = record if access == "sample" and record else None
         for size in (1 * MiB, 4 * MiB):
             if size > xfer and (limit is None or size < limit):
-                changes[f"transfer size {_size(size)}"] = {
+                changes[f"transfer size {units.size(size)}"] = {
                     "reader": {"transfer_size": _size_key(size)}}
         if access == "sample" and record and xfer < record:
             changes["transfer size: a whole sample"] = {"reader": {"transfer_size": 0}}
@@ -96,7 +99,7 @@ def _misaligned_direct(job):
                                                 "reader": {"odirect": False}}}
     if record and record % align:
         padded = -(-record // align) * align
-        changes[f"samples padded to the O_DIRECT alignment ({_size(padded)})"] = {
+        changes[f"samples padded to the O_DIRECT alignment ({units.size(padded)})"] = {
             "dataset": {"record_length": padded}}
     return Finding(
         "misaligned_direct", "misaligned O_DIRECT reads",
@@ -121,17 +124,17 @@ def _misaligned(job):
     record = job.size("dataset", "record_length", 0)
     if xfer and xfer % align:
         up = -(-xfer // align) * align
-        changes[f"transfer size {_size(up)} (a multiple of {_size(align)})"] = {
+        changes[f"transfer size {units.size(up)} (a multiple of {units.size(align)})"] = {
             "reader": {"transfer_size": up}}
     if record and record % align:
         padded = -(-record // align) * align
-        changes[f"samples padded to the file alignment ({_size(padded)})"] = {
+        changes[f"samples padded to the file alignment ({units.size(padded)})"] = {
             "dataset": {"record_length": padded}}
     memory = (f"; {mem:.0f} % of their buffers off the {al['mem_alignment']} B memory "
               "alignment (POSIX_MEM_NOT_ALIGNED)" if mem >= MISALIGNED_PCT else "")
     return Finding(
         "misaligned", "misaligned accesses",
-        f"{pct:.0f} % of the POSIX reads and writes start off the {_size(align)} file "
+        f"{pct:.0f} % of the POSIX reads and writes start off the {units.size(align)} file "
         f"alignment (POSIX_FILE_NOT_ALIGNED; threshold {MISALIGNED_PCT:.0f} %){memory}",
         "file_not_aligned_pct", pct, MISALIGNED_PCT,
         job.io_share * max(pct, mem) / 100 / 2, changes)
@@ -171,7 +174,7 @@ def _beyond_page_cache(job):
         changes["O_DIRECT reads"]["reader"] = {"transfer_size": -(-xfer // 4096) * 4096}
     return Finding(
         "beyond_page_cache", "dataset larger than the page cache",
-        f"dataset {_size(data)} against {_size(memory)} of memory per host (threshold: the "
+        f"dataset {units.size(data)} against {units.size(memory)} of memory per host (threshold: the "
         "memory): each epoch reads it from the storage through the page cache",
         "dataset_over_memory", data / memory, 1.0, job.io_share / 4, changes)
 
@@ -217,8 +220,8 @@ def _many_small_files(job):
     share = min(1.0, job.opens / max(job.reads, 1))
     return Finding(
         "many_small_files", "many small files",
-        f"{job.files:,} files of {_size(size)} read on average (thresholds {MANY_FILES} "
-        f"files, {_size(SMALL_FILE_BYTES)})", "bytes_read_per_file", float(size),
+        f"{job.files:,} files of {units.size(size)} read on average (thresholds {MANY_FILES} "
+        f"files, {units.size(SMALL_FILE_BYTES)})", "bytes_read_per_file", float(size),
         float(SMALL_FILE_BYTES), job.io_share * share, changes)
 
 

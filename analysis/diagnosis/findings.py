@@ -49,16 +49,6 @@ class Finding:
                 "advise": kind.change if kind else "", "changes": self.changes}
 
 
-def _size(n):
-    n = int(n)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def _size_key(n):
     """A size as a workload value: 4k, 1m, or bytes."""
     for suffix, scale in (("g", 1 << 30), ("m", MiB), ("k", KiB)):

@@ -9,6 +9,8 @@ import os
 import numpy as np
 import pandas as pd
 
+from dlio_mpi.display import units
+
 from analysis.characterization.counters import SPECS
 from analysis.characterization.dxt_metrics import EARLY_PERIOD
 from analysis.characterization.file_roles import file_roles
@@ -530,13 +532,12 @@ def _direct(job, data, notes, evidence):
         return False
     rate = float(np.median(reads["length"].to_numpy()[seconds > 0] / seconds[seconds > 0]))
     evidence["readback_rate"] = rate
-    gib = rate / (1 << 30)
     if rate < PAGE_CACHE_RATE:
         notes.append(f"{unseen}; the data each rank had written itself was read back at "
-                     f"{gib:.2f} GiB/s (median per read), slower than a copy from the page "
+                     f"{units.rate_in(rate, 'GiB', 2)} (median per read), slower than a copy from the page "
                      f"cache where buffered writes leave it: O_DIRECT, io.interface "
                      "posix_direct")
         return True
     notes.append(f"{unseen}; the data each rank had written itself was read back at "
-                 f"{gib:.2f} GiB/s (median per read), from the page cache: io.interface posix")
+                 f"{units.rate_in(rate, 'GiB', 2)} (median per read), from the page cache: io.interface posix")
     return False

@@ -28,6 +28,7 @@ import shutil
 import warnings
 from dataclasses import dataclass, field
 
+from dlio_mpi.display import tables, units
 from dlio_mpi.run import summary_layout
 from dlio_mpi.files.safe_files import write_whole
 
@@ -35,7 +36,7 @@ from analysis.characterization.characterize import characterize
 from analysis.errors import AnalysisWarning
 from analysis.replays.launch import LaunchError, run_emulator
 from analysis.paper_study.paper_reference import REAL, TARGETS, comparison, render_comparison
-from analysis.characterization.text import _bytes, _share
+from analysis.characterization.text import _share
 
 APPS = ("cosmic_tagger", "ffn", "imagenet", "cosmoflow_paper", "frnn", "candle_nt3")
 RUN_TIMEOUT_S = 300
@@ -293,7 +294,7 @@ def paper_row(app, c):
     if trace is not None:
         s = trace.read_sizes
         transfer = [s.min, s.median, s.max]
-        transfer_text = " / ".join(_bytes(v) for v in transfer)
+        transfer_text = " / ".join(units.size(v) for v in transfer)
     else:
         sizes = next((m.read_sizes for m in c.modules.values()
                       if m.read_sizes is not None and m.read_sizes.operations), None)
@@ -334,11 +335,9 @@ def render_paper(study):
             _share(row["io_share"]),
         ])
     header = [title for _, title in PAPER_COLUMNS]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [f"The DLIO paper's characterization, emulated on {study.ranks} ranks "
              f"(scaled down; from the runs' op logs)", ""]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
-              for r in [header, ["-" * w for w in widths], *rows]]
+    lines += tables.table(rows, header, rule=True)
     return "\n".join(lines) + "\n\n" + render_comparison(study.rows, study.ranks)
 
 

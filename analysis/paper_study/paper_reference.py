@@ -11,6 +11,8 @@ from the trace of POSIX reads, seq and consec from the POSIX counters, the slowe
 time over the run time, and the files recorded (POSIX and STDIO).
 """
 
+from dlio_mpi.display import tables, units
+
 REAL = {
     "imagenet": {"ranks": 512, "io_share": 0.0491, "files": 984, "xfer_mean": 261e3,
                  "xfer_median": 256e3, "seq": 99.7, "consec": 99.7},
@@ -108,11 +110,7 @@ def _fmt(key, value):
         return f"{value:.1f}%"
     if key == "files":
         return f"{int(value)}"
-    if value >= 1e6:
-        return f"{value / 1e6:.2f} MB"
-    if value >= 1e3:
-        return f"{value / 1e3:.1f} KB"
-    return f"{value:.0f} B"
+    return units.size(round(value), decimals=2)
 
 
 def _fmt_err(key, value):
@@ -138,14 +136,12 @@ def render_comparison(rows, ranks):
         lines_.append(["", "error", *[_fmt_err(k, c["error"][k])
                                       + ("*" if c["within"].get(k) is False else "")
                                       for k in METRICS]])
-    widths = [max(len(r[i]) for r in [header, *lines_]) for i in range(len(header))]
     out = ["The real applications (ALCF Theta, Darshan) beside the emulator's scaled-down runs",
            "(error: relative for sizes, counts and I/O share, points for seq and consec; "
            "* outside the target: I/O share within 25 %, transfer sizes within 10 %, seq and "
            "consec within 5 points)",
            ""]
-    out += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
-            for r in [header, ["-" * w for w in widths], *lines_]]
+    out += tables.table(lines_, header, rule=True)
     out += ["", IO_SHARE_NOTE]
     out += [calibration_line(row) for row in rows if row["application"] in comp
             and row.get("calibration")]

@@ -21,11 +21,12 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from dlio_mpi.display import tables, units
 from dlio_mpi.files.safe_files import write_whole
 
 from analysis.replays import replay_size
 from analysis.characterization.characterize import characterize, data_formats
-from analysis.comparison.compare import compare, profile
+from analysis.comparison.compare import compare, profile, render_comparison
 from analysis.errors import AnalysisWarning
 from analysis.fitting.fit import fit
 from analysis.replays.launch import run_emulator
@@ -35,6 +36,7 @@ RUN_TIMEOUT_S = 1800
 PROGRESS_EVERY_S = 10.0     # a progress line while the dataset is written and the job runs
 STRUCTURE = ("files", "shared_files", "interfaces", "bytes_read", "read_ops",
              "mean_read_size", "bytes_written", "write_ops")
+SIZES = ("bytes_read", "mean_read_size", "bytes_written")
 
 
 @dataclass
@@ -112,7 +114,7 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
         done = replay_size.bytes_under(data)
         if done < est.dataset_bytes:
             say(f"writing the dataset: {done / max(est.dataset_bytes, 1):.0%} of "
-                f"{replay_size.size_text(est.dataset_bytes)}")
+                f"{units.size(est.dataset_bytes)}")
         else:
             say(f"running: {time.monotonic() - started:,.0f} s, about "
                 f"{est.generate_s + est.run_s:,.0f} s expected")
@@ -147,13 +149,21 @@ def render_replay(result):
              f"{w['train']['epochs']} epochs, compute {w['train']['computation_time']} s/step, "
              f"{result.fit.ranks} ranks"]
     lines += [f"note: {n}" for n in result.fit.notes]
-    text = (lambda v: ", ".join(v) if isinstance(v, list) else
-            "-" if v is None else f"{v:,.0f}" if isinstance(v, float) else f"{v:,}")
-    cells = [(key, text(result.real[key]), text(result.emulated[key])) for key in STRUCTURE]
-    width = max([20] + [len(c) + 2 for _, a, b in cells for c in (a, b)])
-    lines += ["", f"{'':16}{'real':>{width}}{'emulated':>{width}}"]
-    lines += [f"{key:16}{a:>{width}}{b:>{width}}" for key, a, b in cells]
+    def text(key, v):
+        if isinstance(v, list):
+            return ", ".join(v)
+        if v is None:
+            return "-"
+        if key in SIZES:
+            return units.size(round(v))
+        return f"{v:,.0f}" if isinstance(v, float) else f"{v:,}"
+
+    cells = [(key, text(key, result.real[key]), text(key, result.emulated[key]))
+             for key in STRUCTURE]
+    lines += ["", *tables.table(cells, ["", "real", "emulated"], align="lr")]
     lines += ["", f"similarity of the replay to the real job: {result.score:.3f}"
               + (f" (scaled by {result.scaling.factor:g}: files and volumes differ by design)"
                  if result.scaling else "")]
-    return "\n".join(lines) + "\n"
+    # every metric of the score, the ones that differ with the ones that match
+    lines += ["", "every metric of the score:", "", render_comparison(result.comparison)]
+    return "\n".join(lines)

@@ -22,11 +22,12 @@ import copy
 import os
 from dataclasses import dataclass, field
 
+from dlio_mpi.display import units
 from dlio_mpi.files.nearest_folder import existing_folder
 
 from analysis.fitting.fit_patterns import FRAMING
 
-ASSUMED_WRITE_BPS = 500e6       # dataset generation, bytes/s: stated, not measured
+ASSUMED_WRITE_BPS = 512 * 2**20  # dataset generation, bytes/s: stated, not measured
 OPLOG_OP_BYTES = 48             # an op log row: start, duration, offset, bytes (8 B each),
 # file, op, interface
 HEADER_ALLOWANCE = 4096         # a file's own headers beyond its samples and their framing
@@ -53,13 +54,14 @@ class Estimate:
     pace: str                   # what run_s is based on
 
     def text(self):
-        return (f"dataset {size_text(self.dataset_bytes)}, reads {size_text(self.bytes_read)}"
-                + (f", writes {size_text(self.bytes_written)}" if self.bytes_written else "")
-                + f", op logs {size_text(self.oplog_bytes)}; about {_duration(self.generate_s)} to "
-                f"generate (at an assumed {ASSUMED_WRITE_BPS / 1e6:.0f} MB/s) and "
-                f"{_duration(self.run_s)} to run ({self.pace}); needs {size_text(self.need_bytes)} "
+        return (f"dataset {units.size(self.dataset_bytes)}, reads {units.size(self.bytes_read)}"
+                + (f", writes {units.size(self.bytes_written)}" if self.bytes_written else "")
+                + f", op logs {units.size(self.oplog_bytes)}; about "
+                f"{units.duration(self.generate_s)} to generate (at an assumed "
+                f"{units.rate(ASSUMED_WRITE_BPS)}) and {units.duration(self.run_s)} to run "
+                f"({self.pace}); needs {units.size(self.need_bytes)} "
                 f"in {self.folder}, which has "
-                + ("an unknown amount" if self.free_bytes is None else size_text(self.free_bytes))
+                + ("an unknown amount" if self.free_bytes is None else units.size(self.free_bytes))
                 + " free")
 
     def to_dict(self):
@@ -141,10 +143,10 @@ def estimate(workload, ranks, out_dir, real_bytes_read, real_run_time, fitted=No
     if real_run_time and real_bytes_read:
         run_s = real_run_time * ratio
         pace = (f"the real job's pace: {real_run_time:,.3g} s for "
-                f"{size_text(real_bytes_read)} of data reads")
+                f"{units.size(real_bytes_read)} of data reads")
     else:
         run_s = bytes_read / ASSUMED_WRITE_BPS
-        pace = f"an assumed {ASSUMED_WRITE_BPS / 1e6:.0f} MB/s of reads"
+        pace = f"an assumed {units.rate(ASSUMED_WRITE_BPS)} of reads"
     return Estimate(dataset_bytes=dataset, bytes_read=bytes_read, bytes_written=written,
                     oplog_bytes=oplog, need_bytes=need, free_bytes=free, folder=folder,
                     generate_s=dataset / ASSUMED_WRITE_BPS, run_s=run_s, pace=pace)
@@ -157,9 +159,9 @@ def refusal(est, fitting_scale):
         return None
     hint = f"give --scale {fitting_scale:g} or less, or another --out" if fitting_scale \
         else "no --scale keeps the pattern in less: give another --out"
-    return (f"replay: needs {size_text(est.need_bytes)} ({est.need_bytes} bytes: dataset "
+    return (f"replay: needs {units.size(est.need_bytes)} ({est.need_bytes} bytes: dataset "
             f"{est.dataset_bytes}, op logs {est.oplog_bytes}) in {est.folder}, which has "
-            f"{size_text(est.free_bytes)} ({est.free_bytes} bytes) free: {hint}")
+            f"{units.size(est.free_bytes)} ({est.free_bytes} bytes) free: {hint}")
 
 
 def fitting_scale(workload, ranks, out_dir, real_bytes_read, real_run_time):
@@ -215,15 +217,3 @@ def bytes_under(folder):
             except OSError:
                 pass
     return total
-
-
-def size_text(n):
-    for unit, step in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= step:
-            return f"{n / step:,.1f} {unit}"
-    return f"{n} B"
-
-
-def _duration(s):
-    return f"{s / 3600:.1f} h" if s >= 7200 else f"{s / 60:.0f} min" if s >= 120 \
-        else f"{s:.0f} s" if s >= 1 else f"{s:.2g} s"

@@ -1,20 +1,27 @@
 """The report's figures, drawn with matplotlib's Agg canvas (no display, no pyplot state).
 
 Every function takes a job (:class:`~analysis.loading.loader.DarshanJob`) and its Characterization and
-returns PNG bytes, or None when the data for the figure is not in the job:
+returns PNG bytes, or None when the data for the figure is not in the job; its ``*_figure``
+twin returns the matplotlib Figure. Each figure's caption (the title on its right) says what its
+data is (:func:`data_source`): a Darshan log's DXT trace or counters, or a dlio_mpi run's own
+op log and the layer of its calls.
 
 - ``transfer_sizes``: operations per Darshan size bucket, per module and operation (POSIX,
-  MPI-IO, H5D histograms; a STDIO-only dlio_mpi run uses its DXT_STDIO trace).
+  MPI-IO, H5D histograms; a STDIO-only dlio_mpi run uses its STDIO calls). The count over each
+  bar is left out where it would overlap another, the largest counts kept first; the caption
+  says how many were left out.
 - ``timeline``: every traced read and write, one row per rank, from the DXT trace (POSIX, else
-  STDIO, else MPI-IO); calls shorter than MIN_WIDTH of the run time are drawn that wide. Without
-  a trace: each rank's first-to-last read and write span from the counters' timestamps (a
-  record reduced over all ranks as a band across them). A rank's reads are drawn just below
-  its row, its writes just above.
-- ``rank_balance``: bytes read and written per rank (POSIX + STDIO records of one rank; bytes
-  of records reduced over all ranks are given in the title; None when every byte is in such
-  records).
+  STDIO, else MPI-IO) or the op log's calls; calls shorter than MIN_WIDTH of the run time are
+  drawn that wide. Without them: each rank's first-to-last read and write span from the
+  counters' timestamps (a record reduced over all ranks as a band across them). A rank's reads
+  are drawn just below its row, its writes just above.
+- ``rank_balance``: bytes read and written per rank (the totals' modules: POSIX + STDIO, or the
+  layer above POSIX a source observed); bytes of records reduced over all ranks (shared
+  files) are spread evenly over the ranks and drawn hatched as "shared", their total in the
+  caption.
 - ``bandwidth``: bytes per second over time, read and write, in BINS bins over the run; a
-  call's bytes are spread evenly over its duration. From the DXT trace, else from HEATMAP bins.
+  call's bytes are spread evenly over its duration. From the trace or the op log's calls,
+  else from HEATMAP bins.
 """
 
 import io
@@ -28,6 +35,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
+from dlio_mpi.display import units  # noqa: E402
+
 from analysis.characterization.counters import SIZE_BUCKETS, SPECS  # noqa: E402
 from analysis.loading.oplog_records import size_buckets  # noqa: E402
 
@@ -40,6 +49,8 @@ ROW_OFFSET = {"read": -0.15, "write": 0.15}  # reads and writes of a rank side b
 BUCKET_LABELS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M",
                  "10M-100M", "100M-1G", "1G+")
 MIB = 2**20
+# the layer an op log's calls were taken at, by the trace module they stand in for
+LAYER_OF_TRACE = {"DXT_POSIX": "POSIX", "DXT_STDIO": "STDIO", "DXT_MPIIO": "MPI-IO"}
 
 
 def _figure(height=4.0):
@@ -55,6 +66,10 @@ def _titles(ax, title, detail=None):
     ax.set_title(title, loc="left")
     if detail:
         ax.set_title(detail, loc="right", fontsize=8, color="#555555")
+
+
+def _png_of(fig):
+    return None if fig is None else _png(fig)
 
 
 def _png(fig):
@@ -93,14 +108,44 @@ def _trace(job):
     return None, None
 
 
+def data_source(job, trace=None):
+    """What a figure's data is, for its caption: the module's DXT trace of a Darshan log, or a
+    dlio_mpi run's own op log (its calls at that layer); without ``trace``, the counters of the
+    totals' modules (POSIX + STDIO, or the layer above POSIX a source observed)."""
+    if job.source == "oplog":
+        return f"dlio_mpi op log, {LAYER_OF_TRACE.get(trace, 'all')} calls" if trace \
+            else "dlio_mpi op log"
+    return f"{trace} trace" if trace else "Darshan counters"
+
+
+def _thin_labels(fig, labels):
+    """Bar labels that would overlap one another are left out, the largest counts kept first:
+    a bar chart with many narrow bars shows what fits, never run-together digits."""
+    renderer = fig.canvas.get_renderer()
+    kept = []
+    for label, _ in sorted(labels, key=lambda pair: -pair[1]):
+        if not label.get_text():
+            continue
+        box = label.get_window_extent(renderer)
+        if any(box.overlaps(other) for other in kept):
+            label.set_visible(False)
+        else:
+            kept.append(box)
+
+
 def transfer_sizes(job, char):
+    return _png_of(transfer_sizes_figure(job, char))
+
+
+def transfer_sizes_figure(job, char):
     series = []
     for name, metrics in char.modules.items():
         for op, sizes in (("read", metrics.read_sizes), ("write", metrics.write_sizes)):
             if sizes is not None and sizes.operations:
                 series.append((f"{name} {op}", [sizes.histogram[b] for b in SIZE_BUCKETS]))
     stdio = (job.dxt_segments or {}).get("DXT_STDIO")
-    if not series and stdio is not None and not stdio.empty:
+    stdio_only = not series and stdio is not None and not stdio.empty
+    if stdio_only:
         for op in ("read", "write"):
             lengths = stdio.loc[stdio["op"] == op, "length"].to_numpy()
             if len(lengths):
@@ -112,18 +157,30 @@ def transfer_sizes(job, char):
     ax = fig.add_subplot()
     width = 0.8 / len(series)
     x = np.arange(len(SIZE_BUCKETS))
+    labels = []
     for i, (label, counts) in enumerate(series):
         bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, counts, width, label=label)
-        ax.bar_label(bars, labels=[f"{c:,}" if c else "" for c in counts], fontsize=7)
+        texts = ax.bar_label(bars, labels=[f"{c:,}" if c else "" for c in counts], fontsize=7)
+        labels += list(zip(texts, counts))
     ax.set_xticks(x, BUCKET_LABELS)
     ax.set_xlabel("bytes per operation (Darshan size buckets)")
     ax.set_ylabel("operations")
-    _titles(ax, "Transfer sizes")
     ax.legend(fontsize=8)
-    return _png(fig)
+    _thin_labels(fig, labels)
+    shown = sum(label.get_visible() and bool(label.get_text()) for label, _ in labels)
+    counted = sum(bool(label.get_text()) for label, _ in labels)
+    _titles(ax, "Transfer sizes", "; ".join(
+        [data_source(job, "DXT_STDIO") if stdio_only else data_source(job)]
+        + ([f"{counted - shown} of {counted} counts left out where they would overlap"]
+           if shown < counted else [])))
+    return fig
 
 
 def timeline(job, char):
+    return _png_of(timeline_figure(job, char))
+
+
+def timeline_figure(job, char):
     name, frame = _trace(job)
     fig = _figure(max(3.0, min(8.0, 2.0 + 0.08 * job.nprocs)))
     ax = fig.add_subplot()
@@ -140,7 +197,7 @@ def timeline(job, char):
             lines = np.stack([np.stack([start, rank], 1), np.stack([end, rank], 1)], 1)
             ax.add_collection(LineCollection(lines, colors=COLORS[op], label=op,
                                              linewidths=_line_width(job.nprocs)))
-        source = f"{name} trace, {len(frame):,} calls"
+        source = f"{data_source(job, name)}, {len(frame):,} calls"
     else:
         spans = _counter_spans(job, char)
         if not spans:
@@ -156,7 +213,7 @@ def timeline(job, char):
                     linewidth=_line_width(job.nprocs), solid_capstyle="butt")
         for op in ("read", "write"):
             ax.plot([], [], color=COLORS[op], label=op)
-        source = "first to last call, from counter timestamps"
+        source = f"first to last call per rank ({data_source(job)})"
         if any(rank < 0 for _, rank, _, _ in spans):
             source += "; bands: records of all ranks"
     ax.set_xlim(0, run * 1.01)
@@ -166,7 +223,7 @@ def timeline(job, char):
     ax.set_ylabel("rank")
     _titles(ax, "I/O timeline per rank", source)
     ax.legend(fontsize=8, loc="upper right")
-    return _png(fig)
+    return fig
 
 
 def _line_width(nprocs):
@@ -186,9 +243,12 @@ def _counter_spans(job, char):
     return spans
 
 
-def rank_balance(job, char):
-    per_rank = {op: np.zeros(job.nprocs, np.int64) for op in ("read", "write")}
-    reduced = 0
+def bytes_per_rank(job, char):
+    """Bytes each rank read and wrote in its own records, and the bytes of the records Darshan
+    reduced over all ranks (rank -1: files every rank opened), which belong to no one rank:
+    ({"read": array, "write": array}, {"read": bytes, "write": bytes}), POSIX + STDIO."""
+    own_bytes = {op: np.zeros(job.nprocs, np.int64) for op in ("read", "write")}
+    shared = {"read": 0, "write": 0}
     for name in char.totals.basis:
         frame = job.records[name]
         spec = SPECS[name]
@@ -196,37 +256,65 @@ def rank_balance(job, char):
         ranks = frame["rank"].to_numpy()[own]
         for op, counter in (("read", spec.bytes_read), ("write", spec.bytes_written)):
             moved = frame[counter].clip(lower=0).to_numpy()
-            per_rank[op] += np.bincount(ranks, weights=moved[own],
-                                        minlength=job.nprocs)[:job.nprocs].astype(np.int64)
-            reduced += int(moved[~own].sum())
-    if not (per_rank["read"].any() or per_rank["write"].any()):
+            own_bytes[op] += np.bincount(ranks, weights=moved[own],
+                                         minlength=job.nprocs)[:job.nprocs].astype(np.int64)
+            shared[op] += int(moved[~own].sum())
+    return own_bytes, shared
+
+
+def rank_balance(job, char):
+    return _png_of(rank_balance_figure(job, char))
+
+
+def rank_balance_figure(job, char):
+    """Bytes read and written per rank (:func:`bytes_per_rank`). The shared records' bytes are
+    spread evenly over the ranks and drawn apart, hatched, as "shared", so a job whose I/O is
+    all in shared files still shows its volume per rank."""
+    own_bytes, shared = bytes_per_rank(job, char)
+    if not (own_bytes["read"].any() or own_bytes["write"].any() or any(shared.values())):
         return None
+    nprocs = max(job.nprocs, 1)
+    layers = [(f"{op_label}", own_bytes[op], COLORS[op], None)
+              for op, op_label in (("read", "read"), ("write", "written"))]
+    layers += [(f"{op_label}, shared (spread evenly)",
+                np.full(job.nprocs, shared[op] / nprocs), COLORS[op], "//")
+               for op, op_label in (("read", "read"), ("write", "written"))]
+    layers = [layer for layer in layers if layer[1].any()]
+    most = max(sum(values for _, values, _, _ in layers).max(), 1)
+    unit = "MiB" if most >= MIB else "KiB"
+    scale = units.UNIT_BYTES[unit]
     fig = _figure()
     ax = fig.add_subplot()
-    unit, scale = ("MiB", MIB) if max(per_rank["read"].max(), per_rank["write"].max()) >= MIB \
-        else ("KiB", 1024)
     if job.nprocs <= MAX_BARS:
         x = np.arange(job.nprocs)
-        if per_rank["read"].any():
-            ax.bar(x, per_rank["read"] / scale, color=COLORS["read"], label="read")
-        if per_rank["write"].any():
-            ax.bar(x, per_rank["write"] / scale, bottom=per_rank["read"] / scale,
-                   color=COLORS["write"], label="written")
+        bottom = np.zeros(job.nprocs)
+        for label, values, color, hatch in layers:
+            ax.bar(x, values / scale, bottom=bottom, color=color, label=label, hatch=hatch,
+                   alpha=0.45 if hatch else 1.0, edgecolor="white" if hatch else None)
+            bottom += values / scale
         ax.set_xlabel("rank")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
-        for op, label in (("read", "read"), ("write", "written")):
-            if per_rank[op].any():
-                ax.plot(np.sort(per_rank[op])[::-1] / scale, color=COLORS[op], label=label)
+        total = sum(values for _, values, _, _ in layers)
+        order = np.argsort(total)[::-1]
+        for label, values, color, hatch in layers:
+            ax.plot(values[order] / scale, color=color, label=label,
+                    linestyle="--" if hatch else "-")
         ax.set_xlabel("ranks, sorted by bytes")
     ax.set_ylabel(unit)
-    _titles(ax, "Bytes per rank", "POSIX + STDIO" + (
-        f"; {reduced / MIB:,.1f} MiB more in records of all ranks" if reduced else ""))
+    spread = sum(shared.values())
+    _titles(ax, "Bytes per rank", f"{data_source(job)}, {' + '.join(char.totals.basis)}" + (
+        f"; shared records: {units.size(spread)}, spread evenly over {job.nprocs} ranks"
+        if spread else ""))
     ax.legend(fontsize=8)
-    return _png(fig)
+    return fig
 
 
 def bandwidth(job, char):
+    return _png_of(bandwidth_figure(job, char))
+
+
+def bandwidth_figure(job, char):
     name, frame = _trace(job)
     run = max(job.run_time, 1e-9)
     edges = np.linspace(0.0, run, BINS + 1)
@@ -237,7 +325,7 @@ def bandwidth(job, char):
             if not part.empty:
                 rates[op] = _spread(part["start"].to_numpy(), part["end"].to_numpy(),
                                     part["length"].to_numpy().astype(float), edges)
-        source = f"{name} trace"
+        source = data_source(job, name)
     else:
         heatmap = next((job.heatmap_bins[m] for m in ("POSIX", "STDIO", "MPI-IO")
                         if m in job.heatmap_bins), None)
@@ -248,7 +336,7 @@ def bandwidth(job, char):
         for op in ("read", "write"):
             if heatmap[op].any():
                 rates[op] = heatmap[op] / np.where(width > 0, width, 1)
-        source = "HEATMAP bins"
+        source = "Darshan HEATMAP bins"
     if not rates:
         return None
     fig = _figure(3.5)
@@ -261,7 +349,7 @@ def bandwidth(job, char):
     _titles(ax, "Bandwidth over time", source)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
-    return _png(fig)
+    return fig
 
 
 def _spread(start, end, length, edges):

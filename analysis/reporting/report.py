@@ -4,14 +4,15 @@ the figures as PNG files (see :mod:`analysis.reporting.plots`), all into ``out_d
 """
 
 import base64
-import html
 import os
 from dataclasses import dataclass
 
+from dlio_mpi.display import units
 from dlio_mpi.files.safe_files import write_whole
 
 from analysis.characterization.characterize import characterize, load_job
-from analysis.characterization.text import MODULE_ROWS, _bytes, _seconds, _share, utc
+from analysis.reporting import pages
+from analysis.characterization.text import MODULE_ROWS, _mib_per_s, _share, utc
 
 
 @dataclass
@@ -55,14 +56,14 @@ def summary_rows(c):
         ("logs", c.logs[0] if len(c.logs) == 1 else f"{len(c.logs)}: {c.logs[0]} ..."),
         ("executable", c.exe),
         ("processes", str(c.nprocs)),
-        ("run time", _seconds(c.run_time)),
+        ("run time", units.seconds(c.run_time)),
         ("interfaces", ", ".join(c.interfaces) or "-"),
-        ("bytes read / written", f"{_bytes(t.bytes_read)} / {_bytes(t.bytes_written)} "
+        ("bytes read / written", f"{units.size(t.bytes_read)} / {units.size(t.bytes_written)} "
                                  f"({' + '.join(t.basis) or '-'})"),
         ("files", f"{t.files.total} ({t.files.shared} shared, {t.files.unique} unique)"),
-        ("I/O time", f"slowest rank {_seconds(t.io_time.slowest_rank)} "
+        ("I/O time", f"slowest rank {units.seconds(t.io_time.slowest_rank)} "
                      f"({_share(t.io_time.slowest_rank_share)} of run time), mean per rank "
-                     f"{_seconds(t.io_time.mean_per_rank)}"),
+                     f"{units.seconds(t.io_time.mean_per_rank)}"),
     ]
     job = c.job
     if job is not None and (job.job_id or job.start_time):
@@ -71,15 +72,15 @@ def summary_rows(c):
                  ("Darshan version", ", ".join(job.darshan_versions) or "-")]
     if c.mounts:
         rows.append(("mount points", "; ".join(
-            f"{m.mount_point} ({m.fs_type}): {m.files} files, {_bytes(m.bytes_read)} read, "
-            f"{_bytes(m.bytes_written)} written" for m in c.mounts)))
+            f"{m.mount_point} ({m.fs_type}): {m.files} files, {units.size(m.bytes_read)} read, "
+            f"{units.size(m.bytes_written)} written" for m in c.mounts)))
     if "set_hints" in c.mpiio_hints:
         rows.append(("MPI-IO hints set", f"{c.mpiio_hints['set_hints']} times"))
     if c.mpiio_hints.get("log_hints"):
         rows.append(("MPI-IO hints of the log", "; ".join(c.mpiio_hints["log_hints"])))
     if c.data_formats:
         rows.append(("data formats", "; ".join(
-            f"{fmt}: {v['files']} files, {_bytes(v['bytes_read'])} read"
+            f"{fmt}: {v['files']} files, {units.size(v['bytes_read'])} read"
             for fmt, v in c.data_formats.items())))
     for name, d in c.dxt.items():
         if d.read_pattern is not None:
@@ -95,22 +96,22 @@ def _category(name):
         f = s.file_categories.get(name)
         if f is None:
             return "-"
-        size = f", max size {_bytes(f.max_size)}" if f.max_size is not None else ""
-        return f"{f.files} ({_bytes(f.bytes_read + f.bytes_written)}{size})"
+        size = f", max size {units.size(f.max_size)}" if f.max_size is not None else ""
+        return f"{f.files} ({units.size(f.bytes_read + f.bytes_written)}{size})"
     return cell
 
 
 def _top(files):
-    return f"{files[0].name} ({_bytes(files[0].bytes_read + files[0].bytes_written)}, " \
-        f"{_seconds(files[0].io_time)})" if files else "-"
+    return f"{files[0].name} ({units.size(files[0].bytes_read + files[0].bytes_written)}, " \
+        f"{units.seconds(files[0].io_time)})" if files else "-"
 
 
 # (row label, value of a job_summary.ModuleSummary as text), the figures of Darshan's summary
 SUMMARY_ROWS = (
-    ("I/O cost: read / process", lambda s: _seconds(s.io_cost.read)),
-    ("I/O cost: write / process", lambda s: _seconds(s.io_cost.write)),
-    ("I/O cost: metadata / process", lambda s: _seconds(s.io_cost.meta)),
-    ("I/O performance estimate", lambda s: f"{s.performance.mib_per_s:.2f} MiB/s"
+    ("I/O cost: read / process", lambda s: units.seconds(s.io_cost.read)),
+    ("I/O cost: write / process", lambda s: units.seconds(s.io_cost.write)),
+    ("I/O cost: metadata / process", lambda s: units.seconds(s.io_cost.meta)),
+    ("I/O performance estimate", lambda s: _mib_per_s(s.performance.mib_per_s)
      if s.performance else "-"),
     ("files", _category("all")),
     ("read-only files", _category("read_only")),
@@ -131,60 +132,24 @@ def _module_rows(c):
     return [[label, *(cell(m) for m in c.modules.values())] for label, cell in MODULE_ROWS]
 
 
-def _markdown(title, facts, c, figures):
-    lines = [f"# {title}", "", "| | |", "|---|---|"]
-    lines += [f"| {label} | {_md(value)} |" for label, value in facts]
-    for name, (caption, _) in figures.items():
-        lines += ["", f"## {caption}", "", f"![{caption}]({name}.png)"]
+def _page_values(title, facts, c, figures):
+    """What report.md and report.html show, as the templates take it."""
+    sections = []
     if c.modules:
-        lines += ["", "## Module metrics", "", "| metric | " + " | ".join(c.modules) + " |",
-                  "|---|" + "---:|" * len(c.modules)]
-        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in _module_rows(c)]
+        sections.append({"title": "Module metrics", "header": ["metric", *c.modules],
+                         "rows": _module_rows(c)})
     if c.summary:
-        lines += ["", "## Job summary", "", "| figure | " + " | ".join(c.summary) + " |",
-                  "|---|" + "---:|" * len(c.summary)]
-        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |"
-                  for row in _summary_rows(c)]
-    if c.warnings:
-        lines += ["", "## Warnings", ""] + [f"- {_md(w)}" for w in c.warnings]
-    return "\n".join(lines) + "\n"
+        sections.append({"title": "Job summary", "header": ["figure", *c.summary],
+                         "rows": _summary_rows(c)})
+    return {"title": title, "facts": facts, "sections": sections, "warnings": c.warnings,
+            "figures": [{"name": name, "caption": caption,
+                         "base64": base64.b64encode(png).decode("ascii")}
+                        for name, (caption, png) in figures.items()]}
 
 
-def _md(text):
-    return str(text).replace("|", "\\|")
-
-
-STYLE = """body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}
-td.n{text-align:right}img{max-width:100%}h2{margin-top:1.5em}"""
+def _markdown(title, facts, c, figures):
+    return pages.render("report.md", **_page_values(title, facts, c, figures))
 
 
 def _html(title, facts, c, figures):
-    e = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title>"
-             f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1><table>"]
-    parts += [f"<tr><th>{e(label)}</th><td>{e(value)}</td></tr>" for label, value in facts]
-    parts.append("</table>")
-    for name, (caption, png) in figures.items():
-        data = base64.b64encode(png).decode("ascii")
-        parts.append(f"<h2>{e(caption)}</h2><img alt='{e(caption)}' "
-                     f"src='data:image/png;base64,{data}'>")
-    if c.modules:
-        parts.append("<h2>Module metrics</h2><table><tr><th>metric</th>"
-                     + "".join(f"<th>{e(m)}</th>" for m in c.modules) + "</tr>")
-        for label, *cells in _module_rows(c):
-            parts.append(f"<tr><td>{e(label)}</td>"
-                         + "".join(f"<td class='n'>{e(x)}</td>" for x in cells) + "</tr>")
-        parts.append("</table>")
-    if c.summary:
-        parts.append("<h2>Job summary</h2><table><tr><th>figure</th>"
-                     + "".join(f"<th>{e(m)}</th>" for m in c.summary) + "</tr>")
-        for label, *cells in _summary_rows(c):
-            parts.append(f"<tr><td>{e(label)}</td>"
-                         + "".join(f"<td class='n'>{e(x)}</td>" for x in cells) + "</tr>")
-        parts.append("</table>")
-    if c.warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(w)}</li>" for w in c.warnings)
-                     + "</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return pages.render("report.html", **_page_values(title, facts, c, figures))

@@ -18,6 +18,7 @@ from dlio_mpi.acceptance import checkpoint_rules, configs, results_folder
 from dlio_mpi.acceptance.rules import AcceptanceError
 from dlio_mpi.checkpoint import page_cache
 from dlio_mpi.checkpoint import schedule
+from dlio_mpi.display import units
 
 PROCEDURE = "mlperf_storage_checkpointing"
 GIB = 2**30
@@ -323,8 +324,9 @@ def lines(doc):
     for op, f in doc["figures"].items():
         out.append(f"{op:>5}: {f['checkpoints']} checkpoints, "
                    f"{f['duration_s']['mean']:.3f} s (stdev {f['duration_s']['stdev']:.3f}), "
-                   f"{f['throughput_GiB_per_s']['mean']:.3f} GiB/s in total, slowest rank "
-                   f"{f['slowest_rank_throughput_GiB_per_s']['mean']:.3f} GiB/s")
+                   f"{units.rate_in(f['throughput_GiB_per_s']['mean'] * GIB, 'GiB', 3)} in total, "
+                   f"slowest rank "
+                   f"{units.rate_in(f['slowest_rank_throughput_GiB_per_s']['mean'] * GIB, 'GiB', 3)}")
     out.append(f"{doc['model']} ({doc['mode']}, {doc['processes']} processes): "
                + ("compliant" if doc["compliant"] else
                   f"NOT COMPLIANT ({'; '.join(r.split(':')[0] for r in doc['not_compliant_because'])})"))

@@ -3,7 +3,7 @@ the dataset's size against client memory and steps per epoch, the warm-up and th
 runs, the same hosts throughout, the seed changed for every run, the dataset generated once
 before the runs, the same accelerators on every host, and the parameters changed."""
 from dlio_mpi.acceptance import rules
-from dlio_mpi.acceptance.datasize import GIB
+from dlio_mpi.display import units
 
 
 def _rule(name, ok, evidence):
@@ -19,10 +19,10 @@ def check(*, dataset_bytes, num_files, host_memory_bytes, hosts, ranks_per_host,
     out.append(_rule(
         f"dataset at least {rules.HOST_MEMORY_MULTIPLIER}x the summed memory of the client "
         "hosts", dataset_bytes >= need,
-        f"{dataset_bytes:,} bytes ({dataset_bytes / GIB:.3f} GiB) in {num_files} files; "
+        f"{dataset_bytes:,} bytes ({units.size_in(dataset_bytes, 'GiB', 3)}) in {num_files} files; "
         f"{rules.HOST_MEMORY_MULTIPLIER} x "
-        f"{host_memory_bytes / GIB:.3f} GiB (MemTotal summed over {len(hosts)} hosts: "
-        f"{', '.join(hosts)}) = {need / GIB:.3f} GiB"))
+        f"{units.size_in(host_memory_bytes, 'GiB', 3)} (MemTotal summed over {len(hosts)} hosts: "
+        f"{', '.join(hosts)}) = {units.size_in(need, 'GiB', 3)}"))
     everything = ([warmup] if warmup else []) + runs
     steps = min((r["steps_per_epoch"] for r in everything), default=0)
     accelerators = max((r["accelerators"] for r in everything), default=0)

@@ -8,6 +8,7 @@ import math
 from dlio_mpi.acceptance.rules import (FILES_PER_SUBFOLDER, HOST_MEMORY_MULTIPLIER,
                                        MAX_FILES_UNSHARDED, MIN_STEPS_PER_EPOCH,
                                        AcceptanceError)
+from dlio_mpi.display import units
 
 GIB = 2**30
 RULE_MEMORY = f"{HOST_MEMORY_MULTIPLIER}x client memory"
@@ -78,15 +79,15 @@ def minimum(*, record_length, samples_per_file, batch_size, hosts, accelerators,
 
 def explain(m):
     """The arithmetic of m, as lines."""
-    per_host = m.host_memory_bytes / m.hosts / GIB
+    per_host = m.host_memory_bytes / m.hosts
     dataset = max(m.samples_by_steps, m.samples_by_memory)
     lines = [
         f"{RULE_STEPS}: {MIN_STEPS_PER_EPOCH} x batch {m.batch_size} x {m.accelerators} "
         f"accelerators = {m.samples_by_steps:,} samples",
-        f"{RULE_MEMORY}: {HOST_MEMORY_MULTIPLIER} x {m.hosts} hosts x {per_host:.2f} GiB / "
+        f"{RULE_MEMORY}: {HOST_MEMORY_MULTIPLIER} x {m.hosts} hosts x {units.size_in(per_host, 'GiB')} / "
         f"{m.record_length:,} bytes per sample = {m.samples_by_memory:,} samples (rounded up)",
         f"decided by {m.rule}: {dataset:,} samples / {m.samples_per_file:,} per file = "
-        f"{m.num_files_train:,} files (rounded up), {m.dataset_gib:.2f} GiB",
+        f"{m.num_files_train:,} files (rounded up), {units.size_in(m.dataset_bytes, 'GiB')}",
     ]
     if m.num_subfolders_train:
         lines.append(f"{m.num_files_train:,} files > {MAX_FILES_UNSHARDED:,}: "

@@ -8,6 +8,7 @@ import json
 import os
 
 from dlio_mpi.files import safe_files
+from dlio_mpi.display import units
 
 JSON = "report.json"
 HTML = "report.html"
@@ -94,7 +95,8 @@ def _table(header, rows):
 def _system(s):
     rows = []
     for h in s["hosts"]:
-        hosts = ", ".join(f"{x['cpus']} CPUs, {x['memory_GB']:.1f} GiB" for x in h["hosts"])
+        hosts = ", ".join(f"{x['cpus']} CPUs, {units.size_in(x['memory_GB'] * GIB, 'GiB', 1)}"
+                          for x in h["hosts"])
         rows.append(("hosts", _e(f"{h['num_hosts']} (first: {h['first_host']}): {hosts}")))
     rows += [("MPI", _e(", ".join(s["mpi"]) or "-")),
              ("MPI-IO", _e(", ".join(s["mpiio"]) or "-")),

@@ -22,6 +22,7 @@ import time
 
 from dlio_mpi.config import loader as config
 from dlio_mpi.advise.measure import Advisor, Candidate, _slug, merged, minimal_doc, speedup
+from dlio_mpi.display import tables
 
 CHUNK_SCALES = (0.25, 4, 16)
 CALIBRATION_RUNS = 3
@@ -228,12 +229,12 @@ def render_paper(study):
                          f"the run time (run {cal['chosen'] + 1} of {len(runs)})"
                          + ("" if res["calibration"]["within"] else
                             f", NOT within {SHARE_TOLERANCE:.0%} of the target"))
-        lines.append(f"  {'study':14}{'setting':34}{'s/epoch':>9}{'speedup':>9}{'spread':>8}"
-                     f"{'rounds':>8}")
+        rows = []
         for r in res["rows"]:
             t = "-" if r["time_per_epoch_s"] is None else f"{r['time_per_epoch_s']:.3f}"
             s = "failed" if r["error"] else "-" if r["speedup"] is None else f"{r['speedup']:.2f}"
             sp = "-" if r["spread"] is None else f"{r['spread']:.2f}"
-            lines.append(f"  {r['study']:14}{r['setting']:34}{t:>9}{s:>9}{sp:>8}"
-                         f"{r['rounds']:>8}")
+            rows.append([r["study"], r["setting"], t, s, sp, r["rounds"]])
+        lines += ["  " + line for line in tables.table(
+            rows, ["study", "setting", "s/epoch", "speedup", "spread", "rounds"], align="llr")]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ import time
 import yaml
 
 from dlio_mpi import backends
+from dlio_mpi.display import units
 from dlio_mpi.run import summary_layout
 from dlio_mpi.advise.measure import speedup
 
@@ -37,8 +38,8 @@ def _page_cache_note(summary, cold):
         return ("--cold: every run started with the dataset evicted from the page cache of "
                 "each host; reads within a run (a second epoch) may still come from it")
     if memory and data <= memory:
-        return (f"the dataset ({data / 2**30:.2f} GiB) fits in one host's memory "
-                f"({memory / 2**30:.1f} GiB): after their first read the runs read it from "
+        return (f"the dataset ({units.size_in(data, 'GiB')}) fits in one host's memory "
+                f"({units.size_in(memory, 'GiB', 1)}): after their first read the runs read it from "
                 "the page cache, so the speedups are those of a cached dataset; rerun with "
                 "--cold (evicted before every run), io.interface=posix_direct, or a dataset "
                 "larger than memory to measure the storage")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlio_mpi import backends
+from dlio_mpi.display import units
 from dlio_mpi.data.dataset import Dataset
 
 # the sizes the code uses (the modules named)
@@ -54,15 +55,6 @@ class Need:
 
 def _up(n, align):
     return -(-int(n) // align) * align
-
-
-def size_text(n):
-    """Bytes as a short figure (binary units), with the exact count where it is small."""
-    n = int(n)
-    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.1f} {unit}"
-    return f"{n} bytes"
 
 
 def _sample_keys(cfg):
@@ -224,9 +216,9 @@ def reader_needs(cfg, split="train"):
                           _sample_keys(cfg)))
     if threads:
         needs.append(Need(f"{name}read-ahead buffers", threads * _up(room, RA_ALIGN),
-                          f"reader.read_threads={threads} x {size_text(room)} ({rkeys})"))
+                          f"reader.read_threads={threads} x {units.size(room)} ({rkeys})"))
         needs.append(Need(f"{name}read-ahead threads", thread_bytes(threads),
-                          f"reader.read_threads={threads} x {size_text(THREAD_BYTES)}"))
+                          f"reader.read_threads={threads} x {units.size(THREAD_BYTES)}"))
     needs += _library_needs(cfg, data)
     return needs
 

@@ -5,7 +5,8 @@ naming the host, the keys that size the largest buffers, and the numbers."""
 import os
 
 from dlio_mpi.config.errors import ConfigError
-from dlio_mpi.config.memory_budget import rank_need, size_text
+from dlio_mpi.config.memory_budget import rank_need
+from dlio_mpi.display import units
 
 
 def _read_int(path):
@@ -58,10 +59,10 @@ def host_room():
     from dlio_mpi.run import sysinfo
 
     avail = sysinfo.available_memory_bytes()
-    room, text = (avail, f"MemAvailable {size_text(avail)}") if avail else (None, "")
+    room, text = (avail, f"MemAvailable {units.size(avail)}") if avail else (None, "")
     group = cgroup_room()
     if group is not None:
-        text += f"{'; ' if text else ''}cgroup room {size_text(group[0])} ({group[1]})"
+        text += f"{'; ' if text else ''}cgroup room {units.size(group[0])} ({group[1]})"
         if room is None or group[0] < room:
             room = group[0]
     return room, text
@@ -79,12 +80,12 @@ def refusal(cfg, needs_by_rank, who, phase, needs, room, room_text, host):
         return None
     most = max(needs_by_rank)
     top = sorted(needs, key=lambda n: -n.bytes)[:3]
-    parts = "; ".join(f"{n.what} {size_text(n.bytes)}: {n.keys}" for n in top)
+    parts = "; ".join(f"{n.what} {units.size(n.bytes)}: {n.keys}" for n in top)
     each = "per rank" if most * ranks == total else f"on rank {who} (the most of this host)"
-    return (f"not enough memory on host {host}: {phase} needs {size_text(most)} {each} "
+    return (f"not enough memory on host {host}: {phase} needs {units.size(most)} {each} "
             f"({parts}); {ranks} rank{'s' if ranks > 1 else ''} on this host need "
-            f"{size_text(total)}, more than io.memory_limit_fraction={fraction} of the "
-            f"{size_text(room)} available ({room_text}): {size_text(allowed)}")
+            f"{units.size(total)}, more than io.memory_limit_fraction={fraction} of the "
+            f"{units.size(room)} available ({room_text}): {units.size(allowed)}")
 
 
 def check(cfg, comm, generating=False):

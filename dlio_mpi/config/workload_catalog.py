@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlio_mpi.config import loader as config
+from dlio_mpi.display import units
 
 SHRINK_PREFIX = "# shrink:"
 
@@ -48,15 +49,6 @@ def what(name):
     return m.group(1).strip() if m else name
 
 
-def human_bytes(n):
-    """Bytes in powers of 1024, three significant figures: 256 KiB, 22.9 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n} B"       # unreachable
-
-
 def _dataset_bytes(cfg):
     ds = cfg.dataset
     files = ds.num_files_train + ds.num_files_eval
@@ -88,10 +80,10 @@ def size(cfg):
     ds = cfg.dataset
     if cfg.workflow.train:
         parts.append(f"{ds.num_files_train} files x {ds.num_samples_per_file} samples, "
-                     f"{human_bytes(_dataset_bytes(cfg))}")
+                     f"{units.size(_dataset_bytes(cfg))}")
     if cfg.workflow.checkpoint:
         try:
-            parts.append(f"checkpoint {human_bytes(_checkpoint_bytes(cfg))}")
+            parts.append(f"checkpoint {units.size(_checkpoint_bytes(cfg))}")
         except config.ConfigError:
             parts.append("checkpoint sized by the rank count")
     return "; ".join(parts) or "nothing read or written"

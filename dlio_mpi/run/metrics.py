@@ -6,6 +6,7 @@ import time
 import numpy as np
 
 from dlio_mpi.data import sampler
+from dlio_mpi.display import units
 from dlio_mpi.run import summary_layout
 from dlio_mpi.run import sysinfo
 
@@ -150,22 +151,22 @@ def format_summary(summary):
         published = f", published in {c['publish_s'] * 1e3:.1f} ms" \
             if c["op"] == "write" and "publish_s" in c else ""
         lines.append(f"checkpoint {c['index']} {c['op']}: {c['bytes']} bytes in "
-                     f"{c['duration_s']:.3f} s ({c['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s, "
+                     f"{c['duration_s']:.3f} s ({units.rate_in(c['bandwidth_bytes_per_s'], 'MiB')}, "
                      f"{c['fsyncs']} fsyncs{published})")
     for e in s.get("evaluations") or []:
         lines.append(f"evaluation after epoch {e['epoch']}: {e['samples']} samples in "
-                     f"{e['duration_s']:.3f} s, {e['bytes_per_s'] / 2**20:.1f} MiB/s moved")
+                     f"{e['duration_s']:.3f} s, {units.rate_in(e['bytes_per_s'], 'MiB')} moved")
     if s.get("write"):
         w = s["write"]
         lines.append(f"dataset written first (io.write_first): {w['bytes_written']} bytes in "
-                     f"{w['duration_s']:.3f} s ({w['bandwidth_bytes_per_s'] / 2**20:.1f} MiB/s)")
+                     f"{w['duration_s']:.3f} s ({units.rate_in(w['bandwidth_bytes_per_s'], 'MiB')})")
     if s.get("load"):
         ld = s["load"]
         lines.append(f"input read into memory at start: {ld['bytes_moved']} bytes in "
                      f"{ld['duration_s']:.3f} s")
     for e in s["epochs"]:
         lines.append(f"epoch {e['epoch']}: {e['samples']} samples in {e['duration_s']:.3f} s,"
-                     f" {e['samples_per_s']:.1f} samples/s, {e['bytes_per_s'] / 2**20:.1f} MiB/s"
+                     f" {e['samples_per_s']:.1f} samples/s, {units.rate_in(e['bytes_per_s'], 'MiB')}"
                      f" moved, AU {100 * e['au']:.1f}%")
     if "train_au_mean_percentage" not in m:
         moved = sum(c["bytes"] for c in s["checkpoints"] if c.get("op") == "write")

@@ -10,6 +10,7 @@ import sys
 import time
 
 from dlio_mpi.files import safe_files
+from dlio_mpi.display import units
 
 LOGGER = "dlio_mpi"
 LOG_FILE = "dlio_mpi.log"
@@ -214,6 +215,5 @@ class RunProgress:
 def checkpoint_line(entry):
     """A checkpoint written or read (its record, schedule.record), said as it ends."""
     verb = "written" if entry["op"] == "write" else "read"
-    log.info(f"checkpoint {entry['index']} {verb}: {entry['bytes'] / 2**20:,.1f} MiB in "
-             f"{entry['duration_s']:.2f} s ({entry['bandwidth_bytes_per_s'] / 2**20:,.1f} "
-             "MiB/s)")
+    log.info(f"checkpoint {entry['index']} {verb}: {units.size_in(entry['bytes'], 'MiB', 1)} in "
+             f"{entry['duration_s']:.2f} s ({units.rate_in(entry['bandwidth_bytes_per_s'], 'MiB')})")

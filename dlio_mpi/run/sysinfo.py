@@ -4,6 +4,8 @@ import resource
 import socket
 import time
 
+from dlio_mpi.display import units
+
 
 def mpi_library():
     from mpi4py import MPI
@@ -118,8 +120,8 @@ def dataset_vs_memory(dataset_bytes, host_memory_bytes):
     """A warning when the page cache of one host could hold the whole dataset (the run then
     measures memory more than storage), else None."""
     if host_memory_bytes and dataset_bytes <= host_memory_bytes:
-        return (f"the dataset ({dataset_bytes / 2**30:.2f} GiB) fits in the memory of one host "
-                f"({host_memory_bytes / 2**30:.1f} GiB): reads after the first epoch may come "
+        return (f"the dataset ({units.size_in(dataset_bytes, 'GiB')}) fits in the memory of one "
+                f"host ({units.size_in(host_memory_bytes, 'GiB', 1)}): reads after the first epoch may come "
                 "from the page cache, not the storage")
     return None
 

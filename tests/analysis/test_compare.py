@@ -110,7 +110,7 @@ def test_three_jobs_and_text(log, characterized):
     assert 0.8 < result.scores[result.labels[1]] < 1.0  # same program, another release
     assert result.scores[result.labels[2]] < result.scores[result.labels[1]]
     text = analysis.render_comparison(result)
-    assert text.splitlines()[0].split() == ["metric", *result.labels]
+    assert text.splitlines()[0].split() == ["metric", "unit", *result.labels]
     assert f"similarity of {result.labels[2]} to {result.labels[0]}: " \
            f"{result.scores[result.labels[2]]:.3f}" in text
     data = result.to_dict()
@@ -135,3 +135,33 @@ def test_a_job_of_the_wrong_shape_cannot_score_high(tmp_path):
     gate = result.table.set_index(["metric", "job"]).loc[("structure_gate", "both"),
                                                           "similarity"]
     assert gate == 0.0 and result.score == 0.0
+
+
+def test_text_names_units_and_what_cost_the_score(tmp_path):
+    """The table gives each metric's unit and sizes in binary units; under the score, the
+    metrics that took the most points, costliest first (weight 2 at similarity 0: mean read
+    size and size histogram, 2 / known weight each), then read calls (weight 1)."""
+    small, large = _reads(tmp_path, "small", 100, 10), _reads(tmp_path, "large", 1000, 1)
+    result = analysis.compare([small, large], labels=["small", "large"])
+    text = analysis.render_comparison(result)
+    lines = text.splitlines()
+    assert lines[0].split() == ["metric", "unit", "small", "large"]
+    mean_size = next(line for line in lines if line.startswith("mean_read_size"))
+    assert mean_size.split()[3:] == ["bytes", "100", "B", "1,000", "B", "(+900.0%)"]
+    assert next(line for line in lines if line.startswith("read_ops")).split()[3] == "calls"
+    known = TOTAL_WEIGHT - 2.0
+    costs = next(line for line in lines if line.startswith("  cost most: "))
+    assert costs == (f"  cost most: mean_read_size -{2 / known:.3f}, read_size_histogram "
+                     f"-{2 / known:.3f}, read_ops -{1 / known:.3f}")
+    assert "structure gate" not in text      # the structure is the same
+
+
+def test_text_names_the_structure_metric_that_gated_the_score(tmp_path):
+    own = write_run(tmp_path / "own", {0: [[call("read", 0, 10, file=0, offset=0, nbytes=100)]],
+                                       1: [[call("read", 0, 10, file=1, offset=0, nbytes=100)]]})
+    both = write_run(tmp_path / "both", {0: [[call("read", 0, 10, file=0, offset=0,
+                                                   nbytes=100)]],
+                                         1: [[call("read", 0, 10, file=0, offset=100,
+                                                   nbytes=100)]]})
+    text = analysis.render_comparison(analysis.compare([own, both], labels=["own", "both"]))
+    assert "  structure gate: 0.000, set by shared_file_fraction" in text

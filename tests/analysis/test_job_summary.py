@@ -205,5 +205,5 @@ def test_report_carries_the_summary(log, tmp_path):
                                       dxt=False)
     for page in (Path(files.markdown).read_text(), Path(files.html).read_text()):
         assert "Job summary" in page and "438090 / 1000" in page
-        assert "262144 B x 32" in page and "2413.48 MiB/s" in page
+        assert "262144 B x 32" in page and "2,413.48 MiB/s" in page
         assert "/home (ext4)" in page

@@ -43,7 +43,7 @@ def test_a_replay_larger_than_its_folder_is_refused(small_folder):
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("analyze: replay: needs 33.1 MiB (")
-    assert f"in {small_folder}, which has 16.0 MiB (16777216 bytes) free: give --scale " \
+    assert f"in {small_folder}, which has 16 MiB (16777216 bytes) free: give --scale " \
         in last
     assert "Traceback" not in done.stderr
     # the estimate came first, as a progress line: the dataset, its reads, a time

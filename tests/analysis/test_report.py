@@ -71,9 +71,10 @@ def test_report_of_a_log_with_heatmaps_but_no_trace(log, tmp_path):
 
 
 def test_report_of_an_old_log_without_trace_or_heatmap(log, tmp_path):
-    """One record reduced over the 4 ranks: no bytes per rank, the timeline's spans as bands."""
+    """One record reduced over the 4 ranks: its bytes spread over the ranks as "shared", the
+    timeline's spans as bands."""
     files = _report(log("release_logs__mpi-io-test-x86_64-3.0.0"), tmp_path / "r")
-    _check_files(files, ["transfer_sizes", "timeline"])
+    _check_files(files, ["transfer_sizes", "timeline", "rank_balance"])
 
 
 def test_report_of_an_empty_log(log, tmp_path):
