@@ -37,18 +37,6 @@ def unread_per_epoch(num_samples, ranks, batch, remainder, layout, read_type):
     return num_samples - steps * readers * batch
 
 
-def dropped_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
-                      read_type="on_demand"):
-    """Samples not read in an epoch (0 when the remainder is padded)."""
-    return max(0, unread_per_epoch(num_samples, ranks, batch, remainder, layout, read_type))
-
-
-def padded_per_epoch(num_samples, ranks, batch, remainder="drop", layout="multi",
-                     read_type="on_demand"):
-    """Samples read a second time in an epoch to fill the last step (io.remainder=pad)."""
-    return max(0, -unread_per_epoch(num_samples, ranks, batch, remainder, layout, read_type))
-
-
 def epoch_order(num_samples, epoch, seed, shuffle, samples_per_file=0, file_shuffle=False):
     """The global sample order of an epoch: a permutation of all samples (shuffle), or, with
     file_shuffle only, the files in a permuted order with each file's samples in order, or the

@@ -71,12 +71,3 @@ def _end_before_hdf5_shutdown():
 
 # Python's exit handlers run before mpi4py's MPI_Finalize (a C-level exit function)
 atexit.register(_end_before_hdf5_shutdown)
-
-
-
-def align_range(offset, length, alignment):
-    """The smallest aligned range covering [offset, offset+length): what an O_DIRECT reader
-    transfers to serve an unaligned request."""
-    start = offset - offset % alignment
-    end = -(-(offset + length) // alignment) * alignment
-    return start, end - start

@@ -8,6 +8,16 @@ from hypothesis import strategies as st
 from dlio_mpi.data import sampler
 
 
+def dropped_per_epoch(n, ranks, batch, remainder="drop"):
+    """Samples not read in an epoch (0 when the remainder is padded)."""
+    return max(0, sampler.unread_per_epoch(n, ranks, batch, remainder, "multi", "on_demand"))
+
+
+def padded_per_epoch(n, ranks, batch, remainder="drop"):
+    """Samples read a second time in an epoch to fill the last step (io.remainder=pad)."""
+    return max(0, -sampler.unread_per_epoch(n, ranks, batch, remainder, "multi", "on_demand"))
+
+
 def all_ranks(n, ranks, batch, epoch=0, **kw):
     return [sampler.rank_samples(n, ranks, r, batch, epoch, 7, True, **kw) for r in range(ranks)]
 
@@ -21,7 +31,7 @@ def test_drop_covers_each_sample_at_most_once_with_equal_steps(n, ranks, batch, 
     assert all(p.shape == (steps, batch) for p in plans)
     seen = np.concatenate([p.reshape(-1) for p in plans])
     assert np.unique(seen).size == seen.size
-    assert seen.size + sampler.dropped_per_epoch(n, ranks, batch) == n
+    assert seen.size + dropped_per_epoch(n, ranks, batch) == n
     assert ((seen >= 0) & (seen < n)).all()
 
 
@@ -32,8 +42,8 @@ def test_pad_covers_every_sample(n, ranks, batch):
     seen = np.concatenate([p.reshape(-1) for p in plans])
     assert set(seen.tolist()) == set(range(n))
     assert len({p.shape for p in plans}) == 1
-    assert sampler.dropped_per_epoch(n, ranks, batch, "pad") == 0
-    assert seen.size - sampler.padded_per_epoch(n, ranks, batch, "pad") == n
+    assert dropped_per_epoch(n, ranks, batch, "pad") == 0
+    assert seen.size - padded_per_epoch(n, ranks, batch, "pad") == n
 
 
 def test_order_changes_per_epoch_and_is_reproducible():
@@ -58,7 +68,7 @@ def test_a_million_samples_at_scale(ranks):
         assert np.array_equal(p.reshape(-1), order[r * steps * batch:(r + 1) * steps * batch])
         assert not taken[p.reshape(-1)].any()
         taken[p.reshape(-1)] = True
-    assert sampler.dropped_per_epoch(n, ranks, batch) == n - steps * batch * ranks
+    assert dropped_per_epoch(n, ranks, batch) == n - steps * batch * ranks
 
 
 @pytest.mark.parametrize("ranks", [1024, 65536])
@@ -87,7 +97,7 @@ def test_a_million_files_shuffled_by_file_at_scale(ranks):
         assert np.array_equal(p.reshape(-1), order[r * steps * batch:(r + 1) * steps * batch])
         assert not taken[p.reshape(-1)].any()
         taken[p.reshape(-1)] = True
-    assert sampler.dropped_per_epoch(n, ranks, batch) == n - steps * batch * ranks
+    assert dropped_per_epoch(n, ranks, batch) == n - steps * batch * ranks
 
 
 def test_memory_share_and_replicated():

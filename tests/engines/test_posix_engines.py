@@ -160,12 +160,6 @@ def test_fadvise_hints(shared_file):
         assert np.array_equal(f.read(0, 10), data[:10])
 
 
-def test_align_range():
-    assert engines.align_range(5000, 100, 4096) == (4096, 4096)
-    assert engines.align_range(4096, 4096, 4096) == (4096, 4096)
-    assert engines.align_range(4000, 200, 512) == (3584, 1024)
-
-
 def test_errors_name_their_rank_and_their_errno():
     """An engine's error carries the rank its message names, read back by the failure line
     without parsing the message; the end of a file is ENODATA."""
