@@ -5,8 +5,9 @@ import math
 
 from dlio_mpi.display import units
 
-from analysis.diagnosis.findings import (MANY_FILES, MIN_READS, MISALIGNED_PCT, OPENS_PER_READ, RANDOM_SEQ_PCT,
-                       SMALL_FILE_BYTES, SMALL_READ_BYTES, MiB, Finding, _size_key)
+from analysis.diagnosis.findings import (MANY_FILES, MIN_READS, MISALIGNED_PCT, OPENS_PER_READ,
+                                         RANDOM_SEQ_PCT, SMALL_FILE_BYTES, SMALL_READ_BYTES, MiB,
+                                         Finding, _size_key, rows_format)
 
 
 def _small_chunks(job):
@@ -14,7 +15,7 @@ def _small_chunks(job):
     chunk at a time, whatever the read sizes the op log shows above the MPI-IO driver."""
     record = job.size("dataset", "record_length", 0)
     chunk = job.size("dataset", "chunk_size", 0)
-    if job.get("dataset", "format") != "hdf5" or not job.get("dataset", "enable_chunking") \
+    if not rows_format(job.get("dataset", "format")) or not job.get("dataset", "enable_chunking") \
             or not chunk or chunk >= min(record, SMALL_READ_BYTES):
         return None
     changes = _larger_reads(job, record)
@@ -51,7 +52,7 @@ def _larger_reads(job, record):
     access = job.get("reader", "access", "sample")
     xfer = job.size("reader", "transfer_size", 262144)
     changes = {}
-    if job.get("dataset", "format") == "hdf5":
+    if rows_format(job.get("dataset", "format")):
         volumes = job.get("dataset", "volumes") or []
         if volumes:
             grown = [dict(v, chunks=[min(2 * c, s) for c, s in

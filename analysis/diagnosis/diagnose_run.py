@@ -1,7 +1,8 @@
 """Diagnosis rules about the run around the reads: shared files, balance among ranks, overlap
 with compute, checkpoints and compression (see analysis.diagnosis.diagnose)."""
 
-from analysis.diagnosis.findings import (CHECKPOINT_SHARE, IMBALANCE, IO_WAIT_SHARE, MiB, Finding)
+from analysis.diagnosis.findings import (CHECKPOINT_SHARE, IMBALANCE, IO_WAIT_SHARE, MiB, Finding,
+                                         rows_format)
 
 def _shared_independent(job):
     iface = job.get("io", "interface", "posix")
@@ -79,11 +80,11 @@ def _checkpoint_stalls(job):
     if share < CHECKPOINT_SHARE:
         return None
     changes = {}
-    fmt = job.get("checkpoint", "format", "file_per_rank")
-    if fmt in ("mpiio", "hdf5"):
+    ck_format = job.get("checkpoint", "format", "file_per_rank")
+    if ck_format in ("mpiio", "hdf5"):
         changes["a checkpoint file per rank"] = {"checkpoint": {"format": "file_per_rank"}}
     if job.get("checkpoint", "writers", "rank0") == "rank0" and job.ranks > 1 and \
-            fmt == "file_per_rank":
+            ck_format == "file_per_rank":
         changes["every rank writes its share"] = {"checkpoint": {"writers": "all"}}
     if job.size("checkpoint", "transfer_size", MiB) < 16 * MiB:
         changes["checkpoint writes of 16 MiB"] = {"checkpoint": {"transfer_size": "16m"}}
@@ -111,7 +112,7 @@ def _compression(job):
                 for v in volumes]}}
     else:
         changes["no compression"] = {"dataset": {"compression": "none"}}
-        if ds.get("format") == "hdf5" and ds.get("compression") == "gzip":
+        if rows_format(ds.get("format")) and ds.get("compression") == "gzip":
             changes["lzf compression"] = {"dataset": {"compression": "lzf"}}
     what = ds.get("compression") if not volumes else ", ".join(
         sorted({v.get("compression", "none") for v in volumes}))

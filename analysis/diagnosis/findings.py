@@ -102,3 +102,11 @@ class _Job:
                 return default
             return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
         return int(value or 0)
+
+
+def rows_format(fmt):
+    """Whether dataset.format fmt stores a sample as a row of an HDF5 dataset (its traits say,
+    not its name)."""
+    from dlio_mpi import formats
+    t = formats.TRAITS.get(fmt)
+    return bool(t and t.rows)

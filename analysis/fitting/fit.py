@@ -88,7 +88,7 @@ from analysis.fitting.fit_checkpoints import fit_checkpoints
 from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
                            _shuffle, _stem, _timeline, _transfer_size, _write_first)
-from analysis.fitting.fit_patterns import FRAMING
+from analysis.fitting.fit_patterns import framing, traits, whole_fields
 from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 SHARED_SHARE = 0.5
@@ -197,13 +197,12 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     evidence["dominant_read_size"] = {"size": transfer, "byte_share": share}
     transfer_size = transfer if share >= DOMINANT_SHARE else 0
     record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
-    if fmt == "csv":
-        record = max(4, record - record % 4)
-    spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
+    record = whole_fields(fmt, record)
+    spf = max(1, int(round(file_size / (record + framing(fmt)))))
 
     interface = _interface(fmt, layout, data, job, notes)
     shuffle, forward = _shuffle(trace, basis, reading,
-                                transfer if fmt == "hdf5" and share >= DOMINANT_SHARE else None)
+                                transfer if traits(fmt).rows and share >= DOMINANT_SHARE else None)
     evidence["forward_jump_share"] = forward
     pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
                                            file_size, notes, evidence)

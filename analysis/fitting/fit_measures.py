@@ -15,7 +15,7 @@ from analysis.characterization.counters import SPECS
 from analysis.characterization.dxt_metrics import EARLY_PERIOD
 from analysis.characterization.file_roles import file_roles
 from analysis.characterization.files import file_format
-from analysis.fitting.fit_patterns import FRAMING
+from analysis.fitting.fit_patterns import framing, traits
 from analysis.characterization.layers import dataset_file
 from analysis.loading.oplog_records import sequential_flags
 from analysis.characterization.read_order import read_order
@@ -61,10 +61,11 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
             notes.append("the data files were written after being read: the writes are not "
                          "emulated")
             return {}
-    if fmt not in ("raw", "hdf5"):
+    if not traits(fmt).written_first:
+        from dlio_mpi import formats
         notes.append(f"the {fmt} data files were written in the job before being read: "
-                     "not emulated (io.write_first writes raw or HDF5 files); generate them "
-                     "first")
+                     f"not emulated (io.write_first writes {formats.listed(lambda t: t.written_first)} "
+                     "files); generate them first")
         return {}
     syncs = sum(int(rows[c].clip(lower=0).sum()) for c in spec.ops.get("syncs", ())
                 if c in rows)
@@ -73,13 +74,13 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
         notes.append(f"the data files were written in {sizes}-byte pieces and read in "
                      f"{transfer_size}-byte ones: io.write_first writes in the read size")
     evidence["write_first"] = {"bytes_written": total, "syncs": syncs, "write_size": sizes}
-    if fmt == "hdf5":
+    if traits(fmt).rows:
         notes.append(_hdf5_writes_note(job, set(data["name"])))
     out = {"write_first": True}
     order = _write_order(job, set(data.index), rows, basis)
     evidence["write_order"] = order
     if order is not None and order["order"] == "shuffled":
-        if fmt == "raw":
+        if traits(fmt).byte_ranges:
             out["write_order"] = "shuffled"
         else:
             notes.append(f"the data files were written in a shuffled order ({order['seq']:.2f} "
@@ -303,7 +304,7 @@ def _record_length(trace, fmt, transfer, file_size, read_type):
     if trace is None or read_type == "memory":
         return int(min(max(transfer, 1), file_size))
     runs = _runs(trace)
-    median = int(round(float(np.median(runs)))) - FRAMING.get(fmt, 0)
+    median = int(round(float(np.median(runs)))) - framing(fmt)
     return int(min(max(median, transfer, 1), file_size))
 
 
@@ -365,7 +366,7 @@ def _interface(fmt, layout, data, job, notes):
     interfaces = _data_interfaces(job, data)
     collective = "MPI-IO collective" in interfaces
     independent = "MPI-IO independent" in interfaces
-    hdf5 = "HDF5" in interfaces or fmt == "hdf5"
+    hdf5 = "HDF5" in interfaces or traits(fmt).rows
     if collective and layout == "multi":
         notes.append("collective MPI-IO on per-rank files fitted as independent MPI-IO")
         collective, independent = False, True

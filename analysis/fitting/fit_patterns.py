@@ -25,7 +25,23 @@ analysis.fitting.fit: what a log shows of how a program read its samples, beyond
 import numpy as np
 
 EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
-FRAMING = {"tfrecord": 16, "npz": 128}  # bytes a format adds to a sample, as fit assumes
+
+
+def traits(fmt):
+    """What the fit asks of a dataset format (dlio_mpi.formats' traits), never its name."""
+    from dlio_mpi import formats
+    return formats.TRAITS[fmt]
+
+
+def framing(fmt):
+    """Bytes a format's files hold per sample beyond the sample's own."""
+    return traits(fmt).framing
+
+
+def whole_fields(fmt, record):
+    """record rounded down to a whole number of the format's fields (at least one)."""
+    unit = traits(fmt).field_bytes
+    return max(unit, record - record % unit) if unit > 1 else record
 STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
 WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
 SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
@@ -301,7 +317,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
     ascending = file_order_ascending(trace, names)
     evidence["files_in_name_order"] = ascending
     files, total = len(data), int(data["bytes_read"].sum())
-    if fmt == "npz":
+    t = traits(fmt)
+    if t.numpy_load and not t.numpy_fromfile:
         loads = numpy_loads(trace, sizes)
         if loads is not None:
             count, buffer = loads
@@ -329,7 +346,7 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 epochs = max(1, int(round(count / (files * spf))))
             return (record, spf, 0, {"access": "numpy", "buffer_size": buffer}, epochs,
                     ascending)
-    if fmt == "npy":
+    if t.numpy_fromfile:
         loads = npy_loads(job, trace, data)
         if loads is not None:
             count, buffer, array = loads
@@ -340,8 +357,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "in it cannot be told apart: one sample per file")
             return (array, 1, 0, {"access": "numpy", "buffer_size": buffer},
                     max(1, int(round(count / files))), ascending)
-    if fmt in ("raw", "jpeg", "png") and layout == "multi":
-        decoder = fmt if fmt != "raw" else None
+    if t.opaque and not t.companions and layout == "multi":
+        decoder = t.decoder
         image = image_pattern(trace, sizes, decoder)
         if image is not None:
             buffer, request = image
@@ -364,7 +381,7 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              "sample per file")
             return (record, 1, request, {"access": "image", "buffer_size": buffer},
                     max(1, int(round(loads / files))), ascending)
-    if fmt == "raw" and layout == "multi":
+    if t.opaque and t.decoder is None and not t.companions and layout == "multi":
         whole = whole_file_loads(trace, sizes)
         if whole is not None:
             loads, block, eof = whole
@@ -390,7 +407,7 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              "name order (the counters of each file are the same)")
             extra = {"access": "stream", "eof_reads": eof} if eof else {}
             return (int(round(float(size.mean()))), 1, block, extra, epochs, True)
-    if fmt in ("tfrecord", "csv") and layout == "multi":
+    if t.streamed and layout == "multi":
         # the formats whose readers stream (for others, reading samples in file order is
         # the same I/O and is fitted as such)
         stream = stream_block(trace, sizes)
@@ -414,11 +431,9 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              "reader.file_shuffle seed")
             # samples of about one block, as many as keep the file its real size
             spf = max(1, int(round(file_size / block)))
-            record = max(1, file_size // spf - FRAMING.get(fmt, 0))
-            if fmt == "csv":
-                record = max(4, record - record % 4)
+            record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))
             return record, spf, block, extra, None, True
-    if fmt == "hdf5":
+    if t.rows:
         libver = hdf5_libver(trace)
         if libver is not None:
             evidence["hdf5_libver"] = libver

@@ -63,7 +63,7 @@ def checkpoint_files(table, summary, ranks):
         return fid, {}
     config = summary.get("config", {})
     ck = config.get("checkpoint", {})
-    fmt, folder = ck.get("format", "file_per_rank"), ck.get("checkpoint_folder", ".")
+    ck_format, folder = ck.get("format", "file_per_rank"), ck.get("checkpoint_folder", ".")
     shift = 0
     if ck.get("recovery_rank_shift") and ranks > 1:
         per_host = int((summary.get("facts") or {}).get("ranks_per_host_max") or ranks)
@@ -85,11 +85,11 @@ def checkpoint_files(table, summary, ranks):
         rank, f = int(table["rank"][session[0]]), int(fid[session[0]])
         index, number = checkpoint_of(f)
         base = os.path.join(folder, f"ckpt-{index:06d}")
-        if fmt in ("mpiio", "hdf5"):
-            owner, path = 0, base + (".h5" if fmt == "hdf5" else ".bin")
+        if ck_format in ("mpiio", "hdf5"):
+            owner, path = 0, base + (".h5" if ck_format == "hdf5" else ".bin")
         else:
             owner = rank if w else (rank + shift) % max(ranks, 1)
-            ext = f".{CHECKPOINT_FOUR_FILES[number]}" if fmt == "four_files" else ".bin"
+            ext = f".{CHECKPOINT_FOUR_FILES[number]}" if ck_format == "four_files" else ".bin"
             path = f"{base}-r{owner:06d}{ext}"
         if w:
             path += ".part"

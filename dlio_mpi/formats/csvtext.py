@@ -12,8 +12,9 @@ from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "csv"
 EXTENSION = ".csv"
-TRAITS = FormatTraits(NAME, EXTENSION, index_computed=True, aligned=False)
 FIELD = 4
+TRAITS = FormatTraits(NAME, EXTENSION, index_computed=True, aligned=False, streamed=True,
+                      field_bytes=FIELD)
 _TEXT = np.zeros(256, dtype=bool)
 _TEXT[np.frombuffer(b"0123456789,.-+eE \r\n", dtype=np.uint8)] = True
 

@@ -23,8 +23,9 @@ from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "npz"
 EXTENSION = ".npz"
+# framing: a member's zip local header and name, and its npy header, about 128 bytes
 TRAITS = FormatTraits(NAME, EXTENSION, compressions=("zip",), index_logged=True,
-                      numpy_load=True)
+                      numpy_load=True, framing=128)
 _LOCAL = struct.Struct("<4s5H3I2H")     # zip local file header, 30 bytes
 _MEMBER = re.compile(r"x_(\d+)\.npy\Z")
 

@@ -17,10 +17,10 @@ from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "tfrecord"
 EXTENSION = ".tfrecord"
-TRAITS = FormatTraits(NAME, EXTENSION, index_computed=True, index_checks_data=True,
-                      records=True)
 HEADER = 12          # length + its CRC
 OVERHEAD = 16        # header + payload CRC
+TRAITS = FormatTraits(NAME, EXTENSION, index_computed=True, index_checks_data=True,
+                      records=True, streamed=True, framing=OVERHEAD)
 _M32 = 0xFFFFFFFF
 _LEN = struct.Struct("<Q")
 _HDR = struct.Struct("<QI")

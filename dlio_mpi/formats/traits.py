@@ -33,7 +33,12 @@ class FormatTraits:
                      as the file with its extension replaced
     mapped           its application reads samples out of a memory mapping of the file
                      (io.interface=mmap unless one is given)
-    access           the reader.access its library's reads need (its default), or None"""
+    access           the reader.access its library's reads need (its default), or None
+    streamed         its real readers stream its files front to back in blocks (TensorFlow's
+                     record reader, pandas' csv reader), whatever the samples
+    framing          bytes its files hold per sample beyond the sample's own (a record's
+                     header and checksum; an npz member's zip and npy headers)
+    field_bytes      a sample is a whole number of fields of this many bytes"""
     name: str
     extension: str
     library: str = None
@@ -52,6 +57,9 @@ class FormatTraits:
     companions: tuple = ()
     mapped: bool = False
     access: str = None
+    streamed: bool = False
+    framing: int = 0
+    field_bytes: int = 1
 
     @property
     def rows(self):

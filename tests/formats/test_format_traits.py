@@ -48,3 +48,44 @@ def test_no_format_is_tested_by_name_outside_the_formats():
                 hits += _format_comparisons(os.path.join(folder, name))
     # dataset.npz_layout is a key of the npz format's own: its checks name the format
     assert len(hits) <= 2, "\n".join(hits)
+
+
+def _dataset_format_comparisons(path):
+    """Comparisons of a dataset format (a name `fmt`, or a "format" looked up outside a
+    checkpoint section) with a format's name."""
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    hits = []
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Compare):
+            continue
+        ops = [n.left] + n.comparators
+        named = any(isinstance(c, ast.Name) and c.id == "fmt" for o in ops for c in ast.walk(o))
+        looked_up = any(isinstance(c, ast.Constant) and c.value == "format"
+                        for o in ops for c in ast.walk(o)) \
+            and "checkpoint" not in ast.unparse(n)
+        names = [c.value for o in ops for c in ast.walk(o)
+                 if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+        if (named or looked_up) and any(v in FORMATS for v in names):
+            hits.append(f"{os.path.relpath(path, ROOT)}:{n.lineno}: {ast.unparse(n)}")
+    return hits
+
+
+def test_the_analysis_asks_the_formats_too():
+    """Before: the fit, the replay's size and the diagnosis named formats (fmt == "hdf5",
+    fmt in ("tfrecord", "csv"), a table of framing bytes) in 20 places; they ask the traits."""
+    hits = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "analysis")):
+        for name in files:
+            if name.endswith(".py"):
+                hits += _dataset_format_comparisons(os.path.join(folder, name))
+    assert hits == [], "\n".join(hits)
+
+
+def test_the_fits_framing_and_fields_are_the_formats():
+    from dlio_mpi.formats import csvtext, tfrecord
+    t = formats.TRAITS
+    assert (t["tfrecord"].framing, t["npz"].framing, t["raw"].framing) == (tfrecord.OVERHEAD,
+                                                                             128, 0)
+    assert t["csv"].field_bytes == csvtext.FIELD and t["raw"].field_bytes == 1
+    assert sorted(n for n in t if t[n].streamed) == ["csv", "tfrecord"]
