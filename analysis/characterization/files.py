@@ -9,18 +9,19 @@ module knows (an anonymized log's hashed names, ImageNet's ``train-00000-of-0102
 import os
 import re
 
-# extension (lower case) -> the dlio_mpi dataset.format it is
+from dlio_mpi import formats
+
+# the extension dlio_mpi gives each format's files (each format module's EXTENSION)
+EMULATOR_EXTENSIONS = {name: module.EXTENSION for name, module in formats.MODULES.items()}
+# extension (lower case) -> the dlio_mpi dataset.format it is: the emulator's own, where one
+# format has it (Megatron's indexed .bin files are read by byte ranges as raw ones are, and
+# taken for raw by their name), and the other names real programs give the same formats
 FORMAT_OF_EXTENSION = {
-    ".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".he5": "hdf5",
-    ".tfrecord": "tfrecord", ".tfrecords": "tfrecord",
-    ".npz": "npz", ".npy": "npy", ".csv": "csv",
-    ".jpeg": "jpeg", ".jpg": "jpeg", ".png": "png", ".parquet": "parquet",
+    **{ext: name for name, ext in EMULATOR_EXTENSIONS.items()
+       if list(EMULATOR_EXTENSIONS.values()).count(ext) == 1},
+    ".bin": "raw",
+    ".hdf5": "hdf5", ".hdf": "hdf5", ".he5": "hdf5", ".tfrecords": "tfrecord", ".jpg": "jpeg",
 }
-# the extension dlio_mpi gives each format's files (dlio_mpi/formats/*.py EXTENSION); Megatron's
-# indexed .bin files are read by byte ranges as raw ones are, and taken for raw by their name
-EMULATOR_EXTENSIONS = {"raw": ".bin", "npy": ".npy", "npz": ".npz", "tfrecord": ".tfrecord",
-                       "hdf5": ".h5", "csv": ".csv", "jpeg": ".jpeg", "png": ".png",
-                       "parquet": ".parquet", "indexed_binary": ".bin", "mmap_indexed_binary": ".bin"}
 # files that are not a training job's data: code, libraries, configuration, system files
 NOT_DATA_EXTENSIONS = frozenset({
     ".py", ".pyc", ".pyo", ".pyd", ".so", ".a", ".o", ".pth", ".egg", ".whl", ".h", ".pxd",
