@@ -9,7 +9,7 @@ import sys
 import sysconfig
 from glob import glob
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 
 def fail(msg):
@@ -142,4 +142,13 @@ def extensions():
                      include_path=[mpi4py.get_include(), os.path.dirname(mpi4py.__file__)])
 
 
-setup(ext_modules=extensions())
+def packages():
+    """dlio_mpi, and the analysis (the folder analysis/) installed as dlio_mpi_analysis: a
+    top-level package named "analysis" would clash with any other of that name."""
+    ours = find_packages(include=["dlio_mpi", "dlio_mpi.*"])
+    analysis = find_packages(include=["analysis", "analysis.*"])
+    return ours + ["dlio_mpi_analysis" + name[len("analysis"):] for name in analysis]
+
+
+setup(ext_modules=extensions(), packages=packages(),
+      package_dir={"dlio_mpi_analysis": "analysis"})

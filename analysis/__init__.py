@@ -5,7 +5,7 @@ directory of one job's logs, or a dlio_mpi run directory with its op logs); ``lo
 raw records of a log (or of a set of one job's per-process logs) as DataFrames, ``load_run``
 those of a run's op logs. ``compare`` puts jobs side by side with a similarity score, ``fit``
 derives a dlio_mpi workload from a job, ``write_report`` writes a report with figures, and
-``analysis.paper_study.paper`` runs the DLIO paper's study on the emulator.
+``dlio_mpi_analysis.paper_study.paper`` runs the DLIO paper's study on the emulator.
 """
 
 import importlib
@@ -33,7 +33,7 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name):
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+        raise AttributeError(f"module 'dlio_mpi_analysis' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     globals()[name] = value
     return value

@@ -1,12 +1,12 @@
 """Command line of the analysis: the click group ``analyze``.
 
-    python -m analysis.cli characterize PATH...        (or: python -m analysis ...)
-    python -m analysis.cli diagnose PATH [--threshold NAME=VALUE ...]
-    python -m analysis.cli compare PATH PATH...
-    python -m analysis.cli fit PATH -o workload.yaml
-    python -m analysis.cli report PATH -o DIR
-    python -m analysis.cli paper --out DIR [--ranks 2]
-    python -m analysis.cli replay LOG --out DIR [--ranks N]
+    python -m dlio_mpi_analysis.cli characterize PATH...        (or: python -m dlio_mpi_analysis ...)
+    python -m dlio_mpi_analysis.cli diagnose PATH [--threshold NAME=VALUE ...]
+    python -m dlio_mpi_analysis.cli compare PATH PATH...
+    python -m dlio_mpi_analysis.cli fit PATH -o workload.yaml
+    python -m dlio_mpi_analysis.cli report PATH -o DIR
+    python -m dlio_mpi_analysis.cli paper --out DIR [--ranks 2]
+    python -m dlio_mpi_analysis.cli replay LOG --out DIR [--ranks N]
 
 A PATH is a Darshan log, a directory of one job's Darshan logs, or a dlio_mpi run directory
 (summary.json + op logs); a directory of several jobs' logs is refused, naming the jobs, unless
@@ -29,9 +29,9 @@ USAGE = 2       # a request that cannot be met as given
 @contextlib.contextmanager
 def _reported():
     """Analysis errors as one line and exit status 1; warnings as stderr lines."""
-    from analysis.errors import AnalysisWarning, FitError, LogError
-    from analysis.replays.launch import Interrupted, LaunchError
-    from analysis.replays.replay_size import ReplaySizeError
+    from dlio_mpi_analysis.errors import AnalysisWarning, FitError, LogError
+    from dlio_mpi_analysis.replays.launch import Interrupted, LaunchError
+    from dlio_mpi_analysis.replays.replay_size import ReplaySizeError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AnalysisWarning)
@@ -69,11 +69,11 @@ def merge_jobs_option(f):
 def _source(path, dxt, merge_jobs):
     """What the analysis reads for PATH: the path itself, or with --merge-jobs the job loaded
     from all the logs it holds."""
-    from analysis.loading.oplog import is_run_dir
+    from dlio_mpi_analysis.loading.oplog import is_run_dir
 
     if not merge_jobs or is_run_dir(path):
         return path
-    from analysis.loading.loader import load
+    from dlio_mpi_analysis.loading.loader import load
     return load(path, dxt=dxt, merge_jobs=True)
 
 
@@ -106,8 +106,8 @@ def analyze():
 @merge_jobs_option
 def characterize_cmd(paths, dxt, as_json, merge_jobs):
     """The DLIO paper's I/O characterization of each PATH (each one job)."""
-    from analysis.characterization.characterize import characterize
-    from analysis.characterization.text import render_text
+    from dlio_mpi_analysis.characterization.characterize import characterize
+    from dlio_mpi_analysis.characterization.text import render_text
 
     with _reported():
         results = [characterize(_source(path, dxt, merge_jobs), dxt=dxt) for path in paths]
@@ -129,8 +129,8 @@ def characterize_cmd(paths, dxt, as_json, merge_jobs):
 def diagnose_cmd(path, thresholds, dxt, as_json):
     """What is wrong with the I/O of PATH: findings, most severe first, each with its evidence
     and the workload change advise would measure for it."""
-    from analysis.diagnosis.diagnosis_report import diagnose_path, render_diagnosis
-    from analysis.diagnosis.finding_kinds import Thresholds
+    from dlio_mpi_analysis.diagnosis.diagnosis_report import diagnose_path, render_diagnosis
+    from dlio_mpi_analysis.diagnosis.finding_kinds import Thresholds
 
     try:
         limits = Thresholds().with_values(thresholds)
@@ -155,7 +155,7 @@ def diagnose_cmd(path, thresholds, dxt, as_json):
 @merge_jobs_option
 def compare_cmd(paths, labels, dxt, as_json, merge_jobs):
     """Jobs side by side, with a similarity score in [0, 1] of each to the first."""
-    from analysis.comparison.compare import compare, render_comparison
+    from dlio_mpi_analysis.comparison.compare import compare, render_comparison
 
     if len(paths) < 2:
         raise click.UsageError("compare needs at least two PATHs")
@@ -182,7 +182,7 @@ def compare_cmd(paths, labels, dxt, as_json, merge_jobs):
 @merge_jobs_option
 def fit_cmd(path, output, data_folder, name, as_json, merge_jobs):
     """Fit a dlio_mpi workload to the I/O of PATH and write it as YAML."""
-    from analysis.fitting.fit import fit
+    from dlio_mpi_analysis.fitting.fit import fit
 
     with _reported():
         result = fit(_source(path, True, merge_jobs), data_folder=data_folder, name=name)
@@ -213,7 +213,7 @@ def fit_cmd(path, output, data_folder, name, as_json, merge_jobs):
 def replay_cmd(path, out_dir, ranks, launcher, scale, as_json):
     """Fit a workload to PATH, run it under mpiexec and compare the run with PATH. A replay
     that would not fit the free space of --out is refused (exit 2) before anything is made."""
-    from analysis.replays.replay import render_replay, replay
+    from dlio_mpi_analysis.replays.replay import render_replay, replay
 
     with _reported():
         result = replay(path, out_dir, ranks=ranks, launcher=launcher, scale=scale,
@@ -234,7 +234,7 @@ def replay_cmd(path, out_dir, ranks, launcher, scale, as_json):
 @merge_jobs_option
 def report_cmd(path, out_dir, dxt, as_json, merge_jobs):
     """Markdown and a self-contained HTML report with figures."""
-    from analysis.reporting.report import write_report
+    from dlio_mpi_analysis.reporting.report import write_report
 
     with _reported():
         files = write_report(_source(path, dxt, merge_jobs), out_dir, dxt=dxt)
@@ -263,7 +263,7 @@ def report_cmd(path, out_dir, dxt, as_json, merge_jobs):
 def paper_cmd(out_dir, ranks, launcher, calibrate, apps, as_json):
     """The DLIO paper's six applications, scaled down, run, characterized and set beside the
     real applications' Darshan figures."""
-    from analysis.paper_study.paper import APPS, render_paper, run_paper, summary_line, write_paper
+    from dlio_mpi_analysis.paper_study.paper import APPS, render_paper, run_paper, summary_line, write_paper
 
     unknown = [a for a in apps if a not in APPS]
     if unknown:

@@ -19,7 +19,7 @@ class _Commands(click.Group):
 
     def get_command(self, ctx, name):
         if name == "analyze":
-            from analysis.cli import analyze
+            from dlio_mpi_analysis.cli import analyze
             return analyze
         if name == "advise":
             from dlio_mpi.advise.command import advise_cmd

@@ -11,7 +11,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def mpiexec_cmd(n):
-    from analysis.replays.launch import LaunchError, mpiexec_command
+    from dlio_mpi_analysis.replays.launch import LaunchError, mpiexec_command
     try:
         return mpiexec_command(n)
     except LaunchError:
@@ -20,13 +20,13 @@ def mpiexec_cmd(n):
 
 def bind_to_core():
     """Launcher arguments that bind every rank to a core, more ranks than cores allowed."""
-    from analysis.replays.launch import mpiexec_command
+    from dlio_mpi_analysis.replays.launch import mpiexec_command
     return mpiexec_command(1, bind="core")[len(mpiexec_command(1)):]
 
 
 def bind_to_none():
     """Launcher arguments that bind no rank: a rank's threads run on all the cores at once."""
-    from analysis.replays.launch import mpiexec_command
+    from dlio_mpi_analysis.replays.launch import mpiexec_command
     return mpiexec_command(1, bind="none")[len(mpiexec_command(1)):]
 
 

@@ -1,11 +1,11 @@
 """The I/O characterization of a job from its Darshan data (WORKLOADS.md, "Metrics").
 
 ``characterize(path)`` (or a directory, a list of paths, or a loaded
-:class:`~analysis.loading.loader.DarshanJob`) returns a :class:`Characterization`: job totals, the
+:class:`~dlio_mpi_analysis.loading.loader.DarshanJob`) returns a :class:`Characterization`: job totals, the
 metrics of every counter module (defined in ``module_metrics``) and, when DXT traces were
 read, of every trace (defined in ``dxt_metrics``). A dlio_mpi run directory (summary.json and
 the op logs of ``io.keep_oplog=true``) is characterized from its op logs, turned into the same
-records and traces by :mod:`analysis.loading.oplog`.
+records and traces by :mod:`dlio_mpi_analysis.loading.oplog`.
 """
 
 import dataclasses
@@ -16,22 +16,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.characterization.counters import SPECS, counter_sum
-from analysis.characterization.data_io import DataFigures, data_figures, role_totals
-from analysis.characterization.dxt_metrics import dxt_metrics
-from analysis.errors import InvalidCounterWarning
-from analysis.characterization.file_roles import DATA_IO, file_roles, keep_roles
-from analysis.characterization.files import file_format, is_tool_file
-from analysis.characterization.job_summary import JobInfo, job_info, module_summaries, mount_use, mpiio_hints
-from analysis.characterization.layers import parts_at
-from analysis.loading.loader import DarshanJob, load
-from analysis.characterization.module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
+from dlio_mpi_analysis.characterization.counters import SPECS, counter_sum
+from dlio_mpi_analysis.characterization.data_io import DataFigures, data_figures, role_totals
+from dlio_mpi_analysis.characterization.dxt_metrics import dxt_metrics
+from dlio_mpi_analysis.errors import InvalidCounterWarning
+from dlio_mpi_analysis.characterization.file_roles import DATA_IO, file_roles, keep_roles
+from dlio_mpi_analysis.characterization.files import file_format, is_tool_file
+from dlio_mpi_analysis.characterization.job_summary import JobInfo, job_info, module_summaries, mount_use, mpiio_hints
+from dlio_mpi_analysis.characterization.layers import parts_at
+from dlio_mpi_analysis.loading.loader import DarshanJob, load
+from dlio_mpi_analysis.characterization.module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
                              negative_time_messages)
 
 # Modules whose bytes and time reach the file system directly: the job totals add these only,
 # since MPI-IO and HDF5 go through POSIX and adding them would count the same bytes twice; a
 # file of a source that did not observe its POSIX layer counts at the layer it observed
-# (analysis.characterization.layers).
+# (dlio_mpi_analysis.characterization.layers).
 TOTALS_BASIS = ("POSIX", "STDIO")
 # Characterization fields that are not part of its dict: the records and traces it was made of
 INTERNAL_FIELDS = ("dxt_segments", "records", "names", "layers", "roles")
@@ -43,9 +43,9 @@ PRESENCE_INTERFACES = {"PNETCDF_FILE": "PnetCDF", "PNETCDF_VAR": "PnetCDF",
 @dataclass
 class JobTotals:
     """Job-level totals over the modules of ``basis`` (POSIX and STDIO, those present; MPI-IO
-    or H5D for the files of a source that observed them no lower, see :mod:`analysis.characterization.layers`).
+    or H5D for the files of a source that observed them no lower, see :mod:`dlio_mpi_analysis.characterization.layers`).
 
-    ``io_time`` combines the modules' records as :class:`~analysis.characterization.module_metrics.IOTime`
+    ``io_time`` combines the modules' records as :class:`~dlio_mpi_analysis.characterization.module_metrics.IOTime`
     defines it, so a rank's POSIX and STDIO time add up before the slowest rank is taken.
     """
 
@@ -70,27 +70,27 @@ class Characterization:
     the counters leave out (a reused descriptor's I/O, the tools' own files, mmap reads). ``dxt_segments`` (DXT
     module -> DataFrame of operations) is only in :meth:`tables`, not in :meth:`to_dict`, nor
     are ``records`` (module -> the records characterized, the tools' own files left out),
-    ``names`` and ``layers`` (the source's, see :mod:`analysis.characterization.layers`), which compare uses.
+    ``names`` and ``layers`` (the source's, see :mod:`dlio_mpi_analysis.characterization.layers`), which compare uses.
     ``source``: "darshan" for Darshan logs, "oplog" for a dlio_mpi run's op logs.
     ``data``: the same figures over the job's data and checkpoint files alone
     (:class:`DataFigures`). ``file_roles``: role (data, checkpoint, stream, mpi, other; see
-    :mod:`analysis.characterization.file_roles`) -> files, bytes_read, bytes_written over the totals' basis, so
+    :mod:`dlio_mpi_analysis.characterization.file_roles`) -> files, bytes_read, bytes_written over the totals' basis, so
     that what is not data (a framework's config, log and output writes) is reported apart.
     ``roles`` (record id -> role) is only an attribute, not in :meth:`to_dict`.
-    ``job``: the job as the runtime recorded it (:class:`~analysis.characterization.job_summary.JobInfo`).
-    ``summary``: module -> :class:`~analysis.characterization.job_summary.ModuleSummary`, the figures of
+    ``job``: the job as the runtime recorded it (:class:`~dlio_mpi_analysis.characterization.job_summary.JobInfo`).
+    ``summary``: module -> :class:`~dlio_mpi_analysis.characterization.job_summary.ModuleSummary`, the figures of
     PyDarshan's job summary (I/O cost, performance estimate, files by category, common access
     sizes) and the top files, over the records characterized. ``mounts``: the recorded mount
     points holding the job's POSIX and STDIO files, with their bytes
-    (:class:`~analysis.characterization.job_summary.MountUse`); ``mpiio_hints``: what the log records of MPI-IO
-    hints (:func:`~analysis.characterization.job_summary.mpiio_hints`).
+    (:class:`~dlio_mpi_analysis.characterization.job_summary.MountUse`); ``mpiio_hints``: what the log records of MPI-IO
+    hints (:func:`~dlio_mpi_analysis.characterization.job_summary.mpiio_hints`).
     ``process_roles``: for a set of per-process logs, role -> processes (main, forked worker,
-    spawned worker, resource tracker, helper; :mod:`analysis.loading.process_roles`): ``nprocs``
+    spawned worker, resource tracker, helper; :mod:`dlio_mpi_analysis.loading.process_roles`): ``nprocs``
     counts the main processes, the ranks.
     Interfaces count the data and checkpoint files' records (of every file but the standard
     streams and the MPI library's own when the job has none).
     ``data_formats``: format (by file name, "hdf5" also
-    for files with H5F records; see :mod:`analysis.characterization.files`) -> files, bytes_read,
+    for files with H5F records; see :mod:`dlio_mpi_analysis.characterization.files`) -> files, bytes_read,
     bytes_written, over the files of the totals' basis that moved bytes and are data or
     checkpoints.
     """
@@ -162,9 +162,9 @@ class Characterization:
 
 def load_job(source, *, dxt=False):
     """The DarshanJob of ``source``: a DarshanJob as it is, a dlio_mpi run directory from its op
-    logs (traces always included), else :func:`~analysis.loading.loader.load` (``dxt=True`` reads the
+    logs (traces always included), else :func:`~dlio_mpi_analysis.loading.loader.load` (``dxt=True`` reads the
     DXT traces)."""
-    from analysis.loading.oplog import is_run_dir, load_run
+    from dlio_mpi_analysis.loading.oplog import is_run_dir, load_run
 
     if isinstance(source, DarshanJob):
         return source
@@ -179,7 +179,7 @@ def characterize(source, *, dxt=False, overview=True):
     (InvalidCounterWarning) for time counters holding negative values, which count as 0.
 
     ``overview=False`` leaves out what only a reader of the characterization looks at, not
-    the diagnosis rules (analysis.diagnosis.diagnose), and costs most of the time of a small log:
+    the diagnosis rules (dlio_mpi_analysis.diagnosis.diagnose), and costs most of the time of a small log:
     ``interfaces``, ``data``, ``file_roles``, ``job``, ``summary``, ``mounts``,
     ``mpiio_hints`` stay empty and the DXT metrics have no ``timeline``."""
     job = load_job(source, dxt=dxt)
@@ -283,7 +283,7 @@ def _without_tool_files(job):
 def data_formats(roles, names, records, basis):
     """Format -> files, bytes_read, bytes_written, shared_files over the files of the
     (spec, frame) parts ``basis`` that moved bytes and are data or checkpoints (``roles``,
-    :mod:`analysis.characterization.file_roles`; see Characterization)."""
+    :mod:`dlio_mpi_analysis.characterization.file_roles`; see Characterization)."""
     hdf5_ids = set(records["H5F"]["id"].tolist()) if "H5F" in records else set()
     parts = [pd.DataFrame({"id": frame["id"].to_numpy(),
                            "rank": frame["rank"].to_numpy(),

@@ -1,29 +1,29 @@
 """The job's data I/O alone: the characterization's figures over its data and checkpoint files
-(:mod:`analysis.characterization.file_roles`), and the other files' bytes, reported apart."""
+(:mod:`dlio_mpi_analysis.characterization.file_roles`), and the other files' bytes, reported apart."""
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.characterization.counters import SPECS, counter_sum
-from analysis.characterization.dxt_metrics import dxt_metrics
-from analysis.characterization.file_roles import DATA_IO, ROLES, keep_roles
-from analysis.characterization.layers import parts_at
-from analysis.characterization.module_metrics import module_metrics
+from dlio_mpi_analysis.characterization.counters import SPECS, counter_sum
+from dlio_mpi_analysis.characterization.dxt_metrics import dxt_metrics
+from dlio_mpi_analysis.characterization.file_roles import DATA_IO, ROLES, keep_roles
+from dlio_mpi_analysis.characterization.layers import parts_at
+from dlio_mpi_analysis.characterization.module_metrics import module_metrics
 
 
 @dataclass
 class DataFigures:
     """The characterization of the job's data I/O alone: the records and DXT segments of its data
-    and checkpoint files (:mod:`analysis.characterization.file_roles`), without its standard streams, the MPI
+    and checkpoint files (:mod:`dlio_mpi_analysis.characterization.file_roles`), without its standard streams, the MPI
     library's own files, code, configuration and logs. These are the figures ``fit`` and
     ``compare`` use; the job's reads of its configuration would shift read counts,
     sequentiality and transfer sizes, its log and output writes the bytes written.
 
     ``files``: data files (with records at the totals' basis), ``checkpoint_files``: checkpoint
     files; ``bytes_read``, ``bytes_written``, ``reads``, ``writes``: over both, at the totals'
-    basis; ``modules`` and ``dxt``: :class:`~analysis.characterization.module_metrics.ModuleMetrics` and
-    :class:`~analysis.characterization.dxt_metrics.DxtMetrics` of every module over those files' records and
+    basis; ``modules`` and ``dxt``: :class:`~dlio_mpi_analysis.characterization.module_metrics.ModuleMetrics` and
+    :class:`~dlio_mpi_analysis.characterization.dxt_metrics.DxtMetrics` of every module over those files' records and
     segments only (reads, sequential and consecutive shares, transfer sizes and their median).
     """
 

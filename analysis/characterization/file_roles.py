@@ -18,7 +18,7 @@ use to tell a job's data I/O from the rest.
       ``<file>.locktest.<rank>``, ROMIO's shared file pointer ``<dir>/.<name>.shfp.<n>``.
       A companion needs its file among the job's files: the library made it for that file.
 - "other": code, libraries, configuration, logs and system files
-  (:func:`analysis.characterization.files.is_data_file`), and files only written whose names say they are a
+  (:func:`dlio_mpi_analysis.characterization.files.is_data_file`), and files only written whose names say they are a
   report (``.txt``, ``.out``, ...).
 
 ``file_roles(names, records)`` gives every record id of the job its role (an H5D record, named
@@ -31,9 +31,9 @@ import re
 
 import numpy as np
 
-from analysis.characterization.counters import SPECS
-from analysis.characterization.files import extension, is_data_file
-from analysis.characterization.layers import dataset_file
+from dlio_mpi_analysis.characterization.counters import SPECS
+from dlio_mpi_analysis.characterization.files import extension, is_data_file
+from dlio_mpi_analysis.characterization.layers import dataset_file
 
 ROLES = ("data", "checkpoint", "stream", "mpi", "other")
 DATA_IO = ("data", "checkpoint")

@@ -1,7 +1,7 @@
 """What a file is, from its name: the data format its extension says, and whether it is data
 at all (rather than the program's own code, libraries and system files).
 
-Used by :mod:`analysis.characterization.file_roles`, the classification of a job's files that characterize,
+Used by :mod:`dlio_mpi_analysis.characterization.file_roles`, the classification of a job's files that characterize,
 compare and fit share, and for the data formats. A name without an extension this
 module knows (an anonymized log's hashed names, ImageNet's ``train-00000-of-01024``) is "raw".
 """

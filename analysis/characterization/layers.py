@@ -7,7 +7,7 @@ every layer declares, per file, the lowest layer it observed (``DarshanJob.layer
 of the file -> "MPI-IO" or "HDF5"; absent: "POSIX"): a dlio_mpi op log sees the calls of a
 collective MPI-IO read but not the aggregators' POSIX reads beneath them, and the H5Dread calls
 through libhdf5's MPI-IO driver but not the metadata reads or the MPI-IO calls libhdf5 makes
-(see :mod:`analysis.loading.oplog`). It holds no records below that layer.
+(see :mod:`dlio_mpi_analysis.loading.oplog`). It holds no records below that layer.
 
 ``parts_at(records, names, layers, layer)`` gives, for every file, the records of one layer:
 the highest layer, from the file's own lowest observed layer up to ``layer`` (or up to its own
@@ -15,7 +15,7 @@ lowest if that is higher), at which the job holds records of the file. At "POSIX
 Darshan log's POSIX and STDIO records as they are, and an op log's files at the layer it
 observed; at "HDF5", the H5D records of the files that have them and the lower layers of those
 that do not (a checkpoint written through POSIX). Two jobs compared at the higher of their
-layers are counted alike (:mod:`analysis.comparison.compare`).
+layers are counted alike (:mod:`dlio_mpi_analysis.comparison.compare`).
 
 H5D records name a dataset (``file:/dataset``); in the parts their ids are the file's record id
 (found by name among the other modules' records), so that files count once. The H5F records of
@@ -25,7 +25,7 @@ at that layer as POSIX opens are at POSIX).
 
 import numpy as np
 
-from analysis.characterization.counters import SPECS
+from dlio_mpi_analysis.characterization.counters import SPECS
 
 LAYERS = ("POSIX", "MPI-IO", "HDF5")
 MODULES_OF_LAYER = {"POSIX": ("POSIX", "STDIO"), "MPI-IO": ("MPI-IO",), "HDF5": ("H5D",)}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals
+from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals
 
 
 @dataclass

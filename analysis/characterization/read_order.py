@@ -25,7 +25,7 @@ forward about half of the time."""
 
 import numpy as np
 
-from analysis.characterization.layers import dataset_file
+from dlio_mpi_analysis.characterization.layers import dataset_file
 
 # traces of a layer's calls, from which the pieces of each call are taken
 TRACES = {"MPI-IO": "DXT_MPIIO", "HDF5": "DXT_H5D"}

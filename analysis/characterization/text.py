@@ -66,7 +66,7 @@ def utc(seconds):
 
 def summary_lines(c):
     """The job summary figures (Characterization.summary, mounts, mpiio_hints), module by
-    module, as Darshan's job summary defines them (analysis.characterization.job_summary)."""
+    module, as Darshan's job summary defines them (dlio_mpi_analysis.characterization.job_summary)."""
     lines = ["Job summary (as Darshan's job summary defines the figures)"]
     for module, s in c.summary.items():
         cost = s.io_cost

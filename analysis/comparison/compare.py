@@ -34,14 +34,14 @@ Layers: Darshan records a call at every layer it went through (H5D, MPI-IO, POSI
 op log observes some files from a higher layer down only (the calls of a collective MPI-IO
 read, not the aggregators' POSIX reads beneath; the H5Dread calls through libhdf5's MPI-IO
 driver, not libhdf5's metadata reads nor how it splits a selection into MPI-IO calls; see
-:mod:`analysis.loading.oplog`). Jobs are compared at the highest of the layers their sources observed
-(``Comparison.layer``; :mod:`analysis.characterization.layers`): each file counts at that layer where the job has
+:mod:`dlio_mpi_analysis.loading.oplog`). Jobs are compared at the highest of the layers their sources observed
+(``Comparison.layer``; :mod:`dlio_mpi_analysis.characterization.layers`): each file counts at that layer where the job has
 records of it there (else at its highest layer below, such as a checkpoint written through
 POSIX), for bytes, calls, files, the size histogram (MPI-IO's and H5D's aggregate size
 counters above POSIX), the I/O time (with H5F's at HDF5) and the rank balance. Sequential and
 consecutive reads are Darshan counters of POSIX only: above POSIX they cover the files counted
 at POSIX (none for a job whose reads are all above it: unknown, left out); above POSIX the
-order of the read calls is ``read_order`` (:mod:`analysis.characterization.read_order`: from the calls' own
+order of the read calls is ``read_order`` (:mod:`dlio_mpi_analysis.characterization.read_order`: from the calls' own
 offsets, or for collective calls, whose DXT_MPIIO offsets are unknown, from the aggregators'
 POSIX reads inside them), part of the structure gate: in order against shuffled gives about
 0.5. ``write_order`` is the order of the writes to the data and checkpoint files, also in the
@@ -57,7 +57,7 @@ still falls to the structure gate. A Darshan log against a Darshan log, or any j
 were all observed at POSIX, is compared at POSIX.
 
 Data I/O: every metric counts the job's data and checkpoint files only (``Characterization.roles``,
-:mod:`analysis.characterization.file_roles`): a program's printing to its standard streams, the files the MPI
+:mod:`dlio_mpi_analysis.characterization.file_roles`): a program's printing to its standard streams, the files the MPI
 library makes for itself (Open MPI's session-directory segments and lock tests, ROMIO's shared
 file pointer), and a framework's configuration, log and output files are neither data nor an
 interface, so that IOR's report on stdout or a training script's YAML and JSON writes do not
@@ -67,7 +67,7 @@ Reads through mmap are invisible to Darshan; an emulator run's op log leaves the
 counters as Darshan does (so an mmap run compares with its Darshan log like for like), and the
 comparison's ``notes`` say how many bytes each job left out that way. They also repeat the
 loader's note on I/O that Darshan counted under a file through a reused descriptor number,
-which the jobs' counters leave out (:mod:`analysis.loading.reused_descriptors`).
+which the jobs' counters leave out (:mod:`dlio_mpi_analysis.loading.reused_descriptors`).
 
 Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
 similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
@@ -87,15 +87,15 @@ import pandas as pd
 
 from dlio_mpi.display import tables, units
 
-from analysis.characterization.characterize import Characterization, characterize, data_formats
-from analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals
-from analysis.characterization.data_io import data_parts
-from analysis.characterization.layers import job_layer, parts_at
-from analysis.characterization.layers import rank as layer_rank
-from analysis.characterization.module_metrics import file_counts, io_time, rank_balance
-from analysis.loading.oplog import MMAP_MARK
-from analysis.characterization.read_order import read_order, write_order
-from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
+from dlio_mpi_analysis.characterization.characterize import Characterization, characterize, data_formats
+from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals
+from dlio_mpi_analysis.characterization.data_io import data_parts
+from dlio_mpi_analysis.characterization.layers import job_layer, parts_at
+from dlio_mpi_analysis.characterization.layers import rank as layer_rank
+from dlio_mpi_analysis.characterization.module_metrics import file_counts, io_time, rank_balance
+from dlio_mpi_analysis.loading.oplog import MMAP_MARK
+from dlio_mpi_analysis.characterization.read_order import read_order, write_order
+from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 # (metric, kind, weight, description)
 METRICS = (
@@ -125,14 +125,14 @@ METRICS = (
     ("rank_imbalance", "ratio", 0.5, "max / mean bytes per rank (POSIX, else STDIO; unknown "
      "when most bytes are in records Darshan reduced over the ranks, files every rank opened)"),
     ("interfaces", "set", 2.0, "interfaces used for the data and checkpoint files"),
-    ("checkpoint_files", "ratio", 0.5, "checkpoint files written (analysis.characterization.file_roles: "
+    ("checkpoint_files", "ratio", 0.5, "checkpoint files written (dlio_mpi_analysis.characterization.file_roles: "
      "data-like names written and never read)"),
     ("read_order", "fraction", 1.0, "MPI-IO and HDF5: share of the read calls that move "
-     "their lane of the file forward (analysis.characterization.read_order; at POSIX the sequential counters "
+     "their lane of the file forward (dlio_mpi_analysis.characterization.read_order; at POSIX the sequential counters "
      "tell)"),
     ("write_order", "fraction", 1.0, "share of the writes to the data and checkpoint files "
      "that move forward: POSIX sequential writes / writes at POSIX, above it the write calls' "
-     "continuity (analysis.characterization.read_order.write_order)"),
+     "continuity (dlio_mpi_analysis.characterization.read_order.write_order)"),
 )
 # what each metric's value counts, for the text table (sizes shown in binary units)
 METRIC_UNITS = {
@@ -192,16 +192,16 @@ class Comparison:
 
 def comparison_layer(chars):
     """The layer jobs are compared at: the highest of the layers their sources observed their
-    files from (module docstring, :mod:`analysis.characterization.layers`)."""
+    files from (module docstring, :mod:`dlio_mpi_analysis.characterization.layers`)."""
     return max((job_layer(c.layers) for c in chars), key=layer_rank, default="POSIX")
 
 
 def profile(c, layer="POSIX"):
     """The values of METRICS for one Characterization (None where unknown), its files counted
-    at ``layer`` (see :func:`analysis.characterization.layers.parts_at`)."""
+    at ``layer`` (see :func:`dlio_mpi_analysis.characterization.layers.parts_at`)."""
     parts, time_parts = parts_at(c.records, c.names, c.layers, layer)
     # the job's data I/O alone: not its standard streams, the MPI library's own files, nor
-    # its configuration, log and output files (analysis.characterization.file_roles)
+    # its configuration, log and output files (dlio_mpi_analysis.characterization.file_roles)
     parts, time_parts = data_parts(parts, c.roles), data_parts(time_parts, c.roles)
     reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in parts if "reads" in spec.ops)
     writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in parts if "writes" in spec.ops)
@@ -255,7 +255,7 @@ def _posix_write_order(posix):
 
 
 def _checkpoint_files(parts, roles):
-    """The checkpoint files (analysis.characterization.file_roles) the parts wrote bytes to."""
+    """The checkpoint files (dlio_mpi_analysis.characterization.file_roles) the parts wrote bytes to."""
     ids = set()
     for spec, frame in parts:
         if frame.empty:

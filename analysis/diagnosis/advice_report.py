@@ -10,8 +10,8 @@ import textwrap
 from dlio_mpi.display import tables, units
 from dlio_mpi.files.safe_files import write_whole
 
-from analysis.reporting.plots import _figure, _png, _titles
-from analysis.reporting import pages
+from dlio_mpi_analysis.reporting.plots import _figure, _png, _titles
+from dlio_mpi_analysis.reporting import pages
 
 
 def _num(value, fmt):

@@ -1,9 +1,9 @@
 """Diagnosis of a job's I/O: what slows its training down, with the evidence, and the workload
 changes that could remove each cause (to be measured, never predicted: dlio_mpi.advise).
 
-``diagnose(char, workload, summary=None)`` takes a :class:`~analysis.characterization.characterize.
+``diagnose(char, workload, summary=None)`` takes a :class:`~dlio_mpi_analysis.characterization.characterize.
 Characterization` (of a Darshan log or of a dlio_mpi run's op log), the workload the job runs
-as (section -> key -> value, as dlio_mpi.config.loader and analysis.fitting.fit write it) and, for an emulator
+as (section -> key -> value, as dlio_mpi.config.loader and dlio_mpi_analysis.fitting.fit write it) and, for an emulator
 run, its summary.json (epochs' I/O wait and compute, checkpoints, facts). It returns
 :class:`Finding` objects, most severe first. Each finding names its evidence (the counter or
 share, its value and the threshold it crossed) and its candidate changes, each a partial
@@ -32,13 +32,13 @@ measure first when the budget is short:
 - compression: the I/O share of a job reading compressed data, halved.
 """
 
-from analysis.diagnosis.diagnose_log import log_findings
-from analysis.diagnosis.diagnose_reads import (_beyond_page_cache, _larger_reads, _many_small_files, _metadata_heavy,
+from dlio_mpi_analysis.diagnosis.diagnose_log import log_findings
+from dlio_mpi_analysis.diagnosis.diagnose_reads import (_beyond_page_cache, _larger_reads, _many_small_files, _metadata_heavy,
                              _misaligned, _misaligned_direct, _random_access, _small_reads)
-from analysis.diagnosis.diagnose_run import (_checkpoint_stalls, _compression, _no_overlap, _rank_imbalance,
+from dlio_mpi_analysis.diagnosis.diagnose_run import (_checkpoint_stalls, _compression, _no_overlap, _rank_imbalance,
                            _shared_independent)
-from analysis.diagnosis.finding_kinds import KINDS, Thresholds
-from analysis.diagnosis.findings import (CHECKPOINT_SHARE, IMBALANCE, IO_WAIT_SHARE, MANY_FILES,
+from dlio_mpi_analysis.diagnosis.finding_kinds import KINDS, Thresholds
+from dlio_mpi_analysis.diagnosis.findings import (CHECKPOINT_SHARE, IMBALANCE, IO_WAIT_SHARE, MANY_FILES,
                        MIN_READS, MISALIGNED_PCT, OPENS_PER_READ, RANDOM_SEQ_PCT,
                        SMALL_FILE_BYTES, SMALL_READ_BYTES, Finding, _Job)
 
@@ -49,7 +49,7 @@ __all__ = ["diagnose", "Finding", "RULES", "KINDS", "Thresholds", "CHECKPOINT_SH
 
 def diagnose(char, workload=None, summary=None, read_ahead=None, thresholds=None, log=None):
     """The findings of a job, most severe first (see the module docstring): the log's counter
-    rules (analysis.diagnosis.diagnose_log, with ``thresholds``, default :class:`Thresholds`, and
+    rules (dlio_mpi_analysis.diagnosis.diagnose_log, with ``thresholds``, default :class:`Thresholds`, and
     ``log``, the DarshanJob the characterization was made of, if at hand) and the workload's
     rules, one finding per kind. Where
     both find a kind, the workload rule's finding is kept (its changes are what advise
@@ -82,7 +82,7 @@ RULES = (_small_reads, _misaligned_direct, _misaligned, _beyond_page_cache, _ran
 
 def _changes_for(key, job):
     """The changes of a kind only the log's rules found, from the workload (see
-    analysis.diagnosis.finding_kinds for what each kind's change is)."""
+    dlio_mpi_analysis.diagnosis.finding_kinds for what each kind's change is)."""
     changes = {}
     if key in ("small_reads", "small_reads_shared"):
         changes = _larger_reads(job, job.size("dataset", "record_length", 0))

@@ -1,11 +1,11 @@
 """Diagnosis rules that need only a job's Darshan counters and traces: every problem Drishti
-detects, and the training problems it cannot see (see analysis.diagnosis.finding_kinds for the ids and
+detects, and the training problems it cannot see (see dlio_mpi_analysis.diagnosis.finding_kinds for the ids and
 docs/diagnose.md for each rule's definition).
 
-Every rule looks at the job's data and checkpoint files (:mod:`analysis.characterization.file_roles`): a
+Every rule looks at the job's data and checkpoint files (:mod:`dlio_mpi_analysis.characterization.file_roles`): a
 configuration file's small reads or a log's small writes are not the job's. A job without any
 such file is looked at whole, but for its standard streams and the MPI library's own files.
-Severity, as in analysis.diagnosis.diagnose, is the share of the run at stake: the slowest rank's I/O
+Severity, as in dlio_mpi_analysis.diagnosis.diagnose, is the share of the run at stake: the slowest rank's I/O
 share of the run time, times the share of the operations (or bytes, or time) the finding is
 about.
 """
@@ -15,9 +15,9 @@ import pandas as pd
 
 from dlio_mpi.display import units
 
-from analysis.characterization.counters import SIZE_BUCKETS
-from analysis.characterization.file_roles import DATA_IO, keep_roles
-from analysis.diagnosis.findings import Finding
+from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
+from dlio_mpi_analysis.characterization.file_roles import DATA_IO, keep_roles
+from dlio_mpi_analysis.diagnosis.findings import Finding
 
 # the upper edge in bytes of each of Darshan's size buckets (the last has none)
 BUCKET_EDGES = dict(zip(SIZE_BUCKETS, (100, 1024, 10240, 102400, 1 << 20, 4 << 20, 10 << 20,

@@ -1,11 +1,11 @@
 """Diagnosis rules about how the data is read: read sizes, alignment, the page cache, access
-order, files and opens (see analysis.diagnosis.diagnose for what each finding's severity means)."""
+order, files and opens (see dlio_mpi_analysis.diagnosis.diagnose for what each finding's severity means)."""
 
 import math
 
 from dlio_mpi.display import units
 
-from analysis.diagnosis.findings import (MANY_FILES, MIN_READS, MISALIGNED_PCT, OPENS_PER_READ,
+from dlio_mpi_analysis.diagnosis.findings import (MANY_FILES, MIN_READS, MISALIGNED_PCT, OPENS_PER_READ,
                                          RANDOM_SEQ_PCT, SMALL_FILE_BYTES, SMALL_READ_BYTES, MiB,
                                          Finding, _size_key, rows_format)
 

@@ -1,7 +1,7 @@
 """Diagnosis rules about the run around the reads: shared files, balance among ranks, overlap
-with compute, checkpoints and compression (see analysis.diagnosis.diagnose)."""
+with compute, checkpoints and compression (see dlio_mpi_analysis.diagnosis.diagnose)."""
 
-from analysis.diagnosis.findings import (CHECKPOINT_SHARE, IMBALANCE, IO_WAIT_SHARE, MiB, Finding,
+from dlio_mpi_analysis.diagnosis.findings import (CHECKPOINT_SHARE, IMBALANCE, IO_WAIT_SHARE, MiB, Finding,
                                          rows_format)
 
 def _shared_independent(job):

@@ -2,7 +2,7 @@
 run directory as one JSON-ready result, and its text for the terminal.
 
 A finding's level says how much of the run it puts at stake (its severity, see
-analysis.diagnosis.diagnose): "high" from HIGH_SEVERITY of the run on, "warn" from WARN_SEVERITY, else
+dlio_mpi_analysis.diagnosis.diagnose): "high" from HIGH_SEVERITY of the run on, "warn" from WARN_SEVERITY, else
 "info".
 """
 
@@ -11,8 +11,8 @@ import json
 import os
 import shlex
 
-from analysis.characterization.characterize import characterize
-from analysis.diagnosis.finding_kinds import KINDS, Thresholds
+from dlio_mpi_analysis.characterization.characterize import characterize
+from dlio_mpi_analysis.diagnosis.finding_kinds import KINDS, Thresholds
 
 HIGH_SEVERITY = 0.10
 WARN_SEVERITY = 0.01
@@ -37,8 +37,8 @@ def diagnose_path(path, thresholds=None, dxt=True):
     """The diagnosis of ``path`` (a dict: the job, the thresholds and the findings, most severe
     first, each with its id, level, evidence, files, ranks, Drishti codes and the change
     advise measures)."""
-    from analysis.characterization.characterize import load_job
-    from analysis.diagnosis.diagnose import diagnose
+    from dlio_mpi_analysis.characterization.characterize import load_job
+    from dlio_mpi_analysis.diagnosis.diagnose import diagnose
 
     thresholds = thresholds or Thresholds()
     job = load_job(path, dxt=dxt)

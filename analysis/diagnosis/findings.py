@@ -1,4 +1,4 @@
-"""The parts of a diagnosis (analysis.diagnosis.diagnose): thresholds, a finding, and the figures of a
+"""The parts of a diagnosis (dlio_mpi_analysis.diagnosis.diagnose): thresholds, a finding, and the figures of a
 job the rules read (from its characterization, workload and summary)."""
 
 import re
@@ -21,7 +21,7 @@ KiB, MiB = 1024, 1024 * 1024
 
 @dataclass
 class Finding:
-    """One cause of slow I/O: ``key`` (its id in analysis.diagnosis.finding_kinds.KINDS), a one-line
+    """One cause of slow I/O: ``key`` (its id in dlio_mpi_analysis.diagnosis.finding_kinds.KINDS), a one-line
     ``title``, ``evidence`` (what was measured, against which threshold), ``metric``/``value``/
     ``threshold`` (the same as numbers), ``severity`` (the module docstring), ``changes``
     (label -> partial workload, where the workload is known) and the ``files`` and ``ranks``
@@ -39,7 +39,7 @@ class Finding:
     ranks: list = field(default_factory=list)     # the ranks that trigger it
 
     def to_dict(self):
-        from analysis.diagnosis.finding_kinds import KINDS
+        from dlio_mpi_analysis.diagnosis.finding_kinds import KINDS
         kind = KINDS.get(self.key)
         return {"id": self.key, "key": self.key, "title": self.title,
                 "evidence": self.evidence, "metric": self.metric, "value": self.value,

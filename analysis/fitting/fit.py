@@ -3,10 +3,10 @@
 
 ``source`` is a Darshan log (best with DXT), a directory of one job's logs, or a dlio_mpi run
 directory. Each value is derived as follows (the thresholds are the constants below and in
-:mod:`analysis.fitting.fit_measures`, which takes the measurements):
+:mod:`dlio_mpi_analysis.fitting.fit_measures`, which takes the measurements):
 
 - Data files: files read (POSIX, else STDIO, else MPI-IO records) whose role is data
-  (:mod:`analysis.characterization.file_roles`, the classification characterize and compare use: not code,
+  (:mod:`dlio_mpi_analysis.characterization.file_roles`, the classification characterize and compare use: not code,
   configuration, logs, standard streams nor the MPI library's own files), of the format that
   reads the most bytes.
 - ``dataset.format``: that format, from the file names (.h5/.hdf5 or H5F records: hdf5;
@@ -60,16 +60,16 @@ directory. Each value is derived as follows (the thresholds are the constants be
   ``io.write_order: shuffled`` (raw files) when the writes after a file's first were under
   SHUFFLED_SEQ sequential (IOR's -z), from the DXT trace of the writes, else the POSIX counters.
 - Worker processes (a data loader's, forked or spawned, each with a non-MPI log;
-  analysis.loading.process_roles gives them their main process's rank): ``reader.read_threads`` is
+  dlio_mpi_analysis.loading.process_roles gives them their main process's rank): ``reader.read_threads`` is
   the most workers of a rank alive at once.
 - Everything above counts without the I/O that the loader found Darshan had counted under a
-  data file through a reused descriptor (analysis.loading.reused_descriptors); its note is the fit's
+  data file through a reused descriptor (dlio_mpi_analysis.loading.reused_descriptors); its note is the fit's
   first note.
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
 it.
-- Checkpoints (files the job wrote and never read, analysis.characterization.file_roles): how many, when
+- Checkpoints (files the job wrote and never read, dlio_mpi_analysis.characterization.file_roles): how many, when
   (after which epoch or step of the data reads), by which ranks, their size, files and write
-  calls, as the model and checkpoint keys of analysis.fitting.fit_checkpoints.
+  calls, as the model and checkpoint keys of dlio_mpi_analysis.fitting.fit_checkpoints.
 """
 
 import os
@@ -80,16 +80,16 @@ import yaml
 
 from dlio_mpi.files.safe_files import write_whole
 
-from analysis.fitting import fit_patterns
-from analysis.characterization.characterize import characterize, load_job
-from analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
-from analysis.errors import FitError
-from analysis.fitting.fit_checkpoints import fit_checkpoints
-from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
+from dlio_mpi_analysis.fitting import fit_patterns
+from dlio_mpi_analysis.characterization.characterize import characterize, load_job
+from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
+from dlio_mpi_analysis.errors import FitError
+from dlio_mpi_analysis.fitting.fit_checkpoints import fit_checkpoints
+from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
                            _file_table, _interface, _min_rank_coverage, _record_length,
                            _shuffle, _stem, _timeline, _transfer_size, _write_first)
-from analysis.fitting.fit_patterns import framing, traits, whole_fields
-from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
+from dlio_mpi_analysis.fitting.fit_patterns import framing, traits, whole_fields
+from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 SHARED_SHARE = 0.5
 REPLICATED_COVERAGE = 0.9
@@ -110,7 +110,7 @@ class Fit:
     sources: list = field(default_factory=list)
 
     def to_yaml(self):
-        header = [f"# dlio_mpi workload fitted by analysis.fitting.fit from {', '.join(self.sources)}",
+        header = [f"# dlio_mpi workload fitted by dlio_mpi_analysis.fitting.fit from {', '.join(self.sources)}",
                   f"# the job ran on {self.ranks} processes: mpiexec -n {self.ranks} python -m "
                   f"dlio_mpi run --config THIS_FILE"]
         header += [f"# note: {note}" for note in self.notes]
@@ -155,7 +155,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                               "bytes_read": int(data["bytes_read"].sum()),
                               "other_formats": {k: int(v) for k, v in by_format.iloc[1:].items()}}
     # what the fit leaves out as no data: standard streams, the MPI library's own files,
-    # checkpoints, code, configuration and logs (analysis.characterization.file_roles)
+    # checkpoints, code, configuration and logs (dlio_mpi_analysis.characterization.file_roles)
     evidence["files_apart"] = {role: v for role, v in char.file_roles.items() if role != "data"}
     sizes = data["size"].to_numpy()
     evidence["file_size"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),

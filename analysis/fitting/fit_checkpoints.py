@@ -1,7 +1,7 @@
-"""A job's checkpoints as analysis.fitting.fit recovers them, and the workload keys that make the
+"""A job's checkpoints as dlio_mpi_analysis.fitting.fit recovers them, and the workload keys that make the
 emulator write the same.
 
-The checkpoint files are those analysis.characterization.file_roles labels "checkpoint" (data-like names the job
+The checkpoint files are those dlio_mpi_analysis.characterization.file_roles labels "checkpoint" (data-like names the job
 wrote and never read: torch.save's ``model_states-0.pt``, ``ckpt.bin.part``). The writes of
 their POSIX records (per rank: bytes, calls, syncs, first write's start, last write's end)
 give:
@@ -41,7 +41,7 @@ import os
 
 import numpy as np
 
-from analysis.characterization.layers import dataset_file
+from dlio_mpi_analysis.characterization.layers import dataset_file
 
 EPOCH_TOLERANCE = 0.1
 SIZE_SPREAD = 0.05

@@ -1,7 +1,7 @@
-"""The measurements analysis.fitting.fit takes from a job: its data files (sizes, formats, who read
+"""The measurements dlio_mpi_analysis.fitting.fit takes from a job: its data files (sizes, formats, who read
 them), their trace, the dominant transfer size, runs of consecutive reads (samples), the
 interface, the order of reads (shuffling), the pauses between reads (steps) and a rank's
-timeline, and data written before it was read (see analysis.fitting.fit for how each becomes a
+timeline, and data written before it was read (see dlio_mpi_analysis.fitting.fit for how each becomes a
 workload value)."""
 
 import os
@@ -11,14 +11,14 @@ import pandas as pd
 
 from dlio_mpi.display import units
 
-from analysis.characterization.counters import SPECS
-from analysis.characterization.dxt_metrics import EARLY_PERIOD
-from analysis.characterization.file_roles import file_roles
-from analysis.characterization.files import file_format
-from analysis.fitting.fit_patterns import framing, traits
-from analysis.characterization.layers import dataset_file
-from analysis.loading.oplog_records import sequential_flags
-from analysis.characterization.read_order import read_order
+from dlio_mpi_analysis.characterization.counters import SPECS
+from dlio_mpi_analysis.characterization.dxt_metrics import EARLY_PERIOD
+from dlio_mpi_analysis.characterization.file_roles import file_roles
+from dlio_mpi_analysis.characterization.files import file_format
+from dlio_mpi_analysis.fitting.fit_patterns import framing, traits
+from dlio_mpi_analysis.characterization.layers import dataset_file
+from dlio_mpi_analysis.loading.oplog_records import sequential_flags
+from dlio_mpi_analysis.characterization.read_order import read_order
 
 WRITTEN_SHARE = 0.9
 # bytes/s under which reads of data the reading process has just written cannot have come
@@ -176,7 +176,7 @@ def _stem(job):
 
 
 def _file_table(job, roles=None):
-    """Per file id: name, data (bool: its role is "data", analysis.characterization.file_roles; ``roles`` as
+    """Per file id: name, data (bool: its role is "data", dlio_mpi_analysis.characterization.file_roles; ``roles`` as
     characterize gave them, else classified here alike), format, ranks reading it, bytes read,
     size, module.
     With POSIX records, a file's STDIO reads count too (C stdio's reads are below Darshan's
@@ -416,7 +416,7 @@ def _shuffle(trace, basis, reading, sample_piece=None):
 
 def _collective_order(job, data, shuffle, notes, evidence):
     """sample_shuffle of a job read by collective calls: their order recovered from the
-    aggregators' POSIX reads (analysis.characterization.read_order), which are no rank's own order (an
+    aggregators' POSIX reads (dlio_mpi_analysis.characterization.read_order), which are no rank's own order (an
     aggregator reads a piece of every rank's request in each call); the order found from
     the counters when the traces cannot show it, saying so."""
     share = read_order(job.dxt_segments, "MPI-IO", set(data.index))

@@ -1,5 +1,5 @@
 """The input library's access pattern, recognised in a DXT trace of the data files' reads, for
-analysis.fitting.fit: what a log shows of how a program read its samples, beyond sizes and counts.
+dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its samples, beyond sizes and counts.
 
 - numpy.load of .npy files (``npy_loads``): every load reads a buffer's fill at offset 0
   through POSIX (the header) and the array through STDIO (numpy.fromfile's fread).
@@ -309,7 +309,7 @@ def image_pattern(trace, sizes, decoder=None):
 def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, evidence):
     """(record, samples per file, transfer size, reader keys, epochs or None, files taken in
     ascending order or None) when the trace shows how the input library read (see
-    analysis.fitting.fit_patterns), else None."""
+    dlio_mpi_analysis.fitting.fit_patterns), else None."""
     if trace is None or read_type != "on_demand":
         return None
     sizes = {int(i): int(v) for i, v in data["size"].items()}

@@ -5,7 +5,7 @@ logs written by the processes of one job (Darshan in non-MPI mode writes one log
 and joins them into one job, as if one MPI job of all their processes had written one log. A
 set holding the logs of several jobs is refused, naming them, unless ``merge_jobs=True``.
 I/O that Darshan counted under a file through a reused descriptor number is left out of the
-file's POSIX records and trace, with a note (:mod:`analysis.loading.reused_descriptors`).
+file's POSIX records and trace, with a note (:mod:`dlio_mpi_analysis.loading.reused_descriptors`).
 """
 
 import glob
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.loading import reused_descriptors
-from analysis.characterization.counters import SPECS
-from analysis.errors import HeatmapMismatchWarning, LogError, PartialLogWarning
-from analysis.loading.logfile import read_log
-from analysis.loading.process_roles import MAIN, WORKER_ROLES, roles_of
+from dlio_mpi_analysis.loading import reused_descriptors
+from dlio_mpi_analysis.characterization.counters import SPECS
+from dlio_mpi_analysis.errors import HeatmapMismatchWarning, LogError, PartialLogWarning
+from dlio_mpi_analysis.loading.logfile import read_log
+from dlio_mpi_analysis.loading.process_roles import MAIN, WORKER_ROLES, roles_of
 
 CHARACTERIZED_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D")
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
@@ -39,7 +39,7 @@ class DarshanJob:
     lifetime), takes its main process's rank and is listed in ``workers`` (DXT segments then
     carry a ``process`` column, the index of the log that traced them); with such workers,
     one-process logs of no role in the job (the launcher's helpers; multiprocessing's resource
-    trackers without I/O) are no process of the job (:mod:`analysis.loading.process_roles`; the count
+    trackers without I/O) are no process of the job (:mod:`dlio_mpi_analysis.loading.process_roles`; the count
     per role is ``process_roles``). Rank -1 marks a record that Darshan reduced over
     all processes of a log (a file every process opened); in a one-process log such a record
     belongs to that process and carries its rank instead.
@@ -62,14 +62,14 @@ class DarshanJob:
     dxt_segments: dict | None  # DXT module -> DataFrame (logfile.DXT_COLUMNS); None if not read
     heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes}, from HEATMAP records
     # the messages of the warnings emitted while loading, then the loader's notes (I/O of a
-    # reused descriptor left out, analysis.loading.reused_descriptors)
+    # reused descriptor left out, dlio_mpi_analysis.loading.reused_descriptors)
     warnings: tuple
     names: dict = field(default_factory=dict)  # record id -> file name (as the log has it)
     # module -> {"edges": bin edges (s since start_time), "read": bytes per bin, "write": ...}
     heatmap_bins: dict = field(default_factory=dict)
     source: str = "darshan"  # "darshan", or "oplog" for a dlio_mpi run's own op logs
     # file record id -> the lowest layer the source observed of it, "MPI-IO" or "HDF5" (none:
-    # "POSIX", as in every Darshan log; analysis.characterization.layers)
+    # "POSIX", as in every Darshan log; dlio_mpi_analysis.characterization.layers)
     layers: dict = field(default_factory=dict)
     # rank -> [(start, end) of each forked worker process of that rank (s since start_time)]:
     # a data loader's workers, each with a non-MPI log of its own, read as threads of the rank
@@ -84,7 +84,7 @@ class DarshanJob:
     end_time: float = 0.0
     library_versions: tuple = ()
     mounts: tuple = ()
-    # role -> processes of the set in it (analysis.loading.process_roles: main, forked worker, spawned
+    # role -> processes of the set in it (dlio_mpi_analysis.loading.process_roles: main, forked worker, spawned
     # worker, resource tracker, helper); empty for a job that is not a set of per-process logs
     process_roles: dict = field(default_factory=dict)
 
@@ -101,7 +101,7 @@ def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES, merge_jobs=False):
 
     Then leaves out of the POSIX records (and traces) the I/O that Darshan counted under a
     file through a reused descriptor number, where a DXT trace shows it (read for that even
-    without ``dxt=True``), and notes it (:mod:`analysis.loading.reused_descriptors`; the notes follow
+    without ``dxt=True``), and notes it (:mod:`dlio_mpi_analysis.loading.reused_descriptors`; the notes follow
     the warnings' messages in ``DarshanJob.warnings``, without a warning).
     """
     paths = log_paths(source)

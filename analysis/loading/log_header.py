@@ -24,7 +24,7 @@ import bz2
 import struct
 import zlib
 
-from analysis.errors import LogError
+from dlio_mpi_analysis.errors import LogError
 
 MAGIC_NUMBER = 0x643537
 # format version -> (offset of the name-region pair, number of module slots after it)

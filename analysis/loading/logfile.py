@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 from darshan.backend import cffi_backend
 
-from analysis.loading.c_stderr import captured_c_stderr
-from analysis.errors import LogError
-from analysis.loading.log_header import check_regions
+from dlio_mpi_analysis.loading.c_stderr import captured_c_stderr
+from dlio_mpi_analysis.errors import LogError
+from dlio_mpi_analysis.loading.log_header import check_regions
 
 DXT_COLUMNS = ("rank", "id", "op", "offset", "length", "start", "end")
 # darshan-util's struct segment_info, one traced operation as a DXT record stores it

@@ -1,12 +1,12 @@
-"""A dlio_mpi run's own op logs as a :class:`~analysis.loading.loader.DarshanJob`, so that a run without
+"""A dlio_mpi run's own op logs as a :class:`~dlio_mpi_analysis.loading.loader.DarshanJob`, so that a run without
 Darshan is characterized, compared, fitted and reported exactly as a Darshan log is.
 
 ``load_run(directory)`` reads ``summary.json`` and every ``oplog_rankNNNNN.npz`` (written with
 ``io.keep_oplog=true``) and builds the records Darshan would hold, per (rank, file), with the
-definitions of :mod:`analysis.loading.oplog_records`, plus DXT-like traces of every read and write.
+definitions of :mod:`dlio_mpi_analysis.loading.oplog_records`, plus DXT-like traces of every read and write.
 
 Which module a call lands in, by the interface the op log names, and the lowest layer the op
-log observes of the file (``DarshanJob.layers``; :mod:`analysis.characterization.layers`):
+log observes of the file (``DarshanJob.layers``; :mod:`dlio_mpi_analysis.characterization.layers`):
 
 ====================  ========  ===============================================================
 interface             observed  records
@@ -26,7 +26,7 @@ mpiio_coll            MPI-IO    MPI-IO records (collective), DXT_MPIIO; no POSIX
 hdf5_ind, hdf5_coll   HDF5      H5F and H5D records (H5Fflush: H5F_FLUSHES only), a DXT_H5D
                                 trace of the H5Dread and H5Dwrite calls (the first row's byte
                                 offset in the dataset: not a Darshan module either, given for
-                                the order of the reads, analysis.characterization.read_order); no MPI-IO or
+                                the order of the reads, dlio_mpi_analysis.characterization.read_order); no MPI-IO or
                                 POSIX records
 hdf5_sec2             POSIX     H5F and H5D records; POSIX beneath as libhdf5 issued it (the
                                 emulator's logging sec2 driver records every pread/pwrite
@@ -45,7 +45,7 @@ reads at every open) and splits a selection into MPI-IO calls as its own code de
 a path the emulator does not control (the sec2 driver it replaces with its logging one; the
 MPI-IO driver's internals are not a public interface of HDF5 1.10). Modelling those layers
 (one POSIX call per MPI-IO call at each rank's own range) scored a run against its own Darshan
-log at 0.61-0.86; the op log claims what it observed instead, and ``analysis.comparison.compare`` compares
+log at 0.61-0.86; the op log claims what it observed instead, and ``dlio_mpi_analysis.comparison.compare`` compares
 jobs at the layer both observed, where a run and its Darshan log hold the same calls (0.99).
 
 For POSIX I/O the counters are Darshan's own: on a run made under Darshan with its op logs
@@ -103,11 +103,11 @@ from dlio_mpi.run import oplog_format
 from dlio_mpi.run import outputs
 from dlio_mpi.run import summary_layout
 
-from analysis.errors import LogError, PartialLogWarning
-from analysis.loading.loader import DarshanJob
-from analysis.loading.oplog_layers import MMAP_IFACE, layers
-from analysis.loading.oplog_names import checkpoint_files, file_name, record_id  # noqa: F401
-from analysis.loading.oplog_records import READ, Ops
+from dlio_mpi_analysis.errors import LogError, PartialLogWarning
+from dlio_mpi_analysis.loading.loader import DarshanJob
+from dlio_mpi_analysis.loading.oplog_layers import MMAP_IFACE, layers
+from dlio_mpi_analysis.loading.oplog_names import checkpoint_files, file_name, record_id  # noqa: F401
+from dlio_mpi_analysis.loading.oplog_records import READ, Ops
 
 SUMMARY = "summary.json"
 OPLOG_GLOB = oplog_format.FILE_GLOB

@@ -1,12 +1,12 @@
 """The records and DXT segments an op log's calls make, each file from the lowest layer the op
-log observed of it up (analysis.loading.oplog's docstring says which module a call lands in and why)."""
+log observed of it up (dlio_mpi_analysis.loading.oplog's docstring says which module a call lands in and why)."""
 import numpy as np
 import pandas as pd
 from dlio_mpi.run.oplog_format import IFACE
 
-from analysis.loading.loader import CHARACTERIZED_MODULES
-from analysis.loading.oplog_names import record_id
-from analysis.loading.oplog_records import CLOSE, MMAP, OPEN, READ, SYNC_OPS, VIEW, WRITE, module_records
+from dlio_mpi_analysis.loading.loader import CHARACTERIZED_MODULES
+from dlio_mpi_analysis.loading.oplog_names import record_id
+from dlio_mpi_analysis.loading.oplog_records import CLOSE, MMAP, OPEN, READ, SYNC_OPS, VIEW, WRITE, module_records
 
 
 def _codes(*names):
@@ -100,7 +100,7 @@ def layers(ops, iface, config, names, ids):
             records[module] = module_records(module, part, extra)
     segments = {}
     # DXT_H5D is no Darshan trace either: the rows' places of each H5Dread, for the order of
-    # the reads at HDF5 (analysis.characterization.read_order)
+    # the reads at HDF5 (dlio_mpi_analysis.characterization.read_order)
     for trace, module in (("DXT_POSIX", "POSIX"), ("DXT_MPIIO", "MPI-IO"),
                           ("DXT_STDIO", "STDIO"), ("DXT_H5D", "H5D")):
         part = layers[module]

@@ -8,8 +8,8 @@ import numpy as np
 from dlio_mpi.run.oplog_format import (CHECKPOINT_ID_BASE, COMPANION_ID_BASE, OP, checkpoint_of,
                                    companion_of, data_file_name)
 
-from analysis.characterization.files import EMULATOR_EXTENSIONS
-from analysis.loading.oplog_records import SYNC_OPS
+from dlio_mpi_analysis.characterization.files import EMULATOR_EXTENSIONS
+from dlio_mpi_analysis.loading.oplog_records import SYNC_OPS
 
 OPEN, WRITE = OP["open"], OP["write"]
 

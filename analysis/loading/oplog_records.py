@@ -38,7 +38,7 @@ import pandas as pd
 from darshan.backend import cffi_backend
 from dlio_mpi.run.oplog_format import OP
 
-from analysis.characterization.counters import SIZE_BUCKETS
+from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
 
 # op codes of dlio_mpi's op log
 READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP, VIEW = (

@@ -26,7 +26,7 @@ The rule, per file (record id), over all the logs of a job:
   at E is a read to the file's end and is kept) and writes.
 
 What is recomputed for a cleaned record, exactly, from the operations kept (as
-:mod:`analysis.loading.oplog_records` computes counters from calls): reads, writes, bytes, size
+:mod:`dlio_mpi_analysis.loading.oplog_records` computes counters from calls): reads, writes, bytes, size
 histograms, ``MAX_BYTE_*``, ``RW_SWITCHES``, ``F_READ_TIME``, read and write start and end
 timestamps, the longest read and write with their sizes, and ``ACCESS1..4`` (without accesses
 of 0 bytes, which Darshan does not count there). ``FILE_NOT_ALIGNED`` loses the operations left
@@ -50,8 +50,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from analysis.characterization.counters import SIZE_BUCKETS
-from analysis.loading.oplog_records import READ, WRITE, Ops, module_records, no_overlap_time, sequential_flags
+from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
+from dlio_mpi_analysis.loading.oplog_records import READ, WRITE, Ops, module_records, no_overlap_time, sequential_flags
 
 # every note of this module starts with it (fit and compare pass these notes on)
 NOTE_MARK = "reused descriptor:"

@@ -1,7 +1,7 @@
 """The DLIO paper's characterization study, on the emulator: the six applications the paper
 characterized (its shipped workloads), scaled down, run under mpiexec with their op logs kept,
 characterized from the op logs, tabulated as the paper tabulates them and set beside the real
-applications' figures (analysis.paper_study.paper_reference).
+applications' figures (dlio_mpi_analysis.paper_study.paper_reference).
 
 ``run_paper(out_dir, ranks=2)`` runs them one after another and returns a :class:`PaperStudy`;
 ``render_paper(study)`` is the table. The scaled-down runs keep each application's format,
@@ -32,11 +32,11 @@ from dlio_mpi.display import tables, units
 from dlio_mpi.run import summary_layout
 from dlio_mpi.files.safe_files import write_whole
 
-from analysis.characterization.characterize import characterize
-from analysis.errors import AnalysisWarning
-from analysis.replays.launch import LaunchError, run_emulator
-from analysis.paper_study.paper_reference import REAL, TARGETS, comparison, render_comparison
-from analysis.characterization.text import _share
+from dlio_mpi_analysis.characterization.characterize import characterize
+from dlio_mpi_analysis.errors import AnalysisWarning
+from dlio_mpi_analysis.replays.launch import LaunchError, run_emulator
+from dlio_mpi_analysis.paper_study.paper_reference import REAL, TARGETS, comparison, render_comparison
+from dlio_mpi_analysis.characterization.text import _share
 
 APPS = ("cosmic_tagger", "ffn", "imagenet", "cosmoflow_paper", "frnn", "candle_nt3")
 RUN_TIMEOUT_S = 300

@@ -6,7 +6,7 @@ Transfer sizes are in bytes (the analysis printed decimal KB and MB); seq and co
 Darshan's POSIX_SEQ_READS and POSIX_CONSEC_READS over all POSIX reads, in percent; io_share is
 the I/O time's share of the run time; files counts the files Darshan recorded.
 
-The emulator's figures come from the same definitions (analysis.characterization.characterize): transfer sizes
+The emulator's figures come from the same definitions (dlio_mpi_analysis.characterization.characterize): transfer sizes
 from the trace of POSIX reads, seq and consec from the POSIX counters, the slowest rank's I/O
 time over the run time, and the files recorded (POSIX and STDIO).
 """
@@ -59,7 +59,7 @@ IO_SHARE_NOTE = ("I/O share: compute per step is calibrated on this storage (a p
 
 
 def emulated(row):
-    """The six figures of one study row (analysis.paper_study.paper.paper_row)."""
+    """The six figures of one study row (dlio_mpi_analysis.paper_study.paper.paper_row)."""
     return {"io_share": row.get("io_share"), "files": row.get("files"),
             "xfer_mean": row.get("xfer_mean"), "xfer_median": row.get("xfer_median"),
             "seq": row.get("sequential_pct"), "consec": row.get("consecutive_pct")}

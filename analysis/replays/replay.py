@@ -3,16 +3,16 @@ log's process count (or a given one) with the op logs kept (the dataset is gener
 and compare the run with the log.
 
 ``replay(source, out_dir)`` returns a :class:`Replay`: the fit, the run directory, the
-comparison (analysis.comparison.compare; the log is the first job) and the side-by-side structure of the
+comparison (dlio_mpi_analysis.comparison.compare; the log is the first job) and the side-by-side structure of the
 two jobs (files, shared files, interfaces, bytes and calls read and written, mean read size),
 both counted at the comparison's layer. Files written to ``out_dir``: ``fitted.yaml``,
 ``data/`` (the dataset), ``run/`` (the emulator's outputs) and ``replay.json``.
 
-Before anything is made, the replay is estimated (:mod:`analysis.replays.replay_size`: the dataset's
+Before anything is made, the replay is estimated (:mod:`dlio_mpi_analysis.replays.replay_size`: the dataset's
 bytes, the bytes read, the op logs, a time) and refused, with one line of the numbers, when it
 would not fit the free space of ``out_dir``; ``scale`` shrinks it while keeping the pattern, and
 the output and replay.json say what the scaling changed. While the job runs, a progress line
-comes every PROGRESS_EVERY_S seconds; the job never outlives the call (:mod:`analysis.replays.launch`).
+comes every PROGRESS_EVERY_S seconds; the job never outlives the call (:mod:`dlio_mpi_analysis.replays.launch`).
 """
 
 import json
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from dlio_mpi.display import tables, units
 from dlio_mpi.files.safe_files import write_whole
 
-from analysis.replays import replay_size
-from analysis.characterization.characterize import characterize, data_formats
-from analysis.comparison.compare import compare, profile, render_comparison
-from analysis.errors import AnalysisWarning
-from analysis.fitting.fit import fit
-from analysis.replays.launch import run_emulator
-from analysis.characterization.layers import parts_at
+from dlio_mpi_analysis.replays import replay_size
+from dlio_mpi_analysis.characterization.characterize import characterize, data_formats
+from dlio_mpi_analysis.comparison.compare import compare, profile, render_comparison
+from dlio_mpi_analysis.errors import AnalysisWarning
+from dlio_mpi_analysis.fitting.fit import fit
+from dlio_mpi_analysis.replays.launch import run_emulator
+from dlio_mpi_analysis.characterization.layers import parts_at
 
 RUN_TIMEOUT_S = 1800
 PROGRESS_EVERY_S = 10.0     # a progress line while the dataset is written and the job runs
@@ -46,8 +46,8 @@ class Replay:
     comparison: object
     real: dict
     emulated: dict
-    estimate: object = None     # analysis.replays.replay_size.Estimate
-    scaling: object = None      # analysis.replays.replay_size.Scaling, when the replay was scaled
+    estimate: object = None     # dlio_mpi_analysis.replays.replay_size.Estimate
+    scaling: object = None      # dlio_mpi_analysis.replays.replay_size.Scaling, when the replay was scaled
 
     @property
     def score(self):
@@ -62,8 +62,8 @@ class Replay:
 
 
 def structure(c, layer="POSIX"):
-    """The shape of a characterized job, its files counted at ``layer`` (analysis.characterization.layers): data
-    and checkpoint files (analysis.characterization.file_roles: not code, configuration, standard streams or the
+    """The shape of a characterized job, its files counted at ``layer`` (dlio_mpi_analysis.characterization.layers): data
+    and checkpoint files (dlio_mpi_analysis.characterization.file_roles: not code, configuration, standard streams or the
     MPI library's own files such as Open MPI's lock-test files) and those shared by several
     ranks, interfaces, bytes and calls read, mean read size, bytes and calls written."""
     values = profile(c, layer)
@@ -80,7 +80,7 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
            scale=None):
     """Fit, estimate, generate, run and compare (see the module docstring). ``scale`` (0 to
     1): the replay's dataset and bytes read shrunk to about that share, the pattern kept
-    (:func:`analysis.replays.replay_size.scale`). Raises ReplaySizeError, having made nothing, when
+    (:func:`dlio_mpi_analysis.replays.replay_size.scale`). Raises ReplaySizeError, having made nothing, when
     the replay would not fit the free space of ``out_dir``."""
     out_dir = os.path.abspath(out_dir)
     data, run_dir = os.path.join(out_dir, "data"), os.path.join(out_dir, "run")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from dlio_mpi.display import units
 from dlio_mpi.files.nearest_folder import existing_folder
 
-from analysis.fitting.fit_patterns import framing
+from dlio_mpi_analysis.fitting.fit_patterns import framing
 
 ASSUMED_WRITE_BPS = 512 * 2**20  # dataset generation, bytes/s: stated, not measured
 OPLOG_OP_BYTES = 48             # an op log row: start, duration, offset, bytes (8 B each),

@@ -4,7 +4,7 @@ cell. ``render("report.html", **values)``."""
 
 import jinja2
 
-_LOADER = jinja2.PackageLoader("analysis.reporting", "templates")
+_LOADER = jinja2.PackageLoader("dlio_mpi_analysis.reporting", "templates")
 _HTML = jinja2.Environment(loader=_LOADER, autoescape=True, trim_blocks=True,
                            lstrip_blocks=True, keep_trailing_newline=True,
                            undefined=jinja2.StrictUndefined)

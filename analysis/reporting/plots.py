@@ -1,6 +1,6 @@
 """The report's figures, drawn with matplotlib's Agg canvas (no display, no pyplot state).
 
-Every function takes a job (:class:`~analysis.loading.loader.DarshanJob`) and its Characterization and
+Every function takes a job (:class:`~dlio_mpi_analysis.loading.loader.DarshanJob`) and its Characterization and
 returns PNG bytes, or None when the data for the figure is not in the job; its ``*_figure``
 twin returns the matplotlib Figure. Each figure's caption (the title on its right) says what its
 data is (:func:`data_source`): a Darshan log's DXT trace or counters, or a dlio_mpi run's own
@@ -37,8 +37,8 @@ import numpy as np  # noqa: E402
 
 from dlio_mpi.display import units  # noqa: E402
 
-from analysis.characterization.counters import SIZE_BUCKETS, SPECS  # noqa: E402
-from analysis.loading.oplog_records import size_buckets  # noqa: E402
+from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS, SPECS  # noqa: E402
+from dlio_mpi_analysis.loading.oplog_records import size_buckets  # noqa: E402
 
 MIN_WIDTH = 0.002
 BINS = 100

@@ -1,6 +1,6 @@
 """A report of one job for people: ``write_report(source, out_dir)`` writes ``report.md``,
 a self-contained ``report.html`` (figures embedded as base64 PNG, no external references) and
-the figures as PNG files (see :mod:`analysis.reporting.plots`), all into ``out_dir``.
+the figures as PNG files (see :mod:`dlio_mpi_analysis.reporting.plots`), all into ``out_dir``.
 """
 
 import base64
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from dlio_mpi.display import units
 from dlio_mpi.files.safe_files import write_whole
 
-from analysis.characterization.characterize import characterize, load_job
-from analysis.reporting import pages
-from analysis.characterization.text import MODULE_ROWS, _mib_per_s, _share, utc
+from dlio_mpi_analysis.characterization.characterize import characterize, load_job
+from dlio_mpi_analysis.reporting import pages
+from dlio_mpi_analysis.characterization.text import MODULE_ROWS, _mib_per_s, _share, utc
 
 
 @dataclass
@@ -27,7 +27,7 @@ class ReportFiles:
 def write_report(source, out_dir, *, dxt=True, title=None):
     """Characterize ``source`` (a Darshan log, a directory of logs or a dlio_mpi run directory;
     DXT traces read when ``dxt``) and write the report files into ``out_dir``."""
-    from analysis.reporting.plots import all_figures
+    from dlio_mpi_analysis.reporting.plots import all_figures
 
     job = load_job(source, dxt=dxt)
     char = characterize(job)

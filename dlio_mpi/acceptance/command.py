@@ -288,7 +288,7 @@ def search(workload, results, low, high, repeats, launcher, hosts, host_memory_g
                            allow_undersized=allow_undersized_dataset, seed=seed)
     except rules.AcceptanceError as e:
         _refuse(str(e))
-    from analysis.replays.launch import Interrupted as LaunchInterrupted
+    from dlio_mpi_analysis.replays.launch import Interrupted as LaunchInterrupted
 
     try:
         doc = searching.search(p, searching.launched_runs(p, launcher, timeout),

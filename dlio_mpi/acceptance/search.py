@@ -160,7 +160,7 @@ def search(p, run_one, *, mode, launcher=None, say=print, write=True):
 
 def launched_runs(p, launcher, timeout):
     """run_one for the launched search: each run its own job of N x hosts processes."""
-    from analysis.replays.launch import LaunchError, run_emulator
+    from dlio_mpi_analysis.replays.launch import LaunchError, run_emulator
 
     def run_one(per_host, repeat):
         overrides = run_overrides(p, per_host, repeat)

@@ -5,9 +5,9 @@ every rank takes part in every run, rank 0 decides.
 
 1. The starting workload (:mod:`.start`): a shipped or given workload with overrides, a
    dlio_mpi run directory (the configuration in its summary.json), or a Darshan log (the
-   workload analysis.fitting.fit fits to it).
-2. A baseline run with its op log kept, characterized (analysis.characterization.characterize; for a log, the
-   log itself) and diagnosed (analysis.diagnosis.diagnose): findings, most severe first, each with its
+   workload dlio_mpi_analysis.fitting.fit fits to it).
+2. A baseline run with its op log kept, characterized (dlio_mpi_analysis.characterization.characterize; for a log, the
+   log itself) and diagnosed (dlio_mpi_analysis.diagnosis.diagnose): findings, most severe first, each with its
    evidence and candidate changes (partial workloads).
 3. Measurement (:mod:`.measure`): the baseline and every candidate in rounds, the order rotated
    from round to round so that no change always runs after the same one; then the best change
@@ -21,7 +21,7 @@ every rank takes part in every run, rank 0 decides.
    findings are left out first when three rounds of every candidate would not fit.
 5. The result (:mod:`.result`): every measured change with its speedup and spread, the winner
    (the fastest beyond its spread, measured in two rounds or more) as ``winner.yaml``, notes on
-   what the figures stand for (a dataset the page cache holds); analysis.diagnosis.advice_report renders
+   what the figures stand for (a dataset the page cache holds); dlio_mpi_analysis.diagnosis.advice_report renders
    it.
 
 A candidate whose dataset differs (chunking, compression, files) reads its own copy, generated

@@ -88,7 +88,7 @@ def advise_cmd(args, config_file, out_dir, budget, cold, keep_data, quiet, paper
     except Exception as e:          # noqa: BLE001 - one line, and no rank left waiting
         _fail(comm, e)
     if rank == 0:
-        from analysis.diagnosis.advice_report import render_text, summary_line, write_advice
+        from dlio_mpi_analysis.diagnosis.advice_report import render_text, summary_line, write_advice
         paths = write_advice(result, out_dir)
         click.echo(render_text(result), nl=False)
         click.echo(f"report: {paths['md']}, {paths['html']}, {paths['json']}")

@@ -1,5 +1,5 @@
 """advise --paper: the DLIO paper's optimization study on its applications, scaled down as
-``analyze paper`` scales them (analysis.paper_study.paper.scaled_overrides), measured as advise measures
+``analyze paper`` scales them (dlio_mpi_analysis.paper_study.paper.scaled_overrides), measured as advise measures
 (rounds against each application's shipped setting, speedup and spread of the time per epoch).
 
 The paper varied, on the HDF5 shared-file applications (CosmicTagger, FFN), the transfer size
@@ -83,7 +83,7 @@ def sweep(name, doc):
 
 
 def app_doc(app, ranks, out_dir):
-    from analysis.paper_study.paper import scaled_overrides
+    from dlio_mpi_analysis.paper_study.paper import scaled_overrides
     cfg = config.load([f"workload={app}", *scaled_overrides(app, ranks),
                        *FEWER_STEPS.get(app, lambda ranks: ())(ranks)])
     doc = minimal_doc(cfg)
@@ -95,15 +95,15 @@ def app_doc(app, ranks, out_dir):
 def calibrate(adv, app, doc, io_share):
     """Compute per step that makes I/O ``io_share`` of the shipped setting's run time on this
     storage (the real application's share unless given), as ``analyze paper`` calibrates it:
-    a probe run without compute (analysis.paper_study.paper.calibrated_compute), then runs with the
-    compute corrected from the medians of what they measured (analysis.paper_study.paper.corrected_compute)
+    a probe run without compute (dlio_mpi_analysis.paper_study.paper.calibrated_compute), then runs with the
+    compute corrected from the medians of what they measured (dlio_mpi_analysis.paper_study.paper.corrected_compute)
     until one's share is within SHARE_AIM or CALIBRATION_RUNS were made (fewer than analyze
     paper's: they come out of the budget). Returns (compute of the run closest to the share,
     share, calibration: the runs' compute and share reached, ``chosen``, and ``within``: the
     chosen run's share within SHARE_TOLERANCE); rank 0's figures on every rank."""
-    from analysis.paper_study.paper import (SHARE_AIM, calibrated_compute, corrected_compute,
+    from dlio_mpi_analysis.paper_study.paper import (SHARE_AIM, calibrated_compute, corrected_compute,
                                 next_compute, probe_step, within_share)
-    from analysis.paper_study.paper_reference import REAL
+    from dlio_mpi_analysis.paper_study.paper_reference import REAL
     share = io_share if io_share is not None else REAL.get(app, {}).get("io_share")
     probe = merged(doc, {"train": {"computation_time": 0}})
     out = os.path.join(adv.out, "runs", "probe")
@@ -146,9 +146,9 @@ def _measured(run_dir):
     measures its share."""
     import warnings
 
-    from analysis.characterization.characterize import characterize
-    from analysis.errors import AnalysisWarning
-    from analysis.paper_study.paper import compute_steps, training_time
+    from dlio_mpi_analysis.characterization.characterize import characterize
+    from dlio_mpi_analysis.errors import AnalysisWarning
+    from dlio_mpi_analysis.paper_study.paper import compute_steps, training_time
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnalysisWarning)
         busy = characterize(run_dir).totals.io_time.slowest_rank or 0.0
@@ -214,7 +214,7 @@ def render_paper(study):
              "(scaled down; speedup of the time per epoch over the shipped setting)"]
     for app, res in study["apps"].items():
         base = res["baseline_time_per_epoch_s"]
-        from analysis.paper_study.paper import MIN_COMPUTE_S, SHARE_TOLERANCE
+        from dlio_mpi_analysis.paper_study.paper import MIN_COMPUTE_S, SHARE_TOLERANCE
         floor = res["computation_time"] <= MIN_COMPUTE_S
         aim = (f"compute at its floor, {MIN_COMPUTE_S} s per step: without compute I/O is "
                f"already under the real {100 * res['io_share']:.1f} % of the run time"

@@ -22,7 +22,7 @@ def starting_point(source, overrides, config_file, out_dir):
     Darshan log source or None): ``source`` is
     None (the workload comes from ``workload=NAME`` or ``config_file``), a run directory or a
     Darshan log."""
-    from analysis.errors import AnalysisWarning
+    from dlio_mpi_analysis.errors import AnalysisWarning
 
     notes, char, log = [], None, None
     out_dir = os.path.abspath(out_dir)
@@ -42,17 +42,17 @@ def starting_point(source, overrides, config_file, out_dir):
             raise AdviseError(f"{summary_path}: not a dlio_mpi summary (no configuration in "
                               "it)") from None
         cfg = config.load(overrides, doc=doc, doc_source=summary_path)
-        from analysis.loading.oplog import is_run_dir
+        from dlio_mpi_analysis.loading.oplog import is_run_dir
         if is_run_dir(source):
-            from analysis.characterization.characterize import characterize
+            from dlio_mpi_analysis.characterization.characterize import characterize
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", AnalysisWarning)
                 char = characterize(source)
         notes.append(f"started from the run in {source} (its configuration)")
         local = False
     elif os.path.exists(source):
-        from analysis.characterization.characterize import characterize, load_job
-        from analysis.fitting.fit import fit
+        from dlio_mpi_analysis.characterization.characterize import characterize, load_job
+        from dlio_mpi_analysis.fitting.fit import fit
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AnalysisWarning)
             fitted = fit(source, data_folder=os.path.join(out_dir, "data", "fitted"),

@@ -139,9 +139,9 @@ def advise(comm, source, overrides, config_file, out_dir, budget_s, cold=False,
         base_doc = merged(base_doc, {"train": {"epochs": more}})
 
     def diagnosis():
-        from analysis.characterization.characterize import characterize
-        from analysis.diagnosis.diagnose import diagnose
-        from analysis.errors import AnalysisWarning
+        from dlio_mpi_analysis.characterization.characterize import characterize
+        from dlio_mpi_analysis.diagnosis.diagnose import diagnose
+        from dlio_mpi_analysis.errors import AnalysisWarning
         char = kept.get("char")
         if char is None:
             with warnings.catch_warnings():

@@ -15,7 +15,7 @@ applications keep their image and label volumes in files of their own: the datas
 file "raw" (the same name with the key before the extension, also for the temporary names
 generation writes). Op-log file ids of companions: dlio_mpi.run.oplog_format.companion_id(k, the
 dataset file's id), k counting the companion keys from 1 in the order the volumes name them
-(analysis.loading.oplog names them back)."""
+(dlio_mpi_analysis.loading.oplog names them back)."""
 import numpy as np
 
 from dlio_mpi.formats._files import file_size, open_file

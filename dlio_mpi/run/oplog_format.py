@@ -1,5 +1,5 @@
 """The op log's format, in one place for the engines that record it (csrc/dm.h, the Cython
-module), the run that saves it and analysis/, which reads it back (analysis.loading.oplog): operation
+module), the run that saves it and analysis/, which reads it back (dlio_mpi_analysis.loading.oplog): operation
 and interface codes, the keys of a rank's ``oplog_rankNNNNN.npz``, the file ids given to
 dataset files, HDF5 companion files and checkpoint files, and the dataset files' names.
 

@@ -1,5 +1,5 @@
 """Analysis benchmark: the time to characterize a Darshan log and write its report with figures
-(`python -m analysis.cli report LOG -o DIR`, DXT traces read) against the time PyDarshan's own
+(`python -m dlio_mpi_analysis.cli report LOG -o DIR`, DXT traces read) against the time PyDarshan's own
 report takes (`python -m darshan summary LOG --output FILE`), on the largest logs of the
 collection, each as one fresh process, one after the other. Prints a table, then one JSON
 object on the last line.
@@ -99,7 +99,7 @@ def main():
             for i, log in enumerate(logs):
                 name = os.path.basename(log)
                 contenders = [
-                    (ours, [py, "-m", "analysis.cli", "report", log, "-o",
+                    (ours, [py, "-m", "dlio_mpi_analysis.cli", "report", log, "-o",
                             os.path.join(tmp, "ours", name)]),
                     (theirs, [py, "-m", "darshan", "summary", log, "--output",
                               os.path.join(tmp, "theirs", name + ".html")]),
@@ -161,7 +161,7 @@ def drishti_run(program, log, out_dir):
 IN_PROCESS = """
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
-from analysis.diagnosis.diagnosis_report import diagnose_path
+from dlio_mpi_analysis.diagnosis.diagnosis_report import diagnose_path
 out = {}
 for log in sys.argv[1:]:
     t0 = time.perf_counter()

@@ -7,8 +7,7 @@ import warnings
 
 import pytest
 
-import analysis
-
+import dlio_mpi_analysis as analysis
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_LOGS = os.path.join(os.path.dirname(REPO), "shared", "darshan-logs")
@@ -92,7 +91,7 @@ def paper_run(tmp_path_factory):
     """(CliRunner result, output directory) of `analyze paper --ranks 2 --json`, run once."""
     from click.testing import CliRunner
 
-    from analysis.cli import analyze
+    from dlio_mpi_analysis.cli import analyze
 
     out = tmp_path_factory.mktemp("paper")
     result = CliRunner().invoke(analyze, ["paper", "--out", str(out), "--ranks", "2", "--json"])

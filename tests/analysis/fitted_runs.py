@@ -5,9 +5,9 @@ import os
 
 import yaml
 
-from analysis.comparison.compare import compare
-from analysis.fitting.fit import fit
-from analysis.replays.launch import run_emulator
+from dlio_mpi_analysis.comparison.compare import compare
+from dlio_mpi_analysis.fitting.fit import fit
+from dlio_mpi_analysis.replays.launch import run_emulator
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")

@@ -1,4 +1,4 @@
-"""The `analyze` command group: through click's CliRunner and as `python -m analysis.cli`."""
+"""The `analyze` command group: through click's CliRunner and as `python -m dlio_mpi_analysis.cli`."""
 
 import json
 import os
@@ -8,8 +8,8 @@ import sys
 import yaml
 from click.testing import CliRunner
 
-import analysis
-from analysis.cli import analyze
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.cli import analyze
 from dlio_mpi.config import loader as config
 from oplog_fixtures import call, write_run
 
@@ -117,13 +117,13 @@ def test_warnings_go_to_stderr_as_lines(log):
 
 
 def test_python_dash_m(log):
-    for module in ("analysis.cli", "analysis"):
+    for module in ("dlio_mpi_analysis.cli", "dlio_mpi_analysis"):
         done = subprocess.run([sys.executable, "-m", module, "characterize", "--no-dxt",
                                log(MPI_IO_TEST)], cwd=REPO, capture_output=True, text=True,
                               timeout=120)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("Darshan I/O characterization\n")
-    done = subprocess.run([sys.executable, "-m", "analysis.cli", "--help"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "dlio_mpi_analysis.cli", "--help"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert all(cmd in done.stdout for cmd in ("characterize", "compare", "fit", "report",
                                               "paper"))

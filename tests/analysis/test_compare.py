@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-import analysis
-from analysis.comparison.compare import METRICS, SIZE_BUCKETS, profile, similarity
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.comparison.compare import METRICS, SIZE_BUCKETS, profile, similarity
 from oplog_fixtures import call, write_run
 
 TOTAL_WEIGHT = sum(weight for _, _, weight, _ in METRICS)

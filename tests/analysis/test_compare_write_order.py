@@ -1,12 +1,12 @@
-"""compare's write order (analysis.comparison.compare: write_order, part of the structure gate) on real
+"""compare's write order (dlio_mpi_analysis.comparison.compare: write_order, part of the structure gate) on real
 logs: IOR's -z writes at random offsets (ior_random_write.darshan, truth.json) against its
 replay in the same order and in order; collective writes' order from the aggregators' POSIX
 writes (IOR -c, mpiio_checkpoint_train)."""
 import pytest
 
-from analysis.characterization.characterize import load_job
-from analysis.characterization.read_order import write_order
-from analysis.replays.replay import replay
+from dlio_mpi_analysis.characterization.characterize import load_job
+from dlio_mpi_analysis.characterization.read_order import write_order
+from dlio_mpi_analysis.replays.replay import replay
 
 from fitted_runs import log, run_changed
 

@@ -19,7 +19,7 @@ def _limited():
 
 
 def _analyze(*args):
-    return subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "dlio_mpi_analysis", *map(str, args)], cwd=REPO,
                           capture_output=True, text=True, timeout=180, preexec_fn=_limited)
 
 

@@ -4,9 +4,9 @@
 import pandas as pd
 import pytest
 
-import analysis
+import dlio_mpi_analysis as analysis
 import raw_darshan as raw
-from analysis.characterization.dxt_metrics import dxt_metrics
+from dlio_mpi_analysis.characterization.dxt_metrics import dxt_metrics
 
 # Counters each characterized operation sums, per module (the documented definitions).
 OPS = {

@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-import analysis
-import analysis.loading.loader
+import dlio_mpi_analysis as analysis
+import dlio_mpi_analysis.loading.loader
 import raw_darshan as raw
 
 MIB = 2**20
@@ -232,14 +232,14 @@ def test_two_mpi_jobs_at_the_same_time_are_two_jobs(log, tmp_path):
 def test_heatmap_disagreeing_with_counters_warns(log, monkeypatch):
     path = log("release_logs__mpi-io-test-x86_64-3.5.0")
     assert analysis.load(path).heatmap_bytes["POSIX"] == {"read": 64 * MIB, "write": 64 * MIB}
-    real_read_log = analysis.loading.loader.read_log
+    real_read_log = dlio_mpi_analysis.loading.loader.read_log
 
     def lose_reads(*args, **kwargs):
         contents = real_read_log(*args, **kwargs)
         contents.heatmap_bytes["POSIX"]["read"] = 66 * MIB  # 3% more than the counters
         return contents
 
-    monkeypatch.setattr(analysis.loading.loader, "read_log", lose_reads)
+    monkeypatch.setattr(dlio_mpi_analysis.loading.loader, "read_log", lose_reads)
     with pytest.warns(analysis.HeatmapMismatchWarning, match="POSIX read bytes"):
         analysis.load(path)
 

@@ -2,8 +2,7 @@
 
 import json
 
-import analysis
-
+import dlio_mpi_analysis as analysis
 HDF5_LOG = "ior_pnetcdf_hdf5__shane_ior-HDF5"
 
 

@@ -1,11 +1,11 @@
-"""analysis.diagnosis.diagnose on jobs of known shape: each rule fires at its threshold and not below, with
+"""dlio_mpi_analysis.diagnosis.diagnose on jobs of known shape: each rule fires at its threshold and not below, with
 its evidence and valid changes; severity orders the findings. And advise's pure parts: merging
 a change into a workload, the minimal workload, speedup and spread, the combination."""
 from types import SimpleNamespace as NS
 
 import pytest
 
-from analysis.diagnosis import diagnose as dg
+from dlio_mpi_analysis.diagnosis import diagnose as dg
 from dlio_mpi.config import loader as config
 from dlio_mpi.advise.measure import Candidate, merged, minimal_doc, speedup
 from dlio_mpi.advise.study import combination
@@ -159,7 +159,7 @@ def test_a_real_logs_misaligned_accesses():
     """The DLIO benchmark's JPEG log (PIL through Python's buffered file): Darshan counted
     25 % of the reads off the 4 KiB alignment and 21 % of the buffers off 8 bytes."""
     import os
-    from analysis.characterization.characterize import characterize
+    from dlio_mpi_analysis.characterization.characterize import characterize
     log = os.path.join(os.path.dirname(__file__), "..", "fixtures", "darshan",
                        "dlio_jpeg.darshan")
     found = dg.diagnose(characterize(log), {"dataset": {"format": "raw"}})

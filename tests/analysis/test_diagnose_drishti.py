@@ -1,5 +1,5 @@
 """Drishti 0.8 beside analyze diagnose: every issue code Drishti reports on a log has a finding
-of the same kind (analysis.diagnosis.finding_kinds), or a reason in docs/diagnose.md's table of
+of the same kind (dlio_mpi_analysis.diagnosis.finding_kinds), or a reason in docs/diagnose.md's table of
 disagreements. Runs where Drishti is installed (its own venv): $DRISHTI names its program,
 else `drishti` on PATH; skipped otherwise."""
 
@@ -12,9 +12,9 @@ import warnings
 
 import pytest
 
-from analysis.diagnosis.diagnosis_report import diagnose_path
-from analysis.errors import AnalysisWarning
-from analysis.diagnosis.finding_kinds import KINDS
+from dlio_mpi_analysis.diagnosis.diagnosis_report import diagnose_path
+from dlio_mpi_analysis.errors import AnalysisWarning
+from dlio_mpi_analysis.diagnosis.finding_kinds import KINDS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))

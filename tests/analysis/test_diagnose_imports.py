@@ -13,9 +13,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "darshan")
 
 # modules `python -m dlio_mpi analyze diagnose` once imported without using them
-NOT_ON_THE_DIAGNOSE_PATH = ("yaml", "analysis.fitting.fit", "analysis.fitting.fit_measures",
-                            "analysis.fitting.fit_checkpoints", "analysis.comparison.compare",
-                            "analysis.reporting.report", "analysis.characterization.text")
+NOT_ON_THE_DIAGNOSE_PATH = ("yaml", "dlio_mpi_analysis.fitting.fit", "dlio_mpi_analysis.fitting.fit_measures",
+                            "dlio_mpi_analysis.fitting.fit_checkpoints", "dlio_mpi_analysis.comparison.compare",
+                            "dlio_mpi_analysis.reporting.report", "dlio_mpi_analysis.characterization.text")
 
 DIAGNOSE_THEN_LIST_MODULES = """
 import json, sys
@@ -38,5 +38,5 @@ def test_diagnose_imports_no_fitting_comparison_or_report(path):
     assert json.loads(done.stdout)["findings"] is not None
     line = next(line for line in done.stderr.splitlines() if line.startswith("MODULES "))
     imported = set(json.loads(line[len("MODULES "):]))
-    assert "analysis.diagnosis.diagnose" in imported
+    assert "dlio_mpi_analysis.diagnosis.diagnose" in imported
     assert sorted(imported.intersection(NOT_ON_THE_DIAGNOSE_PATH)) == []

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from analysis.diagnosis.diagnosis_report import diagnose_path
-from analysis.diagnosis.finding_kinds import KINDS, Thresholds
+from dlio_mpi_analysis.diagnosis.diagnosis_report import diagnose_path
+from dlio_mpi_analysis.diagnosis.finding_kinds import KINDS, Thresholds
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "darshan")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -177,9 +177,9 @@ def test_with_a_workload_each_log_finding_carries_the_change_advise_measures():
     train_reader.py's log) a kind only the log's rules see gets its candidate changes."""
     import warnings
 
-    from analysis.characterization.characterize import characterize, load_job
-    from analysis.diagnosis.diagnose import diagnose
-    from analysis.errors import AnalysisWarning
+    from dlio_mpi_analysis.characterization.characterize import characterize, load_job
+    from dlio_mpi_analysis.diagnosis.diagnose import diagnose
+    from dlio_mpi_analysis.errors import AnalysisWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnalysisWarning)

@@ -1,7 +1,7 @@
 """What is data and what is an interface, on real logs made for it (tests/fixtures/darshan,
 truth.json says what each run was): the standard streams, the MPI library's own files and a
 framework's configuration, log and output files are apart from the job's data I/O in
-characterize, compare and fit alike (analysis.characterization.file_roles)."""
+characterize, compare and fit alike (dlio_mpi_analysis.characterization.file_roles)."""
 import dataclasses
 import json
 import os
@@ -11,9 +11,9 @@ import darshan
 import numpy as np
 import pytest
 
-import analysis
-from analysis.characterization.layers import dataset_file
-from analysis.loading.loader import load
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.characterization.layers import dataset_file
+from dlio_mpi_analysis.loading.loader import load
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
@@ -240,12 +240,12 @@ def test_fit_reads_the_files_characterize_calls_data():
     ("/scratch/run/train.h5", (), "data"),
 ])
 def test_roles_by_where_files_live_and_what_made_them(name, files, role):
-    from analysis.characterization.file_roles import role_of
+    from dlio_mpi_analysis.characterization.file_roles import role_of
     assert role_of(name, set(files) | {name}, 100, 0) == role
 
 
 def test_written_only_files_are_checkpoints_unless_named_as_reports():
-    from analysis.characterization.file_roles import mpi_library_file, role_of
+    from dlio_mpi_analysis.characterization.file_roles import mpi_library_file, role_of
     assert role_of("/ck/model_states-0.pt", set(), 0, 100) == "checkpoint"
     assert role_of("/ck/ckpt-3.bin.part", set(), 0, 100) == "checkpoint"
     assert role_of("/out/metrics.json", set(), 0, 100) == "other"
@@ -259,7 +259,7 @@ def test_a_replay_is_not_parted_from_the_real_job_by_what_is_not_data(tmp_path, 
     """Fit, generate, run and compare: the emulator prints no IOR report, makes no ompio
     session files and writes no framework config, and still has the real job's files,
     interfaces and bytes written."""
-    from analysis.replays.replay import replay
+    from dlio_mpi_analysis.replays.replay import replay
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

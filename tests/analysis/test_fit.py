@@ -7,7 +7,7 @@ import warnings
 import pytest
 import yaml
 
-import analysis
+import dlio_mpi_analysis as analysis
 from dlio_mpi.config import loader as config
 from mpirun import run_mpi
 from oplog_fixtures import call, write_run

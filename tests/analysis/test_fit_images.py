@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-import analysis
+import dlio_mpi_analysis as analysis
 from dlio_mpi.formats import jpeg, png
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",

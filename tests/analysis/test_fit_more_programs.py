@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-import analysis
-from analysis.loading.loader import load
-from analysis.replays.replay import replay
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.loading.loader import load
+from dlio_mpi_analysis.replays.replay import replay
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
@@ -104,7 +104,7 @@ def test_worker_processes_are_read_threads(name):
 
 
 # torch_npy_workers: 1.00 measured (2026-12-05), with its workers' pipe traffic that Darshan
-# counted under the .npy files left out by the loader (analysis.loading.reused_descriptors);
+# counted under the .npy files left out by the loader (dlio_mpi_analysis.loading.reused_descriptors);
 # spawn_npy_workers (2 ranks of 2 spawned workers, tests/analysis/test_process_roles.py): 1.00
 # measured (2026-12-06)
 @pytest.mark.parametrize("name,least", [("numpy_npy", 0.95), ("h5py_chunked", 0.95),

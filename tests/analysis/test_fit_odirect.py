@@ -1,8 +1,8 @@
 """O_DIRECT is not in a Darshan log: IOR POSIX written then read back with --posix.odirect and
 without gives the same counters (every access aligned); the fit chooses posix_direct only on
 strong evidence (the rank's own writes read back slower than the page cache) and says why."""
-import analysis
-from analysis.replays.replay import replay
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log
 import pytest

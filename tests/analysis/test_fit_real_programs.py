@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-import analysis
-from analysis.replays.replay import replay
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays.replay import replay
 from dlio_mpi.formats import jpeg
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
@@ -160,8 +160,8 @@ def test_the_dlio_benchmarks_own_tensorflow_file_runs_as_it_ran(tmp_path):
     """The DLIO benchmark's resnet50 file for its TensorFlow reader, run by the emulator at the
     real run's shape (the same overrides as truth.json's command), looks like the real run to
     analyze compare: each rank's own files, read as a stream, 4 at once."""
-    from analysis.comparison.compare import compare
-    from analysis.replays.launch import run_emulator
+    from dlio_mpi_analysis.comparison.compare import compare
+    from dlio_mpi_analysis.replays.launch import run_emulator
     fixture = os.path.join(os.path.dirname(HERE), "dlio_resnet50_tf.yaml")
     out = tmp_path / "run"
     run_emulator("dlio file", 2, ["run", "--config", fixture,

@@ -8,8 +8,8 @@ HDF5 file through the mpio driver and write their half of four datasets collecti
 holds both programs' parameters and counters)."""
 import pytest
 
-import analysis
-from analysis.replays.replay import replay
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-import analysis
-from analysis.replays.replay import replay
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
 

@@ -13,8 +13,8 @@ from darshan.backend.cffi_backend import accumulate_records
 from darshan.experimental.plots import plot_common_access_table
 from darshan.experimental.plots.plot_io_cost import get_io_cost_df
 
-import analysis
-from analysis.characterization import text
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.characterization import text
 from conftest import REPO, find_logs_dir
 
 darshan.enable_experimental()

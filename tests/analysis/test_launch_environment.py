@@ -1,7 +1,7 @@
 """A job launched by the analysis (replay, paper) from a process that initialized MPI itself (a
 test, a notebook that imported the engines) does not inherit what marks that process a part of
 an MPI job: its mpiexec would otherwise take itself for a part of that job and exit 1 silently."""
-from analysis.replays.launch import _process_environment, launch_environment
+from dlio_mpi_analysis.replays.launch import _process_environment, launch_environment
 import pytest
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec

@@ -4,9 +4,9 @@ runtime would have counted, exactly, from chosen calls."""
 import numpy as np
 import pytest
 
-import analysis
-from analysis.loading.oplog import file_name, is_run_dir, load_run, record_id
-from analysis.loading.oplog_records import size_buckets
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.loading.oplog import file_name, is_run_dir, load_run, record_id
+from dlio_mpi_analysis.loading.oplog_records import size_buckets
 from oplog_fixtures import ORIGIN, call, write_run
 
 FILE0 = "/data/train/img_0000000_of_2.bin"
@@ -312,7 +312,7 @@ def test_file_names_follow_the_dataset():
 
 def test_extensions_are_the_emulators():
     from dlio_mpi import formats
-    from analysis.characterization.files import EMULATOR_EXTENSIONS, file_format
+    from dlio_mpi_analysis.characterization.files import EMULATOR_EXTENSIONS, file_format
 
     assert EMULATOR_EXTENSIONS == {name: module.EXTENSION
                                    for name, module in formats.MODULES.items()}

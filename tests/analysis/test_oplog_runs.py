@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-import analysis
-
+import dlio_mpi_analysis as analysis
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
 KIB = 1024

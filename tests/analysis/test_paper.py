@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-import analysis
-from analysis.paper_study.paper import (APPS, SHARE_TOLERANCE, calibrated_compute, corrected_compute,
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.paper_study.paper import (APPS, SHARE_TOLERANCE, calibrated_compute, corrected_compute,
                             next_compute, render_paper, run_paper, scaled_overrides,
                             training_time, within_share)
-from analysis.paper_study.paper_reference import METRICS, REAL, comparison, errors, within_targets
+from dlio_mpi_analysis.paper_study.paper_reference import METRICS, REAL, comparison, errors, within_targets
 from dlio_mpi.config import loader as config
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-import analysis
-from analysis.loading.loader import load
-from analysis.loading.process_roles import SPAWNED, TRACKER, exe_role
-from analysis.characterization.text import render_text
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.loading.loader import load
+from dlio_mpi_analysis.loading.process_roles import SPAWNED, TRACKER, exe_role
+from dlio_mpi_analysis.characterization.text import render_text
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")

@@ -1,4 +1,4 @@
-"""The order of collective reads (analysis.characterization.read_order), on real IOR logs made with -c under
+"""The order of collective reads (dlio_mpi_analysis.characterization.read_order), on real IOR logs made with -c under
 Darshan 3.5.0 with DXT (tests/fixtures/darshan, truth.json) and on the op logs of the
 emulator's replays of them, in order and shuffled (tests/fixtures/runs, truth.json): the fit
 finds IOR's in-order reads behind the aggregators' POSIX reads, and compare parts a shuffled
@@ -10,9 +10,9 @@ import warnings
 import numpy as np
 import pytest
 
-import analysis
-from analysis.loading.loader import load
-from analysis.characterization.read_order import continuity, read_order
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.loading.loader import load
+from dlio_mpi_analysis.characterization.read_order import continuity, read_order
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "fixtures")

@@ -29,7 +29,7 @@ def _ranks(out_dir):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_ends_the_replay_and_its_ranks(tmp_path, signum):
     out = tmp_path / "replay"
-    cmd = [sys.executable, "-m", "analysis", "replay", os.path.join(HERE, "paced_reads.darshan"),
+    cmd = [sys.executable, "-m", "dlio_mpi_analysis", "replay", os.path.join(HERE, "paced_reads.darshan"),
            "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

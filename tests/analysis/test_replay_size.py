@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-import analysis
-from analysis.replays import replay_size
-from analysis.replays.replay import replay
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays import replay_size
+from dlio_mpi_analysis.replays.replay import replay
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 
@@ -38,7 +38,7 @@ def small_folder(tmp_path):
 
 def test_a_replay_larger_than_its_folder_is_refused(small_folder):
     out = small_folder / "replay"
-    done = subprocess.run([sys.executable, "-m", "analysis", "replay", LOG, "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "dlio_mpi_analysis", "replay", LOG, "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
@@ -57,7 +57,7 @@ def test_a_replay_larger_than_its_folder_is_refused(small_folder):
 def test_a_scaled_replay_keeps_the_pattern(small_folder, monkeypatch):
     """A quarter of the files (4 of 16, 4 steps a rank), everything else as fitted: a fit of
     the scaled run is the fit of the real job but for the file count."""
-    monkeypatch.setattr("analysis.replays.replay.PROGRESS_EVERY_S", 0.2)
+    monkeypatch.setattr("dlio_mpi_analysis.replays.replay.PROGRESS_EVERY_S", 0.2)
     said = []
     r = replay(LOG, small_folder / "replay", scale=0.25, progress=said.append)
     kept = json.loads((small_folder / "replay" / "replay.json").read_text())["scale"]

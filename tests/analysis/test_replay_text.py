@@ -2,10 +2,10 @@
 metric of the score, those that differ and those that match."""
 from types import SimpleNamespace
 
-import analysis
-from analysis.comparison.compare import METRICS
-from analysis.replays.replay import Replay, structure
-from analysis.replays.replay import render_replay as replay_text  # runs nothing
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.comparison.compare import METRICS
+from dlio_mpi_analysis.replays.replay import Replay, structure
+from dlio_mpi_analysis.replays.replay import render_replay as replay_text  # runs nothing
 from oplog_fixtures import call, write_run
 
 WORKLOAD = {"dataset": {"format": "npy", "num_files_train": 1, "num_samples_per_file": 1,

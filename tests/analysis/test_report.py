@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import analysis
-from analysis.reporting import plots
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.reporting import plots
 from oplog_fixtures import call, write_run
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -5,8 +5,8 @@ import warnings
 
 import numpy as np
 
-import analysis
-from analysis.reporting import plots
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.reporting import plots
 from oplog_fixtures import call, write_run
 
 FIGURES = (plots.transfer_sizes_figure, plots.timeline_figure, plots.rank_balance_figure,

@@ -5,8 +5,8 @@ import shutil
 import warnings
 from pathlib import Path
 
-import analysis
-from analysis.reporting import pages
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.reporting import pages
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "analysis" / "reporting" / "templates"
@@ -33,7 +33,7 @@ def test_the_pages_are_templates_shipped_as_package_data():
     used = {"report.html", "report.md", "advise.html", "advise.md", "style.css"}
     assert used <= set(os.listdir(TEMPLATES))
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert '"analysis.reporting" = ["templates/*.html", "templates/*.md", "templates/*.css"]' \
+    assert '"dlio_mpi_analysis.reporting" = ["templates/*.html", "templates/*.md", "templates/*.css"]' \
         in pyproject
     # no page of the analysis is put together in Python any more
     for path in (ROOT / "analysis").rglob("*.py"):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import analysis
-from analysis.loading import reused_descriptors
-from analysis.cli import analyze
-from analysis.loading.logfile import read_log
-from analysis.loading.loader import log_paths
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.loading import reused_descriptors
+from dlio_mpi_analysis.cli import analyze
+from dlio_mpi_analysis.loading.logfile import read_log
+from dlio_mpi_analysis.loading.loader import log_paths
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")

@@ -4,8 +4,8 @@ bytes and writers; made-up traces for the grouping rule."""
 import pandas as pd
 import pytest
 
-from analysis import characterize
-from analysis.characterization.dxt_metrics import _write_bursts
+from dlio_mpi_analysis import characterize
+from dlio_mpi_analysis.characterization.dxt_metrics import _write_bursts
 from mpirun import run_mpi
 from datautil import own_summary
 

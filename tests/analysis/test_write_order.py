@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-import analysis
-from analysis.characterization.characterize import characterize
-from analysis.replays.replay import replay
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.characterization.characterize import characterize
+from dlio_mpi_analysis.replays.replay import replay
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
 

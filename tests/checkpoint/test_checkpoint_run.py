@@ -185,8 +185,8 @@ def test_collective_transfer_size_is_a_ranks_bytes_per_collective_call(tmp_path,
                                                                        module):
     """A 2 MiB checkpoint of 2 writers in calls of 256 KiB: 4 collective calls a rank (the
     default, 64 MiB, would make one), each rank's 1 MiB in its file."""
-    from analysis.characterization.characterize import characterize
-    from analysis.characterization.layers import parts_at
+    from dlio_mpi_analysis.characterization.characterize import characterize
+    from dlio_mpi_analysis.characterization.layers import parts_at
 
     run(tmp_path, 2, "workflow.checkpoint=true", f"checkpoint.format={fmt}",
         "model.model_size_bytes=2m", "checkpoint.writers=all",

@@ -139,8 +139,8 @@ def test_variable_sizes_are_whole_squares():
 def test_a_run_reads_each_image_as_pil_does(tmp_path, fmt):
     """mpiexec -n 2 of a generated dataset of images, reader.access=image: every load of every
     file, in the op logs, is PIL's reads of that file (the bytes each read returned)."""
-    from analysis.characterization.characterize import load_job
-    from analysis.replays.launch import run_emulator
+    from dlio_mpi_analysis.characterization.characterize import load_job
+    from dlio_mpi_analysis.replays.launch import run_emulator
 
     out = tmp_path / "run"
     run_emulator("image run", 2, [

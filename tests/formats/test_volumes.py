@@ -113,7 +113,7 @@ SPLIT = ('[{name: labels, dtype: int64, chunks: [9, 11, 11], compression: gzip, 
 def test_a_volume_kept_in_a_companion_file(tmp_path):
     """dataset.volumes[i].file: the raw volume in img_..._of_1.raw.h5, the labels in the
     dataset's file; each crop read from its volume's file, the op log naming both files."""
-    from analysis.characterization.characterize import characterize
+    from dlio_mpi_analysis.characterization.characterize import characterize
     split = [a for a in BASE if not a.startswith("dataset.volumes=")] + [
         f"dataset.volumes={SPLIT}"]
     args = split + [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",

@@ -19,6 +19,8 @@ def _modules():
                     parts = os.path.relpath(path, ROOT)[:-3].split(os.sep)
                     if parts[-1] == "__init__":
                         parts.pop()
+                    if parts[0] == "analysis":          # installed as dlio_mpi_analysis
+                        parts[0] = "dlio_mpi_analysis"
                     out[".".join(parts)] = path
     return out
 

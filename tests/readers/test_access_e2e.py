@@ -115,7 +115,7 @@ def test_stream_read_ahead_holds_a_buffer_per_thread_not_a_ring_of_batches(tmp_p
 def test_a_file_opened_per_sample_reads_each_sample_once(tmp_path):
     """reader.reopen=true with per-sample reads: an open and one read per sample, every sample
     of the epoch once, the bytes the dataset's."""
-    from analysis.loading.oplog_records import OPEN, READ
+    from dlio_mpi_analysis.loading.oplog_records import OPEN, READ
     args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
             "dataset.num_files_train=4", "dataset.num_samples_per_file=6",
             "dataset.record_length=8k", "reader.batch_size=3", "reader.reopen=true",
