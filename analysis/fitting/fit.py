@@ -32,7 +32,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - ``io.read_type``: "memory" when the DXT trace says the input is read at start (at least 80% of
   the bytes in the first 10% of the run, or one busy burst of reads and then none; see
   dxt_metrics), or without DXT when that share of the bytes is in records whose reads ended in
-  the first 10% of the run; else "on_demand".
+  the first 10% of the run, and the reads go forward (``reader.sample_shuffle`` off: a load at
+  start reads each file front to back; a burst of reads at random offsets, IOR's -z, is
+  samples read on demand in a shuffled order); else "on_demand".
 - ``reader.sample_shuffle``: "off" when the forward share of jumps is at least FORWARD_SHARE,
   else "seed" (for HDF5 with a trace, over the reads of the dominant size only: libhdf5's
   metadata reads are no sample order). With Darshan's counters over the data records (N reads, S sequential,
@@ -180,6 +182,17 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         else "on_demand"
     evidence["early_read_fraction"] = early
     evidence["load_burst"] = burst
+    transfer, share = _transfer_size(trace, data, basis, reading)
+    shuffle, forward = _shuffle(trace, basis, reading,
+                                transfer if fmt == "hdf5" and share >= DOMINANT_SHARE else None)
+    evidence["forward_jump_share"] = forward
+    if read_type == "memory" and shuffle != "off":
+        # a load at start reads each file front to back: reads that jump about (IOR's -z
+        # reading its block at random offsets in one burst) are samples read on demand
+        read_type = "on_demand"
+        notes.append(f"the reads came in one burst but in a shuffled order ({forward:.0%} of "
+                     "the jumps forward): reads on demand in a shuffled order, not a load "
+                     "at start (which reads in order)")
 
     shared_bytes = int(data.loc[data["ranks"] > 1, "bytes_read"].sum())
     shared = shared_bytes > SHARED_SHARE * int(data["bytes_read"].sum()) \
@@ -196,7 +209,6 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     num_files = 1 if shared else len(data)
     file_size = int(sizes.sum()) if shared else int(round(float(np.median(sizes))))
 
-    transfer, share = _transfer_size(trace, data, basis, reading)
     evidence["dominant_read_size"] = {"size": transfer, "byte_share": share}
     transfer_size = transfer if share >= DOMINANT_SHARE else 0
     record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
@@ -205,9 +217,6 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
 
     interface = _interface(fmt, layout, data, job, notes)
-    shuffle, forward = _shuffle(trace, basis, reading,
-                                transfer if fmt == "hdf5" and share >= DOMINANT_SHARE else None)
-    evidence["forward_jump_share"] = forward
     pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
                                            file_size, notes, evidence)
     reader_extra, epochs_fixed = {}, None
