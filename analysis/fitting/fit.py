@@ -41,6 +41,10 @@ directory. Each value is derived as follows (the thresholds are the constants be
   C consecutive, R records that read): jumps are the N - C - R reads that are neither
   consecutive nor a record's first; backward ones are N - S - R; forward share = 1 - backward /
   jumps (1 without jumps). Sequential reading scores 1, random sample order about 0.5.
+- ``reader.shuffle_scope``: "rank" when the samples are shuffled (read on demand, by
+  samples) and each rank read a share of its own: every data file read by one rank, or, in one
+  shared file with a DXT trace, each rank's samples one contiguous block no other rank read
+  (IOR's -z, a loader shuffling its own shard); else the default (global).
 - ``io.interface``: MPI-IO collective reads: mpiio_coll (hdf5_coll with HDF5); MPI-IO
   independent: mpiio (hdf5); HDF5 without MPI-IO, or an hdf5 format: hdf5_sec2; STDIO moving
   most of the data bytes: stdio; else posix. Collective I/O needs a shared layout: with "multi"
@@ -86,9 +90,10 @@ from analysis.fitting import fit_patterns
 from analysis.characterization.characterize import characterize, load_job
 from analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
 from analysis.fitting.fit_checkpoints import fit_checkpoints
-from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
-                           _file_table, _interface, _min_rank_coverage, _record_length,
-                           _shuffle, _stem, _timeline, _transfer_size, _write_first)
+from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct,
+                           _early_share, _file_table, _interface, _min_rank_coverage,
+                           _own_shares, _record_length, _shuffle, _stem, _timeline,
+                           _transfer_size, _write_first)
 from analysis.fitting.fit_patterns import FRAMING
 from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
@@ -245,6 +250,16 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             notes.append("reads by collective calls, all early: fitted as reads on demand "
                          "with no compute (io.read_type=memory would load by independent "
                          "calls)")
+    if shuffle != "off" and read_type == "on_demand" and "access" not in reader_extra \
+            and job.nprocs > 1:
+        own = _own_shares(trace, data, layout, record)
+        evidence["own_shares"] = own
+        if own:
+            reader_extra["shuffle_scope"] = "rank"
+            notes.append("each rank read a share of the data of its own "
+                         + ("(its files)" if layout == "multi" else "(one block of the file)")
+                         + " in a shuffled order: reader.shuffle_scope rank (a global "
+                         "shuffle would spread every rank's reads over all the data)")
     compute, batch, threads = 0.0, 1, 0
     if trace is not None and read_type == "on_demand":
         starts = None

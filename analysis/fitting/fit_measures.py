@@ -411,6 +411,25 @@ def _shuffle(trace, basis, reading, sample_piece=None):
     return ("off" if forward >= FORWARD_SHARE else "seed"), forward
 
 
+def _own_shares(trace, data, layout, record):
+    """True when each rank read a share of the data of its own, the same all job long: with
+    several files (io.layout multi), every data file read by one rank; in one shared file (a
+    DXT trace needed), each rank's samples (record bytes each) one contiguous block that no
+    other rank read. None when neither can be seen (a shared file without a trace)."""
+    if layout == "multi":
+        return bool((data["ranks"] == 1).all())
+    if trace is None or record <= 0:
+        return None
+    blocks = []
+    for _, reads in trace[trace["length"] > 0].groupby("rank", sort=False):
+        ids = np.unique(reads["offset"].to_numpy(np.int64) // record)
+        if int(ids[-1] - ids[0]) + 1 != len(ids):
+            return False
+        blocks.append((int(ids[0]), int(ids[-1])))
+    blocks.sort()
+    return len(blocks) > 1 and all(b[1] < a[0] for b, a in zip(blocks[:-1], blocks[1:]))
+
+
 def _collective_order(job, data, shuffle, notes, evidence):
     """sample_shuffle of a job read by collective calls: their order recovered from the
     aggregators' POSIX reads (analysis.characterization.read_order), which are no rank's own order (an

@@ -124,6 +124,11 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
+    if rd.shuffle_scope != "global" and (rd.access != "sample"
+                                         or io.read_type != "on_demand"):
+        raise ConfigError("reader.shuffle_scope=rank shuffles each rank's share of the samples "
+                          "read on demand: it needs reader.access=sample and "
+                          "io.read_type=on_demand")
     if rd.eof_reads and (rd.access != "stream" or not backends.of(cfg).reads_past_end):
         raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
                           "reader.access=stream and io.interface "

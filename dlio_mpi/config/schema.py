@@ -146,6 +146,11 @@ SCHEMA = {
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
+        "shuffle_scope": Key("enum", "global", "what reader.sample_shuffle permutes: all "
+                             "samples each epoch before they are split among ranks (global), "
+                             "or each rank's own share, the same every epoch, split as if in "
+                             "order (rank: IOR's -z, a loader shuffling its own shard)",
+                             ("global", "rank")),
         "reopen": Key("bool", False, "open a sample's file for its read and close it after "
                       "(loaders that open a file per sample); reader.access=numpy always does"),
         "buffer_size": Key("size", 0, "reader.access=numpy and image: the buffered file's size "

@@ -120,6 +120,9 @@ def test_sizes(text, value):
     (["train.computation_time={type: uniform, min: 2, max: 1}"], "uniform min 2.0 is above max"),
     (["train.computation_time={type: weibull, a: 1}"], "train.computation_time.type='weibull'"),
     (["workload=unet4d"], "unknown workload 'unet4d' (did you mean unet3d?)"),
+    (["reader.shuffle_scope=rank", "io.read_type=memory"],
+     "reader.shuffle_scope=rank shuffles each rank's share"),
+    (["reader.shuffle_scope=shard"], "reader.shuffle_scope='shard': one of"),
 ])
 def test_bad_input_is_one_line(overrides, message):
     with pytest.raises(config.ConfigError) as ei:
