@@ -27,7 +27,10 @@ directory. Each value is derived as follows (the thresholds are the constants be
   less the format's framing (TFRecord 16 B, NPZ member header 128 B), at least the transfer size
   and at most the file size; without DXT, or with the input read at start, the transfer size.
   Samples read in file order cannot be told apart: a step's consecutive samples are then fitted
-  as one sample per step (the same I/O).
+  as one sample per step (the same I/O). When no read size moves DOMINANT_SHARE of the bytes
+  and those runs differ in size by more than SIZE_SPREAD (relative standard deviation), the
+  samples are of varied sizes (documents read by index): ``dataset.record_length`` is the runs'
+  mean and ``dataset.record_length_stdev`` their standard deviation.
   ``dataset.num_samples_per_file``: file size / record size, at least 1.
 - ``io.read_type``: "memory" when the DXT trace says the input is read at start (at least 80% of
   the bytes in the first 10% of the run, or one busy burst of reads and then none; see
@@ -92,7 +95,7 @@ from analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
 from analysis.fitting.fit_checkpoints import fit_checkpoints
 from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct,
                            _early_share, _file_table, _interface, _min_rank_coverage,
-                           _own_shares, _record_length, _shuffle, _stem, _timeline,
+                           _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _write_first)
 from analysis.fitting.fit_patterns import FRAMING
 from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
@@ -216,7 +219,13 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
 
     evidence["dominant_read_size"] = {"size": transfer, "byte_share": share}
     transfer_size = transfer if share >= DOMINANT_SHARE else 0
-    record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
+    spread = None if transfer_size else _sample_spread(trace, fmt, read_type)
+    if spread is not None:
+        # no read size dominates and the samples' reads differ in size: samples of varied
+        # lengths (documents by index), fitted by their mean and spread, which keep the bytes
+        record = spread[0]
+    else:
+        record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
     if fmt == "csv":
         record = max(4, record - record % 4)
     spf = max(1, int(round(file_size / (record + FRAMING.get(fmt, 0)))))
@@ -229,8 +238,15 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         p_record, p_spf, p_transfer, reader_extra, epochs_fixed, order_off = pattern
         if p_record is not None:
             record, spf, transfer_size = p_record, p_spf, p_transfer
+            spread = None           # the library's pattern tells the samples
         if order_off is not None and (p_record is not None or order_off):
             shuffle = "off" if order_off else "seed"
+    if spread is not None:
+        evidence["record_length_stdev"] = spread[1]
+        notes.append(f"samples of varied sizes (no read size moves {DOMINANT_SHARE:.0%} of "
+                     f"the bytes): dataset.record_length {record} is their mean, "
+                     f"record_length_stdev {spread[1]} their spread (a sample: a run of "
+                     "consecutive reads)")
     if "npy_loads" in evidence:
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     if interface == "posix" and _direct(job, data, notes, evidence):

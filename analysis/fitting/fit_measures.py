@@ -25,6 +25,7 @@ PAGE_CACHE_RATE = 2 << 30
 FORWARD_SHARE = 0.8
 SHUFFLED_SEQ = 0.75      # halfway between a random order's sequential share (0.5) and in order
 STEP_GAP = 1e-3
+SIZE_SPREAD = 0.1       # relative spread of the samples' sizes above which they vary
 STEP_GAP_RATIO = 2.5
 TIME_RESOLUTION = 1e-6
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
@@ -303,6 +304,22 @@ def _record_length(trace, fmt, transfer, file_size, read_type):
     runs = _runs(trace)
     median = int(round(float(np.median(runs)))) - FRAMING.get(fmt, 0)
     return int(min(max(median, transfer, 1), file_size))
+
+
+def _sample_spread(trace, fmt, read_type):
+    """(mean, standard deviation) in whole bytes of the samples' sizes (runs of consecutive
+    reads, less the format's framing) when they differ by more than SIZE_SPREAD of their mean;
+    None without a trace of reads on demand or when they are about one size."""
+    if trace is None or read_type == "memory":
+        return None
+    runs = _runs(trace) - FRAMING.get(fmt, 0)
+    runs = runs[runs > 0]
+    if len(runs) < 2:
+        return None
+    mean, std = float(runs.mean()), float(runs.std())
+    if std <= SIZE_SPREAD * mean:
+        return None
+    return int(round(mean)), int(round(std))
 
 
 def _runs(trace):
