@@ -22,7 +22,7 @@ def test_metric_set_and_weights_are_the_documented_ones():
         ("early_read_fraction", "fraction", 1.0), ("io_time_share", "share", 0.5),
         ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0),
         ("checkpoint_files", "ratio", 0.5),
-        ("read_order", "fraction", 1.0), ("write_order", "fraction", 1.0)]
+        ("read_order", "order", 1.0), ("write_order", "order", 1.0)]
     assert TOTAL_WEIGHT == 19.5
 
 
@@ -32,6 +32,9 @@ def test_per_metric_similarities():
     assert similarity("ratio", 1, 10) == 0.0 and similarity("ratio", 1, 1000) == 0.0
     assert similarity("ratio", 0, 0) == 1.0 and similarity("ratio", 0, 5) == 0.0
     assert similarity("fraction", 0.25, 0.75) == 0.5
+    # two draws of a random order differ by a few points: no difference; beyond, as fraction
+    assert similarity("order", 0.49, 0.53) == 1.0
+    assert similarity("order", 0.5, 1.0) == pytest.approx(0.55)
     hist = dict.fromkeys(SIZE_BUCKETS, 0.0)
     a, b = dict(hist, **{"0_100": 1.0}), dict(hist, **{"0_100": 0.5, "1K_10K": 0.5})
     assert similarity("distribution", a, b) == 0.5
@@ -72,11 +75,11 @@ def _reads(tmp_path, name, size, count):
 def test_score_is_the_weighted_mean_of_the_documented_formula(tmp_path):
     """The same 1000 bytes read as ten 100-byte reads or as one 1000-byte read. Differing:
     read calls (x10: 0), mean read size (x10: 0), size histogram (other bucket: 0),
-    consecutive reads (9/10 against 0/1: 0.1). Everything else is equal; the read order above
-    POSIX is unknown at POSIX, and the write order of jobs without writes: both left out."""
+    consecutive reads (9/10 against 0/1: 0.1). Everything else is equal, the read order too
+    (every read forward); the write order of jobs without writes is left out."""
     small, large = _reads(tmp_path, "small", 100, 10), _reads(tmp_path, "large", 1000, 1)
     result = analysis.compare([small, large], labels=["small", "large"])
-    known = TOTAL_WEIGHT - 1.0 - 1.0
+    known = TOTAL_WEIGHT - 1.0
     expected = (known - 1.0 - 2.0 - 2.0 - 2.0 * 0 - 1.0 * (1 - 0.1)) / known
     assert result.score == pytest.approx(expected, rel=1e-12)
     table = result.table.set_index(["metric", "job"])
