@@ -70,7 +70,13 @@ directory. Each value is derived as follows (the thresholds are the constants be
   SHUFFLED_SEQ sequential (IOR's -z), from the DXT trace of the writes, else the POSIX counters.
 - Worker processes (a data loader's, forked or spawned, each with a non-MPI log;
   analysis.loading.process_roles gives them their main process's rank): ``reader.read_threads`` is
-  the most workers of a rank alive at once.
+  the most workers of a rank alive at once; ``reader.worker_files`` (samples read by
+  sample, files of a rank's own) when each worker opened each data file it read once
+  and read it several times: "epoch" when a rank had more workers than read threads (new
+  ones every epoch), else "run".
+- ``reader.hdf5_reads: sample`` (HDF5 read independently, batches of several samples, no
+  open per sample): every H5Dread moved one sample (the sample size is the bytes per
+  H5Dread), so the job read a batch's samples one by one.
 - Everything above counts without the I/O that the loader found Darshan had counted under a
   data file through a reused descriptor (analysis.loading.reused_descriptors); its note is the fit's
   first note.
@@ -96,7 +102,7 @@ from analysis.fitting.fit_checkpoints import fit_checkpoints
 from analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct,
                            _early_share, _file_table, _interface, _min_rank_coverage,
                            _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
-                           _transfer_size, _write_first)
+                           _transfer_size, _worker_files, _write_first)
 from analysis.fitting.fit_patterns import FRAMING
 from analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
@@ -308,6 +314,22 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
                      f"as reader.read_threads {threads}")
         evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}
+        if "access" not in reader_extra and layout == "multi" and read_type == "on_demand":
+            kept = _worker_files(job, data, threads)
+            evidence["worker_files"] = kept
+            if kept is not None:
+                reader_extra["worker_files"] = kept
+                notes.append("each worker opened each file it read once and kept it open "
+                             + ("until it ended, new workers every epoch: "
+                                if kept == "epoch" else "for the whole run: ")
+                             + f"reader.worker_files {kept} (a thread's own handles)")
+    if fmt == "hdf5" and batch > 1 and "h5d_bytes_per_read" in evidence \
+            and not reader_extra.get("reopen") and interface in ("hdf5", "hdf5_sec2") \
+            and evidence["h5d_bytes_per_read"] == record:
+        # each H5Dread moved one sample: the job read a batch's samples one by one
+        reader_extra["hdf5_reads"] = "sample"
+        notes.append("each H5Dread read one sample (H5D bytes per read = a sample): "
+                     "reader.hdf5_reads sample, not a batch's rows of a file in one union")
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)

@@ -447,6 +447,23 @@ def _own_shares(trace, data, layout, record):
     return len(blocks) > 1 and all(b[1] < a[0] for b, a in zip(blocks[:-1], blocks[1:]))
 
 
+def _worker_files(job, data, threads):
+    """reader.worker_files of a job whose reads were made by worker processes (job.workers):
+    "epoch" or "run" when each worker process opened each data file it read once (one POSIX
+    record a process and file, one open each) and read it more than once on the whole (a
+    file kept open by the worker, as an h5py Dataset does), "epoch" when a rank had more
+    workers than read threads (a loader's workers new every epoch); None otherwise."""
+    posix = job.records.get("POSIX")
+    if posix is None or posix.empty or threads < 1:
+        return None
+    rows = posix[posix["id"].isin(list(data.index)) & (posix["POSIX_READS"] > 0)]
+    if rows.empty or (rows["POSIX_OPENS"] != 1).any() \
+            or int(rows["POSIX_READS"].sum()) <= len(rows):
+        return None
+    most = max(len(w) for w in job.workers.values())
+    return "epoch" if most > threads else "run"
+
+
 def _collective_order(job, data, shuffle, notes, evidence):
     """sample_shuffle of a job read by collective calls: their order recovered from the
     aggregators' POSIX reads (analysis.characterization.read_order), which are no rank's own order (an

@@ -124,6 +124,17 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
+    if rd.hdf5_reads != "batch" and (not formats.traits(cfg.dataset.format).rows
+                                     or backends.of(cfg).collective):
+        raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by independent H5Dread "
+                          "calls: it needs an HDF5 dataset.format and an io.interface that is "
+                          "not collective")
+    if rd.worker_files != "shared" and (rd.read_threads < 1 or rd.access != "sample"
+                                        or io.read_type != "on_demand"
+                                        or io.layout != "multi"):
+        raise ConfigError(f"reader.worker_files={rd.worker_files} gives each read thread its "
+                          "own open files: it needs reader.read_threads of 1 or more, "
+                          "reader.access=sample, io.read_type=on_demand and io.layout=multi")
     if rd.shuffle_scope != "global" and (rd.access != "sample"
                                          or io.read_type != "on_demand"):
         raise ConfigError("reader.shuffle_scope=rank shuffles each rank's share of the samples "

@@ -146,6 +146,16 @@ SCHEMA = {
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
+        "hdf5_reads": Key("enum", "batch", "HDF5 read by samples: a batch's rows of a file in "
+                          "one H5Dread, a union of hyperslabs (batch), or one H5Dread per "
+                          "sample (sample: h5py indexing a row per item, as a Dataset's "
+                          "__getitem__ does)", ("batch", "sample")),
+        "worker_files": Key("enum", "shared", "with read threads: the rank's open files shared "
+                            "by its threads (shared), or each thread's own, batch k read "
+                            "through thread k mod read_threads's, each file opened when the "
+                            "thread first reads it and closed at the epoch's end (epoch: a "
+                            "data loader's worker processes, new every epoch) or kept for the "
+                            "run (run: persistent workers)", ("shared", "epoch", "run")),
         "shuffle_scope": Key("enum", "global", "what reader.sample_shuffle permutes: all "
                              "samples each epoch before they are split among ranks (global), "
                              "or each rank's own share, the same every epoch, split as if in "
