@@ -249,10 +249,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             shuffle = "off" if order_off else "seed"
     if spread is not None:
         evidence["record_length_stdev"] = spread[1]
+        seed, off = fit_patterns.size_seed(num_files, spf, num_files * file_size, spread[1],
+                                           record, spread[1])
+        evidence["size_seed"] = {"seed": seed, "total_difference": off}
         notes.append(f"samples of varied sizes (no read size moves {DOMINANT_SHARE:.0%} of "
                      f"the bytes): dataset.record_length {record} is their mean, "
                      f"record_length_stdev {spread[1]} their spread (a sample: a run of "
-                     "consecutive reads)")
+                     f"consecutive reads); train.seed {seed} draws sizes that total the "
+                     f"files' bytes within {off:.1%}")
     if "npy_loads" in evidence:
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     if interface == "posix" and _direct(job, data, notes, evidence):

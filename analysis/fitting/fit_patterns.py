@@ -154,23 +154,21 @@ def _loads_apart(spans):
     return not inside or float(np.median(between)) > float(np.median(inside))
 
 
-def size_seed(sizes, mean, stdev, start=123):
-    """(train.seed, relative difference of the totals) for a raw dataset of one sample per
-    file drawn with mean and stdev (dlio_mpi.formats.content.sample_sizes): a few files' draws
-    can total far from the real files' bytes, so the seed is the first from ``start`` whose
-    draws total within SEED_CLOSE of them and spread as much within a tenth, else the closest
-    of SEED_TRIES."""
+def size_seed(files, per_file, total, spread, mean, stdev, start=123):
+    """(train.seed, relative difference of the totals) for a raw dataset of ``files`` files of
+    ``per_file`` samples drawn with mean and stdev (dlio_mpi.formats.content.sample_sizes): a
+    few hundred draws can total a few percent from the real samples' bytes (``total``), so the
+    seed is the first from ``start`` whose draws total within SEED_CLOSE of them and spread
+    (standard deviation) within a tenth of ``spread``, else the closest of SEED_TRIES."""
     from dlio_mpi.formats.content import sample_sizes
     from dlio_mpi.formats.spec import FormatSpec
 
-    real = np.asarray(sizes, dtype=np.float64)
-    total, spread = float(real.sum()), float(real.std())
+    total, spread = float(total), float(spread)
     best = (float("inf"), start, 0.0)
     for seed in range(start, start + SEED_TRIES):
-        spec = FormatSpec(format="raw", samples_per_file=1, record_length=int(mean),
+        spec = FormatSpec(format="raw", samples_per_file=per_file, record_length=int(mean),
                           record_length_stdev=float(stdev), seed=seed)
-        drawn = np.array([int(sample_sizes(spec, i)[0]) for i in range(len(real))],
-                         dtype=np.float64)
+        drawn = np.concatenate([sample_sizes(spec, i) for i in range(files)]).astype(np.float64)
         off = abs(drawn.sum() - total) / total
         spread_off = abs(drawn.std() - spread) / spread if spread else 0.0
         if off <= SEED_CLOSE and spread_off <= 0.1:
@@ -373,7 +371,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             evidence["whole_file_loads"] = {"loads": loads, "block": block, "eof_reads": eof}
             if spread:
                 evidence["record_length_stdev"] = spread
-                seed, off = size_seed(size, float(size.mean()), spread)
+                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
+                                      float(size.mean()), spread)
                 evidence["size_seed"] = {"seed": seed, "total_difference": off}
             epochs = max(1, int(round(loads / files)))
             notes.append(f"each file was read whole by one rank, {loads / files:.3g} times "

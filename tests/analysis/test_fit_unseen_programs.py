@@ -1,0 +1,123 @@
+"""Fit, replay and wrong shapes on logs of programs of shapes the analysis was not built on
+(tests/fixtures/darshan, Darshan 3.5.0 with DXT, truth in truth.json): IOR's random offsets in
+a file per process and through independent MPI-IO, IOR's many small segments, a loader of
+samples of varied sizes by index from one big file (os.pread, a Megatron-like corpus), and a
+data loader's forked workers reading h5py samples at random (non-MPI logs, one per process,
+and a `uname` Python runs at start-up)."""
+import pytest
+
+import analysis
+from analysis.replays.replay import replay
+
+from fitted_runs import TRUTH, log, run_changed
+
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
+
+def _shape(name):
+    f = analysis.fit(log(name))
+    w = f.workload
+    ds, rd, io = w["dataset"], w["reader"], w["io"]
+    t = TRUTH[name]
+    assert f.ranks == t["ranks"]
+    assert (ds["format"], ds["num_files_train"], ds["num_samples_per_file"], io["layout"]) \
+        == (t["format"], t["num_files"], t["samples_per_file"], t["layout"])
+    assert ds["record_length"] == pytest.approx(t["sample_bytes"], rel=0.05)
+    assert (w["train"]["epochs"], rd["batch_size"], rd["read_threads"]) \
+        == (t["epochs"], t["batch_size"], t["read_threads"])
+    return f, ds, rd, io
+
+
+def test_ior_random_file_per_process():
+    """Each rank writes and reads its own file at random: a shuffle of each rank's own
+    samples, not of all of them (which would spread a rank's reads over both files)."""
+    f, ds, rd, io = _shape("ior_fpp_random")
+    assert (io["interface"], rd["transfer_size"]) == ("posix", 16384)
+    assert (rd["sample_shuffle"], rd["shuffle_scope"]) == ("seed", "rank")
+    assert (io["write_first"], io["write_order"]) == (True, "shuffled")
+
+
+def test_ior_random_independent_mpiio():
+    """Random offsets over the whole shared file: a global shuffle through MPI-IO."""
+    f, ds, rd, io = _shape("ior_mpiio_random")
+    assert io["interface"] == "mpiio" and rd["sample_shuffle"] == "seed"
+    assert "shuffle_scope" not in rd
+    assert io["write_order"] == "shuffled"
+
+
+def test_ior_sixteen_segments():
+    f, ds, rd, io = _shape("ior_segments_16")
+    assert (io["interface"], rd["transfer_size"]) == ("posix", 16384)
+    assert (rd["sample_shuffle"], rd["sharding"]) == ("off", "round_robin")
+
+
+def test_samples_of_varied_sizes_read_by_index():
+    """No read size dominates: the samples' mean and spread, not the size that happens to
+    move the most bytes (which gave 337 samples of 49,126 bytes, the largest, and batches of
+    3)."""
+    t = TRUTH["indexed_pread"]
+    f, ds, rd, io = _shape("indexed_pread")
+    assert ds["record_length_stdev"] == pytest.approx(t["sample_bytes_stdev"], rel=0.05)
+    # a seed whose draws of 512 sizes total the file's bytes (seed 123's: 2.4 % short)
+    assert f.workload["train"]["seed"] == f.evidence["size_seed"]["seed"]
+    assert f.evidence["size_seed"]["total_difference"] < 0.01
+    assert (io["interface"], rd["transfer_size"], rd["sample_shuffle"]) == ("posix", 0, "seed")
+    assert f.workload["train"]["computation_time"] \
+        == pytest.approx(t["computation_time_per_step_s"], rel=0.25)
+
+
+def test_h5py_samples_read_by_forked_workers():
+    """One rank (the uname Python's platform module runs writes only its stdout: no process
+    of the job), 2 read threads whose own handles are opened anew each epoch, one H5Dread a
+    sample."""
+    f, ds, rd, io = _shape("h5py_workers")
+    assert io["interface"] == "hdf5_sec2" and rd["sample_shuffle"] == "seed"
+    assert (rd["worker_files"], rd["hdf5_reads"]) == ("epoch", "sample")
+    assert "shuffle_scope" not in rd
+
+
+@pytest.mark.parametrize("name", ["ior_fpp_random", "ior_mpiio_random", "ior_segments_16",
+                                  "indexed_pread", "h5py_workers"])
+def test_replay_looks_like_the_real_program(tmp_path, name):
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for key in ("files", "shared_files", "interfaces", "bytes_written", "write_ops"):
+        assert r.emulated[key] == r.real[key], key
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.01)
+
+
+def _global_shuffle(w):
+    del w["reader"]["shuffle_scope"]
+
+
+def _in_order(w):
+    w["reader"]["sample_shuffle"] = "off"
+
+
+def _file_per_rank(w):
+    w["io"]["layout"] = "multi"
+    w["dataset"]["num_files_train"] = 2
+    w["dataset"]["num_samples_per_file"] //= 2
+    w["reader"]["sharding"] = "block"
+
+
+def _npz(w):
+    w["dataset"]["format"] = "npz"
+    w["io"]["interface"] = "posix"
+    for key in ("hdf5_reads", "worker_files"):
+        del w["reader"][key]
+    w["dataset"].pop("hdf5_libver", None)
+
+
+@pytest.mark.parametrize("name,change", [("ior_fpp_random", _global_shuffle),
+                                         ("ior_mpiio_random", _in_order),
+                                         ("indexed_pread", _in_order),
+                                         ("ior_segments_16", _file_per_rank),
+                                         ("h5py_workers", _npz)])
+def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
+    """Each program against its fitted workload changed in one respect: every rank's reads
+    spread over all the files, reads in order where the real job read at random (the read
+    order, from both jobs' DXT traces), a file per rank for one shared file, NPZ files for
+    HDF5 ones."""
+    wrong = run_changed(name, tmp_path, change)
+    assert wrong.score < 0.6, wrong.table
