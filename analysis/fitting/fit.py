@@ -292,6 +292,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
+        elif "buffered_reads" in evidence:   # a sample a buffer fill
+            starts = (lambda r: r["length"].to_numpy() > 0)
         elif ("npy_loads" in evidence or "whole_file_loads" in evidence
               or "image_reads" in evidence):
             # a sample is a load: its first read (the header's, the file's start, an image's

@@ -19,6 +19,8 @@ analysis.fitting.fit: what a log shows of how a program read its samples, beyond
 - Whole-file loads (``whole_file_loads``): each file read by one rank, every pass over it (an
   open) from its start to (nearly) its end in blocks of one size: the sample is the file.
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
+- Samples read by seek and read through Python's buffered file (``buffered_samples``): reads
+  of one size (the buffer) at multiples of a smaller record size, which divides the files.
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
 
@@ -31,6 +33,8 @@ WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the who
 SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
 SEED_CLOSE = 0.005  # relative difference of the totals at which the search stops
 PIL_BLOCK = 65536   # the block a PIL decoder asks its file for (ImageFile's MAXBLOCK)
+MIN_RECORD = 16     # the smallest record a buffered file's fills are told apart by
+SHUFFLED_FORWARD = 0.8  # forward share of jumps under which samples are read at random
 
 
 def numpy_loads(trace, sizes):
@@ -176,6 +180,43 @@ def size_seed(files, per_file, total, spread, mean, stdev, start=123):
         if off + 0.1 * spread_off < best[0]:
             best = (off + 0.1 * spread_off, seed, off)
     return best[1], best[2]
+
+
+def buffered_samples(trace, sizes):
+    """(record, buffer) when the reads are a buffered file's fills at samples' offsets: at
+    least STREAM_SHARE of the reads of one length B (the others shorter, at a file's end), each
+    at a multiple of a record size R smaller than B (the offsets' greatest common divisor, at
+    least MIN_RECORD) that divides every file's size (records back to back), but those that go
+    on from the previous fill of the file (a sample partly in the buffer); else None."""
+    reads = trace[trace["length"] > 0]
+    if len(reads) < 2:
+        return None
+    lengths = reads["length"].to_numpy()
+    values, counts = np.unique(lengths, return_counts=True)
+    buffer = int(values[np.argmax(counts)])
+    if counts.max() < STREAM_SHARE * len(lengths) or (lengths > buffer).any():
+        return None
+    reads = reads.sort_values(["rank", "id", "start"], kind="stable")
+    offsets = reads["offset"].to_numpy(np.int64)
+    lengths = reads["length"].to_numpy()
+    # a fill that goes on from the previous one (a sample partly in the buffer) starts at no
+    # sample's offset
+    key = reads["rank"].to_numpy().astype(np.int64) * (1 << 32) \
+        + reads["id"].rank(method="dense").to_numpy().astype(np.int64)
+    goes_on = np.zeros(len(offsets), bool)
+    goes_on[1:] = (key[1:] == key[:-1]) & (offsets[1:] == offsets[:-1] + lengths[:-1])
+    starts = offsets[~goes_on]
+    record = int(np.gcd.reduce(np.concatenate([starts[starts > 0],
+                                               [sizes.get(int(i), 0) for i in
+                                                reads["id"].unique()]])))
+    if not MIN_RECORD <= record < buffer:
+        return None
+    short = lengths < buffer
+    ends = offsets[short] + lengths[short]
+    at_end = np.array([sizes.get(int(i), -1) for i in reads["id"].to_numpy()[short]])
+    if not (ends == at_end).all():
+        return None
+    return record, buffer
 
 
 def file_order_ascending(trace, names):
@@ -389,6 +430,21 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              "name order (the counters of each file are the same)")
             extra = {"access": "stream", "eof_reads": eof} if eof else {}
             return (int(round(float(size.mean()))), 1, block, extra, epochs, True)
+    if fmt == "raw":
+        found = buffered_samples(trace, sizes)
+        if found is not None:
+            record, buffer = found
+            evidence["buffered_reads"] = {"record": record, "buffer_size": buffer}
+            spf = max(1, file_size // record)
+            shuffled = (evidence.get("forward_jump_share") or 1.0) < SHUFFLED_FORWARD
+            per_epoch = files * spf if shuffled else files * -(-file_size // buffer)
+            epochs = max(1, int(round(len(trace) / per_epoch)))
+            notes.append(f"reads of {buffer} bytes at multiples of {record} bytes: samples of "
+                         f"{record} bytes read by seek and read through a buffered file of "
+                         f"{buffer} bytes (reader.access=buffered), each read a buffer fill "
+                         "from a sample's offset")
+            return (record, spf, 0, {"access": "buffered", "buffer_size": buffer}, epochs,
+                    None)
     if fmt in ("tfrecord", "csv") and layout == "multi":
         # the formats whose readers stream (for others, reading samples in file order is
         # the same I/O and is fitted as such)

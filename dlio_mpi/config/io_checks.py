@@ -105,9 +105,10 @@ def validate_access(cfg):
         raise ConfigError("dataset.npz_layout=shot holds one shot per file: it needs "
                           "dataset.format=npz, reader.access=numpy, no compression and "
                           "dataset.num_samples_per_file=1")
-    if rd.buffer_size and rd.access not in ("numpy", "image"):
-        raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy or "
-                          "image; other patterns read in reader.transfer_size pieces")
+    if rd.buffer_size and rd.access not in ("numpy", "image", "buffered"):
+        raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy, "
+                          "image or buffered; other patterns read in reader.transfer_size "
+                          "pieces")
     if rd.reopen:
         if rd.access != "sample" or io.read_type != "on_demand":
             raise ConfigError("reader.reopen opens a file per sample read on demand: it needs "
@@ -185,6 +186,15 @@ def validate_access(cfg):
         if rd.transfer_size == 0 or rd.shuffle_size:
             raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
                               "(not 0), and there is no shuffle buffer")
+    elif rd.access == "buffered":
+        if not formats.traits(ds.format).byte_ranges or not backends.of(cfg).buffered:
+            raise ConfigError(f"{where} reads samples' byte ranges through a buffered file: "
+                              f"dataset.format={formats.listed(lambda t: t.byte_ranges)} and "
+                              f"io.interface {backends.listed(lambda b: b.buffered)}")
+        if rd.transfer_size or rd.shuffle_size:
+            raise ConfigError(f"{where}: the buffered file chooses the reads' sizes "
+                              "(reader.buffer_size): reader.transfer_size=0, and there is no "
+                              "shuffle buffer")
     elif rd.access == "parquet":
         if not backends.of(cfg).streams or io.layout != "multi":
             raise ConfigError(f"{where}: pyarrow reads each rank's own files: io.interface "

@@ -141,8 +141,11 @@ SCHEMA = {
                       "array through C stdio), or a file whole as an image decoder reads it: its header, then "
                       "transfer_size requests through a buffered file (image: PIL), or a "
                       "Parquet file as pyarrow reads it: the footer, then the row groups' column "
-                      "chunks (parquet: dataset.format=parquet's default)",
-                      ("sample", "stream", "numpy", "image", "parquet")),
+                      "chunks (parquet: dataset.format=parquet's default), or each sample "
+                      "by seek and read through a buffered file kept open (buffered: a "
+                      "Dataset over binary shards; a sample shorter than the buffer fills it "
+                      "from the sample's offset)",
+                      ("sample", "stream", "numpy", "image", "parquet", "buffered")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
@@ -163,7 +166,8 @@ SCHEMA = {
                              ("global", "rank")),
         "reopen": Key("bool", False, "open a sample's file for its read and close it after "
                       "(loaders that open a file per sample); reader.access=numpy always does"),
-        "buffer_size": Key("size", 0, "reader.access=numpy and image: the buffered file's size "
+        "buffer_size": Key("size", 0, "reader.access=numpy, image and buffered: the buffered "
+                           "file's size "
                            "(0: the file system's st_blksize, as Python's open uses)",
                            minimum=0),
         "eof_reads": Key("int", 0, "reader.access=stream: reads at each file's end after its "

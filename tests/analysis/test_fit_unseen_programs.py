@@ -66,6 +66,17 @@ def test_samples_of_varied_sizes_read_by_index():
         == pytest.approx(t["computation_time_per_step_s"], rel=0.25)
 
 
+def test_records_read_through_a_buffered_file():
+    """Each 3000-byte record read by seek and read through Python's buffered file: reads of
+    the buffer (4096 bytes) at the records' offsets. The record is the offsets' common
+    divisor, not the read size (which gave 188 samples of 4096 bytes and 3 epochs)."""
+    t = TRUTH["buffered_records"]
+    f, ds, rd, io = _shape("buffered_records")
+    assert (rd["access"], rd["buffer_size"], rd["transfer_size"]) \
+        == ("buffered", t["buffer_size"], 0)
+    assert ds["record_length"] == t["sample_bytes"] and rd["sample_shuffle"] == "seed"
+
+
 def test_h5py_samples_read_by_forked_workers():
     """One rank (the uname Python's platform module runs writes only its stdout: no process
     of the job), 2 read threads whose own handles are opened anew each epoch, one H5Dread a
@@ -77,7 +88,7 @@ def test_h5py_samples_read_by_forked_workers():
 
 
 @pytest.mark.parametrize("name", ["ior_fpp_random", "ior_mpiio_random", "ior_segments_16",
-                                  "indexed_pread", "h5py_workers"])
+                                  "indexed_pread", "h5py_workers", "buffered_records"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table
@@ -112,6 +123,7 @@ def _npz(w):
 @pytest.mark.parametrize("name,change", [("ior_fpp_random", _global_shuffle),
                                          ("ior_mpiio_random", _in_order),
                                          ("indexed_pread", _in_order),
+                                         ("buffered_records", _in_order),
                                          ("ior_segments_16", _file_per_rank),
                                          ("h5py_workers", _npz)])
 def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
