@@ -51,6 +51,18 @@ def test_ior_sixteen_segments():
     assert (rd["sample_shuffle"], rd["sharding"]) == ("off", "round_robin")
 
 
+@pytest.mark.parametrize("name,interface,order", [
+    ("ior_coll_segments", "mpiio_coll", ("off", "round_robin")),
+    ("ior_hdf5_segments", "hdf5", ("off", None)),
+    ("ior_fpp_segments_random", "posix", ("seed", None))])
+def test_more_ior_shapes(name, interface, order):
+    """Collective segments, HDF5 segments (a dataset each) and a file per process read at
+    random in segments."""
+    f, ds, rd, io = _shape(name)
+    assert io["interface"] == interface
+    assert (rd["sample_shuffle"], rd.get("sharding")) == order
+
+
 def test_samples_of_varied_sizes_read_by_index():
     """No read size dominates: the samples' mean and spread, not the size that happens to
     move the most bytes (which gave 337 samples of 49,126 bytes, the largest, and batches of
@@ -88,7 +100,9 @@ def test_h5py_samples_read_by_forked_workers():
 
 
 @pytest.mark.parametrize("name", ["ior_fpp_random", "ior_mpiio_random", "ior_segments_16",
-                                  "indexed_pread", "h5py_workers", "buffered_records"])
+                                  "indexed_pread", "h5py_workers", "buffered_records",
+                                  "ior_coll_segments", "ior_hdf5_segments",
+                                  "ior_fpp_segments_random"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table
