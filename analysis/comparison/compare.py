@@ -23,6 +23,10 @@ with, for the first job's value a and job j's value b:
 - "fraction" metrics (values in [0, 1]): s = 1 - |a - b|.
 - "order" (the read and write orders, shares in [0, 1]): s = 1 - max(0, |a - b| - ORDER_NOISE):
   two draws of the same random order differ by a few points, which is no difference.
+- "file_share" (the share of the data files several ranks opened): s = 1 - max(0, |a - b| -
+  2 sqrt(a (1 - a) / n)), n the first job's data files: where ranks take files at random
+  (a shuffle over epochs), which files end up shared is a draw, whose share varies by that
+  binomial spread; none or all shared (a = 0 or 1) has no spread.
 - "distribution" (the read-size histogram, normalized to shares of the operations):
   s = 1 - (1/2) sum_bucket |p_a - p_b| (one minus the total-variation distance).
 - "set" (the interfaces used): s = |A & B| / |A | B| (Jaccard; 1 when both are empty).
@@ -117,7 +121,8 @@ METRICS = (
     ("files", "ratio", 1.0, "data and checkpoint files that moved bytes (at the layer "
      "compared; not code, configuration, logs, standard streams, the MPI library's or the "
      "tools' own files)"),
-    ("shared_file_fraction", "fraction", 1.0, "share of the data files opened by several ranks"),
+    ("shared_file_fraction", "file_share", 1.0, "share of the data files opened by several "
+     "ranks"),
     ("mean_read_size", "ratio", 2.0, "bytes read / read calls"),
     ("read_size_histogram", "distribution", 2.0, "read sizes at the layer compared, Darshan "
      "buckets"),
@@ -324,9 +329,10 @@ def _shared_fraction(formats, files):
     return files.shared / files.total if files.total else None
 
 
-def similarity(kind, a, b):
+def similarity(kind, a, b, files=None):
     """The similarity in [0, 1] of two values of a metric of ``kind`` (see the module
-    docstring); None when either is None."""
+    docstring); None when either is None. ``files``: the first job's data files (the
+    "file_share" kind's spread)."""
     if a is None or b is None:
         return None
     if kind == "ratio":
@@ -341,6 +347,9 @@ def similarity(kind, a, b):
         return 1.0 - min(1.0, abs(a - b))
     if kind == "order":
         return 1.0 - min(1.0, max(0.0, abs(a - b) - ORDER_NOISE))
+    if kind == "file_share":
+        noise = 2 * math.sqrt(a * (1 - a) / files) if files else 0.0
+        return 1.0 - min(1.0, max(0.0, abs(a - b) - noise))
     if kind == "distribution":
         return 1.0 - 0.5 * sum(abs(a[k] - b[k]) for k in SIZE_BUCKETS)
     if kind == "set":
@@ -369,7 +378,7 @@ def compare(sources, labels=None, *, dxt=True):
         gate = 1.0
         for metric, kind, weight, _ in METRICS:
             a, b = profiles[0][metric], values[metric]
-            s = similarity(kind, a, b)
+            s = similarity(kind, a, b, profiles[0]["files"])
             if s is not None:
                 weighted += weight * s
                 total += weight

@@ -15,7 +15,7 @@ def test_metric_set_and_weights_are_the_documented_ones():
     assert [(m, k, w) for m, k, w, _ in METRICS] == [
         ("ranks", "ratio", 0.5), ("bytes_read", "ratio", 2.0), ("bytes_written", "ratio", 1.0),
         ("read_ops", "ratio", 1.0), ("write_ops", "ratio", 0.5), ("files", "ratio", 1.0),
-        ("shared_file_fraction", "fraction", 1.0), ("mean_read_size", "ratio", 2.0),
+        ("shared_file_fraction", "file_share", 1.0), ("mean_read_size", "ratio", 2.0),
         ("read_size_histogram", "distribution", 2.0),
         ("sequential_read_fraction", "fraction", 1.0),
         ("consecutive_read_fraction", "fraction", 1.0),
@@ -35,6 +35,11 @@ def test_per_metric_similarities():
     # two draws of a random order differ by a few points: no difference; beyond, as fraction
     assert similarity("order", 0.49, 0.53) == 1.0
     assert similarity("order", 0.5, 1.0) == pytest.approx(0.55)
+    # which of 64 files shuffled ranks share is a draw: 0.625 against 0.53 is no difference;
+    # none shared against all has no spread
+    assert similarity("file_share", 0.625, 0.53125, 64) == 1.0
+    assert similarity("file_share", 0.0, 1.0, 64) == 0.0
+    assert similarity("file_share", 1.0, 0.75, 4) == 0.75
     hist = dict.fromkeys(SIZE_BUCKETS, 0.0)
     a, b = dict(hist, **{"0_100": 1.0}), dict(hist, **{"0_100": 0.5, "1K_10K": 0.5})
     assert similarity("distribution", a, b) == 0.5
