@@ -19,6 +19,8 @@ analysis.fitting.fit: what a log shows of how a program read its samples, beyond
 - Whole-file loads (``whole_file_loads``): each file read by one rank, every pass over it (an
   open) from its start to (nearly) its end in blocks of one size: the sample is the file.
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
+- Files read whole by Python's f.read() (``python_reads_whole``): the file in one read, then
+  a read at its end that returns nothing.
 - Samples read by seek and read through Python's buffered file (``buffered_samples``): reads
   of one size (the buffer) at multiples of a smaller record size, which divides the files.
 ``library_pattern`` turns what is recognised into the fitted workload's values.
@@ -180,6 +182,26 @@ def size_seed(files, per_file, total, spread, mean, stdev, start=123):
         if off + 0.1 * spread_off < best[0]:
             best = (off + 0.1 * spread_off, seed, off)
     return best[1], best[2]
+
+
+def python_reads_whole(trace, sizes):
+    """The loads when at least STREAM_SHARE of the (rank, file) pairs read their file whole as
+    Python's f.read() does (the whole file in one read from offset 0, then a read at its end
+    that returns nothing), once per load; else None."""
+    pairs = loads = 0
+    matched = 0
+    for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        reads = reads.sort_values("start", kind="stable")
+        size = sizes.get(int(fid))
+        seen = list(zip(reads["offset"].tolist(), reads["length"].tolist()))
+        one = [(0, size), (size, 0)]
+        if size and len(seen) % 2 == 0 and seen == one * (len(seen) // 2):
+            matched += 1
+            loads += len(seen) // 2
+    if not pairs or matched < STREAM_SHARE * pairs:
+        return None
+    return loads
 
 
 def buffered_samples(trace, sizes):
@@ -379,6 +401,23 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "in it cannot be told apart: one sample per file")
             return (array, 1, 0, {"access": "numpy", "buffer_size": buffer},
                     max(1, int(round(count / files))), ascending)
+    if fmt == "raw" and layout == "multi":
+        loads = python_reads_whole(trace, sizes)
+        if loads is not None:
+            size = data["size"].to_numpy()
+            spread = int(round(float(size.std())))
+            evidence["python_whole_reads"] = {"loads": loads}
+            if spread:
+                evidence["record_length_stdev"] = spread
+                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
+                                      float(size.mean()), spread)
+                evidence["size_seed"] = {"seed": seed, "total_difference": off}
+            notes.append("each file read whole by Python's f.read() (the file in one read, "
+                         "then a read at its end that returns nothing), opened for it: a "
+                         "sample a file (reader.access=file; dataset.record_length the mean "
+                         f"file size, record_length_stdev {spread} their spread)")
+            return (int(round(float(size.mean()))), 1, 0, {"access": "file"},
+                    max(1, int(round(loads / files))), None)
     if fmt in ("raw", "jpeg", "png") and layout == "multi":
         decoder = fmt if fmt != "raw" else None
         image = image_pattern(trace, sizes, decoder)

@@ -195,6 +195,16 @@ def validate_access(cfg):
             raise ConfigError(f"{where}: the buffered file chooses the reads' sizes "
                               "(reader.buffer_size): reader.transfer_size=0, and there is no "
                               "shuffle buffer")
+    elif rd.access == "file":
+        if not formats.traits(ds.format).byte_ranges or ds.num_samples_per_file != 1 \
+                or not backends.of(cfg).buffered:
+            raise ConfigError(f"{where} reads a sample's file whole through Python's file: "
+                              f"dataset.format={formats.listed(lambda t: t.byte_ranges)}, "
+                              "dataset.num_samples_per_file=1 and io.interface "
+                              f"{backends.listed(lambda b: b.buffered)}")
+        if rd.transfer_size or rd.shuffle_size:
+            raise ConfigError(f"{where}: Python asks for the whole file: "
+                              "reader.transfer_size=0, and there is no shuffle buffer")
     elif rd.access == "parquet":
         if not backends.of(cfg).streams or io.layout != "multi":
             raise ConfigError(f"{where}: pyarrow reads each rank's own files: io.interface "

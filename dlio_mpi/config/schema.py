@@ -144,8 +144,10 @@ SCHEMA = {
                       "chunks (parquet: dataset.format=parquet's default), or each sample "
                       "by seek and read through a buffered file kept open (buffered: a "
                       "Dataset over binary shards; a sample shorter than the buffer fills it "
-                      "from the sample's offset)",
-                      ("sample", "stream", "numpy", "image", "parquet", "buffered")),
+                      "from the sample's offset), or each sample a file read whole by "
+                      "Python's f.read() (file: opened for it, the whole file asked for and "
+                      "one byte more, then a read at its end that returns nothing)",
+                      ("sample", "stream", "numpy", "image", "parquet", "buffered", "file")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),

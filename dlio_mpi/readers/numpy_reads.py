@@ -2,7 +2,8 @@
 (found by running numpy and zipfile themselves), the load of an FRNN shot file (four members,
 one of them pickled), an image decoder reading a file whole (image_reads, PIL's pattern
 for a JPEG file; png_reads, PIL's chunk by chunk reads of a PNG file), and samples read by
-seek and read from a file kept open (BufferedSamples).
+seek and read from a file kept open (BufferedSamples), and a whole file read by f.read()
+(whole_file_reads).
 
 `np.load(path)[name]` opens the file through Python's buffered file object (its buffer is the
 file system's st_blksize), checks the magic, reads the zip end records and central directory,
@@ -233,6 +234,13 @@ class BufferedSamples:
             self._file.seek(o)
             self._file.read(n)
         return _arrays(self._raw.reads)
+
+
+def whole_file_reads(file_size):
+    """(offsets, lengths) Python's f.read() of a whole file issues (FileIO.readall: the file's
+    size from fstat, one read asking for it and one byte more, then a read at its end, which
+    returns nothing and ends the loop)."""
+    return _arrays([(0, int(file_size) + 1), (int(file_size), 1)])
 
 
 def _arrays(reads):

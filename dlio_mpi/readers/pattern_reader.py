@@ -9,6 +9,9 @@ fill at offset 0, through io.interface) and the array through numpy.fromfile, wh
 with C stdio (fread of the whole array after the header, on a stream of its own): each load
 is these two reads, the second through a STDIO stream opened for it.
 
+With reader.access=file a sample is its file, opened for it and read whole by Python's f.read()
+(the file and one byte more asked for, then a read at its end that returns nothing).
+
 With reader.access=buffered a sample is read by seek and read through Python's buffered file
 of the sample's file, opened once and kept with its buffer (dlio_mpi.readers.numpy_reads.
 BufferedSamples): a sample shorter than the buffer fills it from the sample's offset.
@@ -137,6 +140,9 @@ class PatternReader(Reader):
                                                  per_file=True)
             elif self.access == "buffered":     # the files stay open, their buffers too
                 self.reads = access.sample_reads(plan, self.data.spf, self._buffered_ranges)
+            elif self.access == "file":     # a file opened and read whole for each sample
+                self.reads = access.sample_reads(plan, self.data.spf, self._whole_ranges,
+                                                 per_sample=True)
             else:
                 ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
                 self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
@@ -216,6 +222,12 @@ class PatternReader(Reader):
                                                                    self._blksize)
         local = np.asarray(local, np.int64)
         return file.reads(idx.offsets[local], idx.lengths[local])
+
+    def _whole_ranges(self, f, local):
+        """Python's f.read() of file f, once per sample (numpy_reads.whole_file_reads)."""
+        o, n = numpy_reads.whole_file_reads(self.data.index(f).file_size)
+        k = len(np.asarray(local))
+        return np.tile(o, k), np.tile(n, k)
 
     def _parquet_ranges(self, f, local):
         """pyarrow's reads of file f for the batch's samples `local` (formats/parquet)."""

@@ -1,13 +1,17 @@
-"""reader.access=buffered: the reads Python's buffered file issues for samples read by seek and
-read (dlio_mpi.readers.numpy_reads.BufferedSamples) are those a real file's buffered reader
-issues, the buffer kept from one sample to the next."""
+"""reader.access=buffered and file: the reads Python's buffered file issues for samples read by
+seek and read (dlio_mpi.readers.numpy_reads.BufferedSamples, the buffer kept from one sample to
+the next) and for a whole file read by f.read() (whole_file_reads) are those a real file's
+buffered reader issues."""
 import io
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from dlio_mpi.config import loader as config
-from dlio_mpi.readers.numpy_reads import BufferedSamples
+from dlio_mpi.readers.numpy_reads import BufferedSamples, whole_file_reads
 
 
 class _Recording(io.FileIO):
@@ -40,9 +44,31 @@ def test_reads_are_those_of_a_real_buffered_file(tmp_path, record, blksize):
     assert list(zip(offs.tolist(), lens.tolist())) == raw.reads
 
 
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@pytest.mark.parametrize("size", [1, 4096, 123457])
+def test_whole_file_reads_are_those_of_pythons_read(tmp_path, size):
+    """The read calls of open(path, "rb").read() (FileIO.readall reads below the buffered
+    file, out of a Python subclass's sight), as strace sees them: bytes asked for each."""
+    path = tmp_path / "item.bin"
+    path.write_bytes(bytes(size))
+    trace = tmp_path / "strace.txt"
+    subprocess.run(["strace", "-o", str(trace), "-e", "trace=openat,read", sys.executable,
+                    "-c", f"open({str(path)!r}, 'rb').read()"], check=True)
+    fd, asked = None, []
+    for line in trace.read_text().splitlines():
+        if fd is None and str(path) in line and line.startswith("openat("):
+            fd = line.rsplit("=", 1)[1].strip()
+        elif fd is not None and line.startswith(f"read({fd},"):
+            asked.append(int(line.rsplit(",", 1)[1].split(")")[0]))
+    offs, lens = whole_file_reads(size)
+    assert asked == lens.tolist() and offs.tolist() == [0, size]
+
+
 @pytest.mark.parametrize("overrides,message", [
     (["reader.transfer_size=4096"], "the buffered file chooses the reads' sizes"),
     (["io.interface=mpiio"], "reads samples' byte ranges through a buffered file"),
+    (["reader.access=file", "dataset.num_samples_per_file=4"],
+     "reads a sample's file whole through Python's file"),
 ])
 def test_bad_buffered_settings_are_one_line(overrides, message):
     base = ["workload=default", "dataset.format=raw", "reader.access=buffered",
