@@ -21,6 +21,12 @@ with, for the first job's value a and job j's value b:
   keeping too, several times the system call's own time. Shares of 0.05 and 0.10 give 0.74,
   of 0.2 and 0.4 0.71.
 - "fraction" metrics (values in [0, 1]): s = 1 - |a - b|.
+- "order" (the read and write orders, shares in [0, 1]): s = 1 - max(0, |a - b| - ORDER_NOISE):
+  two draws of the same random order differ by a few points, which is no difference.
+- "file_share" (the share of the data files several ranks opened): s = 1 - max(0, |a - b| -
+  2 sqrt(a (1 - a) / n)), n the first job's data files: where ranks take files at random
+  (a shuffle over epochs), which files end up shared is a draw, whose share varies by that
+  binomial spread; none or all shared (a = 0 or 1) has no spread.
 - "distribution" (the read-size histogram, normalized to shares of the operations):
   s = 1 - (1/2) sum_bucket |p_a - p_b| (one minus the total-variation distance).
 - "set" (the interfaces used): s = |A & B| / |A | B| (Jaccard; 1 when both are empty).
@@ -40,11 +46,15 @@ records of it there (else at its highest layer below, such as a checkpoint writt
 POSIX), for bytes, calls, files, the size histogram (MPI-IO's and H5D's aggregate size
 counters above POSIX), the I/O time (with H5F's at HDF5) and the rank balance. Sequential and
 consecutive reads are Darshan counters of POSIX only: above POSIX they cover the files counted
-at POSIX (none for a job whose reads are all above it: unknown, left out); above POSIX the
-order of the read calls is ``read_order`` (:mod:`dlio_mpi_analysis.characterization.read_order`: from the calls' own
-offsets, or for collective calls, whose DXT_MPIIO offsets are unknown, from the aggregators'
-POSIX reads inside them), part of the structure gate: in order against shuffled gives about
-0.5. ``write_order`` is the order of the writes to the data and checkpoint files, also in the
+at POSIX (none for a job whose reads are all above it: unknown, left out). ``read_order``,
+part of the structure gate, is the share of the data reads that do not go back in their file:
+at POSIX from the DXT traces of every job (a read that starts before the previous one's end,
+not at the file's start, goes back; left out when a job has no trace: the counters cannot
+tell a jump back from a new pass over a file): in order 1, a random sample order about 0.5,
+a library's own jumps back alike in a job and its replay; above POSIX the order of the read
+calls (:mod:`dlio_mpi_analysis.characterization.read_order`: from the calls' own offsets, or for
+collective calls, whose DXT_MPIIO offsets are unknown, from the aggregators' POSIX reads
+inside them). In order against shuffled gives about 0.5. ``write_order`` is the order of the writes to the data and checkpoint files, also in the
 gate: at POSIX Darshan's sequential writes over writes (writes at random offsets, IOR's -z,
 make about half sequential; in order nearly all), above POSIX the same continuity of the
 write calls (a collective write's pieces from the aggregators' POSIX writes); unknown for a
@@ -71,11 +81,12 @@ which the jobs' counters leave out (:mod:`dlio_mpi_analysis.loading.reused_descr
 
 Structure against volume: the weighted mean is multiplied by a structure gate, the smallest
 similarity of the job's shape (``STRUCTURE``: the number of files, the share of files opened
-by several ranks, the interfaces, the number of checkpoint files, the read order above
-POSIX, the write order). A job of the right volume but the wrong shape cannot score high:
+by several ranks, the interfaces, the number of checkpoint files, the read order, the write
+order). A job of the right volume but the wrong shape cannot score high:
 files shared by every rank where the real job's were each read by one (shared share 1 against
 0) give 0; twice the files cap the score at 0.70; one interface of two at 0.5; no checkpoint
-where the real job wrote some gives 0; writes in order against random ones about 0.5. The
+where the real job wrote some gives 0; reads or writes in order against random ones about
+0.5. The
 table's row ``structure_gate`` holds the gate.
 """
 
@@ -83,6 +94,7 @@ import math
 import os
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from dlio_mpi.display import tables, units
@@ -111,7 +123,8 @@ METRICS = (
     ("files", "ratio", 1.0, "data and checkpoint files that moved bytes (at the layer "
      "compared; not code, configuration, logs, standard streams, the MPI library's or the "
      "tools' own files)"),
-    ("shared_file_fraction", "fraction", 1.0, "share of the data files opened by several ranks"),
+    ("shared_file_fraction", "file_share", 1.0, "share of the data files opened by several "
+     "ranks"),
     ("mean_read_size", "ratio", 2.0, "bytes read / read calls"),
     ("read_size_histogram", "distribution", 2.0, "read sizes at the layer compared, Darshan "
      "buckets"),
@@ -127,10 +140,10 @@ METRICS = (
     ("interfaces", "set", 2.0, "interfaces used for the data and checkpoint files"),
     ("checkpoint_files", "ratio", 0.5, "checkpoint files written (dlio_mpi_analysis.characterization.file_roles: "
      "data-like names written and never read)"),
-    ("read_order", "fraction", 1.0, "MPI-IO and HDF5: share of the read calls that move "
-     "their lane of the file forward (dlio_mpi_analysis.characterization.read_order; at POSIX the sequential counters "
-     "tell)"),
-    ("write_order", "fraction", 1.0, "share of the writes to the data and checkpoint files "
+    ("read_order", "order", 1.0, "share of the data reads that do not go back: at POSIX "
+     "from the jobs' DXT traces (left out without); above POSIX the read "
+     "calls that move their lane of the file forward (dlio_mpi_analysis.characterization.read_order)"),
+    ("write_order", "order", 1.0, "share of the writes to the data and checkpoint files "
      "that move forward: POSIX sequential writes / writes at POSIX, above it the write calls' "
      "continuity (dlio_mpi_analysis.characterization.read_order.write_order)"),
 )
@@ -151,6 +164,9 @@ DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("
                   "HDF5": ()}
 STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files",
              "read_order", "write_order")
+# the difference of two orders' shares taken as none: a random order's share over a few hundred
+# calls varies by a few points (a binomial's standard deviation, 0.031 for 256 calls)
+ORDER_NOISE = 0.05
 # added to both shares of run time before their ratio (module docstring)
 SHARE_FLOOR = 0.01
 
@@ -240,11 +256,40 @@ def profile(c, layer="POSIX"):
         and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
         "interfaces": sorted(interfaces_at(c, layer)),
         "checkpoint_files": _checkpoint_files(parts, c.roles),
-        "read_order": None if layer == "POSIX" else read_order(
+        "read_order": _posix_read_order(posix, c.dxt_segments) if layer == "POSIX" else read_order(
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
         "write_order": _posix_write_order(posix) if layer == "POSIX" else write_order(
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
     }
+
+
+def _posix_read_order(posix, segments=None):
+    """The share of the POSIX reads of the data files that do not go back in their file, from
+    the DXT_POSIX trace (each process's and file's reads in time order): a read goes back when
+    it starts before the previous one's end, except at the file's start (a new pass: an
+    epoch, another load of the file). In order 1; a random order about half; a library's own
+    jumps back (a zip's directory before its member) the same in a job and its replay; how the
+    passes are spread over processes (a data loader's workers, new every epoch) does not
+    count. None without a trace of the data reads (Darshan's counters cannot tell a jump
+    back from a new pass over a file that another process, or another open, makes)."""
+    ids = {int(i) for _, f in posix for i in f["id"]}
+    trace = (segments or {}).get("DXT_POSIX")
+    if trace is None:
+        return None
+    trace = trace[(trace["op"] == "read") & trace["id"].isin(list(ids))]
+    if trace.empty:
+        return None
+    keys = ["process", "rank", "id"] if "process" in trace else ["rank", "id"]
+    trace = trace.sort_values(keys + ["start"], kind="stable")
+    off = trace["offset"].to_numpy()
+    end = off + trace["length"].to_numpy()
+    same = np.ones(len(trace), bool)
+    for k in keys:
+        col = trace[k].to_numpy()
+        same[1:] &= col[1:] == col[:-1]
+    same[0] = False
+    back = same[1:] & (off[1:] < end[:-1]) & (off[1:] != 0)
+    return 1.0 - int(back.sum()) / len(trace)
 
 
 def _posix_write_order(posix):
@@ -298,9 +343,10 @@ def _shared_fraction(formats, files):
     return files.shared / files.total if files.total else None
 
 
-def similarity(kind, a, b):
+def similarity(kind, a, b, files=None):
     """The similarity in [0, 1] of two values of a metric of ``kind`` (see the module
-    docstring); None when either is None."""
+    docstring); None when either is None. ``files``: the first job's data files (the
+    "file_share" kind's spread)."""
     if a is None or b is None:
         return None
     if kind == "ratio":
@@ -313,6 +359,11 @@ def similarity(kind, a, b):
         return similarity("ratio", a + SHARE_FLOOR, b + SHARE_FLOOR)
     if kind == "fraction":
         return 1.0 - min(1.0, abs(a - b))
+    if kind == "order":
+        return 1.0 - min(1.0, max(0.0, abs(a - b) - ORDER_NOISE))
+    if kind == "file_share":
+        noise = 2 * math.sqrt(a * (1 - a) / files) if files else 0.0
+        return 1.0 - min(1.0, max(0.0, abs(a - b) - noise))
     if kind == "distribution":
         return 1.0 - 0.5 * sum(abs(a[k] - b[k]) for k in SIZE_BUCKETS)
     if kind == "set":
@@ -332,13 +383,16 @@ def compare(sources, labels=None, *, dxt=True):
     labels = list(labels) if labels is not None else default_labels(sources, chars)
     layer = comparison_layer(chars)
     profiles = [profile(c, layer) for c in chars]
+    if layer == "POSIX" and any(p["read_order"] is None for p in profiles):
+        for p in profiles:      # like for like: from every job's trace, or left out
+            p["read_order"] = None
     rows, scores = [], {}
     for j, (label, values) in enumerate(zip(labels, profiles)):
         weighted = total = 0.0
         gate = 1.0
         for metric, kind, weight, _ in METRICS:
             a, b = profiles[0][metric], values[metric]
-            s = similarity(kind, a, b)
+            s = similarity(kind, a, b, profiles[0]["files"])
             if s is not None:
                 weighted += weight * s
                 total += weight

@@ -27,18 +27,27 @@ directory. Each value is derived as follows (the thresholds are the constants be
   less the format's framing (TFRecord 16 B, NPZ member header 128 B), at least the transfer size
   and at most the file size; without DXT, or with the input read at start, the transfer size.
   Samples read in file order cannot be told apart: a step's consecutive samples are then fitted
-  as one sample per step (the same I/O).
+  as one sample per step (the same I/O). When no read size moves DOMINANT_SHARE of the bytes
+  and those runs differ in size by more than SIZE_SPREAD (relative standard deviation), the
+  samples are of varied sizes (documents read by index): ``dataset.record_length`` is the runs'
+  mean and ``dataset.record_length_stdev`` their standard deviation.
   ``dataset.num_samples_per_file``: file size / record size, at least 1.
 - ``io.read_type``: "memory" when the DXT trace says the input is read at start (at least 80% of
   the bytes in the first 10% of the run, or one busy burst of reads and then none; see
   dxt_metrics), or without DXT when that share of the bytes is in records whose reads ended in
-  the first 10% of the run; else "on_demand".
+  the first 10% of the run, and the reads go forward (``reader.sample_shuffle`` off: a load at
+  start reads each file front to back; a burst of reads at random offsets, IOR's -z, is
+  samples read on demand in a shuffled order); else "on_demand".
 - ``reader.sample_shuffle``: "off" when the forward share of jumps is at least FORWARD_SHARE,
   else "seed" (for HDF5 with a trace, over the reads of the dominant size only: libhdf5's
   metadata reads are no sample order). With Darshan's counters over the data records (N reads, S sequential,
   C consecutive, R records that read): jumps are the N - C - R reads that are neither
   consecutive nor a record's first; backward ones are N - S - R; forward share = 1 - backward /
   jumps (1 without jumps). Sequential reading scores 1, random sample order about 0.5.
+- ``reader.shuffle_scope``: "rank" when the samples are shuffled (read on demand, by
+  samples) and each rank read a share of its own: every data file read by one rank, or, in one
+  shared file with a DXT trace, each rank's samples one contiguous block no other rank read
+  (IOR's -z, a loader shuffling its own shard); else the default (global).
 - ``io.interface``: MPI-IO collective reads: mpiio_coll (hdf5_coll with HDF5); MPI-IO
   independent: mpiio (hdf5); HDF5 without MPI-IO, or an hdf5 format: hdf5_sec2; STDIO moving
   most of the data bytes: stdio; else posix. Collective I/O needs a shared layout: with "multi"
@@ -61,7 +70,13 @@ directory. Each value is derived as follows (the thresholds are the constants be
   SHUFFLED_SEQ sequential (IOR's -z), from the DXT trace of the writes, else the POSIX counters.
 - Worker processes (a data loader's, forked or spawned, each with a non-MPI log;
   dlio_mpi_analysis.loading.process_roles gives them their main process's rank): ``reader.read_threads`` is
-  the most workers of a rank alive at once.
+  the most workers of a rank alive at once; ``reader.worker_files`` (samples read by
+  sample, files of a rank's own) when each worker opened each data file it read once
+  and read it several times: "epoch" when a rank had more workers than read threads (new
+  ones every epoch), else "run".
+- ``reader.hdf5_reads: sample`` (HDF5 read independently, batches of several samples, no
+  open per sample): every H5Dread moved one sample (the sample size is the bytes per
+  H5Dread), so the job read a batch's samples one by one.
 - Everything above counts without the I/O that the loader found Darshan had counted under a
   data file through a reused descriptor (dlio_mpi_analysis.loading.reused_descriptors); its note is the fit's
   first note.
@@ -85,9 +100,10 @@ from dlio_mpi_analysis.characterization.characterize import characterize, load_j
 from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
 from dlio_mpi_analysis.errors import FitError
 from dlio_mpi_analysis.fitting.fit_checkpoints import fit_checkpoints
-from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct, _early_share,
-                           _file_table, _interface, _min_rank_coverage, _record_length,
-                           _shuffle, _stem, _timeline, _transfer_size, _write_first)
+from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct,
+                           _early_share, _file_table, _interface, _min_rank_coverage,
+                           _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
+                           _transfer_size, _worker_files, _write_first)
 from dlio_mpi_analysis.fitting.fit_patterns import framing, traits, whole_fields
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
@@ -177,6 +193,17 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         else "on_demand"
     evidence["early_read_fraction"] = early
     evidence["load_burst"] = burst
+    transfer, share = _transfer_size(trace, data, basis, reading)
+    shuffle, forward = _shuffle(trace, basis, reading,
+                                transfer if traits(fmt).rows and share >= DOMINANT_SHARE else None)
+    evidence["forward_jump_share"] = forward
+    if read_type == "memory" and shuffle != "off":
+        # a load at start reads each file front to back: reads that jump about (IOR's -z
+        # reading its block at random offsets in one burst) are samples read on demand
+        read_type = "on_demand"
+        notes.append(f"the reads came in one burst but in a shuffled order ({forward:.0%} of "
+                     "the jumps forward): reads on demand in a shuffled order, not a load "
+                     "at start (which reads in order)")
 
     shared_bytes = int(data.loc[data["ranks"] > 1, "bytes_read"].sum())
     shared = shared_bytes > SHARED_SHARE * int(data["bytes_read"].sum()) \
@@ -193,17 +220,19 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     num_files = 1 if shared else len(data)
     file_size = int(sizes.sum()) if shared else int(round(float(np.median(sizes))))
 
-    transfer, share = _transfer_size(trace, data, basis, reading)
     evidence["dominant_read_size"] = {"size": transfer, "byte_share": share}
     transfer_size = transfer if share >= DOMINANT_SHARE else 0
-    record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
+    spread = None if transfer_size else _sample_spread(trace, fmt, read_type)
+    if spread is not None:
+        # no read size dominates and the samples' reads differ in size: samples of varied
+        # lengths (documents by index), fitted by their mean and spread, which keep the bytes
+        record = spread[0]
+    else:
+        record = _record_length(trace, fmt, transfer_size or transfer, file_size, read_type)
     record = whole_fields(fmt, record)
     spf = max(1, int(round(file_size / (record + framing(fmt)))))
 
     interface = _interface(fmt, layout, data, job, notes)
-    shuffle, forward = _shuffle(trace, basis, reading,
-                                transfer if traits(fmt).rows and share >= DOMINANT_SHARE else None)
-    evidence["forward_jump_share"] = forward
     pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
                                            file_size, notes, evidence)
     reader_extra, epochs_fixed = {}, None
@@ -211,8 +240,19 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         p_record, p_spf, p_transfer, reader_extra, epochs_fixed, order_off = pattern
         if p_record is not None:
             record, spf, transfer_size = p_record, p_spf, p_transfer
+            spread = None           # the library's pattern tells the samples
         if order_off is not None and (p_record is not None or order_off):
             shuffle = "off" if order_off else "seed"
+    if spread is not None:
+        evidence["record_length_stdev"] = spread[1]
+        seed, off = fit_patterns.size_seed(num_files, spf, num_files * file_size, spread[1],
+                                           record, spread[1])
+        evidence["size_seed"] = {"seed": seed, "total_difference": off}
+        notes.append(f"samples of varied sizes (no read size moves {DOMINANT_SHARE:.0%} of "
+                     f"the bytes): dataset.record_length {record} is their mean, "
+                     f"record_length_stdev {spread[1]} their spread (a sample: a run of "
+                     f"consecutive reads); train.seed {seed} draws sizes that total the "
+                     f"files' bytes within {off:.1%}")
     if "npy_loads" in evidence:
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     if interface == "posix" and _direct(job, data, notes, evidence):
@@ -232,14 +272,26 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             notes.append("reads by collective calls, all early: fitted as reads on demand "
                          "with no compute (io.read_type=memory would load by independent "
                          "calls)")
+    if shuffle != "off" and read_type == "on_demand" and "access" not in reader_extra \
+            and job.nprocs > 1:
+        own = _own_shares(trace, data, layout, record)
+        evidence["own_shares"] = own
+        if own:
+            reader_extra["shuffle_scope"] = "rank"
+            notes.append("each rank read a share of the data of its own "
+                         + ("(its files)" if layout == "multi" else "(one block of the file)")
+                         + " in a shuffled order: reader.shuffle_scope rank (a global "
+                         "shuffle would spread every rank's reads over all the data)")
     compute, batch, threads = 0.0, 1, 0
     if trace is not None and read_type == "on_demand":
         starts = None
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
+        elif "buffered_reads" in evidence:   # a sample a buffer fill
+            starts = (lambda r: r["length"].to_numpy() > 0)
         elif ("npy_loads" in evidence or "whole_file_loads" in evidence
-              or "image_reads" in evidence):
+              or "image_reads" in evidence or "python_whole_reads" in evidence):
             # a sample is a load: its first read (the header's, the file's start, an image's
             # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
@@ -264,6 +316,22 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
                      f"as reader.read_threads {threads}")
         evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}
+        if "access" not in reader_extra and layout == "multi" and read_type == "on_demand":
+            kept = _worker_files(job, data, threads)
+            evidence["worker_files"] = kept
+            if kept is not None:
+                reader_extra["worker_files"] = kept
+                notes.append("each worker opened each file it read once and kept it open "
+                             + ("until it ended, new workers every epoch: "
+                                if kept == "epoch" else "for the whole run: ")
+                             + f"reader.worker_files {kept} (a thread's own handles)")
+    if traits(fmt).rows and batch > 1 and "h5d_bytes_per_read" in evidence \
+            and not reader_extra.get("reopen") and interface in ("hdf5", "hdf5_sec2") \
+            and evidence["h5d_bytes_per_read"] == record:
+        # each H5Dread moved one sample: the job read a batch's samples one by one
+        reader_extra["hdf5_reads"] = "sample"
+        notes.append("each H5Dread read one sample (H5D bytes per read = a sample): "
+                     "reader.hdf5_reads sample, not a batch's rows of a file in one union")
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)

@@ -27,6 +27,7 @@ PAGE_CACHE_RATE = 2 << 30
 FORWARD_SHARE = 0.8
 SHUFFLED_SEQ = 0.75      # halfway between a random order's sequential share (0.5) and in order
 STEP_GAP = 1e-3
+SIZE_SPREAD = 0.1       # relative spread of the samples' sizes above which they vary
 STEP_GAP_RATIO = 2.5
 TIME_RESOLUTION = 1e-6
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
@@ -308,6 +309,22 @@ def _record_length(trace, fmt, transfer, file_size, read_type):
     return int(min(max(median, transfer, 1), file_size))
 
 
+def _sample_spread(trace, fmt, read_type):
+    """(mean, standard deviation) in whole bytes of the samples' sizes (runs of consecutive
+    reads, less the format's framing) when they differ by more than SIZE_SPREAD of their mean;
+    None without a trace of reads on demand or when they are about one size."""
+    if trace is None or read_type == "memory":
+        return None
+    runs = _runs(trace) - framing(fmt)
+    runs = runs[runs > 0]
+    if len(runs) < 2:
+        return None
+    mean, std = float(runs.mean()), float(runs.std())
+    if std <= SIZE_SPREAD * mean:
+        return None
+    return int(round(mean)), int(round(std))
+
+
 def _runs(trace):
     """Lengths of the runs of consecutive reads per (rank, file), in start order; a pause of
     STEP_GAP or more (a step's compute) ends a run too."""
@@ -412,6 +429,42 @@ def _shuffle(trace, basis, reading, sample_piece=None):
         return "off", 1.0
     forward = 1.0 - max(0, n - seq - records) / jumps
     return ("off" if forward >= FORWARD_SHARE else "seed"), forward
+
+
+def _own_shares(trace, data, layout, record):
+    """True when each rank read a share of the data of its own, the same all job long: with
+    several files (io.layout multi), every data file read by one rank; in one shared file (a
+    DXT trace needed), each rank's samples (record bytes each) one contiguous block that no
+    other rank read. None when neither can be seen (a shared file without a trace)."""
+    if layout == "multi":
+        return bool((data["ranks"] == 1).all())
+    if trace is None or record <= 0:
+        return None
+    blocks = []
+    for _, reads in trace[trace["length"] > 0].groupby("rank", sort=False):
+        ids = np.unique(reads["offset"].to_numpy(np.int64) // record)
+        if int(ids[-1] - ids[0]) + 1 != len(ids):
+            return False
+        blocks.append((int(ids[0]), int(ids[-1])))
+    blocks.sort()
+    return len(blocks) > 1 and all(b[1] < a[0] for b, a in zip(blocks[:-1], blocks[1:]))
+
+
+def _worker_files(job, data, threads):
+    """reader.worker_files of a job whose reads were made by worker processes (job.workers):
+    "epoch" or "run" when each worker process opened each data file it read once (one POSIX
+    record a process and file, one open each) and read it more than once on the whole (a
+    file kept open by the worker, as an h5py Dataset does), "epoch" when a rank had more
+    workers than read threads (a loader's workers new every epoch); None otherwise."""
+    posix = job.records.get("POSIX")
+    if posix is None or posix.empty or threads < 1:
+        return None
+    rows = posix[posix["id"].isin(list(data.index)) & (posix["POSIX_READS"] > 0)]
+    if rows.empty or (rows["POSIX_OPENS"] != 1).any() \
+            or int(rows["POSIX_READS"].sum()) <= len(rows):
+        return None
+    most = max(len(w) for w in job.workers.values())
+    return "epoch" if most > threads else "run"
 
 
 def _collective_order(job, data, shuffle, notes, evidence):

@@ -19,6 +19,10 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
 - Whole-file loads (``whole_file_loads``): each file read by one rank, every pass over it (an
   open) from its start to (nearly) its end in blocks of one size: the sample is the file.
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
+- Files read whole by Python's f.read() (``python_reads_whole``): the file in one read, then
+  a read at its end that returns nothing.
+- Samples read by seek and read through Python's buffered file (``buffered_samples``): reads
+  of one size (the buffer) at multiples of a smaller record size, which divides the files.
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
 
@@ -47,6 +51,8 @@ WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the who
 SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
 SEED_CLOSE = 0.005  # relative difference of the totals at which the search stops
 PIL_BLOCK = 65536   # the block a PIL decoder asks its file for (ImageFile's MAXBLOCK)
+MIN_RECORD = 16     # the smallest record a buffered file's fills are told apart by
+SHUFFLED_FORWARD = 0.8  # forward share of jumps under which samples are read at random
 
 
 def numpy_loads(trace, sizes):
@@ -170,23 +176,21 @@ def _loads_apart(spans):
     return not inside or float(np.median(between)) > float(np.median(inside))
 
 
-def size_seed(sizes, mean, stdev, start=123):
-    """(train.seed, relative difference of the totals) for a raw dataset of one sample per
-    file drawn with mean and stdev (dlio_mpi.formats.content.sample_sizes): a few files' draws
-    can total far from the real files' bytes, so the seed is the first from ``start`` whose
-    draws total within SEED_CLOSE of them and spread as much within a tenth, else the closest
-    of SEED_TRIES."""
+def size_seed(files, per_file, total, spread, mean, stdev, start=123):
+    """(train.seed, relative difference of the totals) for a raw dataset of ``files`` files of
+    ``per_file`` samples drawn with mean and stdev (dlio_mpi.formats.content.sample_sizes): a
+    few hundred draws can total a few percent from the real samples' bytes (``total``), so the
+    seed is the first from ``start`` whose draws total within SEED_CLOSE of them and spread
+    (standard deviation) within a tenth of ``spread``, else the closest of SEED_TRIES."""
     from dlio_mpi.formats.content import sample_sizes
     from dlio_mpi.formats.spec import FormatSpec
 
-    real = np.asarray(sizes, dtype=np.float64)
-    total, spread = float(real.sum()), float(real.std())
+    total, spread = float(total), float(spread)
     best = (float("inf"), start, 0.0)
     for seed in range(start, start + SEED_TRIES):
-        spec = FormatSpec(format="raw", samples_per_file=1, record_length=int(mean),
+        spec = FormatSpec(format="raw", samples_per_file=per_file, record_length=int(mean),
                           record_length_stdev=float(stdev), seed=seed)
-        drawn = np.array([int(sample_sizes(spec, i)[0]) for i in range(len(real))],
-                         dtype=np.float64)
+        drawn = np.concatenate([sample_sizes(spec, i) for i in range(files)]).astype(np.float64)
         off = abs(drawn.sum() - total) / total
         spread_off = abs(drawn.std() - spread) / spread if spread else 0.0
         if off <= SEED_CLOSE and spread_off <= 0.1:
@@ -194,6 +198,63 @@ def size_seed(sizes, mean, stdev, start=123):
         if off + 0.1 * spread_off < best[0]:
             best = (off + 0.1 * spread_off, seed, off)
     return best[1], best[2]
+
+
+def python_reads_whole(trace, sizes):
+    """The loads when at least STREAM_SHARE of the (rank, file) pairs read their file whole as
+    Python's f.read() does (the whole file in one read from offset 0, then a read at its end
+    that returns nothing), once per load; else None."""
+    pairs = loads = 0
+    matched = 0
+    for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        reads = reads.sort_values("start", kind="stable")
+        size = sizes.get(int(fid))
+        seen = list(zip(reads["offset"].tolist(), reads["length"].tolist()))
+        one = [(0, size), (size, 0)]
+        if size and len(seen) % 2 == 0 and seen == one * (len(seen) // 2):
+            matched += 1
+            loads += len(seen) // 2
+    if not pairs or matched < STREAM_SHARE * pairs:
+        return None
+    return loads
+
+
+def buffered_samples(trace, sizes):
+    """(record, buffer) when the reads are a buffered file's fills at samples' offsets: at
+    least STREAM_SHARE of the reads of one length B (the others shorter, at a file's end), each
+    at a multiple of a record size R smaller than B (the offsets' greatest common divisor, at
+    least MIN_RECORD) that divides every file's size (records back to back), but those that go
+    on from the previous fill of the file (a sample partly in the buffer); else None."""
+    reads = trace[trace["length"] > 0]
+    if len(reads) < 2:
+        return None
+    lengths = reads["length"].to_numpy()
+    values, counts = np.unique(lengths, return_counts=True)
+    buffer = int(values[np.argmax(counts)])
+    if counts.max() < STREAM_SHARE * len(lengths) or (lengths > buffer).any():
+        return None
+    reads = reads.sort_values(["rank", "id", "start"], kind="stable")
+    offsets = reads["offset"].to_numpy(np.int64)
+    lengths = reads["length"].to_numpy()
+    # a fill that goes on from the previous one (a sample partly in the buffer) starts at no
+    # sample's offset
+    key = reads["rank"].to_numpy().astype(np.int64) * (1 << 32) \
+        + reads["id"].rank(method="dense").to_numpy().astype(np.int64)
+    goes_on = np.zeros(len(offsets), bool)
+    goes_on[1:] = (key[1:] == key[:-1]) & (offsets[1:] == offsets[:-1] + lengths[:-1])
+    starts = offsets[~goes_on]
+    record = int(np.gcd.reduce(np.concatenate([starts[starts > 0],
+                                               [sizes.get(int(i), 0) for i in
+                                                reads["id"].unique()]])))
+    if not MIN_RECORD <= record < buffer:
+        return None
+    short = lengths < buffer
+    ends = offsets[short] + lengths[short]
+    at_end = np.array([sizes.get(int(i), -1) for i in reads["id"].to_numpy()[short]])
+    if not (ends == at_end).all():
+        return None
+    return record, buffer
 
 
 def file_order_ascending(trace, names):
@@ -357,6 +418,23 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "in it cannot be told apart: one sample per file")
             return (array, 1, 0, {"access": "numpy", "buffer_size": buffer},
                     max(1, int(round(count / files))), ascending)
+    if t.opaque and t.decoder is None and not t.companions and layout == "multi":
+        loads = python_reads_whole(trace, sizes)
+        if loads is not None:
+            size = data["size"].to_numpy()
+            spread = int(round(float(size.std())))
+            evidence["python_whole_reads"] = {"loads": loads}
+            if spread:
+                evidence["record_length_stdev"] = spread
+                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
+                                      float(size.mean()), spread)
+                evidence["size_seed"] = {"seed": seed, "total_difference": off}
+            notes.append("each file read whole by Python's f.read() (the file in one read, "
+                         "then a read at its end that returns nothing), opened for it: a "
+                         "sample a file (reader.access=file; dataset.record_length the mean "
+                         f"file size, record_length_stdev {spread} their spread)")
+            return (int(round(float(size.mean()))), 1, 0, {"access": "file"},
+                    max(1, int(round(loads / files))), None)
     if t.opaque and not t.companions and layout == "multi":
         decoder = t.decoder
         image = image_pattern(trace, sizes, decoder)
@@ -390,7 +468,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             evidence["whole_file_loads"] = {"loads": loads, "block": block, "eof_reads": eof}
             if spread:
                 evidence["record_length_stdev"] = spread
-                seed, off = size_seed(size, float(size.mean()), spread)
+                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
+                                      float(size.mean()), spread)
                 evidence["size_seed"] = {"seed": seed, "total_difference": off}
             epochs = max(1, int(round(loads / files)))
             notes.append(f"each file was read whole by one rank, {loads / files:.3g} times "
@@ -407,6 +486,21 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              "name order (the counters of each file are the same)")
             extra = {"access": "stream", "eof_reads": eof} if eof else {}
             return (int(round(float(size.mean()))), 1, block, extra, epochs, True)
+    if t.opaque and t.decoder is None and not t.companions:
+        found = buffered_samples(trace, sizes)
+        if found is not None:
+            record, buffer = found
+            evidence["buffered_reads"] = {"record": record, "buffer_size": buffer}
+            spf = max(1, file_size // record)
+            shuffled = (evidence.get("forward_jump_share") or 1.0) < SHUFFLED_FORWARD
+            per_epoch = files * spf if shuffled else files * -(-file_size // buffer)
+            epochs = max(1, int(round(len(trace) / per_epoch)))
+            notes.append(f"reads of {buffer} bytes at multiples of {record} bytes: samples of "
+                         f"{record} bytes read by seek and read through a buffered file of "
+                         f"{buffer} bytes (reader.access=buffered), each read a buffer fill "
+                         "from a sample's offset")
+            return (record, spf, 0, {"access": "buffered", "buffer_size": buffer}, epochs,
+                    None)
     if t.streamed and layout == "multi":
         # the formats whose readers stream (for others, reading samples in file order is
         # the same I/O and is fitted as such)

@@ -27,6 +27,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from dlio_mpi_analysis.characterization.file_roles import STREAM_NAMES
+
 MAIN, FORKED, SPAWNED, TRACKER, HELPER = (
     "main", "forked worker", "spawned worker", "resource tracker", "helper")
 WORKER_ROLES = (FORKED, SPAWNED)
@@ -77,8 +79,13 @@ def fork_parents(logs):
 
 
 def _has_io(log):
-    return any(not f.empty for f in log.records.values()) \
-        or any(not f.empty for f in log.dxt_segments.values())
+    """Whether the process moved bytes to or from a file other than its standard streams (a
+    command a program runs, such as the ``uname -p`` Python's platform module starts, writes
+    its answer to its stdout, a pipe: no I/O of the job)."""
+    names = getattr(log, "names", None) or {}
+    frames = list(log.records.values()) + list(log.dxt_segments.values())
+    return any(names.get(int(i), "") not in STREAM_NAMES
+               for f in frames if not f.empty and "id" in f for i in f["id"].unique())
 
 
 def _interpreter(exe):
@@ -108,8 +115,8 @@ def roles_of(logs):
     for i, log in enumerate(logs):
         if role[i] is None:
             # with workers in the set, a main process is a fork parent, a process that did
-            # I/O, or one running the workers' interpreter; any other record-less log is a
-            # launcher's helper (orted, a shell command the program ran)
+            # I/O beyond its standard streams, or one running the workers' interpreter; any
+            # other log is a launcher's helper (orted, a shell command the program ran)
             main = (not workers_present or log.nprocs > 1 or i in fork_parent or _has_io(log)
                     or _interpreter(log.exe) in interpreters)
             role[i] = MAIN if main else HELPER

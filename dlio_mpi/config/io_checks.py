@@ -105,9 +105,10 @@ def validate_access(cfg):
         raise ConfigError("dataset.npz_layout=shot holds one shot per file: it needs "
                           "dataset.format=npz, reader.access=numpy, no compression and "
                           "dataset.num_samples_per_file=1")
-    if rd.buffer_size and rd.access not in ("numpy", "image"):
-        raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy or "
-                          "image; other patterns read in reader.transfer_size pieces")
+    if rd.buffer_size and rd.access not in ("numpy", "image", "buffered"):
+        raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy, "
+                          "image or buffered; other patterns read in reader.transfer_size "
+                          "pieces")
     if rd.reopen:
         if rd.access != "sample" or io.read_type != "on_demand":
             raise ConfigError("reader.reopen opens a file per sample read on demand: it needs "
@@ -124,6 +125,22 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
+    if rd.hdf5_reads != "batch" and (not formats.traits(cfg.dataset.format).rows
+                                     or backends.of(cfg).collective):
+        raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by independent H5Dread "
+                          "calls: it needs an HDF5 dataset.format and an io.interface that is "
+                          "not collective")
+    if rd.worker_files != "shared" and (rd.read_threads < 1 or rd.access != "sample"
+                                        or io.read_type != "on_demand"
+                                        or io.layout != "multi"):
+        raise ConfigError(f"reader.worker_files={rd.worker_files} gives each read thread its "
+                          "own open files: it needs reader.read_threads of 1 or more, "
+                          "reader.access=sample, io.read_type=on_demand and io.layout=multi")
+    if rd.shuffle_scope != "global" and (rd.access != "sample"
+                                         or io.read_type != "on_demand"):
+        raise ConfigError("reader.shuffle_scope=rank shuffles each rank's share of the samples "
+                          "read on demand: it needs reader.access=sample and "
+                          "io.read_type=on_demand")
     if rd.eof_reads and (rd.access != "stream" or not backends.of(cfg).reads_past_end):
         raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
                           "reader.access=stream and io.interface "
@@ -169,6 +186,25 @@ def validate_access(cfg):
         if rd.transfer_size == 0 or rd.shuffle_size:
             raise ConfigError(f"{where}: reader.transfer_size is the decoder's request size "
                               "(not 0), and there is no shuffle buffer")
+    elif rd.access == "buffered":
+        if not formats.traits(ds.format).byte_ranges or not backends.of(cfg).buffered:
+            raise ConfigError(f"{where} reads samples' byte ranges through a buffered file: "
+                              f"dataset.format={formats.listed(lambda t: t.byte_ranges)} and "
+                              f"io.interface {backends.listed(lambda b: b.buffered)}")
+        if rd.transfer_size or rd.shuffle_size:
+            raise ConfigError(f"{where}: the buffered file chooses the reads' sizes "
+                              "(reader.buffer_size): reader.transfer_size=0, and there is no "
+                              "shuffle buffer")
+    elif rd.access == "file":
+        if not formats.traits(ds.format).byte_ranges or ds.num_samples_per_file != 1 \
+                or not backends.of(cfg).buffered:
+            raise ConfigError(f"{where} reads a sample's file whole through Python's file: "
+                              f"dataset.format={formats.listed(lambda t: t.byte_ranges)}, "
+                              "dataset.num_samples_per_file=1 and io.interface "
+                              f"{backends.listed(lambda b: b.buffered)}")
+        if rd.transfer_size or rd.shuffle_size:
+            raise ConfigError(f"{where}: Python asks for the whole file: "
+                              "reader.transfer_size=0, and there is no shuffle buffer")
     elif rd.access == "parquet":
         if not backends.of(cfg).streams or io.layout != "multi":
             raise ConfigError(f"{where}: pyarrow reads each rank's own files: io.interface "

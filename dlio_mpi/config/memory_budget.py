@@ -141,6 +141,10 @@ def pattern_largest_read(cfg, data):
     blk = _blksize(cfg)
     if rd.access == "image":
         return max(blk, min(rd.transfer_size, whole))
+    if rd.access == "buffered":
+        return max(blk, sample)
+    if rd.access == "file":
+        return whole + 1
     if data.traits.numpy_fromfile or ds.npz_layout == "stacked":
         return max(blk, whole)
     return _numpy_load(cfg, data)[0]

@@ -141,14 +141,35 @@ SCHEMA = {
                       "array through C stdio), or a file whole as an image decoder reads it: its header, then "
                       "transfer_size requests through a buffered file (image: PIL), or a "
                       "Parquet file as pyarrow reads it: the footer, then the row groups' column "
-                      "chunks (parquet: dataset.format=parquet's default)",
-                      ("sample", "stream", "numpy", "image", "parquet")),
+                      "chunks (parquet: dataset.format=parquet's default), or each sample "
+                      "by seek and read through a buffered file kept open (buffered: a "
+                      "Dataset over binary shards; a sample shorter than the buffer fills it "
+                      "from the sample's offset), or each sample a file read whole by "
+                      "Python's f.read() (file: opened for it, the whole file asked for and "
+                      "one byte more, then a read at its end that returns nothing)",
+                      ("sample", "stream", "numpy", "image", "parquet", "buffered", "file")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
+        "hdf5_reads": Key("enum", "batch", "HDF5 read by samples: a batch's rows of a file in "
+                          "one H5Dread, a union of hyperslabs (batch), or one H5Dread per "
+                          "sample (sample: h5py indexing a row per item, as a Dataset's "
+                          "__getitem__ does)", ("batch", "sample")),
+        "worker_files": Key("enum", "shared", "with read threads: the rank's open files shared "
+                            "by its threads (shared), or each thread's own, batch k read "
+                            "through thread k mod read_threads's, each file opened when the "
+                            "thread first reads it and closed at the epoch's end (epoch: a "
+                            "data loader's worker processes, new every epoch) or kept for the "
+                            "run (run: persistent workers)", ("shared", "epoch", "run")),
+        "shuffle_scope": Key("enum", "global", "what reader.sample_shuffle permutes: all "
+                             "samples each epoch before they are split among ranks (global), "
+                             "or each rank's own share, the same every epoch, split as if in "
+                             "order (rank: IOR's -z, a loader shuffling its own shard)",
+                             ("global", "rank")),
         "reopen": Key("bool", False, "open a sample's file for its read and close it after "
                       "(loaders that open a file per sample); reader.access=numpy always does"),
-        "buffer_size": Key("size", 0, "reader.access=numpy and image: the buffered file's size "
+        "buffer_size": Key("size", 0, "reader.access=numpy, image and buffered: the buffered "
+                           "file's size "
                            "(0: the file system's st_blksize, as Python's open uses)",
                            minimum=0),
         "eof_reads": Key("int", 0, "reader.access=stream: reads at each file's end after its "

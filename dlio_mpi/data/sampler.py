@@ -7,6 +7,9 @@ from the r-th on (round_robin, as IOR's segments interleave the ranks' blocks), 
 runs the same number of steps; the
 remainder (fewer than batch*ranks samples) is dropped, or, with remainder="pad", filled with the
 first samples of the order again. With layout "replicated" every rank takes the whole order.
+With shuffle_scope "rank" the epoch's order is the identity, split as above, and each rank
+permutes its own share (seeded by the epoch and the rank): a rank keeps the same samples every
+epoch and reads them at random, as IOR's -z reads its own block.
 
 Whole input in memory (io.read_type=memory): a rank first reads its memory share (all samples
 when replicated, else a contiguous block of about N/ranks samples), then trains on a
@@ -62,7 +65,7 @@ def memory_share(num_samples, ranks, rank, layout):
 
 def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainder="drop",
                  layout="multi", read_type="on_demand", samples_per_file=0, file_shuffle=False,
-                 sharding="block"):
+                 sharding="block", shuffle_scope="global"):
     """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch)."""
     steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
     if read_type == "memory":
@@ -70,7 +73,10 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
         if shuffle:
             share = np.random.default_rng([seed, epoch, rank]).permutation(share)
         return share[:steps * batch].reshape(steps, batch)
-    order = epoch_order(num_samples, epoch, seed, shuffle, samples_per_file, file_shuffle)
+    own = shuffle and shuffle_scope == "rank"
+    order = epoch_order(num_samples, epoch, seed, shuffle and not own, samples_per_file,
+                        file_shuffle)
+    permute = np.random.default_rng([seed, epoch, rank, 2]).permutation if own else None
     if layout == "replicated":
         ranks, rank = 1, 0
     per_rank = steps * batch
@@ -78,8 +84,10 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
     if need > order.size:
         order = np.resize(order, need)      # the order again, as often as needed
     if sharding == "round_robin":
-        return order[rank:need:ranks].reshape(steps, batch)
-    return order[rank * per_rank:(rank + 1) * per_rank].reshape(steps, batch)
+        share = order[rank:need:ranks]
+    else:
+        share = order[rank * per_rank:(rank + 1) * per_rank]
+    return (permute(share) if own else share).reshape(steps, batch)
 
 
 def locate(samples, samples_per_file, record_bytes):

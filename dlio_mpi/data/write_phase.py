@@ -82,7 +82,8 @@ def _owners(cfg, comm, data):
         read = sampler.rank_samples(n, size, rank, cfg.reader.batch_size, 0, cfg.train.seed,
                                     cfg.reader.sample_shuffle != "off", cfg.io.remainder,
                                     cfg.io.layout, cfg.io.read_type, data.spf,
-                                    cfg.reader.file_shuffle != "off", cfg.reader.sharding)
+                                    cfg.reader.file_shuffle != "off", cfg.reader.sharding,
+                                    cfg.reader.shuffle_scope)
     owner = np.full(n, size, dtype=np.int32)
     owner[np.asarray(read, np.int64).ravel()] = rank
     comm.Allreduce(MPI.IN_PLACE, owner, op=MPI.MIN)

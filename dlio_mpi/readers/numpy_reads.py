@@ -1,7 +1,9 @@
 """The reads Python libraries issue through Python's buffered file: numpy.load of an NPZ member
 (found by running numpy and zipfile themselves), the load of an FRNN shot file (four members,
-one of them pickled), and an image decoder reading a file whole (image_reads, PIL's pattern
-for a JPEG file; png_reads, PIL's chunk by chunk reads of a PNG file).
+one of them pickled), an image decoder reading a file whole (image_reads, PIL's pattern
+for a JPEG file; png_reads, PIL's chunk by chunk reads of a PNG file), and samples read by
+seek and read from a file kept open (BufferedSamples), and a whole file read by f.read()
+(whole_file_reads).
 
 `np.load(path)[name]` opens the file through Python's buffered file object (its buffer is the
 file system's st_blksize), checks the magic, reads the zip end records and central directory,
@@ -209,6 +211,36 @@ def png_reads(file_size, idat, blksize=4096, request=65536, head=33):
             f.read(4)
             f.read(8)
     return _arrays(raw.reads)
+
+
+class BufferedSamples:
+    """The reads Python's buffered file (a Dataset's file opened once, default buffering)
+    issues for samples read by ``f.seek(offset); f.read(length)`` from a file of file_size
+    bytes, with the buffer's state kept from one sample to the next, as the open file keeps
+    it: a sample shorter than the buffer fills the buffer from its offset (one read of
+    blksize), a longer one is read in whole buffers and a fill for the rest, and a sample
+    already in the buffer costs no read."""
+
+    def __init__(self, file_size, blksize=4096):
+        sink = _Sink()
+        sink.size = int(file_size)
+        self._raw = _Virtual(sink)
+        self._file = io.BufferedReader(self._raw, buffer_size=blksize)
+
+    def reads(self, offsets, lengths):
+        """(offsets, lengths) of the reads that reading these samples, in order, issues."""
+        self._raw.reads = []
+        for o, n in zip(np.asarray(offsets).tolist(), np.asarray(lengths).tolist()):
+            self._file.seek(o)
+            self._file.read(n)
+        return _arrays(self._raw.reads)
+
+
+def whole_file_reads(file_size):
+    """(offsets, lengths) Python's f.read() of a whole file issues (FileIO.readall: the file's
+    size from fstat, one read asking for it and one byte more, then a read at its end, which
+    returns nothing and ends the loop)."""
+    return _arrays([(0, int(file_size) + 1), (int(file_size), 1)])
 
 
 def _arrays(reads):

@@ -100,5 +100,6 @@ class OpenFiles:
             self._watchers.remove(closed)
 
     def close_all(self):
-        for f in sorted(self._open):
+        # a file's own key (its index), or a read thread's (thread, file): see PrefetchReader
+        for f in sorted(self._open, key=lambda k: k if isinstance(k, tuple) else (-1, k)):
             self.close(f)

@@ -1,5 +1,5 @@
-"""PatternReader: a rank's reads as the input library issues them (reader.access=stream or
-numpy), planned per epoch by dlio_mpi.readers.access and issued by the native engines, one engine call
+"""PatternReader: a rank's reads as the input library issues them (reader.access=stream,
+numpy, image, parquet or buffered), planned per epoch by dlio_mpi.readers.access and issued by the native engines, one engine call
 per run of reads of one file (no Python per read).
 
 With reader.access=numpy every sample's file is opened for its reads and closed after, as
@@ -8,6 +8,13 @@ numpy.load does (read-ahead keeps a file open while its requests are queued). nu
 fill at offset 0, through io.interface) and the array through numpy.fromfile, which reads it
 with C stdio (fread of the whole array after the header, on a stream of its own): each load
 is these two reads, the second through a STDIO stream opened for it.
+
+With reader.access=file a sample is its file, opened for it and read whole by Python's f.read()
+(the file and one byte more asked for, then a read at its end that returns nothing).
+
+With reader.access=buffered a sample is read by seek and read through Python's buffered file
+of the sample's file, opened once and kept with its buffer (dlio_mpi.readers.numpy_reads.
+BufferedSamples): a sample shorter than the buffer fills it from the sample's offset.
 
 With reader.read_threads >= 1 (every interface a pattern reads through: POSIX, STDIO,
 independent MPI-IO), C read-ahead threads run the epoch's reads ahead
@@ -59,6 +66,7 @@ class PatternReader(Reader):
         self.planned = False            # plan_epoch ran for the next start_epoch
         self._sizes = None              # a stream's files' sizes this epoch (file -> bytes)
         self._parquet_meta = {}         # a Parquet file's footer metadata bytes (file -> bytes)
+        self._buffered = {}             # a file's buffered-file state (access=buffered)
 
     def _ring(self):
         """Read-ahead sized for this epoch's plan: each thread reads into its own buffer of the
@@ -130,6 +138,11 @@ class PatternReader(Reader):
             if self.access == "parquet":    # a batch opens each of its files (the footer)
                 self.reads = access.sample_reads(plan, self.data.spf, self._parquet_ranges,
                                                  per_file=True)
+            elif self.access == "buffered":     # the files stay open, their buffers too
+                self.reads = access.sample_reads(plan, self.data.spf, self._buffered_ranges)
+            elif self.access == "file":     # a file opened and read whole for each sample
+                self.reads = access.sample_reads(plan, self.data.spf, self._whole_ranges,
+                                                 per_sample=True)
             else:
                 ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
                 self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
@@ -195,6 +208,26 @@ class PatternReader(Reader):
             return numpy_reads.png_reads(size, tuple(png.idat_chunks(size)), self._blksize,
                                          self.xfer)
         return numpy_reads.image_reads(size, self._blksize, self.xfer)
+
+    def _buffered_ranges(self, f, local):
+        """The reads of samples `local` of file f by seek and read through Python's buffered
+        file, the file's buffer kept from sample to sample (numpy_reads.BufferedSamples)."""
+        if self._blksize is None:
+            self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
+                or 4096
+        idx = self.data.index(f)
+        file = self._buffered.get(f)
+        if file is None:
+            file = self._buffered[f] = numpy_reads.BufferedSamples(idx.file_size,
+                                                                   self._blksize)
+        local = np.asarray(local, np.int64)
+        return file.reads(idx.offsets[local], idx.lengths[local])
+
+    def _whole_ranges(self, f, local):
+        """Python's f.read() of file f, once per sample (numpy_reads.whole_file_reads)."""
+        o, n = numpy_reads.whole_file_reads(self.data.index(f).file_size)
+        k = len(np.asarray(local))
+        return np.tile(o, k), np.tile(n, k)
 
     def _parquet_ranges(self, f, local):
         """pyarrow's reads of file f for the batch's samples `local` (formats/parquet)."""

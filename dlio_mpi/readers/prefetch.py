@@ -53,7 +53,11 @@ class PrefetchReader:
     waits once, for its whole batch. The engine table lets the threads read every interface's
     handles: a STDIO stream's segments run one at a time, in order; MPI-IO and HDF5 through the
     MPI-IO driver need MPI_THREAD_MULTIPLE (read_ahead_off); libhdf5 calls take turns under the
-    engine's one lock.
+    engine's one lock. With reader.hdf5_reads=sample each sample is a segment of its own (one
+    H5Dread). With reader.worker_files, batch k's files are read through handles of the k mod
+    read_threads-th worker's own, as a data loader's worker processes each open the files
+    they read (and, new every epoch, open them again): closed at an epoch's start (epoch) or
+    kept (run).
 
     Byte-range formats read without O_DIRECT build an epoch's requests before it starts
     (plan_epoch; dlio_mpi.readers.epoch_requests, engines.EpochRequests): a step's submit is then one
@@ -81,6 +85,10 @@ class PrefetchReader:
                                     slot_bytes=room, align=inner.mem_align,
                                     keep=False)     # the bytes are not kept
         self.steps = []
+        # reader.worker_files: batch k read through thread k mod read_threads's own handles
+        self.workers = cfg.reader.worker_files != "shared"
+        self.per_sample = self.h5 and cfg.reader.hdf5_reads == "sample"
+        self.batches = 0        # batches queued this epoch
         self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
         self.queue = self.ep = None   # the epoch's requests, when built (plan_epoch)
         self.planned = False          # plan_epoch ran for the next start_epoch
@@ -107,6 +115,9 @@ class PrefetchReader:
         if not self.planned:
             self._build(plan)
         self.planned = False
+        self.batches = 0
+        if self.cfg.reader.worker_files == "epoch":
+            self._close_worker_files()
         if self.ep is not None:
             if fill:
                 self._fill()
@@ -117,7 +128,8 @@ class PrefetchReader:
     def _plan_epoch(self, plan):
         """Build the epoch's requests (epoch_requests.EpochQueue); False where it is queued
         batch by batch instead (see the class)."""
-        if self.h5 or self.inner.align != 1 or not epoch_requests.indexed_without_io(self.data):
+        if self.h5 or self.workers or self.inner.align != 1 \
+                or not epoch_requests.indexed_without_io(self.data):
             return False
         self.queue = epoch_requests.EpochQueue(self, self.inner, plan)
         self.ep = self.queue.ep
@@ -163,12 +175,19 @@ class PrefetchReader:
             return
         while self.steps and len(self.pending) < self.ahead:
             samples = self.steps.pop()
-            groups = by_file(samples, self.data.spf)   # as the main thread reads them
+            if self.per_sample:     # a segment a sample: one H5Dread each
+                groups = [divmod(int(s), self.data.spf) for s in samples.tolist()]
+                groups = [(f, [k]) for f, k in groups]
+            else:
+                groups = list(by_file(samples, self.data.spf).items())  # as the main thread
+            worker = self.batches % self.cfg.reader.read_threads if self.workers else None
+            self.batches += 1
+            # the batch's files: none closed for another of them
+            keep = {f if worker is None else (worker, f) for f, _ in groups}
             handles, counts, offs, lens, wants, wheres = [], [], [], [], [], []
-            keep = set(groups)      # the batch's files: none closed for another of them
-            for f, ks in groups.items():
+            for f, ks in groups:
                 o, n, want, where = self._segment(f, ks)
-                handles.append(self.inner._open(f, keep))
+                handles.append(self._handle(f, worker, keep))
                 counts.append(len(o))
                 offs += o
                 lens += n
@@ -177,11 +196,25 @@ class PrefetchReader:
             busy = None
             if self.pre.active:
                 draws, busy, at = self.pre.draw(len(samples)), [], 0
-                for ks in groups.values():
+                for _, ks in groups:
                     busy.append(float(draws[at:at + len(ks)].sum()))
                     at += len(ks)
             t = self.ra.submit_batch(handles, counts, offs, lens, xfer=self.xfer, busy=busy)
-            self.pending.append((t, list(groups), wants, wheres))
+            self.pending.append((t, [f for f, _ in groups], wants, wheres))
+
+    def _handle(self, f, worker, keep):
+        """File f's handle for a batch: the rank's, or the given thread's own (opened when it
+        first reads the file, under the same open-file policy)."""
+        if worker is None:
+            return self.inner._open(f, keep)
+        return self.inner.files.open((worker, f), lambda: self.inner._new_handle(f), keep)
+
+    def _close_worker_files(self):
+        """The threads' own handles closed (the epoch's batches are read): a new epoch's
+        workers open their files anew."""
+        for key in self.inner.files:
+            if isinstance(key, tuple):
+                self.inner.files.close(key)
 
     def refill(self):
         """The next batches queued while the step computes: threads woken now take the CPU

@@ -5,7 +5,8 @@
 - MPIReader: MPI-IO on one shared file opened by all ranks; mpiio_coll reads every step's
   ranges in one collective call.
 - H5Reader: HDF5 files through libhdf5 (MPI-IO driver, collective or independent, or sec2); a
-  batch's rows of a file as one union of hyperslabs in one H5Dread.
+  batch's rows of a file as one union of hyperslabs in one H5Dread, or (reader.hdf5_reads=
+  sample) one H5Dread per sample.
 - PrefetchReader (dlio_mpi.readers.prefetch): reader.read_threads C threads reading batches ahead
   through every interface but the collective ones.
 Every read_batch returns the bytes delivered; short data is an error naming file and offset."""
@@ -337,6 +338,12 @@ class H5Reader(Reader):
             for f, k in zip(files.tolist(), local.tolist()):
                 rows = self.rows(f, np.array([k]))
                 self.reopen(f)
+                _, got = self._open(f).read_rows(rows, np.ones_like(rows), out=self.buf)
+                total += got
+            return total
+        if self.cfg.reader.hdf5_reads == "sample":     # one H5Dread a sample, in order
+            for f, k in zip(files.tolist(), local.tolist()):
+                rows = self.rows(f, np.array([k]))
                 _, got = self._open(f).read_rows(rows, np.ones_like(rows), out=self.buf)
                 total += got
             return total

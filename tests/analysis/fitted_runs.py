@@ -16,7 +16,9 @@ with open(os.path.join(HERE, "truth.json")) as _f:
 
 
 def log(name):
-    return os.path.join(HERE, f"{name}.darshan")
+    """A fixture's log: NAME.darshan, or the directory NAME of a set of non-MPI logs."""
+    path = os.path.join(HERE, name)
+    return path if os.path.isdir(path) else f"{path}.darshan"
 
 
 def run_changed(name, tmp_path, change):

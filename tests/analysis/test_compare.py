@@ -15,14 +15,14 @@ def test_metric_set_and_weights_are_the_documented_ones():
     assert [(m, k, w) for m, k, w, _ in METRICS] == [
         ("ranks", "ratio", 0.5), ("bytes_read", "ratio", 2.0), ("bytes_written", "ratio", 1.0),
         ("read_ops", "ratio", 1.0), ("write_ops", "ratio", 0.5), ("files", "ratio", 1.0),
-        ("shared_file_fraction", "fraction", 1.0), ("mean_read_size", "ratio", 2.0),
+        ("shared_file_fraction", "file_share", 1.0), ("mean_read_size", "ratio", 2.0),
         ("read_size_histogram", "distribution", 2.0),
         ("sequential_read_fraction", "fraction", 1.0),
         ("consecutive_read_fraction", "fraction", 1.0),
         ("early_read_fraction", "fraction", 1.0), ("io_time_share", "share", 0.5),
         ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0),
         ("checkpoint_files", "ratio", 0.5),
-        ("read_order", "fraction", 1.0), ("write_order", "fraction", 1.0)]
+        ("read_order", "order", 1.0), ("write_order", "order", 1.0)]
     assert TOTAL_WEIGHT == 19.5
 
 
@@ -32,6 +32,14 @@ def test_per_metric_similarities():
     assert similarity("ratio", 1, 10) == 0.0 and similarity("ratio", 1, 1000) == 0.0
     assert similarity("ratio", 0, 0) == 1.0 and similarity("ratio", 0, 5) == 0.0
     assert similarity("fraction", 0.25, 0.75) == 0.5
+    # two draws of a random order differ by a few points: no difference; beyond, as fraction
+    assert similarity("order", 0.49, 0.53) == 1.0
+    assert similarity("order", 0.5, 1.0) == pytest.approx(0.55)
+    # which of 64 files shuffled ranks share is a draw: 0.625 against 0.53 is no difference;
+    # none shared against all has no spread
+    assert similarity("file_share", 0.625, 0.53125, 64) == 1.0
+    assert similarity("file_share", 0.0, 1.0, 64) == 0.0
+    assert similarity("file_share", 1.0, 0.75, 4) == 0.75
     hist = dict.fromkeys(SIZE_BUCKETS, 0.0)
     a, b = dict(hist, **{"0_100": 1.0}), dict(hist, **{"0_100": 0.5, "1K_10K": 0.5})
     assert similarity("distribution", a, b) == 0.5
@@ -72,11 +80,11 @@ def _reads(tmp_path, name, size, count):
 def test_score_is_the_weighted_mean_of_the_documented_formula(tmp_path):
     """The same 1000 bytes read as ten 100-byte reads or as one 1000-byte read. Differing:
     read calls (x10: 0), mean read size (x10: 0), size histogram (other bucket: 0),
-    consecutive reads (9/10 against 0/1: 0.1). Everything else is equal; the read order above
-    POSIX is unknown at POSIX, and the write order of jobs without writes: both left out."""
+    consecutive reads (9/10 against 0/1: 0.1). Everything else is equal, the read order too
+    (every read forward); the write order of jobs without writes is left out."""
     small, large = _reads(tmp_path, "small", 100, 10), _reads(tmp_path, "large", 1000, 1)
     result = analysis.compare([small, large], labels=["small", "large"])
-    known = TOTAL_WEIGHT - 1.0 - 1.0
+    known = TOTAL_WEIGHT - 1.0
     expected = (known - 1.0 - 2.0 - 2.0 - 2.0 * 0 - 1.0 * (1 - 0.1)) / known
     assert result.score == pytest.approx(expected, rel=1e-12)
     table = result.table.set_index(["metric", "job"])
@@ -149,7 +157,7 @@ def test_text_names_units_and_what_cost_the_score(tmp_path):
     mean_size = next(line for line in lines if line.startswith("mean_read_size"))
     assert mean_size.split()[3:] == ["bytes", "100", "B", "1,000", "B", "(+900.0%)"]
     assert next(line for line in lines if line.startswith("read_ops")).split()[3] == "calls"
-    known = TOTAL_WEIGHT - 2.0
+    known = TOTAL_WEIGHT - 1.0      # all but write_order (no writes); read_order from the traces
     costs = next(line for line in lines if line.startswith("  cost most: "))
     assert costs == (f"  cost most: mean_read_size -{2 / known:.3f}, read_size_histogram "
                      f"-{2 / known:.3f}, read_ops -{1 / known:.3f}")

@@ -120,6 +120,12 @@ def test_sizes(text, value):
     (["train.computation_time={type: uniform, min: 2, max: 1}"], "uniform min 2.0 is above max"),
     (["train.computation_time={type: weibull, a: 1}"], "train.computation_time.type='weibull'"),
     (["workload=unet4d"], "unknown workload 'unet4d' (did you mean unet3d?)"),
+    (["reader.shuffle_scope=rank", "io.read_type=memory"],
+     "reader.shuffle_scope=rank shuffles each rank's share"),
+    (["reader.shuffle_scope=shard"], "reader.shuffle_scope='shard': one of"),
+    (["reader.hdf5_reads=sample"], "reader.hdf5_reads=sample reads HDF5 rows"),
+    (["reader.worker_files=epoch", "reader.read_threads=0"],
+     "reader.worker_files=epoch gives each read thread its own open files"),
 ])
 def test_bad_input_is_one_line(overrides, message):
     with pytest.raises(config.ConfigError) as ei:

@@ -150,3 +150,19 @@ def test_round_robin_sharding_interleaves_ranks():
                 for r in range(3)]
     got = np.concatenate([p.reshape(-1) for p in shuffled])
     assert len(set(got.tolist())) == len(got) == 18      # 3 steps of 2 per rank, no repeats
+
+
+def test_rank_scope_shuffles_each_ranks_own_share():
+    """reader.shuffle_scope=rank: a rank keeps the share it would read in order (its block,
+    the same every epoch) and reads it in an order of its own, new each epoch (IOR's -z)."""
+    def plan(r, epoch):
+        return sampler.rank_samples(64, 2, r, 4, epoch, 7, True,
+                                    shuffle_scope="rank").reshape(-1)
+    for r in range(2):
+        block = list(range(32 * r, 32 * (r + 1)))
+        first, second = plan(r, 0), plan(r, 1)
+        assert sorted(first.tolist()) == sorted(second.tolist()) == block
+        assert first.tolist() != block and first.tolist() != second.tolist()
+    assert plan(0, 0).tolist() == plan(0, 0).tolist()
+    unshuffled = sampler.rank_samples(64, 2, 1, 4, 0, 7, False, shuffle_scope="rank")
+    assert unshuffled.reshape(-1).tolist() == list(range(32, 64))

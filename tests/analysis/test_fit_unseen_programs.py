@@ -1,0 +1,166 @@
+"""Fit, replay and wrong shapes on logs of programs of shapes the analysis was not built on
+(tests/fixtures/darshan, Darshan 3.5.0 with DXT, truth in truth.json): IOR's random offsets in
+a file per process and through independent MPI-IO, IOR's many small segments, a loader of
+samples of varied sizes by index from one big file (os.pread, a Megatron-like corpus), and a
+data loader's forked workers reading h5py samples at random (non-MPI logs, one per process,
+and a `uname` Python runs at start-up)."""
+import math
+
+import pytest
+
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays.replay import replay
+
+from fitted_runs import TRUTH, log, run_changed
+
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
+
+def _shape(name):
+    f = analysis.fit(log(name))
+    w = f.workload
+    ds, rd, io = w["dataset"], w["reader"], w["io"]
+    t = TRUTH[name]
+    assert f.ranks == t["ranks"]
+    assert (ds["format"], ds["num_files_train"], ds["num_samples_per_file"], io["layout"]) \
+        == (t["format"], t["num_files"], t["samples_per_file"], t["layout"])
+    assert ds["record_length"] == pytest.approx(t["sample_bytes"], rel=0.05)
+    assert (w["train"]["epochs"], rd["batch_size"], rd["read_threads"]) \
+        == (t["epochs"], t["batch_size"], t["read_threads"])
+    return f, ds, rd, io
+
+
+def test_ior_random_file_per_process():
+    """Each rank writes and reads its own file at random: a shuffle of each rank's own
+    samples, not of all of them (which would spread a rank's reads over both files)."""
+    f, ds, rd, io = _shape("ior_fpp_random")
+    assert (io["interface"], rd["transfer_size"]) == ("posix", 16384)
+    assert (rd["sample_shuffle"], rd["shuffle_scope"]) == ("seed", "rank")
+    assert (io["write_first"], io["write_order"]) == (True, "shuffled")
+
+
+def test_ior_random_independent_mpiio():
+    """Random offsets over the whole shared file: a global shuffle through MPI-IO."""
+    f, ds, rd, io = _shape("ior_mpiio_random")
+    assert io["interface"] == "mpiio" and rd["sample_shuffle"] == "seed"
+    assert "shuffle_scope" not in rd
+    assert io["write_order"] == "shuffled"
+
+
+def test_ior_sixteen_segments():
+    f, ds, rd, io = _shape("ior_segments_16")
+    assert (io["interface"], rd["transfer_size"]) == ("posix", 16384)
+    assert (rd["sample_shuffle"], rd["sharding"]) == ("off", "round_robin")
+
+
+@pytest.mark.parametrize("name,interface,order", [
+    ("ior_coll_segments", "mpiio_coll", ("off", "round_robin")),
+    ("ior_hdf5_segments", "hdf5", ("off", None)),
+    ("ior_fpp_segments_random", "posix", ("seed", None))])
+def test_more_ior_shapes(name, interface, order):
+    """Collective segments, HDF5 segments (a dataset each) and a file per process read at
+    random in segments."""
+    f, ds, rd, io = _shape(name)
+    assert io["interface"] == interface
+    assert (rd["sample_shuffle"], rd.get("sharding")) == order
+
+
+def test_samples_of_varied_sizes_read_by_index():
+    """No read size dominates: the samples' mean and spread, not the size that happens to
+    move the most bytes (which gave 337 samples of 49,126 bytes, the largest, and batches of
+    3)."""
+    t = TRUTH["indexed_pread"]
+    f, ds, rd, io = _shape("indexed_pread")
+    assert ds["record_length_stdev"] == pytest.approx(t["sample_bytes_stdev"], rel=0.05)
+    # a seed whose draws of 512 sizes total the file's bytes (seed 123's: 2.4 % short)
+    assert f.workload["train"]["seed"] == f.evidence["size_seed"]["seed"]
+    assert f.evidence["size_seed"]["total_difference"] < 0.01
+    assert (io["interface"], rd["transfer_size"], rd["sample_shuffle"]) == ("posix", 0, "seed")
+    assert f.workload["train"]["computation_time"] \
+        == pytest.approx(t["computation_time_per_step_s"], rel=0.25)
+
+
+def test_records_read_through_a_buffered_file():
+    """Each 3000-byte record read by seek and read through Python's buffered file: reads of
+    the buffer (4096 bytes) at the records' offsets. The record is the offsets' common
+    divisor, not the read size (which gave 188 samples of 4096 bytes and 3 epochs)."""
+    t = TRUTH["buffered_records"]
+    f, ds, rd, io = _shape("buffered_records")
+    assert (rd["access"], rd["buffer_size"], rd["transfer_size"]) \
+        == ("buffered", t["buffer_size"], 0)
+    assert ds["record_length"] == t["sample_bytes"] and rd["sample_shuffle"] == "seed"
+
+
+def test_files_read_whole_by_python():
+    """Each file opened and read by f.read(): the file in one read, then a read at its end
+    that returns nothing; fitted before as an image decoder's reads with one file's size for
+    a buffer."""
+    t = TRUTH["read_whole"]
+    f, ds, rd, io = _shape("read_whole")
+    assert (rd["access"], rd["transfer_size"], rd["sample_shuffle"]) == ("file", 0, "seed")
+    assert ds["record_length_stdev"] == pytest.approx(t["sample_bytes_stdev"], rel=0.05)
+
+
+def test_h5py_samples_read_by_forked_workers():
+    """One rank (the uname Python's platform module runs writes only its stdout: no process
+    of the job), 2 read threads whose own handles are opened anew each epoch, one H5Dread a
+    sample."""
+    f, ds, rd, io = _shape("h5py_workers")
+    assert io["interface"] == "hdf5_sec2" and rd["sample_shuffle"] == "seed"
+    assert (rd["worker_files"], rd["hdf5_reads"]) == ("epoch", "sample")
+    assert "shuffle_scope" not in rd
+
+
+@pytest.mark.parametrize("name", ["ior_fpp_random", "ior_mpiio_random", "ior_segments_16",
+                                  "indexed_pread", "h5py_workers", "buffered_records",
+                                  "ior_coll_segments", "ior_hdf5_segments",
+                                  "ior_fpp_segments_random", "read_whole"])
+def test_replay_looks_like_the_real_program(tmp_path, name):
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for key in ("files", "interfaces", "bytes_written", "write_ops"):
+        assert r.emulated[key] == r.real[key], key
+    # which files ranks taking them at random share is a draw: its binomial spread allowed
+    n, p = r.real["files"], r.real["shared_files"] / r.real["files"]
+    assert abs(r.emulated["shared_files"] - r.real["shared_files"]) \
+        <= 2 * math.sqrt(n * p * (1 - p)), "shared_files"
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.01)
+
+
+def _global_shuffle(w):
+    del w["reader"]["shuffle_scope"]
+
+
+def _in_order(w):
+    w["reader"]["sample_shuffle"] = "off"
+
+
+def _file_per_rank(w):
+    w["io"]["layout"] = "multi"
+    w["dataset"]["num_files_train"] = 2
+    w["dataset"]["num_samples_per_file"] //= 2
+    w["reader"]["sharding"] = "block"
+
+
+def _npz(w):
+    w["dataset"]["format"] = "npz"
+    w["io"]["interface"] = "posix"
+    for key in ("hdf5_reads", "worker_files"):
+        del w["reader"][key]
+    w["dataset"].pop("hdf5_libver", None)
+
+
+@pytest.mark.parametrize("name,change", [("ior_fpp_random", _global_shuffle),
+                                         ("ior_mpiio_random", _in_order),
+                                         ("indexed_pread", _in_order),
+                                         ("buffered_records", _in_order),
+                                         ("read_whole", _in_order),
+                                         ("ior_segments_16", _file_per_rank),
+                                         ("h5py_workers", _npz)])
+def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
+    """Each program against its fitted workload changed in one respect: every rank's reads
+    spread over all the files, reads in order where the real job read at random (the read
+    order, from both jobs' DXT traces), a file per rank for one shared file, NPZ files for
+    HDF5 ones."""
+    wrong = run_changed(name, tmp_path, change)
+    assert wrong.score < 0.6, wrong.table
