@@ -90,7 +90,8 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
     n = ranks or fitted.ranks
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnalysisWarning)
-        real = characterize(source)
+        # with the traces: the read order at POSIX is part of the score where both have them
+        real = characterize(source, dxt=True)
     real_read = fitted.evidence["data_files"]["bytes_read"]
     workload, scaling = fitted.workload, None
     if scale is not None and scale != 1:
@@ -126,7 +127,7 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
     say("comparing")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnalysisWarning)
-        emulated = characterize(run_dir)
+        emulated = characterize(run_dir, dxt=True)
     comparison = compare([real, emulated], labels=["real", "emulated"])
     result = Replay(fit=fitted, run_dir=run_dir, comparison=comparison,
                     real=structure(real, comparison.layer),

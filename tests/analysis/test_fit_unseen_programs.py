@@ -125,6 +125,10 @@ def test_replay_looks_like_the_real_program(tmp_path, name):
     assert abs(r.emulated["shared_files"] - r.real["shared_files"]) \
         <= 2 * math.sqrt(n * p * (1 - p)), "shared_files"
     assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.01)
+    # the read order is in the score at every layer, at POSIX from both jobs' traces (before:
+    # the replay read the real log without its traces, and the order at POSIX was left out)
+    real_order, emulated_order = r.comparison.row("read_order")
+    assert real_order is not None and emulated_order is not None, r.comparison.table
 
 
 def _global_shuffle(w):
