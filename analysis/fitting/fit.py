@@ -100,8 +100,8 @@ from dlio_mpi_analysis.characterization.characterize import characterize, load_j
 from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
 from dlio_mpi_analysis.errors import FitError
 from dlio_mpi_analysis.fitting.fit_checkpoints import fit_checkpoints
-from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct,
-                           _early_share, _file_table, _interface, _min_rank_coverage,
+from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
+                           _data_interfaces, _data_trace, _direct, _early_share, _file_table, _interface, _min_rank_coverage,
                            _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first)
 from dlio_mpi_analysis.fitting.fit_patterns import framing, traits, whole_fields
@@ -201,9 +201,12 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         # a load at start reads each file front to back: reads that jump about (IOR's -z
         # reading its block at random offsets in one burst) are samples read on demand
         read_type = "on_demand"
-        notes.append(f"the reads came in one burst but in a shuffled order ({forward:.0%} of "
-                     "the jumps forward): reads on demand in a shuffled order, not a load "
-                     "at start (which reads in order)")
+        # (under collective calls the aggregators' POSIX order is no rank's own: the
+        # calls' order is read from their windows further on, _collective_order, and said)
+        if "MPI-IO collective" not in _data_interfaces(job, data):
+            notes.append(f"the reads came in one burst but in a shuffled order ({forward:.0%} "
+                         "of the jumps forward): reads on demand in a shuffled order, not a "
+                         "load at start (which reads in order)")
 
     shared_bytes = int(data.loc[data["ranks"] > 1, "bytes_read"].sum())
     shared = shared_bytes > SHARED_SHARE * int(data["bytes_read"].sum()) \
