@@ -165,8 +165,11 @@ def _sizes(sizes):
 def _balance(balance):
     if balance is None:
         return "-"
+    # the bytes of records reduced over all ranks (shared files) belong to no one rank: said
+    # apart, so that a job reading one shared file does not show 0 B per rank alone
+    shared = f" + {units.size(balance.shared_bytes)} shared" if balance.shared_bytes else ""
     return (f"{units.size(balance.min_bytes)} / {units.size(balance.mean_bytes)} / "
-            f"{units.size(balance.max_bytes)}")
+            f"{units.size(balance.max_bytes)}{shared}")
 
 
 # (row label, value of a ModuleMetrics as text)

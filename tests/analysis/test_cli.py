@@ -127,3 +127,13 @@ def test_python_dash_m(log):
                           capture_output=True, text=True, timeout=120)
     assert all(cmd in done.stdout for cmd in ("characterize", "compare", "fit", "report",
                                               "paper"))
+
+
+def test_bytes_per_rank_name_the_bytes_of_shared_files():
+    """A shared file's records are reduced over the ranks: its bytes belong to no one rank, and
+    the module table gives them apart instead of a bare 0 B per rank (mpiio_shuffled_writes:
+    12 MiB written and read through one shared file, truth.json)."""
+    path = os.path.join(REPO, "tests", "fixtures", "darshan", "mpiio_shuffled_writes.darshan")
+    row = next(line for line in _invoke("characterize", path).output.splitlines()
+               if line.startswith("bytes/rank"))
+    assert "0 B / 0 B / 0 B + 12 MiB shared" in row
