@@ -4,6 +4,7 @@ import datetime
 import json
 
 from dlio_mpi.display import tables, units
+from dlio_mpi_analysis.characterization.unseen_io import opened_without_io, unseen_io_line
 
 MAX_LOGS_LISTED = 4  # a longer set of per-process logs is shown by count, first and last
 
@@ -37,7 +38,8 @@ def render_text(characterization):
     if c.partial_modules:
         lines.append(f"  partial:     {', '.join(c.partial_modules)}")
     if c.no_io:
-        lines += ["", "No I/O recorded."]
+        unseen = unseen_io_line(opened_without_io(c.records, c.names, c.roles))
+        lines += ["", f"No I/O recorded{': ' + unseen if unseen else ''}."]
     else:
         lines += ["", *_totals(c), "", *_data_io(c), "", *_module_table(c.modules)]
         for metrics in c.dxt.values():

@@ -98,6 +98,7 @@ from dlio_mpi.files.safe_files import write_whole
 from dlio_mpi_analysis.fitting import fit_patterns
 from dlio_mpi_analysis.characterization.characterize import characterize, load_job
 from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
+from dlio_mpi_analysis.characterization.unseen_io import opened_without_io, unseen_io_line
 from dlio_mpi_analysis.errors import FitError
 from dlio_mpi_analysis.fitting.fit_checkpoints import fit_checkpoints
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
@@ -161,8 +162,12 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
+    unseen = unseen_io_line(opened_without_io(job.records, job.names, char.roles))
     if data.empty:
-        raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit")
+        raise FitError(f"{', '.join(job.paths)}: no data file was read"
+                       f"{': ' + unseen if unseen else ''}: nothing to fit")
+    if unseen:
+        notes.append(f"{unseen}: the fit is of the reads Darshan recorded only")
     by_format = data.groupby("format")["bytes_read"].sum().sort_values(ascending=False)
     fmt = by_format.index[0]
     data = data[data["format"] == fmt]
