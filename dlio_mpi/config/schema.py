@@ -212,7 +212,8 @@ SCHEMA = {
         "eval_time": Key("time", 0.0, "emulated compute per evaluation step (s)"),
         "eval_time_stdev": Key("float", 0.0, "its standard deviation", minimum=0.0),
         "epochs_between_evals": Key("int", 1, "evaluate every N epochs", minimum=1),
-        "eval_after_epoch": Key("int", 1, "first epoch that evaluates", emulated=False),
+        "eval_after_epoch": Key("int", 1, "first epoch followed by an evaluation (counted "
+                                "from 1); then every epochs_between_evals epochs", minimum=1),
     },
     "checkpoint": {
         "checkpoint_folder": Key("str", "./checkpoints", "checkpoint directory"),

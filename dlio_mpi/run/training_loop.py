@@ -95,6 +95,14 @@ def computing(reader, start, seconds):
     return time.perf_counter() - start
 
 
+def evaluates_after(evaluation, epoch):
+    """Whether an evaluation phase follows epoch ``epoch`` (counted from 1): the first after
+    evaluation.eval_after_epoch, then every evaluation.epochs_between_evals epochs, as the
+    DLIO benchmark schedules them."""
+    first = evaluation.eval_after_epoch
+    return epoch >= first and (epoch - first) % evaluation.epochs_between_evals == 0
+
+
 def evaluate(cfg, comm, log, epoch, rng):
     """An evaluation phase: every rank reads its share of the evaluation files in batches of
     reader.batch_size_eval, with evaluation.eval_time of compute per step, then all meet."""
@@ -257,8 +265,8 @@ def run_epochs(cfg, comm, log, progress=None):
         if ckpt and schedule.due_after_epoch(cfg, epoch + 1):
             write_checkpoint(done_steps, epoch)
             keep_log(f"checkpoint{epoch}")      # its writes, in the op log as Darshan has them
-        if (cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0
-                and (epoch + 1) % cfg.evaluation.epochs_between_evals == 0):
+        if cfg.workflow.evaluation and cfg.dataset.num_files_eval > 0 \
+                and evaluates_after(cfg.evaluation, epoch + 1):
             close_phase(evaluate(cfg, comm, log, epoch, rng))
     # closed after success only: a failing rank must not enter a collective close of shared
     # files while the others wait in another call; the caller ends the job

@@ -226,6 +226,20 @@ def test_evaluation_phases(tmp_path):
     assert sorted((tmp_path / "data" / "valid").iterdir())
 
 
+def test_evaluations_follow_the_dlio_benchmarks_schedule(tmp_path):
+    """The first evaluation after evaluation.eval_after_epoch, then every
+    epochs_between_evals epochs: after epochs 2 and 4 of 5 for 2 and 2 (the DLIO
+    benchmark's schedule)."""
+    s, out = run_small(tmp_path, 1, "dataset.num_files_train=2", "dataset.num_files_eval=1",
+                       "dataset.num_samples_per_file=2", "train.epochs=5",
+                       "workflow.evaluation=true", "evaluation.eval_after_epoch=2",
+                       "evaluation.epochs_between_evals=2")
+    assert len(s["evaluations"]) == 2 and len(s["epochs"]) == 5
+    z = load_npz(out / "latest" / "oplog_rank00000.npz")
+    assert z["phases"].tolist() == ["train0", "train1", "eval1", "train2", "train3", "eval3",
+                                    "train4"]
+
+
 @pytest.mark.parametrize("threads", [0, 2])
 def test_preprocessing_time_is_spent(tmp_path, threads):
     """A lower bound only (sleeps are never shorter): each rank spends at least its samples
