@@ -58,7 +58,11 @@ inside them). In order against shuffled gives about 0.5. ``write_order`` is the 
 gate: at POSIX Darshan's sequential writes over writes (writes at random offsets, IOR's -z,
 make about half sequential; in order nearly all), above POSIX the same continuity of the
 write calls (a collective write's pieces from the aggregators' POSIX writes); unknown for a
-job without writes. The read start comes
+job without writes. ``evaluation_phases``, in the gate too, counts the phases in which a
+second set of data files (an evaluation set, in a folder of its own) was read apart from the
+training files (:mod:`dlio_mpi_analysis.characterization.evaluation_phases`, from the DXT_POSIX
+traces; 0 for a job without; left out when a job has no trace): a replay that reads a job's
+evaluation files as training files falls to the gate. The read start comes
 from DXT_MPIIO at MPI-IO and is unknown at HDF5 (Darshan traces no HDF5 calls). Interfaces are
 those seen from the layer up: at MPI-IO, the MPI-IO kinds and HDF5; at HDF5, "HDF5" and its
 driver by the H5F and H5D counters ("HDF5 through MPI-IO" from H5F_USE_MPIIO, "HDF5 collective"
@@ -106,6 +110,7 @@ from dlio_mpi_analysis.characterization.layers import job_layer, parts_at
 from dlio_mpi_analysis.characterization.layers import rank as layer_rank
 from dlio_mpi_analysis.characterization.module_metrics import file_counts, io_time, rank_balance
 from dlio_mpi_analysis.loading.oplog import MMAP_MARK
+from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
 from dlio_mpi_analysis.characterization.read_order import read_order, write_order
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
@@ -146,6 +151,9 @@ METRICS = (
     ("write_order", "order", 1.0, "share of the writes to the data and checkpoint files "
      "that move forward: POSIX sequential writes / writes at POSIX, above it the write calls' "
      "continuity (dlio_mpi_analysis.characterization.read_order.write_order)"),
+    ("evaluation_phases", "ratio", 0.5, "phases in which a second set of data files (an "
+     "evaluation set) was read apart from the training files, from the DXT_POSIX traces "
+     "(dlio_mpi_analysis.characterization.evaluation_phases; left out without)"),
 )
 # what each metric's value counts, for the text table (sizes shown in binary units)
 METRIC_UNITS = {
@@ -156,6 +164,7 @@ METRIC_UNITS = {
     "early_read_fraction": "share of bytes read", "io_time_share": "share of run time",
     "rank_imbalance": "max / mean", "interfaces": "names", "checkpoint_files": "files",
     "read_order": "share of read calls", "write_order": "share of writes",
+    "evaluation_phases": "phases",
 }
 SIZE_METRICS = ("bytes_read", "bytes_written", "mean_read_size")
 COSTS_LISTED = 3    # the metrics that cost a job the most score, named under the table
@@ -163,7 +172,7 @@ COSTS_LISTED = 3    # the metrics that cost a job the most score, named under th
 DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("DXT_MPIIO",),
                   "HDF5": ()}
 STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files",
-             "read_order", "write_order")
+             "read_order", "write_order", "evaluation_phases")
 # the difference of two orders' shares taken as none: a random order's share over a few hundred
 # calls varies by a few points (a binomial's standard deviation, 0.031 for 256 calls)
 ORDER_NOISE = 0.05
@@ -260,6 +269,7 @@ def profile(c, layer="POSIX"):
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
         "write_order": _posix_write_order(posix) if layer == "POSIX" else write_order(
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
+        "evaluation_phases": _evaluation_phases(c, parts),
     }
 
 
@@ -290,6 +300,20 @@ def _posix_read_order(posix, segments=None):
     same[0] = False
     back = same[1:] & (off[1:] < end[:-1]) & (off[1:] != 0)
     return 1.0 - int(back.sum()) / len(trace)
+
+
+def _evaluation_phases(c, parts):
+    """The evaluation phases of a job (dlio_mpi_analysis.characterization.evaluation_phases)
+    from its DXT_POSIX reads of the data files: 0 without any, None without a trace."""
+    trace = (c.dxt_segments or {}).get("DXT_POSIX")
+    if trace is None:
+        return None
+    ids = {int(i) for _, f in parts for i in f["id"]}
+    reads = trace[(trace["op"] == "read") & trace["id"].isin(list(ids))]
+    if reads.empty:
+        return None
+    found = evaluation_phases(reads, c.names)
+    return found["phases"] if found else 0
 
 
 def _posix_write_order(posix):

@@ -101,6 +101,8 @@ from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, l
 from dlio_mpi_analysis.characterization.unseen_io import opened_without_io, unseen_io_line
 from dlio_mpi_analysis.errors import FitError
 from dlio_mpi_analysis.fitting.fit_checkpoints import fit_checkpoints
+from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
+from dlio_mpi_analysis.fitting.fit_evaluation import schedule
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
                            _data_interfaces, _data_trace, _direct, _early_share, _file_table, _interface, _min_rank_coverage,
                            _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
@@ -154,6 +156,42 @@ def _worker_threads(workers):
     return max(1, int(round(float(np.median(most)))))
 
 
+def _ids(ids):
+    """Record ids as the file table's index holds them."""
+    return np.array(sorted(ids), dtype=np.uint64)
+
+
+def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes, evidence):
+    """The workload's evaluation keys from the evaluation set (fit_evaluation): its files,
+    its batch and compute per step from its own reads' timeline, its schedule; {} when the
+    phases fall on no schedule the emulator can run (said in a note)."""
+    first, between, exact = schedule(evaluation["before_share"], epochs)
+    names = evaluation["set_names"]
+    evidence["evaluation"] = {"sets": names, "phases": evaluation["phases"],
+                              "before_share": evaluation["before_share"],
+                              "files": len(eval_files)}
+    if not exact:
+        notes.append(f"the files of {names['evaluation']}/ were read in "
+                     f"{evaluation['phases']} phases of their own, at "
+                     + ", ".join(f"{b * epochs:.2f}" for b in evaluation["before_share"])
+                     + " epochs of the training set: no evaluation schedule (after an epoch, "
+                     "then every N epochs) places them so; fitted without evaluation")
+        return {}
+    compute, batch, _, _ = _timeline(evaluation["trace"], record, starts)
+    sizes = eval_files["size"].to_numpy()
+    if abs(float(np.median(sizes)) - file_size) > 0.05 * max(file_size, 1):
+        notes.append(f"the evaluation files' median size ({float(np.median(sizes)):.0f} B) "
+                     f"differs from the training files' ({file_size} B): the emulator makes "
+                     "them alike")
+    notes.append(f"the files of {names['evaluation']}/ ({len(eval_files)}) were read apart "
+                 f"from those of {names['train'] or 'the data folder'}/ in "
+                 f"{evaluation['phases']} phases: evaluations after epoch {first}, then "
+                 f"every {between} epochs, batch {batch}, {compute:.6g} s of compute a step")
+    return {"files": len(eval_files), "batch": batch,
+            "evaluation": {"eval_time": round(compute, 6), "eval_after_epoch": first,
+                           "epochs_between_evals": between}}
+
+
 def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
         name=None):
     """Fit a workload to ``source`` (see the module docstring)."""
@@ -171,6 +209,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     by_format = data.groupby("format")["bytes_read"].sum().sort_values(ascending=False)
     fmt = by_format.index[0]
     data = data[data["format"] == fmt]
+    evaluation = evaluation_phases(_data_trace(job, set(data.index)),
+                                   {int(i): n for i, n in data["name"].items()})
+    eval_files = None
+    if evaluation is not None:
+        # the training set is fitted alone; the evaluation set's phases come last
+        eval_files = data[data.index.isin(_ids(evaluation["eval_ids"]))]
+        data = data[data.index.isin(_ids(evaluation["train_ids"]))]
+        reading = reading[~reading["id"].isin(_ids(evaluation["eval_ids"]))]
     reading = reading[reading["id"].isin(list(data.index))]
     evidence["data_files"] = {"format": fmt, "files": len(data),
                               "bytes_read": int(data["bytes_read"].sum()),
@@ -291,8 +337,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                          + " in a shuffled order: reader.shuffle_scope rank (a global "
                          "shuffle would spread every rank's reads over all the data)")
     compute, batch, threads = 0.0, 1, 0
+    starts = None
     if trace is not None and read_type == "on_demand":
-        starts = None
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
             sizes = {int(i): int(v) for i, v in data["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
@@ -368,18 +414,24 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     checkpoints = fit_checkpoints(job, char.roles, reads, int(data["bytes_read"].sum()),
                                   epochs, max(1, per_rank // max(batch, 1)), output_folder,
                                   notes, evidence)
+    eval_keys = _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes,
+                            evidence) if evaluation is not None else {}
     workload = {
         "model": {"name": name or f"fitted_{_stem(job)}",
                   **(checkpoints[0] if checkpoints else {})},
         "workflow": {"generate_data": True, "train": True,
-                     **({"checkpoint": True} if checkpoints else {})},
+                     **({"checkpoint": True} if checkpoints else {}),
+                     **({"evaluation": True} if eval_keys else {})},
         "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
+                    **({"num_files_eval": eval_keys["files"]} if eval_keys else {}),
                     "num_samples_per_file": spf, "record_length": record,
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
                                                  "record_length_stdev") if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
                        if "hdf5_chunk" in evidence else {})},
-        "reader": {"batch_size": batch, "read_threads": threads,
+        "reader": {"batch_size": batch, **({"batch_size_eval": eval_keys["batch"]}
+                                           if eval_keys else {}),
+                   "read_threads": threads,
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},
         "train": {"epochs": epochs, "computation_time": round(compute, 6),
@@ -387,6 +439,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      else {})},
         "io": {"interface": interface, "layout": layout, "read_type": read_type,
                **io_extra},
+        **({"evaluation": eval_keys["evaluation"]} if eval_keys else {}),
         **({"checkpoint": checkpoints[1]} if checkpoints else {}),
         "output": {"folder": output_folder},
     }

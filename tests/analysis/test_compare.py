@@ -22,8 +22,9 @@ def test_metric_set_and_weights_are_the_documented_ones():
         ("early_read_fraction", "fraction", 1.0), ("io_time_share", "share", 0.5),
         ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0),
         ("checkpoint_files", "ratio", 0.5),
-        ("read_order", "order", 1.0), ("write_order", "order", 1.0)]
-    assert TOTAL_WEIGHT == 19.5
+        ("read_order", "order", 1.0), ("write_order", "order", 1.0),
+        ("evaluation_phases", "ratio", 0.5)]
+    assert TOTAL_WEIGHT == 20.0
 
 
 def test_per_metric_similarities():

@@ -1,0 +1,148 @@
+"""Evaluation phases of a training job, recovered from its DXT trace.
+
+A training job that evaluates reads a second set of files (a validation set) apart from its
+training files: between some of the training epochs, every rank stops reading training files,
+reads its share of the evaluation files, and goes back to training. The two sets lie in
+different folders (the DLIO benchmark's ``train/`` and ``valid/``, any program's own). This
+module tells them apart by that pattern in time, not by the folders' names:
+
+- the data files are grouped by the first folder below the folder all of them share
+  (``.../data/train/3/f.npz`` and ``.../data/valid/f.npz``: ``train`` and ``valid``);
+- the group of the most bytes read is the training set; another group is an evaluation set
+  when, on every rank that read it, its reads come in runs that never interleave with the
+  training set's reads, each run after some training reads, and as many runs on every rank
+  (a stray read or two at a run's edge, a data loader's prefetch, is no run of its own);
+- each run is an evaluation phase; the share of a rank's training bytes read before it places
+  it after an epoch of the training set (the fit's ``evaluation.eval_after_epoch``, then
+  ``evaluation.epochs_between_evals``: dlio_mpi_analysis.fitting.fit_evaluation).
+
+Sets that interleave in time (a dataset in several folders read together) are one training
+set; without a DXT trace the phases cannot be seen, and nothing is split.
+"""
+
+import os
+
+import numpy as np
+
+# a run of reads of a set shorter than this share of the set's median run on that rank is a
+# stray read at another run's edge (a loader's prefetch), not a phase
+STRAY_RUN_SHARE = 0.1
+
+
+def set_of(names):
+    """File id -> set name: the first folder below the deepest folder all the files share
+    ("" for files directly in it)."""
+    folders = {i: os.path.dirname(n) for i, n in names.items()}
+    try:
+        common = os.path.commonpath(list(folders.values())) if folders else ""
+    except ValueError:      # absolute and relative names together: no common folder
+        common = ""
+    sets = {}
+    for i, folder in folders.items():
+        below = os.path.relpath(folder, common) if common else folder
+        sets[i] = "" if below in (".", "") else below.split(os.sep)[0]
+    return sets
+
+
+def _runs(labels):
+    """(label, first index, length) of each run of equal labels."""
+    if len(labels) == 0:
+        return []
+    change = np.flatnonzero(labels[1:] != labels[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [len(labels)]])
+    return [(labels[a], int(a), int(b - a)) for a, b in zip(starts, ends)]
+
+
+def _phases_of_rank(labels, lengths, train, candidate):
+    """The runs of ``candidate`` among one rank's reads of ``train`` and ``candidate`` (in
+    time order), as (training bytes read before the run) for each run, stray reads left out
+    (STRAY_RUN_SHARE); None when the rank's reads start with the candidate."""
+    keep = (labels == train) | (labels == candidate)
+    labels, lengths = labels[keep], lengths[keep]
+    runs = _runs(labels)
+    cand_runs = [n for label, _, n in runs if label == candidate]
+    if not cand_runs:
+        return []
+    median = float(np.median(cand_runs))
+    train_runs = [n for label, _, n in runs if label == train]
+    train_median = float(np.median(train_runs)) if train_runs else 0.0
+    # stray reads (a short run of either set inside a run of the other) are merged into
+    # the run around them
+    merged = []
+    for label, first, n in runs:
+        typical = median if label == candidate else train_median
+        if merged and n < STRAY_RUN_SHARE * typical:
+            continue
+        if merged and merged[-1][0] == label:
+            continue
+        merged.append((label, first, n))
+    if not merged or merged[0][0] != train:
+        return None
+    cumulative = np.concatenate([[0], np.cumsum(np.where(labels == train, lengths, 0))])
+    return [int(cumulative[first]) for label, first, _ in merged if label == candidate]
+
+
+def _passes(trace, ids, sets, train):
+    """How many times over the training set's files were read: per file, its bytes read over
+    its extent (the end of its farthest read), the median over the files."""
+    mine = np.array([sets[int(i)] == train for i in ids])
+    files, of = np.unique(ids[mine], return_inverse=True)
+    lengths = np.asarray(trace["length"])[mine]
+    ends = np.asarray(trace["offset"])[mine] + lengths
+    moved = np.bincount(of, weights=lengths, minlength=len(files))
+    extent = np.zeros(len(files))
+    np.maximum.at(extent, of, ends)
+    return float(np.median(moved / np.maximum(extent, 1)))
+
+
+def evaluation_phases(trace, names):
+    """The evaluation set of a job, or None: a dict with ``train_ids``, ``eval_ids``,
+    ``phases`` (evaluation phases per rank), ``before_share`` (the median over the ranks of
+    the share of the rank's training bytes read before each phase: times the epochs, the
+    epoch each phase follows), ``trace`` (the evaluation set's reads) and ``set_names``.
+
+    ``trace``: the data files' DXT reads (rank, id, start, length); ``names``: file id ->
+    name of (at least) the files in the trace."""
+    if trace is None or len(trace) == 0:
+        return None
+    ids = np.asarray(trace["id"]).astype(np.uint64)
+    present = {int(i) for i in np.unique(ids)}
+    sets = set_of({i: names.get(i, "") for i in present})
+    if len(set(sets.values())) < 2:
+        return None
+    order = np.argsort(np.asarray(trace["start"]), kind="stable")
+    label_of = np.array([sets[int(i)] for i in ids[order]])
+    ranks = np.asarray(trace["rank"])[order]
+    lengths = np.asarray(trace["length"])[order]
+    moved = {s: int(lengths[label_of == s].sum()) for s in set(sets.values())}
+    train = max(moved, key=lambda s: (moved[s], s))
+    for candidate in sorted(s for s in moved if s != train):
+        per_rank = {}
+        for rank in np.unique(ranks):
+            mine = ranks == rank
+            if not (label_of[mine] == candidate).any():
+                continue
+            phases = _phases_of_rank(label_of[mine], lengths[mine], train, candidate)
+            if phases is None:
+                per_rank = None
+                break
+            per_rank[int(rank)] = (phases, int(lengths[mine][label_of[mine] == train].sum()))
+        if not per_rank or len({len(p) for p, _ in per_rank.values()}) != 1:
+            continue
+        # sets read together (a dataset in several folders, drawn at random) alternate
+        # again and again; an evaluation comes at most once per pass over the training set
+        if len(next(iter(per_rank.values()))[0]) > _passes(trace, ids, sets, train) + 1:
+            continue
+        # each phase's place in the training: the share of the rank's training bytes
+        # before it
+        before = np.median([[b / max(total, 1) for b in phases]
+                            for phases, total in per_rank.values()], axis=0)
+        eval_ids = {i for i, s in sets.items() if s == candidate}
+        return {"train_ids": {i for i, s in sets.items() if s == train},
+                "eval_ids": eval_ids,
+                "phases": len(next(iter(per_rank.values()))[0]),
+                "before_share": [float(b) for b in np.atleast_1d(before)],
+                "trace": trace[np.isin(ids, np.array(sorted(eval_ids), dtype=np.uint64))],
+                "set_names": {"train": train, "evaluation": candidate}}
+    return None
