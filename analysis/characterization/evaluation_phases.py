@@ -12,6 +12,10 @@ module tells them apart by that pattern in time, not by the folders' names:
   when, on every rank that read it, its reads come in runs that never interleave with the
   training set's reads, each run after some training reads, and as many runs on every rank
   (a stray read or two at a run's edge, a data loader's prefetch, is no run of its own);
+- each run starts at the end of a pass over the training set (its files' bytes read over
+  their extent: an epoch, or a load of a file read whole several times an epoch), and comes
+  at most once a pass: folders read one after the other within a pass (a dataset's
+  subfolders) are no evaluation;
 - each run is an evaluation phase; the share of a rank's training bytes read before it places
   it after an epoch of the training set (the fit's ``evaluation.eval_after_epoch``, then
   ``evaluation.epochs_between_evals``: dlio_mpi_analysis.fitting.fit_evaluation).
@@ -27,6 +31,8 @@ import numpy as np
 # a run of reads of a set shorter than this share of the set's median run on that rank is a
 # stray read at another run's edge (a loader's prefetch), not a phase
 STRAY_RUN_SHARE = 0.1
+# how far from the end of a pass over the training set (in passes) a phase may start
+PASS_TOLERANCE = 0.25
 
 
 def set_of(names):
@@ -132,17 +138,22 @@ def evaluation_phases(trace, names):
             continue
         # sets read together (a dataset in several folders, drawn at random) alternate
         # again and again; an evaluation comes at most once per pass over the training set
-        if len(next(iter(per_rank.values()))[0]) > _passes(trace, ids, sets, train) + 1:
+        passes = _passes(trace, ids, sets, train)
+        if len(next(iter(per_rank.values()))[0]) > passes + 1:
             continue
         # each phase's place in the training: the share of the rank's training bytes
-        # before it
-        before = np.median([[b / max(total, 1) for b in phases]
-                            for phases, total in per_rank.values()], axis=0)
+        # before it; an evaluation starts between two passes (folders read one after the
+        # other within each pass, a dataset's subfolders, are no evaluation)
+        before = np.atleast_1d(np.median([[b / max(total, 1) for b in phases]
+                                          for phases, total in per_rank.values()], axis=0))
+        at = before * passes
+        if (np.abs(at - np.round(at)) > PASS_TOLERANCE).any() or (np.round(at) < 1).any():
+            continue
         eval_ids = {i for i, s in sets.items() if s == candidate}
         return {"train_ids": {i for i, s in sets.items() if s == train},
                 "eval_ids": eval_ids,
                 "phases": len(next(iter(per_rank.values()))[0]),
-                "before_share": [float(b) for b in np.atleast_1d(before)],
+                "before_share": [float(b) for b in before],
                 "trace": trace[np.isin(ids, np.array(sorted(eval_ids), dtype=np.uint64))],
                 "set_names": {"train": train, "evaluation": candidate}}
     return None

@@ -56,11 +56,12 @@ def test_the_replay_evaluates_as_the_job_did_and_reading_it_as_training_fails(tm
 
 
 def _trace(rows):
-    """A DXT-like read trace from (rank, file id, start) rows, 4 KiB at offset 0 each."""
-    rank, ids, start = zip(*rows)
+    """A DXT-like read trace from (rank, file id, start[, offset]) rows, 4 KiB a read."""
+    rows = [r if len(r) == 4 else (*r, 0) for r in rows]
+    rank, ids, start, offset = zip(*rows)
     n = len(rows)
     return pd.DataFrame({"rank": np.array(rank), "id": np.array(ids, dtype=np.uint64),
-                         "op": ["read"] * n, "offset": np.zeros(n, dtype=np.int64),
+                         "op": ["read"] * n, "offset": np.array(offset, dtype=np.int64),
                          "length": np.full(n, 4096), "start": np.array(start, float),
                          "end": np.array(start, float) + 0.001})
 
@@ -83,16 +84,22 @@ def test_sets_read_together_are_one_training_set():
     assert evaluation_phases(_trace(mixed), names) is None
     first = [(0, 3, 0), (0, 3, 1)] + [(0, 1, t) for t in range(2, 20)]
     assert evaluation_phases(_trace(first), NAMES) is None
+    # subfolders read one after the other in each of 2 epochs: train/ then valid/ files, the
+    # second set starting half way through each pass
+    halves = {i: f"/d/{'train' if i < 10 else 'valid'}/{i}.bin" for i in range(20)}
+    rows = [(0, i, e * 20 + i) for e in range(2) for i in range(20)]
+    assert evaluation_phases(_trace(rows), halves) is None
 
 
 def test_phases_after_epochs_and_a_stray_read():
     """Two passes over the training files with the valid/ file read after each; a prefetched
     training read inside the first phase is no phase of its own."""
-    one_epoch = [(1, 0), (2, 0)] * 20
+    one_epoch = [(f, k * 4096) for f in (1, 2) for k in range(10)]     # each file whole
     rows, t = [], 0
     for phase in range(2):
-        for fid, _ in one_epoch:
-            rows.append((0, fid, t)); t += 1
+        for fid, offset in one_epoch:
+            rows.append((0, fid, t, offset))
+            t += 1
         rows += [(0, 3, t), (0, 3, t + 1)] + ([(0, 1, t + 2)] if phase == 0 else []) \
             + [(0, 3, t + 3), (0, 3, t + 4)]
         t += 5
