@@ -358,10 +358,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         else:
             notes.append("a log records no batches and the reads show no compute pauses: "
                          "reader.batch_size 1 and no compute per step")
-    else:
+    elif trace is None:
         notes.append("without a DXT trace of the reads on demand, batches, compute and read "
                      "concurrency cannot be seen: reader.batch_size 1, no compute, no read "
                      "threads")
+    else:
+        notes.append("the input was loaded in one burst (io.read_type memory): the training "
+                     "from memory leaves no reads to time its steps by: reader.batch_size 1, "
+                     "no compute, no read threads")
     if job.workers:
         threads = _worker_threads(job.workers)
         kinds = " and ".join(kind for kind in ("forked", "spawned")
@@ -379,9 +383,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                              + ("until it ended, new workers every epoch: "
                                 if kept == "epoch" else "for the whole run: ")
                              + f"reader.worker_files {kept} (a thread's own handles)")
-    if traits(fmt).rows and batch > 1 and "h5d_bytes_per_read" in evidence \
+    if traits(fmt).rows and read_type == "memory" and "h5d_bytes_per_read" not in evidence:
+        per_read = fit_patterns.h5d_bytes_per_read(job, set(data["name"]))
+        if per_read:
+            evidence["h5d_bytes_per_read"] = per_read
+    if traits(fmt).rows and (batch > 1 or read_type == "memory") \
+            and "h5d_bytes_per_read" in evidence \
             and not reader_extra.get("reopen") and interface in ("hdf5", "hdf5_sec2") \
-            and evidence["h5d_bytes_per_read"] == record:
+            and evidence["h5d_bytes_per_read"] == record and spf > 1:
         # each H5Dread moved one sample: the job read a batch's samples one by one
         reader_extra["hdf5_reads"] = "sample"
         notes.append("each H5Dread read one sample (H5D bytes per read = a sample): "

@@ -354,8 +354,13 @@ class H5Reader(Reader):
         return total
 
     def load(self, f, local):
-        """io.read_type=memory: the samples' rows of file f in one H5Dread."""
+        """io.read_type=memory: the samples' rows of file f in one H5Dread, or one H5Dread
+        a row with reader.hdf5_reads=sample (a program loading its rows one by one)."""
         rows = self.rows(f, local)
+        if self.cfg.reader.hdf5_reads == "sample":
+            handle = self._open(f)
+            return sum(handle.read_rows(rows[k:k + 1], np.ones(1, dtype=rows.dtype))[1]
+                       for k in range(len(rows)))
         return self._open(f).read_rows(rows, np.ones_like(rows))[1]
 
     def read_extent(self, f, lo, hi):

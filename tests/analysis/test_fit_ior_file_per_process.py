@@ -1,0 +1,52 @@
+"""IOR's file-per-process runs through MPI-IO and HDF5, and its MMAP backend, on real logs
+(truth.json): ior_mpiio_fpp, ior_hdf5_fpp (its reads a burst after its writes: a load at
+start in one H5Dread a transfer, as IOR's), ior_mmap (no read Darshan sees)."""
+import pytest
+
+from dlio_mpi_analysis.errors import FitError
+from dlio_mpi_analysis.fitting.fit import fit
+from dlio_mpi_analysis.replays.replay import replay
+
+from fitted_runs import TRUTH, log, run_changed
+
+pytestmark = pytest.mark.mpi      # the replays launch ranks under mpiexec
+
+
+@pytest.mark.parametrize("name,interface", [("ior_mpiio_fpp", "mpiio"),
+                                            ("ior_hdf5_fpp", "hdf5")])
+def test_file_per_process_through_a_library_replays(name, interface, tmp_path):
+    truth = TRUTH[name]
+    f = fit(log(name), data_folder=str(tmp_path / "d"), output_folder=str(tmp_path / "o"))
+    w = f.workload
+    assert (w["io"]["interface"], w["io"]["layout"]) == (interface, truth["layout"])
+    assert w["dataset"]["num_files_train"] == truth["num_files"]
+    assert w["dataset"]["format"] == truth["format"]
+    assert w["io"]["write_first"] is True
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["read_ops"] == r.real["read_ops"]
+    assert r.emulated["mean_read_size"] == r.real["mean_read_size"] == truth["transfer_bytes"]
+
+
+def test_a_load_at_start_reads_as_many_rows_an_h5dread_as_the_job(tmp_path):
+    """IOR's HDF5 reads come in one burst after its writes (a load at start), one 256 KiB
+    row an H5Dread: reader.hdf5_reads=sample; the load's rows of a file in one H5Dread (8
+    MiB) make 2 reads for 64 and score under 0.6."""
+    f = fit(log("ior_hdf5_fpp"), data_folder=str(tmp_path / "d"),
+            output_folder=str(tmp_path / "o"))
+    assert f.workload["io"]["read_type"] == "memory"
+    assert f.workload["reader"]["hdf5_reads"] == "sample"
+    assert any("loaded in one burst" in n for n in f.notes)
+    assert not any("without a DXT trace" in n for n in f.notes)
+    (tmp_path / "one_call").mkdir()
+
+    def one_call(w):
+        del w["reader"]["hdf5_reads"]
+    wrong = run_changed("ior_hdf5_fpp", tmp_path / "one_call", one_call)
+    assert wrong.row("read_ops") == (TRUTH["ior_hdf5_fpp"]["h5d"]["H5D_READS"], 2)
+    assert wrong.score < 0.75, wrong.table
+
+
+def test_reads_through_a_mapping_are_refused_naming_the_file():
+    with pytest.raises(FitError, match="Darshan does not record"):
+        fit(log("ior_mmap"))
