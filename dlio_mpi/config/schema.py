@@ -323,6 +323,9 @@ SCHEMA = {
                            "reader.transfer_size pieces (HDF5: H5Dwrite calls of whole rows), "
                            "as a write-then-read benchmark (IOR) does"),
         "write_fsync": Key("bool", False, "io.write_first: fsync each file after its writes"),
+        "write_each_epoch": Key("bool", False, "io.write_first: the files written again "
+                                "before every later epoch, as IOR's repetitions (-i N) write "
+                                "then read each time"),
         "write_order": Key("enum", "sequential", "io.write_first: the order of a rank's "
                            "transfer-size pieces of a file: sequential (ascending offsets, as "
                            "IOR writes by default) or shuffled (a seeded permutation, as IOR's "

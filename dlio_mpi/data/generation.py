@@ -194,11 +194,18 @@ def generate(cfg, comm, say=False):
     finally:
         if tracker:
             tracker.close()
-        if rank == 0 and _generating:
-            folder_lock.release(*_generating)
-            _generating.clear()
+        if rank == 0:
+            end()
     comm.Barrier()
     return written
+
+
+def end():
+    """Rank 0, once the dataset's files are written (or failed): the lock :func:`begin` took
+    given back."""
+    if _generating:
+        folder_lock.release(*_generating)
+        _generating.clear()
 
 
 def error_text(e):

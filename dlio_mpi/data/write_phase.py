@@ -1,6 +1,7 @@
 """io.write_first: the run writes the dataset it then reads, as a write-then-read benchmark
-(IOR) does, through io.interface and in reader.transfer_size pieces, before the first epoch:
-raw records here, HDF5 files through libhdf5 in dlio_mpi.data.write_hdf5.
+(IOR) does, through io.interface and in reader.transfer_size pieces, before the first epoch
+(and with io.write_each_epoch again before every later one, as IOR's repetitions, -i N, write
+then read each time): raw records here, HDF5 files through libhdf5 in dlio_mpi.data.write_hdf5.
 
 Each rank writes the samples it reads in the first epoch, file by file in ascending order
 (IOR writes its blocks in order, whatever order it reads them in), or, under
@@ -42,6 +43,8 @@ def check(cfg):
     from dlio_mpi.config.errors import ConfigError
 
     if not cfg.io.write_first:
+        if cfg.io.write_each_epoch:
+            raise ConfigError("io.write_each_epoch=true needs io.write_first=true")
         if cfg.io.write_fsync:
             raise ConfigError("io.write_fsync=true needs io.write_first=true")
         if cfg.io.write_order != "sequential":
@@ -58,6 +61,10 @@ def check(cfg):
     elif not writes_ranges(backends.of(cfg)):
         raise ConfigError(f"io.write_first writes through {backends.listed(writes_ranges)}: "
                           f"not io.interface={cfg.io.interface}")
+    if cfg.io.write_each_epoch and cfg.io.read_type == "memory":
+        raise ConfigError("io.write_each_epoch=true rewrites the files before every epoch's "
+                          "reads: io.read_type must be on_demand, not memory (a load at "
+                          "start)")
     if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
         raise ConfigError("io.write_first writes the training files only: set "
                           "dataset.num_files_eval=0 or workflow.evaluation=false")
@@ -158,9 +165,10 @@ def _write_file(cfg, comm, h, data, f, local, collective):
     return written
 
 
-def write_dataset(cfg, comm, log):
+def write_dataset(cfg, comm, log, epoch=-1):
     """Write the training files (collective). Returns the phase's numbers as an epoch entry
-    (phase "write", epoch -1) with the bytes written as bytes_moved."""
+    (phase "write"; epoch -1 before the first epoch, else the epoch it comes before, under
+    io.write_each_epoch) with the bytes written as bytes_moved."""
     from dlio_mpi import engines
     from dlio_mpi.data import generation as datagen
 
@@ -178,55 +186,61 @@ def write_dataset(cfg, comm, log):
         except (OSError, datagen.ManifestError) as e:
             error = f"rank 0: cannot prepare {data.root}: {datagen.error_text(e)}"
     agree(comm, error)
-    owner = _owners(cfg, comm, data)
-    mine = np.flatnonzero(owner == rank)
-    files, local = data.locate(mine)
-    shared = cfg.io.layout != "multi"
-    hdf5 = data.traits.rows
-    b = backends.of(cfg)
-    # calls every rank enters: collective transfers, or a file made through libhdf5 over MPI-IO
-    collective = shared and (b.collective or b.hdf5_driver == "mpio")
-    comm.Barrier()
-    t0 = time.perf_counter()
-    written, error, count = 0, None, int(mine.size)
     try:
-        if hdf5:
-            from dlio_mpi.data import write_hdf5
-            written, count = write_hdf5.write(cfg, comm, data, owner, log)
-        elif shared:
-            with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
-                written = _write_file(cfg, comm, h, data, 0, local, collective)
-                if cfg.io.write_fsync:
-                    h.sync()
-        else:
-            for f in np.unique(files).tolist():
-                with _open(cfg, comm, data.path(f), False, data.first_id + f, log) as h:
-                    written += _write_file(cfg, comm, h, data, f, local[files == f], False)
+        owner = _owners(cfg, comm, data)
+        mine = np.flatnonzero(owner == rank)
+        files, local = data.locate(mine)
+        shared = cfg.io.layout != "multi"
+        hdf5 = data.traits.rows
+        b = backends.of(cfg)
+        # calls every rank enters: collective transfers, or a file made through libhdf5 over
+        # MPI-IO
+        collective = shared and (b.collective or b.hdf5_driver == "mpio")
+        comm.Barrier()
+        t0 = time.perf_counter()
+        written, error, count = 0, None, int(mine.size)
+        try:
+            if hdf5:
+                from dlio_mpi.data import write_hdf5
+                written, count = write_hdf5.write(cfg, comm, data, owner, log)
+            elif shared:
+                with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
+                    written = _write_file(cfg, comm, h, data, 0, local, collective)
                     if cfg.io.write_fsync:
                         h.sync()
-    except engines.EngineError as e:
-        if collective:
-            raise           # a collective write failed on this rank: the caller ends the job
-        error = f"rank {rank}: io.write_first: {e}"
-    agree(comm, error)
-    wall = time.perf_counter() - t0
-    error = None
-    try:
-        # a file longer than its samples (an earlier dataset) is cut to its size
-        for f in range(rank, data.num_files if not hdf5 else 0, size):
-            want = data.index(f).file_size
-            if os.stat(data.path(f)).st_size > want:
-                os.truncate(data.path(f), want)
-    except OSError as e:
-        error = f"rank {rank}: io.write_first: {e.filename}: {e.strerror}"
-    agree(comm, error)
-    if rank == 0:
-        datagen.write_manifest(cfg)
+            else:
+                for f in np.unique(files).tolist():
+                    with _open(cfg, comm, data.path(f), False, data.first_id + f, log) as h:
+                        written += _write_file(cfg, comm, h, data, f, local[files == f],
+                                               False)
+                        if cfg.io.write_fsync:
+                            h.sync()
+        except engines.EngineError as e:
+            if collective:
+                raise       # a collective write failed on this rank: the caller ends the job
+            error = f"rank {rank}: io.write_first: {e}"
+        agree(comm, error)
+        wall = time.perf_counter() - t0
+        error = None
+        try:
+            # a file longer than its samples (an earlier dataset) is cut to its size
+            for f in range(rank, data.num_files if not hdf5 else 0, size):
+                want = data.index(f).file_size
+                if os.stat(data.path(f)).st_size > want:
+                    os.truncate(data.path(f), want)
+        except OSError as e:
+            error = f"rank {rank}: io.write_first: {e.filename}: {e.strerror}"
+        agree(comm, error)
+        if rank == 0:
+            datagen.write_manifest(cfg)
+    finally:
+        if rank == 0:
+            datagen.end()      # the manifest says whether the files are whole
     comm.Barrier()
     log.finalize()
     ops = log.arrays()
     writes = ops["op"] == engines.OP["write"]
-    return {"phase": "write", "epoch": -1, "steps": 0, "samples": count,
+    return {"phase": "write", "epoch": epoch, "steps": 0, "samples": count,
             "wall_s": wall, "io_wait_s": wall, "compute_s": 0.0, "first_step_io_s": wall,
             "bytes_moved": written, "read_ops": 0, "write_ops": int(writes.sum()),
             "latency_hist": log.histogram(op="write"),

@@ -44,6 +44,16 @@ def reduce_epochs(epochs, comm):
     return out
 
 
+def _writes(wrote):
+    """The write phases (io.write_first; one before every epoch with io.write_each_epoch)
+    together: their time, bytes and bandwidth, and how many there were."""
+    duration = sum(e["duration_s"] for e in wrote)
+    moved = sum(e["bytes_moved"] for e in wrote)
+    return {"duration_s": duration, "bytes_written": moved,
+            "bandwidth_bytes_per_s": moved / duration if duration > 0 else 0.0,
+            "times": len(wrote)}
+
+
 def summary(cfg, size, everything, checkpoints, *, facts, startup, generated, not_emulated,
             read_threads, darshan_logs, bucket_bounds, started, hosts):
     """summary.json's content (dlio_mpi.run.summary_layout): the job-wide figures of every phase
@@ -65,8 +75,7 @@ def summary(cfg, size, everything, checkpoints, *, facts, startup, generated, no
         "samples_dropped_per_epoch": max(0, unread),
         "samples_padded_per_epoch": max(0, -unread),
         "load": load[0] if load else None,
-        "write": {"duration_s": wrote[0]["duration_s"], "bytes_written": wrote[0]["bytes_moved"],
-                  "bandwidth_bytes_per_s": wrote[0]["bytes_per_s"]} if wrote else None,
+        "write": _writes(wrote) if wrote else None,
         "evaluations": evals,
         "checkpoints": checkpoints,
         "not_emulated": not_emulated,
@@ -158,8 +167,11 @@ def format_summary(summary):
                      f"{e['duration_s']:.3f} s, {units.rate_in(e['bytes_per_s'], 'MiB')} moved")
     if s.get("write"):
         w = s["write"]
-        lines.append(f"dataset written first (io.write_first): {w['bytes_written']} bytes in "
-                     f"{w['duration_s']:.3f} s ({units.rate_in(w['bandwidth_bytes_per_s'], 'MiB')})")
+        times = w.get("times", 1)
+        lines.append(f"dataset written first (io.write_first"
+                     + (f", {times} times: before every epoch" if times > 1 else "")
+                     + f"): {w['bytes_written']} bytes in {w['duration_s']:.3f} s "
+                     f"({units.rate_in(w['bandwidth_bytes_per_s'], 'MiB')})")
     if s.get("load"):
         ld = s["load"]
         lines.append(f"input read into memory at start: {ld['bytes_moved']} bytes in "

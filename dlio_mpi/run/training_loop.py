@@ -193,6 +193,13 @@ def run_epochs(cfg, comm, log, progress=None):
     for epoch in range(cfg.train.epochs):
         if 0 <= max_steps <= done_steps:
             break
+        if cfg.io.write_each_epoch and epoch > 0:
+            # the files are made anew: the reader's handles of the old ones are given back
+            reader.close()
+            phases.append(write_phase.write_dataset(cfg, comm, log, epoch))
+            said("phase_done", phases[-1])
+            keep_log(f"write{epoch}")
+            reader = reader_choice.make_reader(cfg, comm, log)
         seed_epoch = epoch if cfg.train.seed_change_epoch else 0
         plan, files = epoch_plan(cfg, comm, reader, cfg.reader.batch_size, seed_epoch,
                                  shuffle)

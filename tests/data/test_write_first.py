@@ -53,6 +53,7 @@ def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
         with open(d.path(i), "rb") as f:
             assert f.read() == want.read_bytes(), d.path(i)
     assert datagen.read_manifest(cfg.dataset.data_folder) == datagen.manifest_for(cfg)
+    assert not os.path.exists(os.path.join(cfg.dataset.data_folder, datagen.GENERATING))
     s = own_summary(tmp_path / "out")
     total = d.num_files * d.spf * 40 * 1024
     assert s["write"]["bytes_written"] == total
@@ -114,3 +115,48 @@ def test_posix_direct_makes_the_data_folder_it_writes(tmp_path):
         raw.write_file(want, i, d.spec)
         with open(d.path(i), "rb") as f:
             assert f.read() == want.read_bytes(), d.path(i)
+
+
+@pytest.mark.parametrize("n,extra", [(2, ["io.interface=posix"]),
+                                     (2, ["io.interface=mpiio", "io.layout=shared",
+                                          "dataset.num_files_train=1",
+                                          "dataset.num_samples_per_file=30"])])
+def test_the_files_are_written_again_before_every_epoch(tmp_path, n, extra):
+    """io.write_each_epoch (IOR's repetitions, -i N): a write phase before each of the 3
+    epochs, every byte written once in each, then that epoch's reads; the summary counts the
+    three together."""
+    args = _args(tmp_path, "train.epochs=3", "io.write_each_epoch=true", *extra)
+    cfg = config.load(["workload=default"] + args)
+    run_mpi(n, "run_cli.py", "run", *args, timeout=240)
+    d = Dataset(cfg)
+    total = d.num_files * d.spf * 40 * 1024
+    s = own_summary(tmp_path / "out")
+    assert s["write"]["bytes_written"] == 3 * total and s["write"]["times"] == 3
+    written = 0
+    for r in range(n):
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
+        assert list(z["phases"]) == ["write", "train0", "write1", "train1", "write2",
+                                     "train2"]
+        for k, phase in enumerate(z["phases"]):
+            op, nb = z[f"e{k}_op"], z[f"e{k}_bytes"]
+            if phase.startswith("write"):
+                assert (op != 0).all()
+                written += int(nb[op == 1].sum())
+            else:
+                assert (op != 1).all() and (op == 0).any()
+    assert written == 3 * total
+    # the write phases give the data folder's generation lock back each time
+    assert not os.path.exists(os.path.join(cfg.dataset.data_folder, datagen.GENERATING))
+    for i in range(d.num_files):
+        want = tmp_path / "want.bin"
+        raw.write_file(want, i, d.spec)
+        with open(d.path(i), "rb") as f:
+            assert f.read() == want.read_bytes()
+
+
+def test_writing_each_epoch_needs_a_write_first_and_reads_on_demand(tmp_path):
+    with pytest.raises(ConfigError, match="io.write_each_epoch=true needs io.write_first"):
+        config.load(["workload=default", "io.write_each_epoch=true"])
+    with pytest.raises(ConfigError, match="io.read_type must be on_demand"):
+        config.load(["workload=default"] + _args(tmp_path, "io.write_each_epoch=true",
+                                                  "io.read_type=memory"))
