@@ -415,7 +415,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
         epochs = MAX_EPOCHS
-    io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence)
+    io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs,
+                            read_type)
     reads = None
     if trace is not None:
         ordered = trace.sort_values("start", kind="stable")

@@ -33,10 +33,13 @@ TIME_RESOLUTION = 1e-6
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
 
 
-def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
+def _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs=1,
+                 read_type="on_demand"):
     """io.write_first (and io.write_fsync) when the job wrote its data files before reading
     them (a write-then-read benchmark): at least WRITTEN_SHARE of their size written, the
-    first write of each such file before its first read."""
+    first write of each such file before its first read; io.write_each_epoch when the files
+    were written as many times over as they were read (``epochs``, reads on demand: IOR's
+    repetitions)."""
     if basis is None or basis not in job.records:
         return {}
     spec = SPECS[basis]
@@ -88,6 +91,16 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence):
                          f"of the writes sequential): io.write_first writes {fmt} in order")
     if syncs:
         out["write_fsync"] = True
+    times = int(round(total / max(size, 1)))
+    evidence["write_first"]["times"] = times
+    if times > 1 and times == epochs and read_type == "on_demand":
+        out["write_each_epoch"] = True
+        notes.append(f"the data files were written {times} times over and read as many: "
+                     "written again before every epoch (io.write_each_epoch, as IOR's "
+                     "repetitions -i write then read each time)")
+    elif times > 1:
+        notes.append(f"the data files were written {times} times over and read {epochs} "
+                     "times: io.write_first writes them once")
     return out
 
 

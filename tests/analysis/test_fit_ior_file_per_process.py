@@ -50,3 +50,20 @@ def test_a_load_at_start_reads_as_many_rows_an_h5dread_as_the_job(tmp_path):
 def test_reads_through_a_mapping_are_refused_naming_the_file():
     with pytest.raises(FitError, match="Darshan does not record"):
         fit(log("ior_mmap"))
+
+
+def test_repetitions_write_again_before_every_epoch(tmp_path):
+    """IOR -i 3 writes its files and reads them back three times: io.write_each_epoch with 3
+    epochs; the replay writes and reads as much (0.94 when it wrote once)."""
+    truth = TRUTH["ior_repetitions"]
+    f = fit(log("ior_repetitions"), data_folder=str(tmp_path / "d"),
+            output_folder=str(tmp_path / "o"))
+    w = f.workload
+    assert w["train"]["epochs"] == truth["repetitions"]
+    assert (w["io"]["write_first"], w["io"]["write_each_epoch"]) == (True, True)
+    r = replay(log("ior_repetitions"), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["bytes_written"] == r.real["bytes_written"] \
+        == truth["posix"]["POSIX_BYTES_WRITTEN"]
+    assert r.emulated["write_ops"] == r.real["write_ops"] == truth["posix"]["POSIX_WRITES"]
+    assert r.emulated["read_ops"] == r.real["read_ops"]
