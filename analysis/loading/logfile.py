@@ -226,8 +226,10 @@ def _heatmaps(handle, index, names):
     ffi = darshan_util.ffi
     layouts, per_rank = {}, {}
     for record in darshan_util.records(handle, index, darshan_util.RECORD_TYPES["HEATMAP"]):
+        # a record without a heat map's name is kept apart under its id, and not returned
         name = names.get(int(record.base_rec.id), "")
-        module = name[len(HEATMAP_PREFIX):] if name.startswith(HEATMAP_PREFIX) else name
+        module = name[len(HEATMAP_PREFIX):] if name.startswith(HEATMAP_PREFIX) else \
+            int(record.base_rec.id)
         nbins, width = int(record.nbins), float(record.bin_width_seconds)
         if layouts.setdefault(module, (nbins, width)) != (nbins, width):
             raise ValueError(f"the {module} heat map's records disagree on their bins "
