@@ -1,4 +1,4 @@
-"""Darshan-log analysis for dlio_mpi: load logs with PyDarshan and characterize their I/O.
+"""Darshan-log analysis for dlio_mpi: load logs through darshan-util's C library and characterize their I/O.
 
 Importable without MPI. ``characterize(path)`` is the usual entry point (a Darshan log, a
 directory of one job's logs, or a dlio_mpi run directory with its op logs); ``load`` gives the

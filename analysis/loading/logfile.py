@@ -1,35 +1,37 @@
-"""Read one Darshan log file with PyDarshan: the only module that touches PyDarshan.
+"""Read one Darshan log file through darshan-util's C library (``darshan_util``).
 
-PyDarshan's report opens the log and gives its job, names, mount table and HEATMAP records;
-the records of the modules asked for are read each once, a record at a time, straight into
-numpy arrays through darshan-util's C API as PyDarshan's backend binds it (PyDarshan's own
-readers make a dict per record and per traced operation), then into DataFrames.
+The log's job, executable, mount table, module table, names and HEATMAP records are read, and
+the records of the modules asked for, each once, a record at a time, straight into numpy
+arrays, then into DataFrames. PyDarshan is not imported: its package imports pandas and its
+report on import, and its readers make a dict per record and per traced operation.
 
-Four behaviours of PyDarshan and darshan-util shape this code:
+Four behaviours of darshan-util shape this code:
 
-- A truncated or corrupt region can crash darshan-util or make PyDarshan allocate terabytes
-  (see ``log_header``), so the header's region map is checked against the file and every
-  region is inflated before PyDarshan opens the file; any exception PyDarshan still raises
-  becomes a :class:`LogError`.
+- A truncated or corrupt region can crash darshan-util or make it allocate terabytes (see
+  ``log_header``), so the header's region map is checked against the file and every region is
+  inflated before darshan-util opens the file.
 - A failed record read looks like the end of the records (darshan-util only prints an
   ``Error:`` line on stderr), so every C call runs under :func:`captured_c_stderr` and any
-  error line turns the whole file into a :class:`LogError`.
+  error line turns the whole file into a :class:`LogError`; so does any exception raised
+  while the records are made sense of (a name that is not UTF-8, say).
 - Closing a handle on which darshan-util has failed can trip an assertion in
   ``darshan_log_close`` and abort the interpreter, or make it try to flush the handle as if
-  written and unlink a file. A failed log's handle is therefore detached from the report and
-  never closed (a small leak, on an error path only).
-- ``DarshanReport(path)`` with an unreadable path raises from ``__init__``; the report is
-  built empty and opened in a second step so that the failure can be handled the same way.
+  written and unlink a file; and a failed read of the name records closes (frees) the handle
+  itself. A failed log's handle is therefore never used again nor closed (a small leak, on
+  an error path only).
+- HEATMAP records carry the module they count in their name ("heatmap:POSIX"); their bins
+  are summed over ranks per module, a rank's record replacing an earlier one of the same rank
+  and module, with bin edges ``k * bin width`` for k = 0 .. bins (PyDarshan's heat map
+  frames, whose figures these were).
 """
 
 import os
 from dataclasses import dataclass, field
 
-import darshan
 import numpy as np
 import pandas as pd
-from darshan.backend import cffi_backend
 
+from dlio_mpi_analysis.loading import darshan_util
 from dlio_mpi_analysis.loading.c_stderr import captured_c_stderr
 from dlio_mpi_analysis.errors import LogError
 from dlio_mpi_analysis.loading.log_header import check_regions
@@ -38,12 +40,13 @@ DXT_COLUMNS = ("rank", "id", "op", "offset", "length", "start", "end")
 # darshan-util's struct segment_info, one traced operation as a DXT record stores it
 SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
 OPS = ("read", "write")  # the categories of the "op" column, in this order
-# darshan-util's record type of each counter module the analysis reads
-RECORD_TYPES = {"POSIX": "struct darshan_posix_file *", "STDIO": "struct darshan_stdio_file *",
-                "MPI-IO": "struct darshan_mpiio_file *", "H5F": "struct darshan_hdf5_file *",
-                "H5D": "struct darshan_hdf5_dataset *"}
 # HEATMAP records name their module without the dash that the counter modules use.
 HEATMAP_MODULES = {"POSIX": "POSIX", "STDIO": "STDIO", "MPIIO": "MPI-IO"}
+HEATMAP_PREFIX = "heatmap:"  # a HEATMAP record's name: this, then the module it counts
+
+
+class _HandleLost(Exception):
+    """darshan-util failed and closed the log's handle itself (see the module docstring)."""
 
 
 @dataclass
@@ -90,93 +93,86 @@ def read_log(path, modules, dxt_modules=()):
     if not os.path.isfile(path):
         raise LogError(f"{path}: no such file")
     check_regions(path)
-    report = darshan.DarshanReport()
+    handle = None
     failure = None
     try:
         with captured_c_stderr() as stderr:
-            contents = _read_open_report(report, path, modules, dxt_modules)
-    except RuntimeError as error:  # raised by report.open when darshan-util gives no handle
-        failure = error
-    except (Exception, MemoryError) as error:  # PyDarshan on records it cannot make sense of
-        report.log = None
+            handle = darshan_util.open_log(path)
+            if handle is not None:
+                contents = _read_open_log(handle, path, modules, dxt_modules)
+    except _HandleLost:
+        failure = "reading the file names failed"
+    except (Exception, MemoryError) as error:  # records darshan-util read but make no sense
         detail = " ".join(str(error).split()) or type(error).__name__
-        raise LogError(f"{path}: not a readable Darshan log (PyDarshan: "
-                       f"{type(error).__name__}: {detail})") from None
-    if failure is not None or stderr.errors:
-        report.log = None  # never close a handle darshan-util failed on (see module docstring)
-        detail = stderr.errors[0].rstrip(".") if stderr.errors else str(failure)
+        raise LogError(f"{path}: not a readable Darshan log ({type(error).__name__}: "
+                       f"{detail})") from None
+    if handle is None or failure is not None or stderr.errors:
+        # never close a handle darshan-util failed on (see the module docstring)
+        detail = (stderr.errors[0].rstrip(".") if stderr.errors
+                  else failure or "failed to open the file")
         raise LogError(f"{path}: not a readable Darshan log (darshan-util: {detail})")
-    report.__exit__(None, None, None)  # closes the log handle
+    with captured_c_stderr():
+        darshan_util.close_log(handle)
     return contents
 
 
-def _read_open_report(report, path, modules, dxt_modules):
-    report.open(path, read_all=False)
-    job = report.metadata["job"]
+def _read_open_log(handle, path, modules, dxt_modules):
+    job = darshan_util.job(handle)
+    exe = darshan_util.exe(handle)
+    mounts = darshan_util.mounts(handle)
+    present = darshan_util.modules(handle)
+    names = darshan_util.name_records(handle)
+    if names is None:
+        raise _HandleLost()
     records = {}
     for mod in modules:
-        if mod in report.modules:
-            records[mod] = _records_frame(report, mod)
+        if mod in present:
+            records[mod] = _records_frame(handle, present[mod][0], names, mod)
     segments = {}
     for mod in dxt_modules:
-        if mod in report.modules:
-            segments[mod] = _segments_frame(report, mod)
-    names = {int(key): name for key, name in report.name_records.items()}
-    heatmap_bytes, heatmap_bins = _heatmaps(report)
+        if mod in present:
+            segments[mod] = _segments_frame(handle, present[mod][0], names, mod)
+    heatmap_bytes, heatmap_bins = ({}, {}) if "HEATMAP" not in present else \
+        _heatmaps(handle, present["HEATMAP"][0], names)
+    metadata = job["metadata"]
     return LogContents(
         path=path,
-        version=job["log_ver"],
-        exe=report.metadata["exe"],
+        version=darshan_util.log_version(handle),
+        exe=exe,
         nprocs=int(job["nprocs"]),
         start_time=job["start_time_sec"] + job["start_time_nsec"] * 1e-9,
         run_time=float(job["run_time"]),
-        modules={m: bool(info["partial_flag"]) for m, info in report.modules.items()},
+        modules={mod: partial for mod, (_, partial) in present.items()},
         records=records,
         dxt_segments=segments,
         heatmap_bytes=heatmap_bytes,
         names=names,
         heatmap_bins=heatmap_bins,
-        job_id=int(job.get("jobid", 0)),
-        hints=str((job.get("metadata") or {}).get("h", "") or ""),
-        uid=int(job.get("uid", 0)),
-        end_time=job.get("end_time_sec", 0) + job.get("end_time_nsec", 0) * 1e-9,
-        library_version=str((job.get("metadata") or {}).get("lib_ver", "") or ""),
-        mounts=tuple((str(point), str(kind)) for point, kind in report.data.get("mounts", ())),
+        job_id=int(job["jobid"]),
+        hints=str(metadata.get("h", "") or ""),
+        uid=int(job["uid"]),
+        end_time=job["end_time_sec"] + job["end_time_nsec"] * 1e-9,
+        library_version=str(metadata.get("lib_ver", "") or ""),
+        mounts=tuple((str(point), str(kind)) for point, kind in mounts),
     )
 
 
-def _named_records(report, mod, record_type):
-    """Each record of ``mod`` that has a name record (PyDarshan keeps only those), in the log's
-    order, as a cffi pointer of ``record_type``, valid until the next one is read.
-
-    Through darshan-util's C API as PyDarshan's backend binds it: PyDarshan's own readers make
-    a dict per record (and per DXT operation), which costs most of the time of a log with
-    thousands of files or long traces."""
-    if not report.name_records_read:
-        report.read_name_records()
-    named = report.name_records
-    ffi, lib = cffi_backend.ffi, cffi_backend.libdutil
-    index = cffi_backend.log_get_modules(report.log)[mod]["idx"]
-    # darshan-util fills the buffer *buf points to, or allocates one when it is NULL: each
-    # record gets a new one, freed once the caller is done with the record
-    buf = ffi.new("void **")
-    while lib.darshan_log_get_record(report.log["handle"], index, buf) >= 1:
-        try:
-            record = ffi.cast(record_type, buf[0])
-            if int(record.base_rec.id) in named:
-                yield record
-        finally:
-            lib.darshan_free(buf[0])
-            buf[0] = ffi.NULL
+def _named_records(handle, index, names, mod):
+    """Each record of the module at ``index`` that has a name record (PyDarshan keeps only
+    those), in the log's order, as a cffi pointer of the module's record type, valid until
+    the next one is read."""
+    for record in darshan_util.records(handle, index, darshan_util.RECORD_TYPES[mod]):
+        if int(record.base_rec.id) in names:
+            yield record
 
 
-def _records_frame(report, mod):
+def _records_frame(handle, index, names, mod):
     """One module's records as a DataFrame: id (uint64), rank, then every counter by name."""
-    counter_names = cffi_backend.counter_names(mod)
-    fcounter_names = cffi_backend.fcounter_names(mod)
-    ffi = cffi_backend.ffi
+    counter_names = list(darshan_util.counter_names(mod))
+    fcounter_names = list(darshan_util.fcounter_names(mod))
+    ffi = darshan_util.ffi
     ids, ranks, counters, fcounters = [], [], [], []
-    for record in _named_records(report, mod, RECORD_TYPES[mod]):
+    for record in _named_records(handle, index, names, mod):
         ids.append(int(record.base_rec.id))
         ranks.append(int(record.base_rec.rank))
         counters.append(np.frombuffer(ffi.buffer(record.counters), dtype=np.int64).copy())
@@ -191,13 +187,13 @@ def _records_frame(report, mod):
     return frame
 
 
-def _segments_frame(report, mod):
+def _segments_frame(handle, index, names, mod):
     """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation: per
     record (see :func:`_named_records`), its reads, then its writes."""
-    ffi = cffi_backend.ffi
+    ffi = darshan_util.ffi
     header = ffi.sizeof("struct dxt_file_record")
     ranks, ids, codes, traced = [], [], [], []
-    for record in _named_records(report, mod, "struct dxt_file_record *"):
+    for record in _named_records(handle, index, names, mod):
         writes, reads = int(record.write_count), int(record.read_count)
         # the record's segments follow it: its writes, then its reads
         start = ffi.cast("char *", record) + header
@@ -223,22 +219,33 @@ def _segments_frame(report, mod):
     })
 
 
-def _heatmaps(report):
-    """HEATMAP byte totals and per-bin sums over ranks, per module (empty without HEATMAP)."""
-    if "HEATMAP" not in report.modules:
-        return {}, {}
-    report.read_all_heatmap_records()
+def _heatmaps(handle, index, names):
+    """HEATMAP byte totals and per-bin sums over ranks, per module (see the module docstring).
+
+    Raises ValueError when a module's records disagree on the bin count or width."""
+    ffi = darshan_util.ffi
+    layouts, per_rank = {}, {}
+    for record in darshan_util.records(handle, index, darshan_util.RECORD_TYPES["HEATMAP"]):
+        # a record without a heat map's name is kept apart under its id, and not returned
+        name = names.get(int(record.base_rec.id), "")
+        module = name[len(HEATMAP_PREFIX):] if name.startswith(HEATMAP_PREFIX) else \
+            int(record.base_rec.id)
+        nbins, width = int(record.nbins), float(record.bin_width_seconds)
+        if layouts.setdefault(module, (nbins, width)) != (nbins, width):
+            raise ValueError(f"the {module} heat map's records disagree on their bins "
+                             f"({layouts[module]} and {(nbins, width)})")
+        size = ffi.sizeof("int64_t") * nbins
+        per_rank.setdefault(module, {})[int(record.base_rec.rank)] = {
+            op: np.frombuffer(ffi.buffer(bins, size), dtype=np.int64).copy()
+            for op, bins in (("read", record.read_bins), ("write", record.write_bins))}
     totals, bins = {}, {}
-    for name, heatmap in report.heatmaps.items():
+    for name, ranks in per_rank.items():
         if name not in HEATMAP_MODULES:
             continue
         module = HEATMAP_MODULES[name]
-        per_op = {}
-        for op in ("read", "write"):
-            frame = heatmap.to_df(ops=[op])
-            per_op[op] = frame.to_numpy().sum(axis=0).astype(np.int64)
-            edges = np.array([frame.columns[0].left] + [c.right for c in frame.columns]) \
-                if len(frame.columns) else np.zeros(1)
+        nbins, width = layouts[name]
+        per_op = {op: np.sum([rank[op] for rank in ranks.values()], axis=0, dtype=np.int64)
+                  for op in OPS}
         totals[module] = {op: int(values.sum()) for op, values in per_op.items()}
-        bins[module] = {"edges": edges, **per_op}
+        bins[module] = {"edges": np.linspace(0, nbins * width, nbins + 1), **per_op}
     return totals, bins

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from darshan.backend import cffi_backend
 from dlio_mpi.run.oplog_format import OP
 
 from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
+from dlio_mpi_analysis.loading import darshan_util
 
 # op codes of dlio_mpi's op log
 READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP, VIEW = (
@@ -100,8 +100,8 @@ def module_records(module, ops, extra=None):
     one row per (rank, id), sorted by rank then id. ``extra`` maps counter names to values
     set on every record (e.g. H5D_USE_MPIIO_COLLECTIVE)."""
     p = PREFIX[module]
-    counter_names = list(cffi_backend.counter_names(module))
-    fcounter_names = list(cffi_backend.fcounter_names(module))
+    counter_names = list(darshan_util.counter_names(module))
+    fcounter_names = list(darshan_util.fcounter_names(module))
     ids, id_index = np.unique(ops.id, return_inverse=True)
     combined = ops.rank.astype(np.int64) * len(ids) + id_index.reshape(-1)
     keys, group = np.unique(combined, return_inverse=True)  # sorted by rank, then id
