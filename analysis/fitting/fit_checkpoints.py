@@ -215,8 +215,23 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
     folder = os.path.join(os.path.dirname(output_folder.rstrip("/")) or ".", "checkpoints")
     checkpoint = {"checkpoint_folder": folder, "writers": who}
     shared = _shared_format(files, groups, size, writes, notes, evidence)
+    two = None if shared is not None else _model_optimizer(groups, job.nprocs)
     if shared is not None:
         checkpoint.update(shared)
+    elif two is not None:
+        (model, model_who), (optim, optim_who) = two
+        evidence["checkpoint_writes"].update(model_bytes=model, optimizer_bytes=optim)
+        notes.append(f"{len(groups)} checkpoint(s) of two files a writing rank: "
+                     f"{model} bytes of weights by {_WHO[model_who]} and {optim} bytes of "
+                     f"optimizer state by {_WHO[optim_who]} (checkpoint.format="
+                     f"model_optimizer), in {writes} write calls (checkpoint.transfer_size "
+                     f"{mean_write}, the mean write)")
+        checkpoint.update({"format": "model_optimizer", "writers": model_who,
+                           "optimizer_writers": "same" if optim_who == model_who
+                           else optim_who,
+                           "optimizer_multiplier": optim / model,
+                           "transfer_size": int(mean_write)})
+        size = model
     else:
         if all_ranks and any(len(f["ranks"]) > 1 for f in files):
             # the emulator's POSIX checkpoints are a file per writer: a file every rank
@@ -236,6 +251,57 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
     if any(f["syncs"] for f in files):
         checkpoint["fsync"] = True
     return {"model_size_bytes": size}, checkpoint
+
+
+_WHO = {"rank0": "rank 0", "all": "every rank"}
+
+
+def _model_optimizer(groups, nprocs):
+    """((model bytes, writers), (optimizer bytes, writers)) of checkpoints in which a rank
+    writes two files of its own (a model file and an optimizer file, as the DLIO benchmark
+    and DeepSpeed save a transformer: ZeRO stage 1 has rank 0 save the weights and every
+    rank its shard of the optimizer state), else None. In each checkpoint the two files of a
+    rank that wrote two are the parts (the smaller the model: Adam's state is larger than
+    the weights), a rank's single file the part of the nearest size; writers are rank 0 or
+    every rank, the bytes the median checkpoint's."""
+    parts = []
+    for g in groups:
+        if any(len(f["ranks"]) != 1 for f in g):
+            return None
+        by_rank = {}
+        for f in g:
+            by_rank.setdefault(next(iter(f["ranks"])), []).append(f["bytes"])
+        most = max(by_rank.values(), key=len)
+        if len(most) != 2 or any(len(v) > 2 for v in by_rank.values()):
+            return None
+        template = sorted(most)
+        totals, who = [0, 0], [set(), set()]
+        for rank, sizes in by_rank.items():
+            if len(sizes) == 2:
+                placed = enumerate(sorted(sizes))
+            else:
+                b = max(sizes[0], 1)
+                near = [abs(np.log(b / max(t, 1))) for t in template]
+                placed = [(int(near[1] < near[0]), sizes[0])]
+            for k, b in placed:
+                totals[k] += b
+                who[k].add(rank)
+        policies = []
+        for ranks in who:
+            if ranks == {0}:
+                policies.append("rank0")
+            elif ranks == set(range(nprocs)):
+                policies.append("all")
+            else:
+                return None
+        parts.append((totals, policies))
+    if not parts or len({tuple(p) for _, p in parts}) != 1:
+        return None
+    model = int(round(float(np.median([t[0] for t, _ in parts]))))
+    optim = int(round(float(np.median([t[1] for t, _ in parts]))))
+    if model <= 0:
+        return None
+    return (model, parts[0][1][0]), (optim, parts[0][1][1])
 
 
 def _shared_format(files, groups, size, writes, notes, evidence):

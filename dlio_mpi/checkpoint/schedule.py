@@ -46,8 +46,9 @@ def _whole(cfg, world):
             raise ConfigError(f"model.transformer: {e}") from None
         return checkpoint_size.TransformerCheckpoint(model, layout, zero)
     if cfg.model.model_size_bytes > 0:
-        return checkpoint_size.FlatCheckpoint(cfg.model.model_size_bytes,
-                                              ck.optimizer_multiplier, ck.writers, layout)
+        return checkpoint_size.FlatCheckpoint(
+            cfg.model.model_size_bytes, ck.optimizer_multiplier, ck.writers, layout,
+            "" if ck.optimizer_writers == "same" else ck.optimizer_writers)
     if ck.format == "four_files":
         return 0
     raise ConfigError("workflow.checkpoint=true needs a size: model.model_size_bytes, "
