@@ -99,7 +99,7 @@ from dlio_mpi_analysis.fitting import fit_patterns
 from dlio_mpi_analysis.characterization.characterize import characterize, load_job
 from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
 from dlio_mpi_analysis.errors import FitError
-from dlio_mpi_analysis.fitting.fit_checkpoints import fit_checkpoints
+from dlio_mpi_analysis.fitting.fit_checkpoints import checkpoint_only, fit_checkpoints, read_back
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads, _data_trace, _direct,
                            _early_share, _file_table, _interface, _min_rank_coverage,
                            _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
@@ -161,6 +161,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
+    back = read_back(job, char.roles, {int(i) for i in data.index})
+    if back:
+        model, checkpoint = checkpoint_only(job, char.roles, back, output_folder, notes,
+                                            evidence)
+        evidence["data_files"] = {"format": None, "files": 0, "bytes_read": 0,
+                                  "other_formats": {}}
+        workload = {"model": {"name": name or f"fitted_{_stem(job)}", **model},
+                    "workflow": {"generate_data": False, "train": False, "checkpoint": True},
+                    "checkpoint": checkpoint, "output": {"folder": output_folder}}
+        return Fit(workload=workload, ranks=job.nprocs, evidence=evidence, notes=notes,
+                   sources=list(job.paths) if job.source == "darshan"
+                   else [os.path.dirname(job.paths[0])])
     if data.empty:
         raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit")
     by_format = data.groupby("format")["bytes_read"].sum().sort_values(ascending=False)

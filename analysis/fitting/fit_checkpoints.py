@@ -172,12 +172,64 @@ def _cadence(dones, epochs, steps_per_epoch, notes, evidence):
     return {"steps_between_checkpoints": every}
 
 
+def read_back(job, roles, read_ids):
+    """The files the job read that are checkpoints it wrote earlier (a checkpoint-only job:
+    write checkpoints, then read some back), else an empty set: every file read was written
+    by the job before its first read, and each is the size of a checkpoint file the job wrote
+    and never read. A job that writes its data and reads it all back (IOR) leaves no file
+    written and never read."""
+    posix = job.records.get("POSIX")
+    never_read = {i for i, role in roles.items() if role == "checkpoint"}
+    if posix is None or posix.empty or not read_ids or not never_read:
+        return set()
+    mine = posix[posix["id"].isin(list(read_ids | never_read))]
+    by_id = mine.groupby("id")
+    written = by_id["POSIX_BYTES_WRITTEN"].sum()
+    first_write = by_id["POSIX_F_WRITE_START_TIMESTAMP"].agg(
+        lambda t: t[t > 0].min() if (t > 0).any() else np.inf)
+    first_read = by_id["POSIX_F_READ_START_TIMESTAMP"].agg(
+        lambda t: t[t > 0].min() if (t > 0).any() else np.inf)
+    sizes = np.array([written.get(i, 0) for i in never_read if written.get(i, 0) > 0],
+                     dtype=float)
+    if not len(sizes):
+        return set()
+    for i in read_ids:
+        if written.get(i, 0) <= 0 or not first_write.get(i, np.inf) < first_read.get(i, 0):
+            return set()
+        if not (np.abs(sizes - written[i]) <= SIZE_SPREAD * written[i]).any():
+            return set()
+    return set(read_ids)
+
+
+def checkpoint_only(job, roles, back, output_folder, notes, evidence):
+    """(model keys, checkpoint keys) of a job that wrote checkpoints and read some back, with
+    no data (back: the files read back, see read_back): checkpoint.num_checkpoints_write the
+    checkpoints, num_checkpoints_read those with a file read back, time_between_checkpoints
+    the median pause between one checkpoint's last write and the next one's first."""
+    roles = {**roles, **{i: "checkpoint" for i in back}}
+    keys = fit_checkpoints(job, roles, None, 0, 1, 1, output_folder, notes, evidence,
+                           only=True)
+    files = checkpoint_files(job, roles)
+    groups = group_checkpoints(files, None)
+    reads = sum(1 for g in groups if any(f["id"] in back for f in g))
+    ends = [max(f["end"] for f in g) for g in groups]
+    starts = [min(f["start"] for f in g) for g in groups]
+    pauses = [b - a for a, b in zip(ends[:-1], starts[1:])]
+    pause = round(float(np.median(pauses)), 3) if pauses else 0.0
+    keys[1].update({"num_checkpoints_write": len(groups), "num_checkpoints_read": reads,
+                    "time_between_checkpoints": pause})
+    evidence["checkpoint_only"] = {"written": len(groups), "read": reads, "pauses": pauses}
+    notes.append(f"no data read: {len(groups)} checkpoints written, {reads} read back "
+                 f"(workflow.train false: checkpoint-only), {pause:g} s between them")
+    return keys
+
+
 def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch,
-                    output_folder, notes, evidence):
+                    output_folder, notes, evidence, only=False):
     """(model keys, checkpoint keys) for the job's checkpoints (module docstring), or None
     when it wrote none; what was measured goes to evidence["checkpoint_writes"]. read_starts:
     the data reads' start times and bytes, two arrays in start order, or None without a
-    trace."""
+    trace. only: a checkpoint-only job (checkpoint_only gives when)."""
     files = checkpoint_files(job, roles)
     if not files:
         return None
@@ -194,7 +246,7 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
         for g in groups:
             before = np.searchsorted(read_starts[0], min(f["start"] for f in g))
             dones.append(float(cum[before - 1] if before else 0) / data_bytes * epochs)
-    schedule = _cadence(dones, epochs, steps_per_epoch, notes, evidence)
+    schedule = {} if only else _cadence(dones, epochs, steps_per_epoch, notes, evidence)
     size = int(round(float(np.median(sizes))))
     writes = sum(f["writes"] for f in files)
     mean_write = -(-sum(f["bytes"] for f in files) // max(writes, 1))
