@@ -111,6 +111,8 @@ SHARED_SHARE = 0.5
 REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
 MAX_EPOCHS = 1000
+INDEX_SHARE = 0.01
+OPEN_PER_READ = 0.9
 
 
 @dataclass
@@ -138,6 +140,26 @@ class Fit:
     def to_dict(self):
         return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,
                 "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def _index_files(job, data, basis):
+    """The ids of data files that are an index beside the data (the DLIO benchmark's
+    indexed_binary .off.idx and .sz.idx, read by every rank when its reader starts): each
+    open reads the file whole in one read, and together they hold under INDEX_SHARE of the
+    bytes read, beside larger files read piece by piece; else an empty set."""
+    if basis != "POSIX" or len(data) < 2:
+        return set()
+    posix = job.records["POSIX"]
+    rows = posix[posix["id"].isin(list(data.index))].groupby("id")
+    opens, reads = rows["POSIX_OPENS"].sum(), rows["POSIX_READS"].sum()
+    whole = [i for i in data.index
+             if opens.get(i, 0) > 0 and reads.get(i, 0) == opens.get(i, 0)
+             and data.loc[i, "bytes_read"] == opens.get(i, 0) * data.loc[i, "size"]]
+    if not whole or len(whole) == len(data):
+        return set()
+    if data.loc[whole, "bytes_read"].sum() >= INDEX_SHARE * data["bytes_read"].sum():
+        return set()
+    return set(whole)
 
 
 def _worker_threads(workers):
@@ -174,10 +196,23 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                    sources=list(job.paths) if job.source == "darshan"
                    else [os.path.dirname(job.paths[0])])
     if data.empty:
-        raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit")
+        empty = not any(len(frame) for frame in job.records.values())
+        raise FitError(f"{', '.join(job.paths)}: no data file was read: nothing to fit"
+                       + ("; the log holds no file record at all, as when a data loader's "
+                          "forked workers made the reads (Darshan in MPI mode records no "
+                          "I/O of a forked process: DARSHAN_ENABLE_NONMPI=1 gives a log "
+                          "per process)" if empty else ""))
     by_format = data.groupby("format")["bytes_read"].sum().sort_values(ascending=False)
     fmt = by_format.index[0]
     data = data[data["format"] == fmt]
+    index = _index_files(job, data, basis)
+    if index:
+        data = data.drop(index=list(index))
+        notes.append(f"{len(index)} small file(s) read whole in one read per open "
+                     f"({int(files.loc[list(index), 'bytes_read'].sum())} bytes, under "
+                     f"{INDEX_SHARE:.0%} of the data's): an index beside the data, left out "
+                     "of the samples")
+        evidence["index_files"] = sorted(job.names.get(int(i), "") for i in index)
     reading = reading[reading["id"].isin(list(data.index))]
     evidence["data_files"] = {"format": fmt, "files": len(data),
                               "bytes_read": int(data["bytes_read"].sum()),
@@ -255,6 +290,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             spread = None           # the library's pattern tells the samples
         if order_off is not None and (p_record is not None or order_off):
             shuffle = "off" if order_off else "seed"
+    if pattern is None and trace is not None and read_type == "on_demand" and transfer_size \
+            and spread is None and not traits(fmt).rows \
+            and fit_patterns._opens(job, data) >= OPEN_PER_READ * len(trace):
+        # every read in an open of its own: a loader that opens a sample's file, reads the
+        # sample and closes it; the read is the sample (consecutive samples would otherwise
+        # be taken for one sample per step)
+        evidence["opens_per_read"] = fit_patterns._opens(job, data) / len(trace)
+        record = transfer_size
+        spf = max(1, file_size // record)
+        reader_extra["reopen"] = True
+        notes.append(f"each read of {record} bytes was its own open of the file: a sample a "
+                     "read, its file opened for it (reader.reopen)")
     if spread is not None:
         evidence["record_length_stdev"] = spread[1]
         seed, off = fit_patterns.size_seed(num_files, spf, num_files * file_size, spread[1],
