@@ -11,6 +11,14 @@ directory. Each value is derived as follows (the thresholds are the constants be
   reads the most bytes.
 - ``dataset.format``: that format, from the file names (.h5/.hdf5 or H5F records: hdf5;
   .tfrecord, .npz, .npy, .csv; else raw).
+- Index files: data files each of whose opens read it whole in one read, together under
+  INDEX_SHARE of the bytes read, beside larger files read piece by piece (the DLIO benchmark's
+  indexed_binary .off.idx and .sz.idx, read once by each rank), are left out of the data (a
+  note names them; the emulator does not make them).
+- Checkpoint-only jobs: when every file read was written by the job before and is the size of
+  a checkpoint file it wrote and never read (dlio_mpi_analysis.fitting.fit_checkpoints.read_back),
+  there are no data: workflow.train false, the checkpoints written and read back
+  (dlio_mpi_analysis.fitting.fit_checkpoints.checkpoint_only).
 - File size: the highest byte read + 1, over the file's records.
 - ``io.layout``: "multi" unless files read by several ranks receive more than SHARED_SHARE of the
   data bytes and there are fewer data files than ranks (many files each read by several ranks
@@ -74,6 +82,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   sample, files of a rank's own) when each worker opened each data file it read once
   and read it several times: "epoch" when a rank had more workers than read threads (new
   ones every epoch), else "run".
+- ``reader.reopen`` (raw files read by byte ranges, no library pattern): at least
+  OPEN_PER_READ opens per read, every read its own open; the read is then the sample
+  (``dataset.record_length`` the read size), which tells consecutive samples apart.
 - ``reader.hdf5_reads: sample`` (HDF5 read independently, batches of several samples, no
   open per sample): every H5Dread moved one sample (the sample size is the bytes per
   H5Dread), so the job read a batch's samples one by one.

@@ -19,7 +19,11 @@ give:
 - how big: model.model_size_bytes is the median checkpoint's bytes (over its writers; the
   emulator splits them evenly among checkpoint.writers);
 - files: the emulator writes one file per writer (checkpoint.format=file_per_rank); more files
-  per writer are written as one file of their total size (a note says so);
+  per writer are written as one file of their total size (a note says so), except two files
+  a rank, each of its own (a model file and an optimizer file: _model_optimizer), whose
+  writers are rank 0 or every rank: checkpoint.format=model_optimizer with model.model_size_bytes
+  the model part, checkpoint.optimizer_multiplier the optimizer part over it, and each part's
+  writers (checkpoint.writers, checkpoint.optimizer_writers);
 - the calls: checkpoint.transfer_size is the mean write size, so that a file takes as many
   write calls as the real one did; checkpoint.fsync when the job synced them.
 
