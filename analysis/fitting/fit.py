@@ -301,18 +301,6 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             spread = None           # the library's pattern tells the samples
         if order_off is not None and (p_record is not None or order_off):
             shuffle = "off" if order_off else "seed"
-    if pattern is None and trace is not None and read_type == "on_demand" and transfer_size \
-            and spread is None and not traits(fmt).rows \
-            and fit_patterns._opens(job, data) >= OPEN_PER_READ * len(trace):
-        # every read in an open of its own: a loader that opens a sample's file, reads the
-        # sample and closes it; the read is the sample (consecutive samples would otherwise
-        # be taken for one sample per step)
-        evidence["opens_per_read"] = fit_patterns._opens(job, data) / len(trace)
-        record = transfer_size
-        spf = max(1, file_size // record)
-        reader_extra["reopen"] = True
-        notes.append(f"each read of {record} bytes was its own open of the file: a sample a "
-                     "read, its file opened for it (reader.reopen)")
     if spread is not None:
         evidence["record_length_stdev"] = spread[1]
         seed, off = fit_patterns.size_seed(num_files, spf, num_files * file_size, spread[1],
@@ -327,6 +315,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     if interface == "posix" and _direct(job, data, notes, evidence):
         interface = "posix_direct"
+    if pattern is None and trace is not None and read_type == "on_demand" and transfer_size \
+            and spread is None and not traits(fmt).rows and interface in ("posix", "stdio") \
+            and fit_patterns._opens(job, data) >= OPEN_PER_READ * len(trace):
+        # every read in an open of its own: a loader that opens a sample's file, reads the
+        # sample and closes it; the read is the sample (consecutive samples would otherwise
+        # be taken for one sample per step)
+        evidence["opens_per_read"] = fit_patterns._opens(job, data) / len(trace)
+        record = transfer_size
+        spf = max(1, file_size // record)
+        reader_extra["reopen"] = True
+        notes.append(f"each read of {record} bytes was its own open of the file: a sample a "
+                     "read, its file opened for it (reader.reopen)")
     evidence["record_length"] = record
     if layout == "shared" and trace is not None and read_type == "on_demand" \
             and fit_patterns.round_robin(trace, record, job.nprocs):
