@@ -120,7 +120,7 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
             say(f"running: {time.monotonic() - started:,.0f} s, about "
                 f"{est.generate_s + est.run_s:,.0f} s expected")
 
-    trains = workload["workflow"].get("train", True)
+    trains = workload.get("workflow", {}).get("train", True)
     run_emulator("replay", n, ["run", "--config", yaml_path, "io.keep_oplog=true"]
                  + (["workflow.generate_data=true"] if trains else []),
                  launcher=launcher, python=python, timeout=RUN_TIMEOUT_S,
@@ -142,7 +142,7 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
 def render_replay(result):
     """The fitted workload's essentials, the two jobs' structure side by side and the score."""
     w = result.fit.workload
-    if not w["workflow"].get("train", True):
+    if not w.get("workflow", {}).get("train", True):
         ck = w["checkpoint"]
         lines = [f"fitted: checkpoint-only, {ck['num_checkpoints_write']} checkpoints written "
                  f"and {ck['num_checkpoints_read']} read back, format {ck['format']}, "

@@ -124,7 +124,7 @@ def estimate(workload, ranks, out_dir, real_bytes_read, real_run_time, fitted=No
     as fitted, when ``workload`` is it scaled (its bytes read are the real job's in the same
     proportion)."""
     folder = existing_folder(out_dir)
-    if not workload["workflow"].get("train", True):
+    if not workload.get("workflow", {}).get("train", True):
         # checkpoint-only: no dataset, the checkpoints at the real job's pace
         ck = workload["checkpoint"]
         st = os.statvfs(folder)
