@@ -11,6 +11,14 @@ directory. Each value is derived as follows (the thresholds are the constants be
   reads the most bytes.
 - ``dataset.format``: that format, from the file names (.h5/.hdf5 or H5F records: hdf5;
   .tfrecord, .npz, .npy, .csv; else raw).
+- Index files: data files each of whose opens read it whole in one read, together under
+  INDEX_SHARE of the bytes read, beside larger files read piece by piece (the DLIO benchmark's
+  indexed_binary .off.idx and .sz.idx, read once by each rank), are left out of the data (a
+  note names them; the emulator does not make them).
+- Checkpoint-only jobs: when every file read was written by the job before and is the size of
+  a checkpoint file it wrote and never read (dlio_mpi_analysis.fitting.fit_checkpoints.read_back),
+  there are no data: workflow.train false, the checkpoints written and read back
+  (dlio_mpi_analysis.fitting.fit_checkpoints.checkpoint_only).
 - File size: the highest byte read + 1, over the file's records.
 - ``io.layout``: "multi" unless files read by several ranks receive more than SHARED_SHARE of the
   data bytes and there are fewer data files than ranks (many files each read by several ranks
@@ -74,6 +82,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   sample, files of a rank's own) when each worker opened each data file it read once
   and read it several times: "epoch" when a rank had more workers than read threads (new
   ones every epoch), else "run".
+- ``reader.reopen`` (raw files read by byte ranges, no library pattern): at least
+  OPEN_PER_READ opens per read, every read its own open; the read is then the sample
+  (``dataset.record_length`` the read size), which tells consecutive samples apart.
 - ``reader.hdf5_reads: sample`` (HDF5 read independently, batches of several samples, no
   open per sample): every H5Dread moved one sample (the sample size is the bytes per
   H5Dread), so the job read a batch's samples one by one.
@@ -100,11 +111,12 @@ from dlio_mpi_analysis.characterization.characterize import characterize, load_j
 from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
 from dlio_mpi_analysis.characterization.unseen_io import opened_without_io, unseen_io_line
 from dlio_mpi_analysis.errors import FitError
-from dlio_mpi_analysis.fitting.fit_checkpoints import fit_checkpoints
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
+from dlio_mpi_analysis.fitting.fit_checkpoints import checkpoint_only, fit_checkpoints, read_back
 from dlio_mpi_analysis.fitting.fit_evaluation import schedule
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
-                           _data_interfaces, _data_trace, _direct, _early_share, _file_table, _interface, _min_rank_coverage,
+                           _data_interfaces, _data_trace, _direct, _early_share, _file_table,
+                           _interface, _min_rank_coverage,
                            _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first)
 from dlio_mpi_analysis.fitting.fit_patterns import framing, traits, whole_fields
@@ -114,6 +126,8 @@ SHARED_SHARE = 0.5
 REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
 MAX_EPOCHS = 1000
+INDEX_SHARE = 0.01
+OPEN_PER_READ = 0.9
 
 
 @dataclass
@@ -141,6 +155,26 @@ class Fit:
     def to_dict(self):
         return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,
                 "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def _index_files(job, data, basis):
+    """The ids of data files that are an index beside the data (the DLIO benchmark's
+    indexed_binary .off.idx and .sz.idx, read by every rank when its reader starts): each
+    open reads the file whole in one read, and together they hold under INDEX_SHARE of the
+    bytes read, beside larger files read piece by piece; else an empty set."""
+    if basis != "POSIX" or len(data) < 2:
+        return set()
+    posix = job.records["POSIX"]
+    rows = posix[posix["id"].isin(list(data.index))].groupby("id")
+    opens, reads = rows["POSIX_OPENS"].sum(), rows["POSIX_READS"].sum()
+    whole = [i for i in data.index
+             if opens.get(i, 0) > 0 and reads.get(i, 0) == opens.get(i, 0)
+             and data.loc[i, "bytes_read"] == opens.get(i, 0) * data.loc[i, "size"]]
+    if not whole or len(whole) == len(data):
+        return set()
+    if data.loc[whole, "bytes_read"].sum() >= INDEX_SHARE * data["bytes_read"].sum():
+        return set()
+    return set(whole)
 
 
 def _worker_threads(workers):
@@ -200,23 +234,48 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
+    back = read_back(job, char.roles, {int(i) for i in data.index})
+    if back:
+        model, checkpoint = checkpoint_only(job, char.roles, back, output_folder, notes,
+                                            evidence)
+        evidence["data_files"] = {"format": None, "files": 0, "bytes_read": 0,
+                                  "other_formats": {}}
+        workload = {"model": {"name": name or f"fitted_{_stem(job)}", **model},
+                    "workflow": {"generate_data": False, "train": False, "checkpoint": True},
+                    "checkpoint": checkpoint, "output": {"folder": output_folder}}
+        return Fit(workload=workload, ranks=job.nprocs, evidence=evidence, notes=notes,
+                   sources=list(job.paths) if job.source == "darshan"
+                   else [os.path.dirname(job.paths[0])])
     unseen = unseen_io_line(opened_without_io(job.records, job.names, char.roles))
     if data.empty:
+        empty = not any(len(frame) for frame in job.records.values())
         raise FitError(f"{', '.join(job.paths)}: no data file was read"
-                       f"{': ' + unseen if unseen else ''}: nothing to fit")
+                       + (f": {unseen}" if unseen else "") + ": nothing to fit"
+                       + ("; the log holds no file record at all, as when a data loader's "
+                          "forked workers made the reads (Darshan in MPI mode records no "
+                          "I/O of a forked process: DARSHAN_ENABLE_NONMPI=1 gives a log "
+                          "per process)" if empty else ""))
     if unseen:
         notes.append(f"{unseen}: the fit is of the reads Darshan recorded only")
     by_format = data.groupby("format")["bytes_read"].sum().sort_values(ascending=False)
     fmt = by_format.index[0]
     data = data[data["format"] == fmt]
+    index = _index_files(job, data, basis)
+    if index:
+        data = data.drop(index=list(index))
+        notes.append(f"{len(index)} small file(s) read whole in one read per open "
+                     f"({int(files.loc[list(index), 'bytes_read'].sum())} bytes, under "
+                     f"{INDEX_SHARE:.0%} of the data's): an index beside the data, left out "
+                     "of the samples")
+        evidence["index_files"] = sorted(job.names.get(int(i), "") for i in index)
     evaluation = evaluation_phases(_data_trace(job, set(data.index)),
                                    {int(i): n for i, n in data["name"].items()})
     eval_files = None
     if evaluation is not None:
-        # the training set is fitted alone; the evaluation set's phases come last
+        # the training set is fitted alone (its reads below too); the evaluation set's phases
+        # come last
         eval_files = data[data.index.isin(_ids(evaluation["eval_ids"]))]
         data = data[data.index.isin(_ids(evaluation["train_ids"]))]
-        reading = reading[~reading["id"].isin(_ids(evaluation["eval_ids"]))]
     reading = reading[reading["id"].isin(list(data.index))]
     evidence["data_files"] = {"format": fmt, "files": len(data),
                               "bytes_read": int(data["bytes_read"].sum()),
@@ -311,6 +370,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     if interface == "posix" and _direct(job, data, notes, evidence):
         interface = "posix_direct"
+    if pattern is None and trace is not None and read_type == "on_demand" and transfer_size \
+            and spread is None and not traits(fmt).rows and interface in ("posix", "stdio") \
+            and fit_patterns._opens(job, data) >= OPEN_PER_READ * len(trace):
+        # every read in an open of its own: a loader that opens a sample's file, reads the
+        # sample and closes it; the read is the sample (consecutive samples would otherwise
+        # be taken for one sample per step)
+        evidence["opens_per_read"] = fit_patterns._opens(job, data) / len(trace)
+        record = transfer_size
+        spf = max(1, file_size // record)
+        reader_extra["reopen"] = True
+        notes.append(f"each read of {record} bytes was its own open of the file: a sample a "
+                     "read, its file opened for it (reader.reopen)")
     evidence["record_length"] = record
     if layout == "shared" and trace is not None and read_type == "on_demand" \
             and fit_patterns.round_robin(trace, record, job.nprocs):

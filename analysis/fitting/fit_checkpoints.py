@@ -19,7 +19,11 @@ give:
 - how big: model.model_size_bytes is the median checkpoint's bytes (over its writers; the
   emulator splits them evenly among checkpoint.writers);
 - files: the emulator writes one file per writer (checkpoint.format=file_per_rank); more files
-  per writer are written as one file of their total size (a note says so);
+  per writer are written as one file of their total size (a note says so), except two files
+  a rank, each of its own (a model file and an optimizer file: _model_optimizer), whose
+  writers are rank 0 or every rank: checkpoint.format=model_optimizer with model.model_size_bytes
+  the model part, checkpoint.optimizer_multiplier the optimizer part over it, and each part's
+  writers (checkpoint.writers, checkpoint.optimizer_writers);
 - the calls: checkpoint.transfer_size is the mean write size, so that a file takes as many
   write calls as the real one did; checkpoint.fsync when the job synced them.
 
@@ -172,12 +176,64 @@ def _cadence(dones, epochs, steps_per_epoch, notes, evidence):
     return {"steps_between_checkpoints": every}
 
 
+def read_back(job, roles, read_ids):
+    """The files the job read that are checkpoints it wrote earlier (a checkpoint-only job:
+    write checkpoints, then read some back), else an empty set: every file read was written
+    by the job before its first read, and each is the size of a checkpoint file the job wrote
+    and never read. A job that writes its data and reads it all back (IOR) leaves no file
+    written and never read."""
+    posix = job.records.get("POSIX")
+    never_read = {i for i, role in roles.items() if role == "checkpoint"}
+    if posix is None or posix.empty or not read_ids or not never_read:
+        return set()
+    mine = posix[posix["id"].isin(list(read_ids | never_read))]
+    by_id = mine.groupby("id")
+    written = by_id["POSIX_BYTES_WRITTEN"].sum()
+    first_write = by_id["POSIX_F_WRITE_START_TIMESTAMP"].agg(
+        lambda t: t[t > 0].min() if (t > 0).any() else np.inf)
+    first_read = by_id["POSIX_F_READ_START_TIMESTAMP"].agg(
+        lambda t: t[t > 0].min() if (t > 0).any() else np.inf)
+    sizes = np.array([written.get(i, 0) for i in never_read if written.get(i, 0) > 0],
+                     dtype=float)
+    if not len(sizes):
+        return set()
+    for i in read_ids:
+        if written.get(i, 0) <= 0 or not first_write.get(i, np.inf) < first_read.get(i, 0):
+            return set()
+        if not (np.abs(sizes - written[i]) <= SIZE_SPREAD * written[i]).any():
+            return set()
+    return set(read_ids)
+
+
+def checkpoint_only(job, roles, back, output_folder, notes, evidence):
+    """(model keys, checkpoint keys) of a job that wrote checkpoints and read some back, with
+    no data (back: the files read back, see read_back): checkpoint.num_checkpoints_write the
+    checkpoints, num_checkpoints_read those with a file read back, time_between_checkpoints
+    the median pause between one checkpoint's last write and the next one's first."""
+    roles = {**roles, **{i: "checkpoint" for i in back}}
+    keys = fit_checkpoints(job, roles, None, 0, 1, 1, output_folder, notes, evidence,
+                           only=True)
+    files = checkpoint_files(job, roles)
+    groups = group_checkpoints(files, None)
+    reads = sum(1 for g in groups if any(f["id"] in back for f in g))
+    ends = [max(f["end"] for f in g) for g in groups]
+    starts = [min(f["start"] for f in g) for g in groups]
+    pauses = [b - a for a, b in zip(ends[:-1], starts[1:])]
+    pause = round(float(np.median(pauses)), 3) if pauses else 0.0
+    keys[1].update({"num_checkpoints_write": len(groups), "num_checkpoints_read": reads,
+                    "time_between_checkpoints": pause})
+    evidence["checkpoint_only"] = {"written": len(groups), "read": reads, "pauses": pauses}
+    notes.append(f"no data read: {len(groups)} checkpoints written, {reads} read back "
+                 f"(workflow.train false: checkpoint-only), {pause:g} s between them")
+    return keys
+
+
 def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch,
-                    output_folder, notes, evidence):
+                    output_folder, notes, evidence, only=False):
     """(model keys, checkpoint keys) for the job's checkpoints (module docstring), or None
     when it wrote none; what was measured goes to evidence["checkpoint_writes"]. read_starts:
     the data reads' start times and bytes, two arrays in start order, or None without a
-    trace."""
+    trace. only: a checkpoint-only job (checkpoint_only gives when)."""
     files = checkpoint_files(job, roles)
     if not files:
         return None
@@ -194,7 +250,7 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
         for g in groups:
             before = np.searchsorted(read_starts[0], min(f["start"] for f in g))
             dones.append(float(cum[before - 1] if before else 0) / data_bytes * epochs)
-    schedule = _cadence(dones, epochs, steps_per_epoch, notes, evidence)
+    schedule = {} if only else _cadence(dones, epochs, steps_per_epoch, notes, evidence)
     size = int(round(float(np.median(sizes))))
     writes = sum(f["writes"] for f in files)
     mean_write = -(-sum(f["bytes"] for f in files) // max(writes, 1))
@@ -215,8 +271,23 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
     folder = os.path.join(os.path.dirname(output_folder.rstrip("/")) or ".", "checkpoints")
     checkpoint = {"checkpoint_folder": folder, "writers": who}
     shared = _shared_format(files, groups, size, writes, notes, evidence)
+    two = None if shared is not None else _model_optimizer(groups, job.nprocs)
     if shared is not None:
         checkpoint.update(shared)
+    elif two is not None:
+        (model, model_who), (optim, optim_who) = two
+        evidence["checkpoint_writes"].update(model_bytes=model, optimizer_bytes=optim)
+        notes.append(f"{len(groups)} checkpoint(s) of two files a writing rank: "
+                     f"{model} bytes of weights by {_WHO[model_who]} and {optim} bytes of "
+                     f"optimizer state by {_WHO[optim_who]} (checkpoint.format="
+                     f"model_optimizer), in {writes} write calls (checkpoint.transfer_size "
+                     f"{mean_write}, the mean write)")
+        checkpoint.update({"format": "model_optimizer", "writers": model_who,
+                           "optimizer_writers": "same" if optim_who == model_who
+                           else optim_who,
+                           "optimizer_multiplier": optim / model,
+                           "transfer_size": int(mean_write)})
+        size = model
     else:
         if all_ranks and any(len(f["ranks"]) > 1 for f in files):
             # the emulator's POSIX checkpoints are a file per writer: a file every rank
@@ -236,6 +307,57 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
     if any(f["syncs"] for f in files):
         checkpoint["fsync"] = True
     return {"model_size_bytes": size}, checkpoint
+
+
+_WHO = {"rank0": "rank 0", "all": "every rank"}
+
+
+def _model_optimizer(groups, nprocs):
+    """((model bytes, writers), (optimizer bytes, writers)) of checkpoints in which a rank
+    writes two files of its own (a model file and an optimizer file, as the DLIO benchmark
+    and DeepSpeed save a transformer: ZeRO stage 1 has rank 0 save the weights and every
+    rank its shard of the optimizer state), else None. In each checkpoint the two files of a
+    rank that wrote two are the parts (the smaller the model: Adam's state is larger than
+    the weights), a rank's single file the part of the nearest size; writers are rank 0 or
+    every rank, the bytes the median checkpoint's."""
+    parts = []
+    for g in groups:
+        if any(len(f["ranks"]) != 1 for f in g):
+            return None
+        by_rank = {}
+        for f in g:
+            by_rank.setdefault(next(iter(f["ranks"])), []).append(f["bytes"])
+        most = max(by_rank.values(), key=len)
+        if len(most) != 2 or any(len(v) > 2 for v in by_rank.values()):
+            return None
+        template = sorted(most)
+        totals, who = [0, 0], [set(), set()]
+        for rank, sizes in by_rank.items():
+            if len(sizes) == 2:
+                placed = enumerate(sorted(sizes))
+            else:
+                b = max(sizes[0], 1)
+                near = [abs(np.log(b / max(t, 1))) for t in template]
+                placed = [(int(near[1] < near[0]), sizes[0])]
+            for k, b in placed:
+                totals[k] += b
+                who[k].add(rank)
+        policies = []
+        for ranks in who:
+            if ranks == {0}:
+                policies.append("rank0")
+            elif ranks == set(range(nprocs)):
+                policies.append("all")
+            else:
+                return None
+        parts.append((totals, policies))
+    if not parts or len({tuple(p) for _, p in parts}) != 1:
+        return None
+    model = int(round(float(np.median([t[0] for t, _ in parts]))))
+    optim = int(round(float(np.median([t[1] for t, _ in parts]))))
+    if model <= 0:
+        return None
+    return (model, parts[0][1][0]), (optim, parts[0][1][1])
 
 
 def _shared_format(files, groups, size, writes, notes, evidence):

@@ -48,6 +48,7 @@ def file_name(config, file_id):
 
 
 CHECKPOINT_FOUR_FILES = ("data", "meta", "index", "state")
+CHECKPOINT_MODEL_OPTIMIZER_FILES = ("model", "optim")
 
 
 def checkpoint_files(table, summary, ranks):
@@ -89,7 +90,9 @@ def checkpoint_files(table, summary, ranks):
             owner, path = 0, base + (".h5" if ck_format == "hdf5" else ".bin")
         else:
             owner = rank if w else (rank + shift) % max(ranks, 1)
-            ext = f".{CHECKPOINT_FOUR_FILES[number]}" if ck_format == "four_files" else ".bin"
+            ext = f".{CHECKPOINT_FOUR_FILES[number]}" if ck_format == "four_files" else \
+                f".{CHECKPOINT_MODEL_OPTIMIZER_FILES[number]}.bin" if ck_format == "model_optimizer" \
+                else ".bin"
             path = f"{base}-r{owner:06d}{ext}"
         if w:
             path += ".part"

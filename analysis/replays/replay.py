@@ -120,8 +120,9 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
             say(f"running: {time.monotonic() - started:,.0f} s, about "
                 f"{est.generate_s + est.run_s:,.0f} s expected")
 
-    run_emulator("replay", n, ["run", "--config", yaml_path, "io.keep_oplog=true",
-                               "workflow.generate_data=true"],
+    trains = workload.get("workflow", {}).get("train", True)
+    run_emulator("replay", n, ["run", "--config", yaml_path, "io.keep_oplog=true"]
+                 + (["workflow.generate_data=true"] if trains else []),
                  launcher=launcher, python=python, timeout=RUN_TIMEOUT_S,
                  watch=watch if progress else None, every=PROGRESS_EVERY_S)
     say("comparing")
@@ -141,14 +142,20 @@ def replay(source, out_dir, ranks=None, launcher=None, python=None, progress=Non
 def render_replay(result):
     """The fitted workload's essentials, the two jobs' structure side by side and the score."""
     w = result.fit.workload
-    ds, rd, io = w["dataset"], w["reader"], w["io"]
-    lines = [f"fitted: {ds['format']}, {ds['num_files_train']} files x "
-             f"{ds['num_samples_per_file']} samples of {ds['record_length']} B, "
-             f"{io['interface']}, layout {io['layout']}, {io['read_type']}, access "
-             f"{rd.get('access', 'sample')}, transfer {rd['transfer_size']} B, batch "
-             f"{rd['batch_size']}, {rd['read_threads']} read threads, "
-             f"{w['train']['epochs']} epochs, compute {w['train']['computation_time']} s/step, "
-             f"{result.fit.ranks} ranks"]
+    if not w.get("workflow", {}).get("train", True):
+        ck = w["checkpoint"]
+        lines = [f"fitted: checkpoint-only, {ck['num_checkpoints_write']} checkpoints written "
+                 f"and {ck['num_checkpoints_read']} read back, format {ck['format']}, "
+                 f"{ck['time_between_checkpoints']} s apart, {result.fit.ranks} ranks"]
+    else:
+        ds, rd, io = w["dataset"], w["reader"], w["io"]
+        lines = [f"fitted: {ds['format']}, {ds['num_files_train']} files x "
+                 f"{ds['num_samples_per_file']} samples of {ds['record_length']} B, "
+                 f"{io['interface']}, layout {io['layout']}, {io['read_type']}, access "
+                 f"{rd.get('access', 'sample')}, transfer {rd['transfer_size']} B, batch "
+                 f"{rd['batch_size']}, {rd['read_threads']} read threads, "
+                 f"{w['train']['epochs']} epochs, compute {w['train']['computation_time']} "
+                 f"s/step, {result.fit.ranks} ranks"]
     lines += [f"note: {n}" for n in result.fit.notes]
     def text(key, v):
         if isinstance(v, list):

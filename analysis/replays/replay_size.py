@@ -123,8 +123,20 @@ def estimate(workload, ranks, out_dir, real_bytes_read, real_run_time, fitted=No
     ``real_run_time``: the real job's data bytes read and run time; ``fitted``: the workload
     as fitted, when ``workload`` is it scaled (its bytes read are the real job's in the same
     proportion)."""
-    ds, io = workload["dataset"], workload["io"]
     folder = existing_folder(out_dir)
+    if not workload.get("workflow", {}).get("train", True):
+        # checkpoint-only: no dataset, the checkpoints at the real job's pace
+        ck = workload["checkpoint"]
+        st = os.statvfs(folder)
+        per = workload["model"].get("model_size_bytes", 0) \
+            * (1 + ck.get("optimizer_multiplier", 0.0))
+        written = int(per * ck.get("num_checkpoints_write", 1))
+        free = st.f_bavail * st.f_frsize if st.f_frsize else None
+        return Estimate(dataset_bytes=0, bytes_read=0, bytes_written=written,
+                        oplog_bytes=0, need_bytes=written + OUTPUT_ALLOWANCE,
+                        free_bytes=free, folder=folder, generate_s=0.0,
+                        run_s=real_run_time or 0.0, pace="the real job's run time")
+    ds, io = workload["dataset"], workload["io"]
     st = os.statvfs(folder)
     block = st.f_frsize or st.f_bsize or 4096
     per_file = -(-file_bytes(workload) // block) * block

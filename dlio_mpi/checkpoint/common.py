@@ -7,7 +7,9 @@ from dlio_mpi import engines
 from dlio_mpi.run import collective
 from dlio_mpi.run.oplog_format import CHECKPOINT_ID_BASE
 
-FORMATS = ("file_per_rank", "mpiio", "hdf5", "four_files")
+FORMATS = ("file_per_rank", "mpiio", "hdf5", "four_files", "model_optimizer")
+# model_optimizer: a rank's weights and its optimizer state, each in a file of its own
+MODEL_OPTIMIZER_FILES = ("model", "optim")
 FOUR_FILES = (("data", 4 << 20), ("meta", 64 << 10), ("index", 4 << 10), ("state", 1 << 10))
 SYNCS = ("fsync", "fdatasync", "none")
 FILE_ID_BASE = CHECKPOINT_ID_BASE     # op-log file ids: oplog_format.checkpoint_id

@@ -1,6 +1,8 @@
 """Checkpoints in a run: their size from the configuration, when they are written during
 training, and the checkpoint-only mode (write N, then read N). The writing and reading itself is
 dlio_mpi.checkpoint.writer's."""
+import time
+
 from dlio_mpi.checkpoint import size as checkpoint_size
 from dlio_mpi.config.loader import ConfigError
 from dlio_mpi.config.schema import SCHEMA
@@ -46,8 +48,11 @@ def _whole(cfg, world):
             raise ConfigError(f"model.transformer: {e}") from None
         return checkpoint_size.TransformerCheckpoint(model, layout, zero)
     if cfg.model.model_size_bytes > 0:
-        return checkpoint_size.FlatCheckpoint(cfg.model.model_size_bytes,
-                                              ck.optimizer_multiplier, ck.writers, layout)
+        # model_optimizer keeps the two parts apart also when the same ranks write both
+        opt = ck.optimizer_writers if ck.optimizer_writers != "same" else \
+            ck.writers if ck.format == "model_optimizer" else ""
+        return checkpoint_size.FlatCheckpoint(
+            cfg.model.model_size_bytes, ck.optimizer_multiplier, ck.writers, layout, opt)
     if ck.format == "four_files":
         return 0
     raise ConfigError("workflow.checkpoint=true needs a size: model.model_size_bytes, "
@@ -137,8 +142,13 @@ def checkpoint_only(cfg, comm, log, ranks_per_host, on_done=None, mine=None):
             mine.append(result)
         if on_done:
             on_done(out[-1])
+    # the training between two checkpoints, as the DLIO benchmark's checkpoint-only mode
+    # computes it before each write and each read
+    pause = max(0.0, ck.time_between_checkpoints)
     for i in range(writes):
+        time.sleep(pause)
         done(c.write(i, size), i, "write")
     for i in range(reads):
+        time.sleep(pause)
         done(c.read(i, size, shift=shift, verify=ck.verify), i, "read")
     return out

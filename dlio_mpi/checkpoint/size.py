@@ -132,11 +132,15 @@ class _Sizes:
 @dataclass(frozen=True)
 class FlatCheckpoint(_Sizes):
     """total = model_bytes + round(model_bytes * optimizer_multiplier), split over the writers
-    of ``writers`` (a policy of WRITER_POLICIES) in rank order with split()."""
+    of ``writers`` (a policy of WRITER_POLICIES) in rank order with split(). With
+    ``optimizer_writers_policy`` the optimizer state is split over those writers instead and
+    the model over ``writers`` alone: data-parallel training that shards its optimizer state
+    over every rank while the first replica alone saves the weights (ZeRO stage 1)."""
     model_bytes: int
     optimizer_multiplier: float = 0.0
     writers_policy: str = "rank0"
     layout: Layout = Layout()
+    optimizer_writers_policy: str = ""
 
     def __post_init__(self):
         if not isinstance(self.model_bytes, int) or self.model_bytes < 0:
@@ -145,6 +149,8 @@ class FlatCheckpoint(_Sizes):
         if self.optimizer_multiplier < 0:
             raise ValueError(f"optimizer_multiplier must be >= 0, not {self.optimizer_multiplier}")
         writer_ranks(self.writers_policy, self.layout)   # validates the policy
+        if self.optimizer_writers_policy:
+            writer_ranks(self.optimizer_writers_policy, self.layout)
 
     @property
     def optimizer_bytes(self):
@@ -154,12 +160,21 @@ class FlatCheckpoint(_Sizes):
     def total_bytes(self):
         return self.model_bytes + self.optimizer_bytes
 
-    def rank_bytes(self, rank):
+    def _share(self, total, policy, rank):
+        w = writer_ranks(policy, self.layout)
+        return split(total, len(w), w.index(rank)) if rank in w else 0
+
+    def rank_parts(self, rank):
+        """(model bytes, optimizer bytes) the rank writes; without optimizer_writers_policy
+        the rank's share of the whole is counted as model bytes."""
         self.layout.coords(rank)
-        w = writer_ranks(self.writers_policy, self.layout)
-        if rank not in w:
-            return 0
-        return split(self.total_bytes, len(w), w.index(rank))
+        if not self.optimizer_writers_policy:
+            return self._share(self.total_bytes, self.writers_policy, rank), 0
+        return (self._share(self.model_bytes, self.writers_policy, rank),
+                self._share(self.optimizer_bytes, self.optimizer_writers_policy, rank))
+
+    def rank_bytes(self, rank):
+        return sum(self.rank_parts(rank))
 
 
 @dataclass(frozen=True)
@@ -314,10 +329,13 @@ class SubsetCheckpoint(_Sizes):
     def world(self):
         return self.ranks
 
-    def rank_bytes(self, rank):
+    def rank_parts(self, rank):
         if not 0 <= rank < self.ranks:
             raise ValueError(f"rank {rank} outside a subset of {self.ranks} ranks")
-        return self.full.rank_bytes(rank)
+        return self.full.rank_parts(rank)
+
+    def rank_bytes(self, rank):
+        return sum(self.rank_parts(rank))
 
     @property
     def total_bytes(self):

@@ -10,8 +10,8 @@ from dlio_mpi import engines
 from dlio_mpi.run import sysinfo
 from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import record as checkpoint_record
-from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, SYNCS, CheckpointError,
-                                        CheckpointResult, _line, _unlink)
+from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, MODEL_OPTIMIZER_FILES, SYNCS,
+                                        CheckpointError, CheckpointResult, _line, _unlink)
 from dlio_mpi.checkpoint.content import Content
 from dlio_mpi.checkpoint.posix_io import PosixFiles
 from dlio_mpi.checkpoint.shared_io import SharedFile
@@ -46,7 +46,7 @@ class Checkpointer(PosixFiles, SharedFile):
                  prefix="ckpt", record=False):
         if fmt not in FORMATS:
             raise ValueError(f"unknown checkpoint format {fmt!r}: use one of {', '.join(FORMATS)}")
-        if direct and fmt not in ("file_per_rank", "four_files"):
+        if direct and fmt not in ("file_per_rank", "four_files", "model_optimizer"):
             raise ValueError(f"O_DIRECT applies to the POSIX formats, not to {fmt}")
         if sync not in SYNCS:
             raise ValueError(f"unknown sync {sync!r}: use one of {', '.join(SYNCS)}")
@@ -57,8 +57,8 @@ class Checkpointer(PosixFiles, SharedFile):
         self.directory = os.path.abspath(os.fspath(directory))
         self.shared = fmt in ("mpiio", "hdf5")
         self.xfer = int(xfer)
-        self.chunk = -(-int(chunk) // self.xfer) * self.xfer if fmt == "file_per_rank" \
-            else int(chunk)
+        self.chunk = -(-int(chunk) // self.xfer) * self.xfer \
+            if fmt in ("file_per_rank", "model_optimizer") else int(chunk)
         self.sync, self.sync_dir, self.hints, self.oplog = sync, sync_dir, hints, oplog
         self.prefix = prefix
         # record: rank 0 names each complete checkpoint's files in the folder's record
@@ -81,13 +81,21 @@ class Checkpointer(PosixFiles, SharedFile):
             return [f"{base}-r{r:06d}.bin"]
         if self.fmt == "four_files":
             return [f"{base}-r{r:06d}.{name}" for name, _ in FOUR_FILES]
+        if self.fmt == "model_optimizer":
+            return [f"{base}-r{r:06d}.{name}.bin" for name in MODEL_OPTIMIZER_FILES]
         return [base + (".h5" if self.fmt == "hdf5" else ".bin")]
 
-    def _posix_files(self, index, rank, n):
-        """(path, share start, bytes, op-log file id, in one operation) of rank's files."""
+    def _posix_files(self, index, rank, n, parts=None):
+        """(path, share start, bytes, op-log file id, in one operation) of rank's files.
+        parts: the rank's (model, optimizer) bytes, for model_optimizer (else all model)."""
         fid = checkpoint_id(index)
         if self.fmt == "file_per_rank":
             return [(self.paths(index, rank)[0], 0, n, fid, False)] if n else []
+        if self.fmt == "model_optimizer":
+            sizes = parts or (n, 0)
+            starts = (0, sizes[0])
+            return [(p, starts[k], sizes[k], fid + k, False)
+                    for k, p in enumerate(self.paths(index, rank)) if sizes[k]]
         starts = np.cumsum([0] + [s for _, s in FOUR_FILES])
         return [(p, int(starts[k]), s, fid + k, True)
                 for k, (p, (_, s)) in enumerate(zip(self.paths(index, rank), FOUR_FILES))]
@@ -161,6 +169,12 @@ class Checkpointer(PosixFiles, SharedFile):
         if int(nbytes) < 0:
             raise ValueError(f"negative checkpoint size {nbytes}")
         return int(nbytes)
+
+    def _parts(self, nbytes, rank):
+        """(model, optimizer) bytes of rank's share (model_optimizer), else None."""
+        if self.fmt != "model_optimizer" or not hasattr(nbytes, "rank_parts"):
+            return None
+        return tuple(int(x) for x in nbytes.rank_parts(rank))
 
     def _check_dir(self, writing):
         """This rank's problem with its directory as a one-line message, or None. Collective
@@ -249,15 +263,19 @@ class Checkpointer(PosixFiles, SharedFile):
 
     def _record(self, index, nbytes):
         try:
-            writes = self.fmt == "four_files" or self._my_bytes(nbytes) > 0
+            if self.fmt in ("mpiio", "hdf5"):
+                mine = self.paths(index, self.rank)
+            elif self.fmt == "four_files":
+                mine = self.paths(index, self.rank)
+            else:
+                mine = [f[0] for f in self._posix_files(
+                    index, self.rank, self._my_bytes(nbytes), self._parts(nbytes, self.rank))]
         except ValueError:
-            writes = False      # _write says what is wrong with the size
-        writers = self.comm.gather(writes, root=0)
+            mine = []      # _write says what is wrong with the size
+        written = self.comm.gather([os.path.basename(p) for p in mine], root=0)
         err = None
         if self.rank == 0:
-            shared = self.fmt in ("mpiio", "hdf5")
-            names = sorted({os.path.basename(p) for r in range(self.size)
-                            if writers[r] or shared for p in self.paths(index, r)})
+            names = sorted({name for names in written for name in names})
             try:
                 os.makedirs(self.directory, exist_ok=True)
                 checkpoint_record.append(self.directory, names, self._made)
@@ -285,7 +303,8 @@ class Checkpointer(PosixFiles, SharedFile):
         files = []
         if not self.shared:
             try:
-                for path, start, size, fid, single in self._posix_files(index, self.rank, n):
+                for path, start, size, fid, single in self._posix_files(
+                        index, self.rank, n, self._parts(nbytes, self.rank)):
                     files.append(path)
                     syncs += self._posix_write(path, content, start, size, fid, single)
                     nb += size
@@ -339,7 +358,8 @@ class Checkpointer(PosixFiles, SharedFile):
             off, n = self.comm.sendrecv((off, n), dest=(self.rank - shift) % self.size,
                                         source=w)
         err = self._check_dir(False)
-        mine = self._posix_files(index, w, n) if not self.shared else []
+        mine = self._posix_files(index, w, n, self._parts(nbytes, w)) \
+            if not self.shared else []
         need = [f[0] for f in mine] if not self.shared else \
             self.paths(index) if total and self.rank == 0 else []
         missing = [p for p in need if not os.path.exists(p)]

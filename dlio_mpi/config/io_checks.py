@@ -114,9 +114,14 @@ def validate_access(cfg):
             raise ConfigError("reader.reopen opens a file per sample read on demand: it needs "
                               "reader.access=sample and io.read_type=on_demand "
                               "(reader.access=numpy opens per sample anyway)")
-        if io.layout != "multi" or not backends.of(cfg).reopen:
+        b = backends.of(cfg)
+        # a shared file is each rank's own handle through POSIX and STDIO (opened lazily,
+        # so it can be opened anew); through libhdf5 it is opened once for the run
+        own = io.layout == "multi" or (io.layout == "shared" and b.library != backends.HDF5)
+        if not own or not b.reopen:
             raise ConfigError("reader.reopen applies to a rank's own files through "
-                              f"{backends.listed(lambda b: b.reopen)} (io.layout=multi)")
+                              f"{backends.listed(lambda b: b.reopen)} (io.layout=multi), or "
+                              "to a shared file through those but HDF5")
         if rd.read_threads:
             raise ConfigError("reader.reopen reads in the training loop: set "
                               "reader.read_threads=0")

@@ -290,7 +290,7 @@ def checkpoint_bytes(cfg, world, rank):
         largest = max(s for _, s in FOUR_FILES)
     else:
         share = size.rank_bytes(rank) if hasattr(size, "rank_bytes") else int(size)
-        if ck.format == "file_per_rank":
+        if ck.format in ("file_per_rank", "model_optimizer"):
             chunk = _up(CHECKPOINT_CHUNK, ck.transfer_size)
         else:
             chunk = ck.collective_transfer_size

@@ -240,11 +240,19 @@ SCHEMA = {
         # this project's own checkpoint keys
         "format": Key("enum", "file_per_rank", "how a checkpoint is stored: a file per "
                       "writing rank, one shared file by collective MPI-IO, one shared HDF5 "
-                      "file, or the DLIO paper's four files per rank",
-                      ("file_per_rank", "mpiio", "hdf5", "four_files")),
+                      "file, the DLIO paper's four files per rank, or a writing rank's "
+                      "weights and its optimizer state in two files (model_optimizer)",
+                      ("file_per_rank", "mpiio", "hdf5", "four_files", "model_optimizer")),
         "writers": Key("enum", "rank0", "who writes a model_size_bytes checkpoint (each "
                        "writer its share of the model's bytes)",
                        ("rank0", "all", "model_parallel")),
+        "optimizer_writers": Key("enum", "same", "who writes the optimizer state of a "
+                                 "model_size_bytes checkpoint (its optimizer_multiplier "
+                                 "share), each writer its share: same (checkpoint.writers, "
+                                 "with the model), or every rank (all: ZeRO stage 1's "
+                                 "sharded optimizer state) while the model is "
+                                 "checkpoint.writers'", ("same", "rank0", "all",
+                                                         "model_parallel")),
         "preset": Key("enum", "none", "a named checkpoint size (MLPerf Storage llama3 layouts)",
                       ("none", "llama3_8b", "llama3_70b", "llama3_405b", "llama3_1t")),
         "odirect": Key("bool", False, "write and read file_per_rank checkpoints with O_DIRECT"),

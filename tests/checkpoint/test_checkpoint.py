@@ -108,6 +108,18 @@ def test_flat_checkpoint():
         FlatCheckpoint(-1)
 
 
+def test_flat_checkpoint_with_optimizer_state_sharded_over_every_rank():
+    """ZeRO stage 1 of data-parallel training: rank 0 saves the weights, every rank its
+    shard of the optimizer state (each a file of its own in model_optimizer)."""
+    f = FlatCheckpoint(1001, 2.0, "rank0", Layout(dp=3), "all")
+    assert [f.rank_parts(r) for r in range(3)] == [(1001, 668), (0, 667), (0, 667)]
+    assert sum(f.shares()) == f.total_bytes == 3003
+    # without it the whole is the writers' (the parts are reported as model bytes)
+    assert FlatCheckpoint(1001, 2.0, "all", Layout(dp=3)).rank_parts(1) == (1001, 0)
+    with pytest.raises(ValueError, match="writer policy"):
+        FlatCheckpoint(1001, 2.0, "rank0", Layout(dp=3), "some")
+
+
 def test_bad_configurations():
     with pytest.raises(ValueError, match="ZeRO"):
         TransformerCheckpoint(SMALL, zero_stage=4)

@@ -51,6 +51,8 @@ def expected_files(ck, sz, index, r):
     if ck.fmt == "file_per_rank":
         n = sz.rank_bytes(r)
         return {ck.paths(index, r)[0]: n} if n else {}
+    if ck.fmt == "model_optimizer":      # the weights' file and the optimizer state's
+        return {p: n for p, n in zip(ck.paths(index, r), sz.rank_parts(r)) if n}
     return {}
 
 
@@ -68,6 +70,15 @@ def check_content(ck, sz, index):
         elif ck.fmt == "file_per_rank" and sz.rank_bytes(r):
             got = np.fromfile(ck.paths(index, r)[0], dtype=np.uint8)
             assert np.array_equal(got, Content(index, r).bytes_at(0, sz.rank_bytes(r)))
+        elif ck.fmt == "model_optimizer":    # the share's model bytes, then its optimizer's
+            start = 0
+            for p, n in zip(ck.paths(index, r), sz.rank_parts(r)):
+                if n:
+                    got = np.fromfile(p, dtype=np.uint8)
+                    assert np.array_equal(got, Content(index, r).bytes_at(start, n)), p
+                else:
+                    assert not os.path.exists(p), p
+                start += n
     if ck.fmt in ("mpiio", "hdf5"):
         path = ck.paths(index)[0]
         if ck.fmt == "mpiio":
@@ -89,14 +100,16 @@ def check_content(ck, sz, index):
 def check_write(ck, sz, index, res, log):
     ent = log.arrays()
     mine = expected_files(ck, sz, index, rank)
-    n = sum(mine.values()) if ck.fmt in ("file_per_rank", "four_files") else sz.rank_bytes(rank)
+    n = sum(mine.values()) if ck.fmt in ("file_per_rank", "four_files", "model_optimizer") \
+        else sz.rank_bytes(rank)
     for p, want in mine.items():
         assert os.stat(p).st_size == want, (p, os.stat(p).st_size, want)
     assert res.bytes == n, (ck.fmt, res.bytes, n)
     writes = ent["op"] == WRITE
     assert int(ent["bytes"][writes].sum()) == n, (ck.fmt, int(ent["bytes"][writes].sum()), n)
     # fsyncs: one per file (POSIX), one MPI_File_sync per rank (shared); the op log agrees
-    want_sync = {"file_per_rank": 1 if n else 0, "four_files": 4}.get(ck.fmt, 1)
+    want_sync = {"file_per_rank": 1 if n else 0, "four_files": 4,
+                 "model_optimizer": len(mine)}.get(ck.fmt, 1)
     got_sync = int(np.isin(ent["op"], FSYNC).sum())
     assert res.fsyncs == got_sync == want_sync, (ck.fmt, res.fsyncs, got_sync, want_sync)
     total = sum(s for _, s in FOUR_FILES) * size if ck.fmt == "four_files" else sz.total_bytes
@@ -154,7 +167,7 @@ def check_read(ck, sz, index, shift, log):
     reads = ent["op"] == engines.OP["read"]
     assert int(ent["bytes"][reads].sum()) == n
     assert res.total_bytes == comm.allreduce(n) and res.fsyncs == 0
-    if ck.fmt in ("file_per_rank", "four_files") and n:
+    if ck.fmt in ("file_per_rank", "four_files", "model_optimizer") and n:
         assert set(res.files) == set(expected_files(ck, sz, index, w)), (res.files, w)
 
 
@@ -207,6 +220,10 @@ def formats(base):
     cases.append(("hdf5", dict(chunk=64 << 10), flat))
     cases.append(("four_files", {}, None))
     cases.append(("four_files", dict(direct=True), None))
+    # ZeRO 1: the weights by the first replica, the optimizer state by every rank
+    cases.append(("model_optimizer", dict(xfer=4096, chunk=20_000), tr))
+    cases.append(("model_optimizer", dict(xfer=8192),
+                  FlatCheckpoint(300_001, 3.0, "rank0", Layout.for_world(size), "all")))
     for i, (fmt, kw, sz) in enumerate(cases):
         ck = Checkpointer(comm, os.path.join(base, f"{i}-{fmt}"), fmt, oplog=log, **kw)
         for index in (0, 7):

@@ -1,0 +1,127 @@
+"""Fit, replay and wrong shapes on logs of the DLIO benchmark's shapes the other fixtures do not
+have (tests/fixtures/darshan, Darshan 3.5.0 with DXT, 2 ranks, truth in truth.json): an LLM's
+checkpoints of a model file and an optimizer file per rank between training steps, its
+checkpoint-only mode, a Megatron-like indexed binary file beside its index files, CSV files
+loaded whole by each sample, NPY files under DLIO's shuffle settings, and an HDF5 job whose
+forked loader workers made every read (an MPI-mode log without a record)."""
+import pytest
+
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.errors import FitError
+from dlio_mpi_analysis.replays.replay import replay
+
+from fitted_runs import TRUTH, log, run_changed
+
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
+
+def _data_shape(name):
+    f = analysis.fit(log(name))
+    w = f.workload
+    ds, rd, io = w["dataset"], w["reader"], w["io"]
+    t = TRUTH[name]
+    assert f.ranks == t["ranks"]
+    assert (ds["format"], ds["num_files_train"], ds["num_samples_per_file"], io["layout"]) \
+        == (t["format"], t["num_files"], t["samples_per_file"], t["layout"])
+    assert ds["record_length"] == pytest.approx(t["sample_bytes"], rel=0.05)
+    assert (rd["batch_size"], rd["read_threads"]) == (t["batch_size"], t["read_threads"])
+    assert rd["sample_shuffle"] == "off"      # DLIO's PyTorch path reads each rank's range in order
+    return f, w
+
+
+def test_llm_checkpoints_of_a_model_file_and_optimizer_shards():
+    """ZeRO stage 1: rank 0 saves the weights, every rank its optimizer shard, every 2 steps;
+    fitted before as 2 files per rank of equal shares (12 checkpoint files replayed as 8, the
+    rank imbalance lost)."""
+    t = TRUTH["dlio_llm_ckpt"]
+    f, w = _data_shape("dlio_llm_ckpt")
+    ck, c = w["checkpoint"], t["checkpoints"]
+    assert w["train"]["epochs"] == t["epochs"]
+    assert (ck["format"], ck["writers"], ck["optimizer_writers"]) \
+        == ("model_optimizer", c["model_writers"], c["optimizer_writers"])
+    assert w["model"]["model_size_bytes"] == c["model_bytes"]
+    assert round(c["model_bytes"] * ck["optimizer_multiplier"]) == c["optimizer_bytes"]
+    assert ck["steps_between_checkpoints"] == c["steps_between"]
+    assert f.evidence["checkpoint_writes"]["checkpoints"] == c["count"]
+    assert f.evidence["checkpoint_writes"]["files"] == [c["files_per_checkpoint"]] * c["count"]
+    assert "fsync" not in ck
+
+
+def test_checkpoint_only_job():
+    """Three checkpoints written, the first read back, no data: fitted before as 4 raw data
+    files written then read (the checkpoint read back) and one checkpoint of the rest."""
+    t = TRUTH["dlio_ckpt_only"]["checkpoints"]
+    f = analysis.fit(log("dlio_ckpt_only"))
+    w = f.workload
+    ck = w["checkpoint"]
+    assert f.ranks == 2 and "dataset" not in w
+    assert (w["workflow"]["train"], w["workflow"]["checkpoint"]) == (False, True)
+    assert (ck["num_checkpoints_write"], ck["num_checkpoints_read"]) == (t["written"], t["read"])
+    assert ck["time_between_checkpoints"] == pytest.approx(t["time_between_s"], abs=0.1)
+    assert (ck["format"], ck["writers"], ck["optimizer_writers"]) \
+        == ("model_optimizer", "all", "same")
+    assert w["model"]["model_size_bytes"] == t["model_bytes"]
+    assert round(t["model_bytes"] * ck["optimizer_multiplier"]) == t["optimizer_bytes"]
+
+
+def test_indexed_binary_file_read_a_sample_an_open():
+    """One shared file of 256 samples of 32,761 bytes, each opened and read by itself; the
+    two index files read whole once by each rank are no samples. Fitted before as 3 raw files
+    of 16 samples of 128 bytes read through a buffer of 32,761 bytes, 172 epochs."""
+    t = TRUTH["dlio_indexed_binary"]
+    f, w = _data_shape("dlio_indexed_binary")
+    assert w["train"]["epochs"] == t["epochs"]
+    assert w["reader"]["reopen"] is True and w["io"]["interface"] == "posix"
+    assert len(f.evidence["index_files"]) == t["index_files"]
+
+
+def test_npy_files_under_dlio_shuffle_settings():
+    """sample_shuffle and file_shuffle seed: DLIO's PyTorch path still reads in order."""
+    t = TRUTH["dlio_npy_shuffle"]
+    f, w = _data_shape("dlio_npy_shuffle")
+    assert w["train"]["epochs"] == t["epochs"]
+    assert (w["reader"]["access"], w["io"]["interface"]) == ("numpy", "posix")
+
+
+def test_csv_files_loaded_whole_by_each_sample():
+    """pandas loads the whole file for each of its 2 samples: the file's passes are its
+    loads (4: 2 samples x 2 epochs), fitted as a stream read 4 times (the same reads; the
+    emulator has no CSV sample that loads its whole file, so epochs are the loads per file)."""
+    t = TRUTH["dlio_csv"]
+    f, w = _data_shape("dlio_csv")
+    assert w["reader"]["access"] == "stream"
+    assert w["train"]["epochs"] * 1 == t["loads_per_file"]
+
+
+def test_a_log_the_forked_workers_left_empty():
+    """read_threads=2 under MPI: the workers made every read and an MPI-mode log holds none
+    of a forked process's I/O. The fit says so in its one line."""
+    with pytest.raises(FitError, match="no file record at all.*forked workers"):
+        analysis.fit(log("dlio_hdf5_threads_mpi"))
+
+
+@pytest.mark.parametrize("name", ["dlio_llm_ckpt", "dlio_npy_shuffle"])
+def test_replay_looks_like_the_real_program(tmp_path, name):
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for key in ("files", "interfaces", "bytes_written"):
+        assert r.emulated[key] == r.real[key], key
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.01)
+
+
+def _no_checkpoints(w):
+    w["workflow"]["checkpoint"] = False
+    del w["checkpoint"]
+
+
+def _npz(w):
+    w["dataset"]["format"] = "npz"
+
+
+@pytest.mark.parametrize("name,change", [("dlio_llm_ckpt", _no_checkpoints),
+                                         ("dlio_npy_shuffle", _npz)])
+def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
+    """The LLM job without its checkpoints; the NPY files as NPZ ones (numpy.load reads an
+    NPZ member through Python's file alone, an NPY array through C stdio)."""
+    wrong = run_changed(name, tmp_path, change)
+    assert wrong.score < 0.6, wrong.table
