@@ -62,7 +62,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   groups (a loader's pauses between the files of a step,
   and the step's compute, STEP_GAP_RATIO apart or more), only the long ones are steps.
 - ``train.epochs``: data bytes read / (dataset bytes), rounded, at least 1 (1 when read at
-  start).
+  start). A job that read under PARTIAL_SHARE of the files' bytes by samples on demand read a
+  part of them once (a strided selection of each dataset, a run stopped early): one epoch of
+  ``train.total_training_steps`` steps, the samples read per rank over the batch size.
 - ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw or HDF5 data files'
   bytes, each file's first write before its first read (a write-then-read benchmark such as
   IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them;
@@ -111,6 +113,8 @@ SHARED_SHARE = 0.5
 REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
 MAX_EPOCHS = 1000
+# a job that read less than this share of its data files' bytes read a part of them, once
+PARTIAL_SHARE = 0.75
 
 
 @dataclass
@@ -151,6 +155,19 @@ def _worker_threads(workers):
             - np.searchsorted(ends, starts, side="right")
         most.append(int(alive.max()))
     return max(1, int(round(float(np.median(most)))))
+
+
+def _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch, read_type,
+                             reader_extra, epochs_fixed):
+    """The steps a rank made when the job read a part of its data files only, once (h5bench's
+    strided or partial reads of its datasets, a run stopped within its first epoch): under
+    PARTIAL_SHARE of the files' bytes, read by samples on demand. None otherwise (an epoch
+    or more: the epochs count)."""
+    read = int(data["bytes_read"].sum())
+    if read_type != "on_demand" or epochs_fixed is not None or "access" in reader_extra \
+            or read >= PARTIAL_SHARE * dataset_bytes:
+        return None
+    return max(1, int(round(read / max(record, 1) / max(ranks, 1) / max(batch, 1))))
 
 
 def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
@@ -295,7 +312,15 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # a sample is a load: its first read (the header's, the file's start, an image's
             # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
-        compute, batch, threads, timing = _timeline(trace, record, starts)
+        steps = trace
+        if traits(fmt).rows and share >= DOMINANT_SHARE and transfer == record \
+                and "hdf5_chunk" not in evidence:
+            # the samples' reads alone: libhdf5's metadata reads between them (a dataset's
+            # opening, its object header) are no step's samples, and their few bytes cut a
+            # compute pause in two
+            steps = trace[trace["length"] == transfer]
+        compute, batch, threads, timing = _timeline(steps if len(steps) else trace, record,
+                                                    starts)
         evidence["timeline"] = timing
         if compute > 0:
             notes.append(f"a log records no batches: reader.batch_size {batch} is the samples "
@@ -326,7 +351,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                                 if kept == "epoch" else "for the whole run: ")
                              + f"reader.worker_files {kept} (a thread's own handles)")
     if traits(fmt).rows and batch > 1 and "h5d_bytes_per_read" in evidence \
-            and not reader_extra.get("reopen") and interface in ("hdf5", "hdf5_sec2") \
+            and not reader_extra.get("reopen") \
+            and interface in ("hdf5", "hdf5_sec2", "hdf5_coll") \
             and evidence["h5d_bytes_per_read"] == record:
         # each H5Dread moved one sample: the job read a batch's samples one by one
         reader_extra["hdf5_reads"] = "sample"
@@ -348,6 +374,15 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
     if epochs_fixed is not None:
         epochs = epochs_fixed
+    steps_read = _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch,
+                                          read_type, reader_extra, epochs_fixed)
+    if steps_read is not None:
+        epochs = 1
+        evidence["partial_read"] = {"share": int(data["bytes_read"].sum()) / dataset_bytes,
+                                    "steps": steps_read}
+        notes.append(f"the job read {evidence['partial_read']['share']:.0%} of its data "
+                     f"files' bytes, once: train.total_training_steps {steps_read} (the steps "
+                     f"of {batch} samples a rank read), not a whole epoch")
     if epochs > MAX_EPOCHS:
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
@@ -375,6 +410,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},
         "train": {"epochs": epochs, "computation_time": round(compute, 6),
+                  **({"total_training_steps": steps_read} if steps_read is not None else {}),
                   **({"seed": evidence["size_seed"]["seed"]} if "size_seed" in evidence
                      else {})},
         "io": {"interface": interface, "layout": layout, "read_type": read_type,

@@ -505,6 +505,17 @@ def _step_gap(gaps):
     return float(np.sqrt(long[k] * long[k + 1]))
 
 
+def _sample_weighted_median(per_step):
+    """The samples of the step that the median sample was read in: a pause that cuts one step
+    in two (a slow collective call, a busy machine) makes two small steps of few samples, which
+    a plain median over steps would count as often as the whole ones."""
+    per_step = np.sort(np.asarray(per_step, dtype=float))
+    if per_step.sum() <= 0:
+        return float(np.median(per_step)) if len(per_step) else 0.0
+    cumulative = np.cumsum(per_step)
+    return float(per_step[np.searchsorted(cumulative, cumulative[-1] / 2)])
+
+
 def _timeline(trace, record, sample_starts=None):
     """(computation_time, batch_size, read_threads, evidence) from each rank's reads.
     sample_starts(reads) -> bool array, where given, marks the reads that begin a sample (a
@@ -519,7 +530,8 @@ def _timeline(trace, record, sample_starts=None):
         steps = gaps[is_step]
         gaps_all.append(steps)
         # a step's samples: the bytes read between two step pauses, in records (the median
-        # over the rank's steps: an epoch's end or a slow step does not skew it)
+        # over the rank's samples of their steps' sizes: an epoch's end, a slow step or a
+        # pause within a step does not skew it)
         by_start = np.argsort(reads["start"].to_numpy())
         segment = np.concatenate([[0], np.cumsum(is_step)])
         if sample_starts is not None:
@@ -527,7 +539,7 @@ def _timeline(trace, record, sample_starts=None):
         else:
             per_step = np.bincount(segment, weights=reads["length"].to_numpy()[by_start]) \
                 / max(record, 1)
-        batches.append(float(np.median(per_step)))
+        batches.append(_sample_weighted_median(per_step))
         ends = np.sort(reads["end"].to_numpy())
         # a read ending within TIME_RESOLUTION of another's start does not overlap it
         in_flight = np.searchsorted(start, start, side="right") \

@@ -125,11 +125,9 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
-    if rd.hdf5_reads != "batch" and (not formats.traits(cfg.dataset.format).rows
-                                     or backends.of(cfg).collective):
-        raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by independent H5Dread "
-                          "calls: it needs an HDF5 dataset.format and an io.interface that is "
-                          "not collective")
+    if rd.hdf5_reads != "batch" and not formats.traits(cfg.dataset.format).rows:
+        raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by one H5Dread a sample: "
+                          "it needs an HDF5 dataset.format")
     if rd.worker_files != "shared" and (rd.read_threads < 1 or rd.access != "sample"
                                         or io.read_type != "on_demand"
                                         or io.layout != "multi"):

@@ -154,7 +154,8 @@ SCHEMA = {
         "hdf5_reads": Key("enum", "batch", "HDF5 read by samples: a batch's rows of a file in "
                           "one H5Dread, a union of hyperslabs (batch), or one H5Dread per "
                           "sample (sample: h5py indexing a row per item, as a Dataset's "
-                          "__getitem__ does)", ("batch", "sample")),
+                          "__getitem__ does; collective: every rank makes a batch's worth "
+                          "of calls)", ("batch", "sample")),
         "worker_files": Key("enum", "shared", "with read threads: the rank's open files shared "
                             "by its threads (shared), or each thread's own, batch k read "
                             "through thread k mod read_threads's, each file opened when the "
