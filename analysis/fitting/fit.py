@@ -76,9 +76,11 @@ directory. Each value is derived as follows (the thresholds are the constants be
   sample, files of a rank's own) when each worker opened each data file it read once
   and read it several times: "epoch" when a rank had more workers than read threads (new
   ones every epoch), else "run".
-- ``reader.hdf5_reads: sample`` (HDF5 read independently, batches of several samples, no
-  open per sample): every H5Dread moved one sample (the sample size is the bytes per
-  H5Dread), so the job read a batch's samples one by one.
+- ``reader.hdf5_reads: sample`` (HDF5, batches of several samples, no open per sample):
+  every H5Dread moved one sample (the sample size is the bytes per H5Dread), so the job read a
+  batch's samples one by one (collective calls too: a call a sample on every rank); and
+  ``reader.batch_order`` when, samples in order, every step read them in one order of its own
+  (fit_patterns.batch_order).
 - Everything above counts without the I/O that the loader found Darshan had counted under a
   data file through a reused descriptor (dlio_mpi_analysis.loading.reused_descriptors); its note is the fit's
   first note.
@@ -358,6 +360,13 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         reader_extra["hdf5_reads"] = "sample"
         notes.append("each H5Dread read one sample (H5D bytes per read = a sample): "
                      "reader.hdf5_reads sample, not a batch's rows of a file in one union")
+        order = fit_patterns.batch_order(trace, record, batch) \
+            if trace is not None and shuffle == "off" else None
+        if order is not None:
+            reader_extra["batch_order"] = order
+            notes.append(f"every step read its {batch} samples in one order of its own, not "
+                         f"the file's: reader.batch_order {order} (the positions in the file's "
+                         "order, one H5Dread each)")
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)

@@ -25,12 +25,17 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
   a read at its end that returns nothing.
 - Samples read by seek and read through Python's buffered file (``buffered_samples``): reads
   of one size (the buffer) at multiples of a smaller record size, which divides the files.
+- A step's samples read in an order of the reader's own (``batch_order``): every step takes
+  its samples (one read each) in one fixed order that is not the file's (h5bench reads a
+  timestep's datasets x y z id_1 id_2 px py pz, written x y z px py pz id_1 id_2).
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
 
 import numpy as np
 
 EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
+# the share of a rank's steps that must take their samples in one order for batch_order
+BATCH_ORDER_SHARE = 0.75
 
 
 def traits(fmt):
@@ -290,6 +295,33 @@ def file_order_ascending(trace, names, at_once=1):
         if turns != sorted(turns):
             return False
     return True if seen_two else None
+
+
+def batch_order(trace, sample_bytes, batch):
+    """The order of a step's sample reads, as positions in the file's order (a permutation of
+    0 .. batch-1), when at least BATCH_ORDER_SHARE of every rank's full steps take their
+    samples in that one order and it is not the file's; else None. A rank's reads of
+    ``sample_bytes`` (a sample each), in time order, cut into steps of ``batch``."""
+    if batch < 2:
+        return None
+    found = []
+    for _, reads in trace[trace["length"] == sample_bytes].groupby("rank", sort=False):
+        off = reads.sort_values("start", kind="stable")["offset"].to_numpy()
+        steps = len(off) // batch
+        if steps == 0:
+            return None
+        orders = [tuple(np.argsort(np.argsort(off[k * batch:(k + 1) * batch],
+                                              kind="stable")).tolist())
+                  for k in range(steps)]
+        values, counts = np.unique(np.array(orders), axis=0, return_counts=True)
+        best = int(np.argmax(counts))
+        if counts[best] < BATCH_ORDER_SHARE * steps:
+            return None
+        found.append(tuple(int(x) for x in values[best]))
+    if not found or len(set(found)) != 1 or found[0] == tuple(range(batch)) \
+            or sum(len(r) // batch for _, r in trace.groupby("rank")) < 2:
+        return None
+    return list(found[0])
 
 
 def hdf5_chunk(trace, per_read):

@@ -61,7 +61,7 @@ class Reader:
     ep = None           # no epoch of requests built ahead: the loop calls read_batch
 
     def __init__(self, cfg, comm, log, split="train"):
-        self.cfg, self.comm, self.log = cfg, comm, log
+        self.cfg, self.comm, self.log, self.split = cfg, comm, log, split
         self.pre = Preprocessing(cfg, comm)
         self.data = Dataset(cfg, split)
         self.data.log = log         # index reads are the run's reads too
@@ -329,6 +329,12 @@ class H5Reader(Reader):
 
     def read_batch(self, samples):
         files, local = self.data.locate(samples)
+        order = self.cfg.reader.batch_order
+        if order and self.cfg.reader.hdf5_reads == "sample" and self.split == "train":
+            # the batch's samples in the reader's own order (a short batch keeps the
+            # positions it has)
+            at = [k for k in order if k < len(local)]
+            files, local = files[at], local[at]
         if self.collective and self.cfg.reader.hdf5_reads == "sample":
             # one collective H5Dread a sample (h5bench, a VPIC-like reader: a dataset a
             # call): every rank makes a batch's worth of calls, a short batch's missing
