@@ -492,28 +492,18 @@ def _step_gap(gaps):
     fall in two groups (a loader's own pauses between the files of a step, and the steps'
     compute) with a jump of STEP_GAP_RATIO or more between them and at least a fifth of the
     pauses above it (an epoch's end alone is not the steps), the geometric middle of the
-    jump."""
+    jump. Of several such jumps, the highest: the pauses below it are all within steps (a
+    loader's pauses between files, and under them a slow collective call's)."""
     long = np.sort(gaps[gaps >= STEP_GAP])
     if len(long) < 4:
         return STEP_GAP
     ratios = long[1:] / long[:-1]
     ok = np.arange(1, len(long)) <= len(long) - max(1, len(long) // 5)
-    ratios = np.where(ok, ratios, 0)
-    k = int(np.argmax(ratios))
-    if ratios[k] < STEP_GAP_RATIO:
+    jumps = np.flatnonzero(ok & (ratios >= STEP_GAP_RATIO))
+    if len(jumps) == 0:
         return STEP_GAP
+    k = int(jumps[-1])
     return float(np.sqrt(long[k] * long[k + 1]))
-
-
-def _sample_weighted_median(per_step):
-    """The samples of the step that the median sample was read in: a pause that cuts one step
-    in two (a slow collective call, a busy machine) makes two small steps of few samples, which
-    a plain median over steps would count as often as the whole ones."""
-    per_step = np.sort(np.asarray(per_step, dtype=float))
-    if per_step.sum() <= 0:
-        return float(np.median(per_step)) if len(per_step) else 0.0
-    cumulative = np.cumsum(per_step)
-    return float(per_step[np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
 def _timeline(trace, record, sample_starts=None):
@@ -530,8 +520,7 @@ def _timeline(trace, record, sample_starts=None):
         steps = gaps[is_step]
         gaps_all.append(steps)
         # a step's samples: the bytes read between two step pauses, in records (the median
-        # over the rank's samples of their steps' sizes: an epoch's end, a slow step or a
-        # pause within a step does not skew it)
+        # over the rank's steps: an epoch's end or a slow step does not skew it)
         by_start = np.argsort(reads["start"].to_numpy())
         segment = np.concatenate([[0], np.cumsum(is_step)])
         if sample_starts is not None:
@@ -539,7 +528,7 @@ def _timeline(trace, record, sample_starts=None):
         else:
             per_step = np.bincount(segment, weights=reads["length"].to_numpy()[by_start]) \
                 / max(record, 1)
-        batches.append(_sample_weighted_median(per_step))
+        batches.append(float(np.median(per_step)))
         ends = np.sort(reads["end"].to_numpy())
         # a read ending within TIME_RESOLUTION of another's start does not overlap it
         in_flight = np.searchsorted(start, start, side="right") \
