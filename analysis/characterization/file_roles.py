@@ -18,8 +18,11 @@ use to tell a job's data I/O from the rest.
       ``<file>.locktest.<rank>``, ROMIO's shared file pointer ``<dir>/.<name>.shfp.<n>``.
       A companion needs its file among the job's files: the library made it for that file.
 - "other": code, libraries, configuration, logs and system files
-  (:func:`dlio_mpi_analysis.characterization.files.is_data_file`), and files only written whose names say they are a
-  report (``.txt``, ``.out``, ...).
+  (:func:`dlio_mpi_analysis.characterization.files.is_data_file`), files only written whose names say they are a
+  report (``.txt``, ``.out``, ...), and Python's probe of a temporary directory: the first
+  ``tempfile`` call of a process (TensorFlow's import makes one) creates a file of 8 random
+  characters in each candidate directory, writes 4 bytes to it and removes it, to see that it
+  can; no model state.
 
 ``file_roles(names, records)`` gives every record id of the job its role (an H5D record, named
 ``file:/dataset``, takes its file's role). ``DATA_IO`` are the roles whose I/O is the job's
@@ -51,6 +54,9 @@ SHARED_POINTER = re.compile(r"^(?P<dir>.*)/\.(?P<base>[^/]+)\.shfp\.[\d.]+$")
 
 # files only written whose extension says they are a report, not a model state
 REPORT_EXTENSIONS = frozenset({".txt", ".out", ".err", ".md", ".html"})
+# Python's tempfile probe (module docstring): its random name, and the bytes it writes
+TEMPFILE_PROBE = re.compile(r"^[a-z0-9_]{8}$")
+TEMPFILE_PROBE_BYTES = 4
 # the temporary name a writer gives a file until it renames it (the name without it tells
 # what the file is)
 TEMPORARY = re.compile(r"\.(part|tmp)(\.\d+)?$")
@@ -109,6 +115,8 @@ def role_of(name, job_files, read, written):
     if not is_data_file(final):
         return "other"
     if written_only:
+        if written == TEMPFILE_PROBE_BYTES and TEMPFILE_PROBE.match(os.path.basename(final)):
+            return "other"
         return "other" if extension(final) in REPORT_EXTENSIONS else "checkpoint"
     return "data"
 

@@ -70,7 +70,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   groups (a loader's pauses between the files of a step,
   and the step's compute, STEP_GAP_RATIO apart or more), only the long ones are steps.
 - ``train.epochs``: data bytes read / (dataset bytes), rounded, at least 1 (1 when read at
-  start).
+  start). A job that read under PARTIAL_SHARE of the files' bytes by samples on demand read a
+  part of them once (a strided selection of each dataset, a run stopped early): one epoch of
+  ``train.total_training_steps`` steps, the samples read per rank over the batch size.
 - ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw or HDF5 data files'
   bytes, each file's first write before its first read (a write-then-read benchmark such as
   IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them;
@@ -85,9 +87,11 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - ``reader.reopen`` (raw files read by byte ranges, no library pattern): at least
   OPEN_PER_READ opens per read, every read its own open; the read is then the sample
   (``dataset.record_length`` the read size), which tells consecutive samples apart.
-- ``reader.hdf5_reads: sample`` (HDF5 read independently, batches of several samples, no
-  open per sample): every H5Dread moved one sample (the sample size is the bytes per
-  H5Dread), so the job read a batch's samples one by one.
+- ``reader.hdf5_reads: sample`` (HDF5, batches of several samples or a load at start, no open
+  per sample): every H5Dread moved one sample (the sample size is the bytes per H5Dread), so
+  the job read a batch's samples one by one (collective calls too: a call a sample on every
+  rank); and ``reader.batch_order`` when, samples in order, every step read them in one order
+  of its own (fit_patterns.batch_order).
 - Everything above counts without the I/O that the loader found Darshan had counted under a
   data file through a reused descriptor (dlio_mpi_analysis.loading.reused_descriptors); its note is the fit's
   first note.
@@ -128,6 +132,8 @@ DOMINANT_SHARE = 0.5
 MAX_EPOCHS = 1000
 INDEX_SHARE = 0.01
 OPEN_PER_READ = 0.9
+# a job that read less than this share of its data files' bytes read a part of them, once
+PARTIAL_SHARE = 0.75
 
 
 @dataclass
@@ -224,6 +230,19 @@ def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes
     return {"files": len(eval_files), "batch": batch,
             "evaluation": {"eval_time": round(compute, 6), "eval_after_epoch": first,
                            "epochs_between_evals": between}}
+
+
+def _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch, read_type,
+                             reader_extra, epochs_fixed):
+    """The steps a rank made when the job read a part of its data files only, once (h5bench's
+    strided or partial reads of its datasets, a run stopped within its first epoch): under
+    PARTIAL_SHARE of the files' bytes, read by samples on demand. None otherwise (an epoch
+    or more: the epochs count)."""
+    read = int(data["bytes_read"].sum())
+    if read_type != "on_demand" or epochs_fixed is not None or "access" in reader_extra \
+            or read >= PARTIAL_SHARE * dataset_bytes:
+        return None
+    return max(1, int(round(read / max(record, 1) / max(ranks, 1) / max(batch, 1))))
 
 
 def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
@@ -420,7 +439,15 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # a sample is a load: its first read (the header's, the file's start, an image's
             # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
-        compute, batch, threads, timing = _timeline(trace, record, starts)
+        steps = trace
+        if traits(fmt).rows and share >= DOMINANT_SHARE and transfer == record \
+                and "hdf5_chunk" not in evidence:
+            # the samples' reads alone: libhdf5's metadata reads between them (a dataset's
+            # opening, its object header) are no step's samples, and their few bytes cut a
+            # compute pause in two
+            steps = trace[trace["length"] == transfer]
+        compute, batch, threads, timing = _timeline(steps if len(steps) else trace, record,
+                                                    starts)
         evidence["timeline"] = timing
         if compute > 0:
             notes.append(f"a log records no batches: reader.batch_size {batch} is the samples "
@@ -460,12 +487,20 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             evidence["h5d_bytes_per_read"] = per_read
     if traits(fmt).rows and (batch > 1 or read_type == "memory") \
             and "h5d_bytes_per_read" in evidence \
-            and not reader_extra.get("reopen") and interface in ("hdf5", "hdf5_sec2") \
+            and not reader_extra.get("reopen") \
+            and interface in ("hdf5", "hdf5_sec2", "hdf5_coll") \
             and evidence["h5d_bytes_per_read"] == record and spf > 1:
         # each H5Dread moved one sample: the job read a batch's samples one by one
         reader_extra["hdf5_reads"] = "sample"
         notes.append("each H5Dread read one sample (H5D bytes per read = a sample): "
                      "reader.hdf5_reads sample, not a batch's rows of a file in one union")
+        order = fit_patterns.batch_order(trace, record, batch) \
+            if trace is not None and shuffle == "off" else None
+        if order is not None:
+            reader_extra["batch_order"] = order
+            notes.append(f"every step read its {batch} samples in one order of its own, not "
+                         f"the file's: reader.batch_order {order} (the positions in the file's "
+                         "order, one H5Dread each)")
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
@@ -482,6 +517,15 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
     if epochs_fixed is not None:
         epochs = epochs_fixed
+    steps_read = _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch,
+                                          read_type, reader_extra, epochs_fixed)
+    if steps_read is not None:
+        epochs = 1
+        evidence["partial_read"] = {"share": int(data["bytes_read"].sum()) / dataset_bytes,
+                                    "steps": steps_read}
+        notes.append(f"the job read {evidence['partial_read']['share']:.0%} of its data "
+                     f"files' bytes, once: train.total_training_steps {steps_read} (the steps "
+                     f"of {batch} samples a rank read), not a whole epoch")
     if epochs > MAX_EPOCHS:
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
@@ -516,6 +560,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                    "transfer_size": transfer_size, "sample_shuffle": shuffle,
                    **reader_extra},
         "train": {"epochs": epochs, "computation_time": round(compute, 6),
+                  **({"total_training_steps": steps_read} if steps_read is not None else {}),
                   **({"seed": evidence["size_seed"]["seed"]} if "size_seed" in evidence
                      else {})},
         "io": {"interface": interface, "layout": layout, "read_type": read_type,

@@ -505,16 +505,17 @@ def _step_gap(gaps):
     fall in two groups (a loader's own pauses between the files of a step, and the steps'
     compute) with a jump of STEP_GAP_RATIO or more between them and at least a fifth of the
     pauses above it (an epoch's end alone is not the steps), the geometric middle of the
-    jump."""
+    jump. Of several such jumps, the highest: the pauses below it are all within steps (a
+    loader's pauses between files, and under them a slow collective call's)."""
     long = np.sort(gaps[gaps >= STEP_GAP])
     if len(long) < 4:
         return STEP_GAP
     ratios = long[1:] / long[:-1]
     ok = np.arange(1, len(long)) <= len(long) - max(1, len(long) // 5)
-    ratios = np.where(ok, ratios, 0)
-    k = int(np.argmax(ratios))
-    if ratios[k] < STEP_GAP_RATIO:
+    jumps = np.flatnonzero(ok & (ratios >= STEP_GAP_RATIO))
+    if len(jumps) == 0:
         return STEP_GAP
+    k = int(jumps[-1])
     return float(np.sqrt(long[k] * long[k + 1]))
 
 

@@ -12,7 +12,9 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
   nothing at a file's end (pandas makes 2) are ``reader.eof_reads``, and the files a rank
   reads at once (TFRecordDataset's num_parallel_reads) ``reader.interleave``.
 - The order in which a rank takes its files (``file_order_ascending``): the files' first reads,
-  rank by rank, in time order, against the files' names in sorted order.
+  rank by rank, in time order, against the files' names in sorted order; for a stream of C
+  files at once, the ends of the files' first passes, C files to a turn (a reader that opens
+  its next files ahead reads their first block early, out of the turns' order).
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
   over the data files' datasets); the file format from the superblock read (``hdf5_libver``);
   a chunked dataset from reads of one size other than a sample's (``hdf5_chunk``).
@@ -23,12 +25,17 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
   a read at its end that returns nothing.
 - Samples read by seek and read through Python's buffered file (``buffered_samples``): reads
   of one size (the buffer) at multiples of a smaller record size, which divides the files.
+- A step's samples read in an order of the reader's own (``batch_order``): every step takes
+  its samples (one read each) in one fixed order that is not the file's (h5bench reads a
+  timestep's datasets x y z id_1 id_2 px py pz, written x y z px py pz id_1 id_2).
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
 
 import numpy as np
 
 EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
+# the share of a rank's steps that must take their samples in one order for batch_order
+BATCH_ORDER_SHARE = 0.75
 
 
 def traits(fmt):
@@ -82,7 +89,10 @@ def _passes(off, ln):
 
 def _at_once(spans):
     """The median over passes (rank, start, end) of the passes of the same rank under way at
-    a pass's midpoint (itself included)."""
+    a pass's midpoint (itself included). A pass starts at its second read (stream_block):
+    tf.data's parallel interleave opens its next files ahead of their turn and reads their
+    first block then (its prefetched input elements), so a first read tells when a file was
+    opened, not when it was read."""
     counts = []
     for rank in {r for r, _, _ in spans}:
         t0 = np.array([a for r, a, _ in spans if r == rank])
@@ -110,7 +120,7 @@ def stream_block(trace, sizes):
         found, tails, mine = set(), [], []
         for a, b in _passes(off, ln):
             o, n = off[a:b][ln[a:b] > 0], ln[a:b][ln[a:b] > 0]
-            mine.append((rank, float(t0[a]), float(t1[b - 1])))
+            mine.append((rank, float(t0[min(a + 1, b - 1)]), float(t1[b - 1])))
             if len(n) == 0:
                 continue
             found.add(int(n[0]))
@@ -257,20 +267,61 @@ def buffered_samples(trace, sizes):
     return record, buffer
 
 
-def file_order_ascending(trace, names):
+def file_order_ascending(trace, names, at_once=1):
     """True when every rank (every process, where a rank's worker processes read) takes its
     files in the ascending order of their names (each file's first read, in time order), None
-    without at least two files on some rank."""
+    without at least two files on some rank. With ``at_once`` files read at once (a stream's
+    interleave), a rank takes them in turns of ``at_once``: the files ordered by the end of
+    their first pass must come in the turns of their names' order (the order within a turn,
+    and a first block read ahead of the turn, tell nothing)."""
     seen_two = False
     for _, reads in trace.groupby("process" if "process" in trace else "rank", sort=False):
-        first = reads.sort_values("start", kind="stable").drop_duplicates("id")
-        order = [names.get(int(i), "") for i in first["id"]]
+        reads = reads.sort_values("start", kind="stable")
+        if at_once > 1:
+            ends = {}
+            for fid, mine in reads.groupby("id", sort=False):
+                off, ln = mine["offset"].to_numpy(), mine["length"].to_numpy()
+                a, b = _passes(off, ln)[0]
+                ends[int(fid)] = float(mine["end"].to_numpy()[b - 1])
+            ids = sorted(ends, key=ends.get)
+        else:
+            ids = [int(i) for i in reads.drop_duplicates("id")["id"]]
+        order = [names.get(i, "") for i in ids]
         if len(order) < 2:
             continue
         seen_two = True
-        if order != sorted(order):
+        turn = {name: k // at_once for k, name in enumerate(sorted(order))}
+        turns = [turn[name] for name in order]
+        if turns != sorted(turns):
             return False
     return True if seen_two else None
+
+
+def batch_order(trace, sample_bytes, batch):
+    """The order of a step's sample reads, as positions in the file's order (a permutation of
+    0 .. batch-1), when at least BATCH_ORDER_SHARE of every rank's full steps take their
+    samples in that one order and it is not the file's; else None. A rank's reads of
+    ``sample_bytes`` (a sample each), in time order, cut into steps of ``batch``."""
+    if batch < 2:
+        return None
+    found = []
+    for _, reads in trace[trace["length"] == sample_bytes].groupby("rank", sort=False):
+        off = reads.sort_values("start", kind="stable")["offset"].to_numpy()
+        steps = len(off) // batch
+        if steps == 0:
+            return None
+        orders = [tuple(np.argsort(np.argsort(off[k * batch:(k + 1) * batch],
+                                              kind="stable")).tolist())
+                  for k in range(steps)]
+        values, counts = np.unique(np.array(orders), axis=0, return_counts=True)
+        best = int(np.argmax(counts))
+        if counts[best] < BATCH_ORDER_SHARE * steps:
+            return None
+        found.append(tuple(int(x) for x in values[best]))
+    if not found or len(set(found)) != 1 or found[0] == tuple(range(batch)) \
+            or sum(len(r) // batch for _, r in trace.groupby("rank")) < 2:
+        return None
+    return list(found[0])
 
 
 def hdf5_chunk(trace, per_read):
@@ -519,7 +570,9 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "cannot be seen, samples of about one block are chosen, as many "
                          "as keep the files their size; nor can a shuffle buffer: "
                          "reader.sample_shuffle off")
-            if ascending is False and at_once == 1:
+            ascending = file_order_ascending(trace, names, at_once)
+            evidence["files_in_name_order"] = ascending
+            if ascending is False:
                 extra["file_shuffle"] = "seed"
                 notes.append("a rank takes its files out of their names' order: "
                              "reader.file_shuffle seed")

@@ -15,6 +15,11 @@ resource tracker. Two things tell them apart:
   spawn_main; spawn_main(tracker_fd=N, pipe_handle=M)" --multiprocessing-fork`` and its resource
   tracker as ``python -c "from multiprocessing.resource_tracker import main;main(N)"``.
 
+A set without workers (a one-process job, or plain processes started as ranks) may hold the log
+of a command the program ran (Python's platform module runs ``uname -p``): a process of another
+program than those that did I/O, with no I/O beyond its standard streams, is a helper, not a
+rank.
+
 Which main process spawned which worker is not in the logs. A spawned worker runs its parent's
 interpreter and lives within its parent's lifetime; among the main processes alive when it
 started, it is given to the one with the fewest of its workers alive then (a data loader starts
@@ -111,14 +116,21 @@ def roles_of(logs):
     interpreters = {_interpreter(logs[i].exe) for i in spawned}
     fork_parent = {p for p in parents if p is not None}
     workers_present = bool(spawned) or bool(fork_parent)
+    # the programs of the processes that did I/O beyond their standard streams
+    programs = {_interpreter(log.exe) for log in logs if _has_io(log)}
     kept = []
     for i, log in enumerate(logs):
         if role[i] is None:
             # with workers in the set, a main process is a fork parent, a process that did
             # I/O beyond its standard streams, or one running the workers' interpreter; any
-            # other log is a launcher's helper (orted, a shell command the program ran)
-            main = (not workers_present or log.nprocs > 1 or i in fork_parent or _has_io(log)
-                    or _interpreter(log.exe) in interpreters)
+            # other log is a launcher's helper (orted, a shell command the program ran).
+            # Without workers, a process of another program than those that did I/O, with
+            # none itself, is a helper too (the `uname -p` Python's platform module runs: a
+            # one-process job's set is then that process and its helper, not two ranks)
+            main = (log.nprocs > 1 or i in fork_parent or _has_io(log)
+                    or _interpreter(log.exe) in interpreters
+                    or (not workers_present
+                        and (not programs or _interpreter(log.exe) in programs)))
             role[i] = MAIN if main else HELPER
         kept.append(role[i] in (MAIN, FORKED, SPAWNED) or (role[i] == TRACKER and _has_io(log)))
     parent = list(parents)

@@ -130,11 +130,14 @@ def validate_access(cfg):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "
                           "it needs reader.access=sample, io.read_type=on_demand and a layout "
                           "that is not replicated")
-    if rd.hdf5_reads != "batch" and (not formats.traits(cfg.dataset.format).rows
-                                     or backends.of(cfg).collective):
-        raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by independent H5Dread "
-                          "calls: it needs an HDF5 dataset.format and an io.interface that is "
-                          "not collective")
+    if rd.batch_order and (rd.hdf5_reads != "sample" or sorted(rd.batch_order)
+                           != list(range(rd.batch_size))):
+        raise ConfigError(f"reader.batch_order={rd.batch_order!r}: the order of a batch's "
+                          "H5Dread calls needs reader.hdf5_reads=sample and a permutation of "
+                          f"0 .. {rd.batch_size - 1} (reader.batch_size {rd.batch_size})")
+    if rd.hdf5_reads != "batch" and not formats.traits(cfg.dataset.format).rows:
+        raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by one H5Dread a sample: "
+                          "it needs an HDF5 dataset.format")
     if rd.worker_files != "shared" and (rd.read_threads < 1 or rd.access != "sample"
                                         or io.read_type != "on_demand"
                                         or io.layout != "multi"):

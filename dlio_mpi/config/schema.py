@@ -154,8 +154,15 @@ SCHEMA = {
         "hdf5_reads": Key("enum", "batch", "HDF5 read by samples: a batch's rows of a file in "
                           "one H5Dread, a union of hyperslabs (batch), or one H5Dread per "
                           "sample (sample: h5py indexing a row per item, as a Dataset's "
-                          "__getitem__ does); with io.read_type=memory, the load's rows of a "
-                          "file in one H5Dread or one each", ("batch", "sample")),
+                          "__getitem__ does; collective: every rank makes a batch's worth "
+                          "of calls); with io.read_type=memory, the load's rows of a file in "
+                          "one H5Dread or one each", ("batch", "sample")),
+        "batch_order": Key("list", [], "with reader.hdf5_reads=sample: the order of a "
+                           "batch's H5Dread calls, as positions in the batch (a permutation "
+                           "of 0 .. batch_size-1; empty: in order): a reader that takes a "
+                           "step's datasets or fields in an order of its own, not the file's "
+                           "(h5bench reads x y z id_1 id_2 px py pz, written x y z px py pz "
+                           "id_1 id_2: [0, 1, 2, 6, 7, 3, 4, 5])"),
         "worker_files": Key("enum", "shared", "with read threads: the rank's open files shared "
                             "by its threads (shared), or each thread's own, batch k read "
                             "through thread k mod read_threads's, each file opened when the "

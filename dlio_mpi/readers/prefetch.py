@@ -176,6 +176,9 @@ class PrefetchReader:
         while self.steps and len(self.pending) < self.ahead:
             samples = self.steps.pop()
             if self.per_sample:     # a segment a sample: one H5Dread each
+                order = self.cfg.reader.batch_order
+                if order:           # the reader's own order of a batch's calls
+                    samples = samples[[k for k in order if k < len(samples)]]
                 groups = [divmod(int(s), self.data.spf) for s in samples.tolist()]
                 groups = [(f, [k]) for f, k in groups]
             else:

@@ -6,7 +6,7 @@
   ranges in one collective call.
 - H5Reader: HDF5 files through libhdf5 (MPI-IO driver, collective or independent, or sec2); a
   batch's rows of a file as one union of hyperslabs in one H5Dread, or (reader.hdf5_reads=
-  sample) one H5Dread per sample.
+  sample) one H5Dread per sample (collective: a batch's worth of calls on every rank).
 - PrefetchReader (dlio_mpi.readers.prefetch): reader.read_threads C threads reading batches ahead
   through every interface but the collective ones.
 Every read_batch returns the bytes delivered; short data is an error naming file and offset."""
@@ -61,7 +61,7 @@ class Reader:
     ep = None           # no epoch of requests built ahead: the loop calls read_batch
 
     def __init__(self, cfg, comm, log, split="train"):
-        self.cfg, self.comm, self.log = cfg, comm, log
+        self.cfg, self.comm, self.log, self.split = cfg, comm, log, split
         self.pre = Preprocessing(cfg, comm)
         self.data = Dataset(cfg, split)
         self.data.log = log         # index reads are the run's reads too
@@ -329,6 +329,21 @@ class H5Reader(Reader):
 
     def read_batch(self, samples):
         files, local = self.data.locate(samples)
+        order = self.cfg.reader.batch_order
+        if order and self.cfg.reader.hdf5_reads == "sample" and self.split == "train":
+            # the batch's samples in the reader's own order (a short batch keeps the
+            # positions it has)
+            at = [k for k in order if k < len(local)]
+            files, local = files[at], local[at]
+        if self.collective and self.cfg.reader.hdf5_reads == "sample":
+            # one collective H5Dread a sample (h5bench, a VPIC-like reader: a dataset a
+            # call): every rank makes a batch's worth of calls, a short batch's missing
+            # samples joined with no rows
+            total = 0
+            for k in range(self.batch):
+                rows = self.rows(0, local[k:k + 1])
+                total += self.files.get(0).read_rows(rows, np.ones_like(rows), out=self.buf)[1]
+            return total
         if self.collective:
             rows = self.rows(0, local)
             _, got = self.files.get(0).read_rows(rows, np.ones_like(rows), out=self.buf)

@@ -244,6 +244,16 @@ def test_roles_by_where_files_live_and_what_made_them(name, files, role):
     assert role_of(name, set(files) | {name}, 100, 0) == role
 
 
+def test_pythons_tempfile_probe_is_no_checkpoint():
+    """tempfile's first call (TensorFlow's import makes one) writes 4 bytes to a file of 8
+    random characters in each candidate directory, then removes it."""
+    from dlio_mpi_analysis.characterization.file_roles import role_of
+    assert role_of("/tmp/jm8a10tq", set(), 0, 4) == "other"
+    assert role_of("/work/run/k2_x9q0a", set(), 0, 4) == "other"
+    assert role_of("/tmp/jm8a10tq", set(), 0, 4096) == "checkpoint"
+    assert role_of("/ck/model_01.pt", set(), 0, 4) == "checkpoint"
+
+
 def test_written_only_files_are_checkpoints_unless_named_as_reports():
     from dlio_mpi_analysis.characterization.file_roles import mpi_library_file, role_of
     assert role_of("/ck/model_states-0.pt", set(), 0, 100) == "checkpoint"

@@ -124,6 +124,11 @@ def test_sizes(text, value):
      "reader.shuffle_scope=rank shuffles each rank's share"),
     (["reader.shuffle_scope=shard"], "reader.shuffle_scope='shard': one of"),
     (["reader.hdf5_reads=sample"], "reader.hdf5_reads=sample reads HDF5 rows"),
+    (["dataset.format=hdf5", "io.interface=hdf5", "reader.hdf5_reads=sample",
+      "reader.batch_size=2", "reader.batch_order=[1, 2]"],
+     "reader.batch_order=[1, 2]: the order of a batch's H5Dread calls needs"),
+    (["dataset.format=hdf5", "io.interface=hdf5", "reader.batch_size=2",
+      "reader.batch_order=[1, 0]"], "needs reader.hdf5_reads=sample"),
     (["reader.worker_files=epoch", "reader.read_threads=0"],
      "reader.worker_files=epoch gives each read thread its own open files"),
 ])

@@ -3,7 +3,7 @@ end to end under mpiexec (op log): reader.worker_files gives batch k to read thr
 read_threads, whose own handle of each file it reads is opened when it first needs the file,
 and closed at each epoch's end (epoch: workers new every epoch) or kept (run);
 reader.hdf5_reads=sample makes one H5Dread per sample instead of one union of a batch's rows
-of a file."""
+of a file (collective calls too, in reader.batch_order)."""
 import numpy as np
 import pytest
 
@@ -58,3 +58,24 @@ def test_shared_handles_and_batch_reads_by_default(tmp_path):
     job = load_job(str(out), dxt=True)
     assert int(job.records["H5F"]["H5F_OPENS"].sum()) == FILES
     assert int(job.records["H5D"]["H5D_READS"].sum()) < FILES * SPF * EPOCHS
+
+
+def test_collective_reads_a_sample_a_call_in_the_batch_order(tmp_path):
+    """hdf5_coll with reader.hdf5_reads=sample: one collective H5Dread a sample on every rank,
+    a batch's calls in reader.batch_order (h5bench reads a timestep's datasets in an order of
+    its own), not a batch's rows in one union."""
+    out = tmp_path / "out"
+    run_mpi(2, "run_cli.py", "run", f"dataset.data_folder={tmp_path}/data",
+            f"output.folder={out}", "dataset.format=hdf5", "dataset.num_files_train=1",
+            "dataset.num_samples_per_file=16", "dataset.record_length=16k",
+            "io.interface=hdf5_coll", "io.layout=shared", "reader.batch_size=4",
+            "reader.transfer_size=0", "reader.read_threads=0", "reader.sample_shuffle=off",
+            "reader.hdf5_reads=sample", "reader.batch_order=[1,0,3,2]", "train.epochs=1",
+            "train.computation_time=0", "io.keep_oplog=true", timeout=240)
+    job = load_job(str(out), dxt=True)
+    assert int(job.records["H5D"]["H5D_READS"].sum()) == 16       # one a sample
+    calls = job.dxt_segments["DXT_H5D"]
+    for rank, mine in calls[calls["op"] == "read"].groupby("rank"):
+        rows = (mine.sort_values("start")["offset"] // 16384).tolist()
+        first = 8 * int(rank)                   # each rank's block of 8 rows, 2 batches
+        assert rows == [first + k for k in (1, 0, 3, 2, 5, 4, 7, 6)]
