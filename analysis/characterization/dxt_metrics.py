@@ -151,6 +151,7 @@ def load_burst(reads, run_time):
 
 
 def _write_bursts(writes, run_time):
+    writes = as_table(writes)
     if writes.empty:
         return []
     gap = max(BURST_GAP * (run_time or 0.0), 1e-3)
