@@ -14,7 +14,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from dlio_mpi_analysis.characterization.counters import SPECS, counter_sum
 from dlio_mpi_analysis.characterization.data_io import DataFigures, data_figures, role_totals
@@ -134,6 +133,10 @@ class Characterization:
         "module_summary" (module, metric, value),
         "size_histograms" (module, op, bucket, operations), "dxt" (module, metric, value),
         "dxt_timeline" (module, rank, ...) and "dxt_segments" (module, rank, op, ...)."""
+        import pandas as pd
+
+        from dlio_mpi_analysis.loading.trace_ops import segments_frame
+
         summary = {key: value for key, value in self.to_dict().items()
                    if key not in ("modules", "dxt", "data", "summary")}
         histograms = [
@@ -144,7 +147,8 @@ class Characterization:
             for bucket, count in sizes.histogram.items()]
         timeline = [{"module": name, **dataclasses.asdict(span)}
                     for name, metrics in self.dxt.items() for span in metrics.timeline]
-        segments = [frame.assign(module=name) for name, frame in self.dxt_segments.items()]
+        segments = [segments_frame(frame).assign(module=name)
+                    for name, frame in self.dxt_segments.items()]
         return {
             "summary": pd.DataFrame(_flatten(summary), columns=["metric", "value"]),
             "modules": _long_table(self.modules),
@@ -264,16 +268,17 @@ def _without_tool_files(job):
         return job, []
     dropped = 0
     records = {}
+    tool = np.array(sorted(tool), dtype=np.uint64)
     for name, frame in job.records.items():
-        keep = ~frame["id"].isin(tool) if "id" in frame else None
+        keep = ~np.isin(frame["id"], tool) if "id" in frame else None
         if keep is None or keep.all():
             records[name] = frame
             continue
         dropped += int((~keep).sum())
-        records[name] = frame[keep].reset_index(drop=True)
+        records[name] = frame[keep]
     if not dropped:
         return job, []
-    segments = {name: frame[~frame["id"].isin(tool)].reset_index(drop=True)
+    segments = {name: frame[~np.isin(frame["id"], tool)]
                 for name, frame in (job.dxt_segments or {}).items()}
     note = (f"{dropped} records of the tools' own files (dlio_mpi's manifest, probe and output "
             "files, MPI-IO lock tests) are left out")
@@ -285,31 +290,40 @@ def data_formats(roles, names, records, basis):
     (spec, frame) parts ``basis`` that moved bytes and are data or checkpoints (``roles``,
     :mod:`dlio_mpi_analysis.characterization.file_roles`; see Characterization)."""
     hdf5_ids = set(records["H5F"]["id"].tolist()) if "H5F" in records else set()
-    parts = [pd.DataFrame({"id": frame["id"].to_numpy(),
-                           "rank": frame["rank"].to_numpy(),
-                           "read": frame[spec.bytes_read].clip(lower=0).to_numpy(),
-                           "written": frame[spec.bytes_written].clip(lower=0).to_numpy()})
+    parts = [(frame["id"], frame["rank"], np.maximum(frame[spec.bytes_read], 0),
+              np.maximum(frame[spec.bytes_written], 0))
              for spec, frame in basis if not frame.empty]
     if not parts:
         return {}
-    joined = pd.concat(parts)
-    by_id = joined.groupby("id")
-    moved = by_id[["read", "written"]].sum()
+    ids, ranks, read, written = (np.concatenate(column) for column in zip(*parts))
+    files, of = np.unique(ids, return_inverse=True)
+    of = of.reshape(-1)
+    n = len(files)
+    read_per_file = np.zeros(n, np.int64)
+    np.add.at(read_per_file, of, read.astype(np.int64))
+    written_per_file = np.zeros(n, np.int64)
+    np.add.at(written_per_file, of, written.astype(np.int64))
     # opened by several ranks, or a record Darshan reduced over all ranks (rank -1); whole
     # columns, not a Python function per file, which a log of thousands of files waits on
-    ranks = by_id["rank"]
-    moved["shared"] = ((ranks.nunique() > 1) | (ranks.min() < 0)).astype(np.int64)
-    moved = moved[(moved["read"] > 0) | (moved["written"] > 0)]
-    names = [names.get(int(i), "") for i in moved.index]
-    data = np.array([roles.get(int(i), "data") in DATA_IO for i in moved.index], dtype=bool)
-    moved = moved.assign(format=[file_format(n, int(i) in hdf5_ids)
-                                 for n, i in zip(names, moved.index)])[data]
-    formats = moved.groupby("format").agg(files=("read", "size"), bytes_read=("read", "sum"),
-                                          bytes_written=("written", "sum"),
-                                          shared_files=("shared", "sum"))
-    formats = formats.sort_values("bytes_read", ascending=False, kind="stable")
-    return {fmt: {key: int(value) for key, value in row.items()}
-            for fmt, row in formats.iterrows()}
+    pairs = np.unique(np.stack([of, ranks.astype(np.int64)]), axis=1)
+    lowest = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(lowest, of, ranks.astype(np.int64))
+    shared = ((np.bincount(pairs[0], minlength=n) > 1) | (lowest < 0)).astype(np.int64)
+    moved = np.flatnonzero((read_per_file > 0) | (written_per_file > 0))
+    chosen = [i for i in moved.tolist() if roles.get(int(files[i]), "data") in DATA_IO]
+    formats = {}
+    for i in chosen:
+        fid = int(files[i])
+        fmt = file_format(names.get(fid, ""), fid in hdf5_ids)
+        entry = formats.setdefault(fmt, {"files": 0, "bytes_read": 0, "bytes_written": 0,
+                                         "shared_files": 0})
+        entry["files"] += 1
+        entry["bytes_read"] += int(read_per_file[i])
+        entry["bytes_written"] += int(written_per_file[i])
+        entry["shared_files"] += int(shared[i])
+    # most bytes read first; equal ones in the order of their names
+    ordered = sorted(sorted(formats), key=lambda fmt: -formats[fmt]["bytes_read"])
+    return {fmt: formats[fmt] for fmt in ordered}
 
 
 def _interfaces(job, modules):
@@ -360,6 +374,8 @@ def _flatten(mapping, prefix=""):
 
 
 def _long_table(metrics_by_module, skip=("histogram",)):
+    import pandas as pd
+
     rows = []
     for name, metrics in metrics_by_module.items():
         plain = _plain(metrics)

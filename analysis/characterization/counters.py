@@ -95,7 +95,7 @@ def counter_totals(frame, names):
 
     Column by column: selecting the columns as one frame first costs more than the sums. The
     counters are integers, whose sums do not depend on the order of the additions."""
-    return [int(np.maximum(frame[name].to_numpy(), 0).sum()) for name in names]
+    return [int(np.maximum(frame[name], 0).sum()) for name in names]
 
 
 def counter_sum(frame, names):

@@ -49,7 +49,7 @@ def data_figures(job, records, roles):
     basis, _ = parts_at(kept, job.names, job.layers)
     checkpoints = {i for i, role in roles.items() if role == "checkpoint"}
     traces = {name: keep_roles(frame, roles) for name, frame in (job.dxt_segments or {}).items()}
-    files = np.unique(np.concatenate([frame["id"].to_numpy().astype(np.uint64)
+    files = np.unique(np.concatenate([frame["id"].astype(np.uint64)
                                       for _, frame in basis] or [np.zeros(0, np.uint64)]))
     n_checkpoint = sum(1 for f in files.tolist() if int(f) in checkpoints)
     return DataFigures(
@@ -72,8 +72,8 @@ def role_totals(roles, basis):
     for spec, frame in basis:
         if frame.empty:
             continue
-        read = frame[spec.bytes_read].clip(lower=0).to_numpy()
-        written = frame[spec.bytes_written].clip(lower=0).to_numpy()
+        read = np.maximum(frame[spec.bytes_read], 0)
+        written = np.maximum(frame[spec.bytes_written], 0)
         for i, r, w in zip(frame["id"].tolist(), read.tolist(), written.tolist()):
             role = roles.get(int(i), "data")
             entry = totals.setdefault(role, {"ids": set(), "bytes_read": 0, "bytes_written": 0})

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlio_mpi_analysis.loading.table import as_table
+from dlio_mpi_analysis.loading.trace_ops import READ_OP, WRITE_OP, as_trace_table
+
 EARLY_PERIOD = 0.10  # the "start" of a run: this fraction of its run time
 AT_START_THRESHOLD = 0.8  # early_read_fraction from which input counts as read at start
 LOAD_BUSY = 0.5  # or: one busy burst of reads (in progress this fraction of it), then none
@@ -101,10 +104,12 @@ class DxtMetrics:
 
 
 def dxt_metrics(module, segments, run_time, partial, timeline=True):
-    """Characterize one DXT module's segments (a loader DataFrame) per :class:`DxtMetrics`;
-    ``timeline=False`` leaves its per-rank timeline empty."""
-    reads = segments[segments["op"] == "read"]
-    writes = segments[segments["op"] == "write"]
+    """Characterize one DXT module's segments (a loader Table, or a DataFrame of its columns
+    with the op's name) per :class:`DxtMetrics`; ``timeline=False`` leaves its per-rank
+    timeline empty."""
+    segments = as_trace_table(segments)
+    reads = segments[segments["op"] == READ_OP]
+    writes = segments[segments["op"] == WRITE_OP]
     early = _early_read_fraction(reads, run_time)
     return DxtMetrics(
         module=module,
@@ -124,11 +129,12 @@ def dxt_metrics(module, segments, run_time, partial, timeline=True):
 
 
 def load_burst(reads, run_time):
-    """True when the reads (a DXT frame) form one busy burst (reads in progress on any rank at
+    """True when the reads (a DXT Table) form one busy burst (reads in progress on any rank at
     least LOAD_BUSY of the time from the first read's start to the last one's end) followed
     by at least as long without reads before the run's end."""
     if not run_time or reads.empty:
         return False
+    reads = as_table(reads)
     start, end = float(reads["start"].min()), float(reads["end"].max())
     if end <= start or run_time - end < end - start:
         return False
@@ -145,12 +151,13 @@ def load_burst(reads, run_time):
 
 
 def _write_bursts(writes, run_time):
+    writes = as_table(writes)
     if writes.empty:
         return []
     gap = max(BURST_GAP * (run_time or 0.0), 1e-3)
-    w = writes.sort_values("start")
-    start, end = w["start"].to_numpy(), w["end"].to_numpy()
-    length, rank = w["length"].to_numpy(), w["rank"].to_numpy()
+    w = writes.rows(np.argsort(writes["start"], kind="quicksort"))
+    start, end = w["start"], w["end"]
+    length, rank = w["length"], w["rank"]
     bursts, first, reach = [], 0, end[0]
     for i in range(1, len(w) + 1):
         if i < len(w) and start[i] < reach + gap:
@@ -171,7 +178,7 @@ def _write_bursts(writes, run_time):
 def _size_stats(ops):
     if ops.empty:
         return None
-    length = ops["length"].to_numpy()
+    length = ops["length"]
     return SizeStats(
         operations=len(length),
         zero_length=int((length == 0).sum()),
@@ -185,8 +192,8 @@ def _size_stats(ops):
 def _bandwidth_stats(ops):
     if ops.empty:
         return None
-    length = ops["length"].to_numpy()
-    duration = (ops["end"] - ops["start"]).to_numpy()
+    length = ops["length"]
+    duration = ops["end"] - ops["start"]
     zero_length = length == 0
     zero_duration = ~zero_length & (duration <= 0)
     used = ~zero_length & ~zero_duration
@@ -207,23 +214,28 @@ def _early_read_fraction(reads, run_time):
     if total == 0:
         return None
     early = reads["start"] < EARLY_PERIOD * run_time
-    return int(reads.loc[early, "length"].sum()) / total
+    return int(reads["length"][early].sum()) / total
 
 
 def _timeline(segments):
     if segments.empty:
         return []
-    is_read = segments["op"] == "read"
-    per_rank = segments.assign(
-        reads=is_read.astype(np.int64),
-        writes=(~is_read).astype(np.int64),
-        bytes_read=segments["length"].where(is_read, 0),
-        bytes_written=segments["length"].where(~is_read, 0),
-    ).groupby("rank").agg(
-        reads=("reads", "sum"), writes=("writes", "sum"),
-        bytes_read=("bytes_read", "sum"), bytes_written=("bytes_written", "sum"),
-        first_start=("start", "min"), last_end=("end", "max"))
-    return [RankSpan(rank=int(rank), reads=int(row.reads), writes=int(row.writes),
-                     bytes_read=int(row.bytes_read), bytes_written=int(row.bytes_written),
-                     first_start=float(row.first_start), last_end=float(row.last_end))
-            for rank, row in per_rank.iterrows()]
+    is_read = segments["op"] == READ_OP
+    ranks, of = np.unique(segments["rank"], return_inverse=True)
+    of = of.reshape(-1)
+    n = len(ranks)
+    length = segments["length"].astype(np.int64)
+    reads = np.bincount(of, weights=is_read, minlength=n)
+    bytes_read = np.zeros(n, np.int64)
+    np.add.at(bytes_read, of[is_read], length[is_read])
+    bytes_written = np.zeros(n, np.int64)
+    np.add.at(bytes_written, of[~is_read], length[~is_read])
+    first_start = np.full(n, np.inf)
+    np.minimum.at(first_start, of, segments["start"])
+    last_end = np.full(n, -np.inf)
+    np.maximum.at(last_end, of, segments["end"])
+    counts = np.bincount(of, minlength=n)
+    return [RankSpan(rank=int(ranks[i]), reads=int(reads[i]), writes=int(counts[i] - reads[i]),
+                     bytes_read=int(bytes_read[i]), bytes_written=int(bytes_written[i]),
+                     first_start=float(first_start[i]), last_end=float(last_end[i]))
+            for i in range(n)]

@@ -90,8 +90,8 @@ def moved_bytes(names, records):
         spec = SPECS.get(module)
         if spec is None or spec.bytes_read is None or frame.empty:
             continue
-        read = np.maximum(frame[spec.bytes_read].to_numpy(), 0)
-        written = np.maximum(frame[spec.bytes_written].to_numpy(), 0)
+        read = np.maximum(frame[spec.bytes_read], 0)
+        written = np.maximum(frame[spec.bytes_written], 0)
         for i, r, w in zip(frame["id"].tolist(), read.tolist(), written.tolist()):
             name = names.get(int(i), "")
             if module == "H5D":
@@ -122,7 +122,7 @@ def role_of(name, job_files, read, written):
 
 
 def file_roles(names, records):
-    """Record id -> role for every record of ``records`` (module -> loader DataFrame) and every
+    """Record id -> role for every record of ``records`` (module -> loader Table) and every
     named id (module docstring)."""
     moved = moved_bytes(names, records)
     file_names = {dataset_file(n) for n in names.values()} | set(moved)
@@ -147,10 +147,10 @@ def ids_with(roles, wanted=DATA_IO):
 
 
 def keep_roles(frame, roles, wanted=DATA_IO):
-    """The rows of a records (or trace) frame whose file has one of the roles ``wanted``; a
+    """The rows of a records (or trace) table whose file has one of the roles ``wanted``; a
     row of an id without a role (unnamed) is kept, as data."""
     if frame is None or frame.empty or "id" not in frame:
         return frame
-    left_out = [np.uint64(i) for i, role in roles.items() if role not in wanted]
-    keep = ~frame["id"].isin(left_out)
-    return frame if keep.all() else frame[keep].reset_index(drop=True)
+    left_out = np.array([i for i, role in roles.items() if role not in wanted], dtype=np.uint64)
+    keep = ~np.isin(frame["id"], left_out)
+    return frame if keep.all() else frame[keep]

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlio_mpi_analysis.characterization.group_sums import group_sum, groups_in_order
+
 # modules whose records the darshan-util accumulator turns into a performance estimate and
 # file categories (PyDarshan's per-module "Overview" and "File Count Summary")
 ACCUMULATED = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
@@ -181,12 +183,12 @@ def io_cost(prefix, frame, nprocs, run_time):
 
 def performance_estimate(prefix, frame, nprocs):
     """The :class:`PerformanceEstimate` of a module's records."""
-    ranks = frame["rank"].to_numpy()
+    ranks = frame["rank"]
     total = int(frame[f"{prefix}_BYTES_READ"].sum() + frame[f"{prefix}_BYTES_WRITTEN"].sum())
     reduced = ranks < 0
-    shared = float(frame[f"{prefix}_F_SLOWEST_RANK_TIME"].to_numpy()[reduced].sum())
-    rw = (frame[f"{prefix}_F_READ_TIME"] + frame[f"{prefix}_F_WRITE_TIME"]).to_numpy()
-    meta = frame[f"{prefix}_F_META_TIME"].to_numpy()
+    shared = float(frame[f"{prefix}_F_SLOWEST_RANK_TIME"][reduced].sum())
+    rw = frame[f"{prefix}_F_READ_TIME"] + frame[f"{prefix}_F_WRITE_TIME"]
+    meta = frame[f"{prefix}_F_META_TIME"]
     own = ~reduced
     size = max(nprocs, int(ranks.max()) + 1 if len(ranks) else 0)
     rank_rw = np.bincount(ranks[own], weights=rw[own], minlength=size)
@@ -209,20 +211,20 @@ def performance_estimate(prefix, frame, nprocs):
 
 def file_categories(prefix, frame, has_offsets):
     """Category -> :class:`FileCategory` over a module's records (see ModuleSummary)."""
-    ids = frame["id"].to_numpy()
+    ids = frame["id"]
     files, first = np.unique(ids, return_index=True)
     order = np.argsort(first)  # files in the order of their first record
     files = files[order]
     index = {int(f): i for i, f in enumerate(files.tolist())}
     of = np.array([index[int(i)] for i in ids.tolist()], dtype=np.int64)
-    read = np.bincount(of, weights=frame[f"{prefix}_BYTES_READ"].to_numpy(),
+    read = np.bincount(of, weights=frame[f"{prefix}_BYTES_READ"],
                        minlength=len(files)).astype(np.int64)
-    written = np.bincount(of, weights=frame[f"{prefix}_BYTES_WRITTEN"].to_numpy(),
+    written = np.bincount(of, weights=frame[f"{prefix}_BYTES_WRITTEN"],
                           minlength=len(files)).astype(np.int64)
     offsets = None
     if has_offsets:
-        record_offsets = np.maximum(frame[f"{prefix}_MAX_BYTE_READ"].to_numpy(),
-                                    frame[f"{prefix}_MAX_BYTE_WRITTEN"].to_numpy())
+        record_offsets = np.maximum(frame[f"{prefix}_MAX_BYTE_READ"],
+                                    frame[f"{prefix}_MAX_BYTE_WRITTEN"])
         offsets = np.zeros(len(files), dtype=np.int64)
         np.maximum.at(offsets, of, record_offsets)
         # a record with no offset at all leaves its file's offset unknown (the accumulator's -1)
@@ -252,8 +254,8 @@ def file_categories(prefix, frame, has_offsets):
 
 def common_access_sizes(prefix, frame, rows=COMMON_SIZES):
     """Up to ``rows`` [size, accesses] pairs of the module's most common access sizes."""
-    sizes = np.concatenate([frame[f"{prefix}_ACCESS{i}_ACCESS"].to_numpy() for i in range(1, 5)])
-    counts = np.concatenate([frame[f"{prefix}_ACCESS{i}_COUNT"].to_numpy() for i in range(1, 5)])
+    sizes = np.concatenate([frame[f"{prefix}_ACCESS{i}_ACCESS"] for i in range(1, 5)])
+    counts = np.concatenate([frame[f"{prefix}_ACCESS{i}_COUNT"] for i in range(1, 5)])
     keep = counts > 0
     if not keep.any():
         return []
@@ -268,22 +270,28 @@ def top_files(module, frame, names, rows=TOP_FILES):
     :class:`TopFile` each, summed over a file's records; files without bytes or time are
     left out of the ranking they would close."""
     prefix = TIME_PREFIX[module]
-    per_file = frame[["id"]].copy()
     byte_prefix = BYTE_PREFIX.get(module)
-    per_file["read"] = frame[f"{byte_prefix}_BYTES_READ"].clip(lower=0) if byte_prefix else 0
-    per_file["written"] = (frame[f"{byte_prefix}_BYTES_WRITTEN"].clip(lower=0)
-                           if byte_prefix else 0)
+    zeros = np.zeros(len(frame), np.int64)
+    read = np.maximum(frame[f"{byte_prefix}_BYTES_READ"], 0) if byte_prefix else zeros
+    written = np.maximum(frame[f"{byte_prefix}_BYTES_WRITTEN"], 0) if byte_prefix else zeros
     times = [f"{prefix}_F_{kind}_TIME" for kind in ("READ", "WRITE", "META")
              if f"{prefix}_F_{kind}_TIME" in frame]
-    per_file["time"] = frame[times].clip(lower=0).sum(axis=1)
-    summed = per_file.groupby("id", sort=False).sum()
+    time = np.maximum(np.column_stack([frame[t] for t in times]), 0.0).sum(axis=1) \
+        if times and len(frame) else np.zeros(len(frame))
+    files, of = groups_in_order(frame["id"])
+    summed = {"read": group_sum(of, read, len(files)),
+              "written": group_sum(of, written, len(files)),
+              "time": group_sum(of, time, len(files))}
     summed["moved"] = summed["read"] + summed["written"]
 
     def ranked(column):
-        chosen = summed[summed[column] > 0].sort_values(column, ascending=False, kind="stable")
-        return [TopFile(name=names.get(int(i), str(int(i))), bytes_read=int(row["read"]),
-                        bytes_written=int(row["written"]), io_time=float(row["time"]))
-                for i, row in chosen.head(rows).iterrows()]
+        chosen = np.flatnonzero(summed[column] > 0)
+        chosen = chosen[np.argsort(-summed[column][chosen], kind="stable")][:rows]
+        return [TopFile(name=names.get(int(files[i]), str(int(files[i]))),
+                        bytes_read=int(summed["read"][i]),
+                        bytes_written=int(summed["written"][i]),
+                        io_time=float(summed["time"][i]))
+                for i in chosen]
 
     return (ranked("moved") if byte_prefix else []), ranked("time")
 
@@ -300,8 +308,8 @@ def mount_use(records, names, mounts):
         frame = records.get(module)
         if frame is None or frame.empty:
             continue
-        read = frame[f"{module}_BYTES_READ"].clip(lower=0).to_numpy()
-        written = frame[f"{module}_BYTES_WRITTEN"].clip(lower=0).to_numpy()
+        read = np.maximum(frame[f"{module}_BYTES_READ"], 0)
+        written = np.maximum(frame[f"{module}_BYTES_WRITTEN"], 0)
         for i, r, w in zip(frame["id"].tolist(), read.tolist(), written.tolist()):
             mount = _mount_of(names.get(int(i), ""), table)
             if mount is None:
@@ -331,7 +339,7 @@ def mpiio_hints(job, records):
     hints = {}
     frame = records.get("MPI-IO")
     if frame is not None and not frame.empty and "MPIIO_HINTS" in frame:
-        hints["set_hints"] = int(frame["MPIIO_HINTS"].clip(lower=0).sum())
+        hints["set_hints"] = int(np.maximum(frame["MPIIO_HINTS"], 0).sum())
     if job.hints:
         hints["log_hints"] = list(job.hints)
     return hints

@@ -51,7 +51,7 @@ def dataset_file(name):
 def file_ids(module, frame, names, id_of_name):
     """The file record id of every row of ``frame``: its own id, or for H5D the id of the file
     its dataset is in (the dataset's id when no other module names the file)."""
-    ids = frame["id"].to_numpy().astype(np.uint64)
+    ids = frame["id"].astype(np.uint64)
     if module != "H5D":
         return ids
     return np.array([id_of_name.get(dataset_file(names.get(int(i), "")), i) for i in ids],
@@ -85,11 +85,11 @@ def parts_at(records, names, layers, layer="POSIX"):
             continue
         keep = np.array([chosen.get(f) == LAYER_OF_MODULE[module] for f in ids[module].tolist()],
                         dtype=bool)
-        frame = records[module][keep].reset_index(drop=True)
+        frame = records[module][keep]
         if module in ("MPI-IO", "H5D") and frame.empty:
             continue
         if module == "H5D":
-            frame = frame.assign(id=ids[module][keep])
+            frame = frame.with_column("id", ids[module][keep])
         parts.append((SPECS[module], frame))
         time_parts.append((SPECS[module], frame))
     if "H5F" in records:
@@ -97,5 +97,5 @@ def parts_at(records, names, layers, layer="POSIX"):
         keep = np.array([chosen.get(f) == "HDF5" for f in h5f["id"].astype(np.uint64).tolist()],
                         dtype=bool)
         if keep.any():
-            time_parts.append((SPECS["H5F"], h5f[keep].reset_index(drop=True)))
+            time_parts.append((SPECS["H5F"], h5f[keep]))
     return parts, time_parts

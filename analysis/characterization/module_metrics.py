@@ -117,7 +117,7 @@ class ModuleMetrics:
 
 
 def module_metrics(spec, frame, nprocs, run_time):
-    """Characterize one module's records (a loader DataFrame) per :class:`ModuleMetrics`."""
+    """Characterize one module's records (a loader Table) per :class:`ModuleMetrics`."""
     ops = {name: counter_sum(frame, counters) for name, counters in spec.ops.items()}
     bytes_read = counter_sum(frame, [spec.bytes_read]) if spec.bytes_read else None
     bytes_written = counter_sum(frame, [spec.bytes_written]) if spec.bytes_written else None
@@ -165,9 +165,9 @@ def file_counts(parts):
     """Files over the (spec, frame) pairs in ``parts``, per :class:`Files`; a file that
     several modules touched counts once."""
     has_bytes = any(spec.bytes_read for spec, _ in parts)
-    files, file_of = np.unique(_pooled(parts, lambda spec, frame: frame["id"].to_numpy()),
+    files, file_of = np.unique(_pooled(parts, lambda spec, frame: frame["id"]),
                                return_inverse=True)
-    ranks = _pooled(parts, lambda spec, frame: frame["rank"].to_numpy())
+    ranks = _pooled(parts, lambda spec, frame: frame["rank"])
     several_ranks = np.bincount(np.unique(np.stack([file_of, ranks]), axis=1)[0],
                                 minlength=len(files)) > 1
     reduced = np.bincount(file_of[ranks < 0], minlength=len(files)) > 0
@@ -189,7 +189,7 @@ def file_counts(parts):
 def io_time(parts, nprocs, run_time):
     """I/O time over the (spec, frame) pairs in ``parts``, per :class:`IOTime`."""
     times = _pooled(parts, _record_times)
-    ranks = _pooled(parts, lambda spec, frame: frame["rank"].to_numpy())
+    ranks = _pooled(parts, lambda spec, frame: frame["rank"])
     own = ranks >= 0
     reduced = _pooled(parts, lambda spec, frame: _reduced_slowest_times(spec, frame, nprocs))
     per_rank = np.bincount(ranks[own], weights=times[own])
@@ -205,32 +205,32 @@ def io_time(parts, nprocs, run_time):
 
 def negative_time_messages(spec, frame):
     """One message per time counter that holds negative values (which count as 0)."""
-    values = frame[list(spec.time_counters)]
-    negative = values < 0
-    return [f"{spec.name}: {int(negative[counter].sum())} record(s) hold a negative {counter} "
-            f"(down to {values[counter].min():.6g} s); counted as 0"
-            for counter in values.columns if negative[counter].any()]
+    return [f"{spec.name}: {int((frame[counter] < 0).sum())} record(s) hold a negative "
+            f"{counter} (down to {frame[counter].min():.6g} s); counted as 0"
+            for counter in spec.time_counters if (frame[counter] < 0).any()]
 
 
 def _record_times(spec, frame):
     """Read + write + metadata time of every record; negative values count as 0."""
-    return np.maximum(frame[list(spec.time_counters)].to_numpy(), 0.0).sum(axis=1)
+    times = np.column_stack([frame[name] for name in spec.time_counters]) \
+        if len(frame) else np.zeros((0, len(spec.time_counters)))
+    return np.maximum(times, 0.0).sum(axis=1)
 
 
 def _reduced_slowest_times(spec, frame, nprocs):
     """For every record reduced over all ranks, the time it adds to the slowest rank's
     (see IOTime)."""
-    reduced = frame["rank"].to_numpy() < 0
+    reduced = frame["rank"] < 0
     if spec.slowest_rank_time is None:
         return _record_times(spec, frame)[reduced] / nprocs
-    return np.maximum(frame[spec.slowest_rank_time].to_numpy()[reduced], 0.0)
+    return np.maximum(frame[spec.slowest_rank_time][reduced], 0.0)
 
 
 def _counter(frame, counter):
     """A counter's values with negatives as 0; zeros for a counter the module does not have."""
     if counter is None:
         return np.zeros(len(frame), dtype=np.int64)
-    return np.maximum(frame[counter].to_numpy(), 0)
+    return np.maximum(frame[counter], 0)
 
 
 def _pooled(parts, values):
@@ -270,7 +270,7 @@ def rank_balance(spec, frame, nprocs):
     if not spec.bytes_read:
         return None
     moved = _counter(frame, spec.bytes_read) + _counter(frame, spec.bytes_written)
-    rank = frame["rank"].to_numpy()
+    rank = frame["rank"]
     own = rank >= 0
     if not own.any():
         return None

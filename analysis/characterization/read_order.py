@@ -26,6 +26,7 @@ forward about half of the time."""
 import numpy as np
 
 from dlio_mpi_analysis.characterization.layers import dataset_file
+from dlio_mpi_analysis.loading.trace_ops import as_trace_table, op_code
 
 # traces of a layer's calls, from which the pieces of each call are taken
 TRACES = {"MPI-IO": "DXT_MPIIO", "HDF5": "DXT_H5D"}
@@ -69,9 +70,9 @@ def _merged(offs, lens):
 def _ranked_calls(reads):
     """The calls of one file from each rank's own requests (offsets known): call k is every
     rank's k-th read."""
-    reads = reads.sort_values(["rank", "start"], kind="stable")
-    k = reads.groupby("rank", sort=False).cumcount().to_numpy()
-    offs, lens = reads["offset"].to_numpy(), reads["length"].to_numpy()
+    reads = reads.sorted_by("rank", "start")
+    k = _position_in_rank(reads["rank"])
+    offs, lens = reads["offset"], reads["length"]
     return [(offs[k == i], lens[k == i]) for i in range(int(k.max()) + 1 if len(k) else 0)]
 
 
@@ -79,26 +80,35 @@ def _windowed_calls(collective, posix):
     """The calls of one file from the aggregators' POSIX reads (module docstring): a rank's
     POSIX read inside its own k-th collective read call is part of call k; None when the
     ranks' call counts differ."""
-    collective = collective.sort_values(["rank", "start"], kind="stable")
-    counts = collective.groupby("rank", sort=False).size()
-    if counts.nunique() != 1:
+    collective = collective.sorted_by("rank", "start")
+    ranks, counts = np.unique(collective["rank"], return_counts=True)
+    if len(np.unique(counts)) != 1:
         return None
-    n = int(counts.iloc[0])
+    n = int(counts[0])
     pieces = [([], []) for _ in range(n)]
-    for rank, own in collective.groupby("rank", sort=False):
+    for rank in ranks:
+        own = collective[collective["rank"] == rank]
         mine = posix[posix["rank"] == rank]
-        starts = mine["start"].to_numpy()
-        offs, lens = mine["offset"].to_numpy(), mine["length"].to_numpy()
-        for k, (a, z) in enumerate(zip(own["start"].to_numpy(), own["end"].to_numpy())):
+        starts = mine["start"]
+        offs, lens = mine["offset"], mine["length"]
+        for k, (a, z) in enumerate(zip(own["start"], own["end"])):
             inside = (starts >= a) & (starts <= z)
             pieces[k][0].append(offs[inside])
             pieces[k][1].append(lens[inside])
     return [(np.concatenate(o), np.concatenate(n_)) for o, n_ in pieces]
 
 
+def _position_in_rank(ranks):
+    """Each row's place among its rank's rows (0 for the first), rows sorted by rank."""
+    if not len(ranks):
+        return np.zeros(0, np.int64)
+    first = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
+    return np.arange(len(ranks)) - np.repeat(first, np.diff(np.r_[first, len(ranks)]))
+
+
 def read_order(segments, layer, ids=None, names=None):
     """The continuity share (module docstring) of the data reads at ``layer`` ("MPI-IO" or
-    "HDF5") of a job's DXT segments (module -> DataFrame), over the files ``ids`` (record ids;
+    "HDF5") of a job's DXT segments (module -> Table), over the files ``ids`` (record ids;
     all when None; with ``names``, record id -> name, also the datasets in those files, as
     an op log's H5D trace names them); None when the traces cannot show it (no trace of the layer, collective
     calls without an aggregators' POSIX trace, fewer than two calls per file)."""
@@ -115,21 +125,24 @@ def call_order(segments, layer, ids, names, op):
     frame = (segments or {}).get(TRACES.get(layer, ""))
     if frame is None and layer == "HDF5":
         frame = (segments or {}).get("DXT_MPIIO")       # libhdf5's MPI-IO calls beneath
+    frame = as_trace_table(frame)
     if frame is None or frame.empty:
         return None
-    calls = frame[frame["op"] == op]
+    code = op_code(op)
+    calls = frame[frame["op"] == code]
     if ids is not None:
         ids = set(ids)
         if names:
             files = {names.get(i) for i in ids}
-            ids |= {int(i) for i in calls["id"].unique()
+            ids |= {int(i) for i in np.unique(calls["id"])
                     if dataset_file(names.get(int(i), "")) in files}
-        calls = calls[calls["id"].isin(list(ids))]
-    posix = (segments or {}).get("DXT_POSIX")
+        calls = calls[np.isin(calls["id"], np.array(sorted(ids), dtype=np.uint64))]
+    posix = as_trace_table((segments or {}).get("DXT_POSIX"))
     if posix is not None:
-        posix = posix[posix["op"] == op]
+        posix = posix[posix["op"] == code]
     continued = total = 0
-    for fid, calls_of_file in calls.groupby("id", sort=False):
+    for fid in np.unique(calls["id"]):
+        calls_of_file = calls[calls["id"] == fid]
         blind = calls_of_file["offset"] < 0
         if blind.any():
             if posix is None:
@@ -137,8 +150,10 @@ def call_order(segments, layer, ids, names, op):
             blind_calls = calls_of_file[blind]
             # the data calls: those of the size that moves the most bytes (libhdf5's own
             # metadata calls beneath an H5Fopen are small, some on one rank only)
-            moved = blind_calls.groupby("length")["length"].sum()
-            data_calls = blind_calls[blind_calls["length"] == moved.idxmax()]
+            sizes, of = np.unique(blind_calls["length"], return_inverse=True)
+            moved = np.zeros(len(sizes), np.int64)
+            np.add.at(moved, of.reshape(-1), blind_calls["length"].astype(np.int64))
+            data_calls = blind_calls[blind_calls["length"] == sizes[int(np.argmax(moved))]]
             pieces = _windowed_calls(data_calls, posix[posix["id"] == fid])
         else:
             pieces = _ranked_calls(calls_of_file)

@@ -113,6 +113,7 @@ from dlio_mpi_analysis.loading.oplog import MMAP_MARK
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
 from dlio_mpi_analysis.characterization.read_order import read_order, write_order
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
+from dlio_mpi_analysis.loading.trace_ops import READ_OP
 
 # (metric, kind, weight, description)
 METRICS = (
@@ -286,16 +287,17 @@ def _posix_read_order(posix, segments=None):
     trace = (segments or {}).get("DXT_POSIX")
     if trace is None:
         return None
-    trace = trace[(trace["op"] == "read") & trace["id"].isin(list(ids))]
+    trace = trace[(trace["op"] == READ_OP)
+                  & np.isin(trace["id"], np.array(sorted(ids), dtype=np.uint64))]
     if trace.empty:
         return None
     keys = ["process", "rank", "id"] if "process" in trace else ["rank", "id"]
-    trace = trace.sort_values(keys + ["start"], kind="stable")
-    off = trace["offset"].to_numpy()
-    end = off + trace["length"].to_numpy()
+    trace = trace.sorted_by(*keys, "start")
+    off = trace["offset"]
+    end = off + trace["length"]
     same = np.ones(len(trace), bool)
     for k in keys:
-        col = trace[k].to_numpy()
+        col = trace[k]
         same[1:] &= col[1:] == col[:-1]
     same[0] = False
     back = same[1:] & (off[1:] < end[:-1]) & (off[1:] != 0)
@@ -309,7 +311,8 @@ def _evaluation_phases(c, parts):
     if trace is None:
         return None
     ids = {int(i) for _, f in parts for i in f["id"]}
-    reads = trace[(trace["op"] == "read") & trace["id"].isin(list(ids))]
+    reads = trace[(trace["op"] == READ_OP)
+                  & np.isin(trace["id"], np.array(sorted(ids), dtype=np.uint64))]
     if reads.empty:
         return None
     found = evaluation_phases(reads, c.names)

@@ -11,12 +11,13 @@ about.
 """
 
 import numpy as np
-import pandas as pd
 
 from dlio_mpi.display import units
 
 from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
 from dlio_mpi_analysis.characterization.file_roles import DATA_IO, keep_roles
+from dlio_mpi_analysis.characterization.group_sums import group_sum
+from dlio_mpi_analysis.loading.trace_ops import READ_OP
 from dlio_mpi_analysis.diagnosis.findings import Finding
 
 # the upper edge in bytes of each of Darshan's size buckets (the last has none)
@@ -66,7 +67,7 @@ class LogJob:
 def _col(frame, name):
     if name not in frame:
         return np.zeros(len(frame), dtype=np.int64)
-    return np.maximum(frame[name].to_numpy(), 0)
+    return np.maximum(frame[name], 0)
 
 
 def _small(frame, op, limit):
@@ -82,16 +83,33 @@ def _small(frame, op, limit):
 def _shared(frame):
     """The rows of files shared by ranks: reduced over all ranks (rank -1) or of ids that
     several ranks hold."""
-    ranks = frame.groupby("id")["rank"].transform("nunique")
-    return frame[(frame["rank"].to_numpy() < 0) | (ranks.to_numpy() > 1)]
+    files, of = np.unique(frame["id"], return_inverse=True)
+    of = of.reshape(-1)
+    pairs = np.unique(np.stack([of, frame["rank"].astype(np.int64)]), axis=1)
+    ranks = np.bincount(pairs[0], minlength=len(files))
+    return frame[(frame["rank"] < 0) | (ranks[of] > 1)]
+
+
+class PerFile:
+    """Values summed per file (record id), the files in ascending id order, as pairs."""
+
+    def __init__(self, ids, values):
+        self.ids, of = np.unique(ids, return_inverse=True)
+        self.values = group_sum(of.reshape(-1), values, len(self.ids))
+
+    def __len__(self):
+        return len(self.ids)
+
+    def items(self):
+        return zip(self.ids.tolist(), self.values.tolist())
 
 
 def _per_file(frame, values):
-    return pd.Series(values, index=frame["id"].to_numpy()).groupby(level=0).sum()
+    return PerFile(frame["id"], values)
 
 
 def _ranks(frame, mask):
-    return sorted({int(r) for r in frame["rank"].to_numpy()[mask] if r >= 0})
+    return sorted({int(r) for r in frame["rank"][mask] if r >= 0})
 
 
 def _small_requests(job, op, shared):
@@ -112,7 +130,7 @@ def _small_requests(job, op, shared):
     key = f"small_{op}s" + ("_shared" if shared else "")
     per_file = _per_file(frame, small)
     files = job.top(per_file.items())
-    where = f" of {len(per_file[per_file > 0])} shared file(s)" if shared else ""
+    where = f" of {int((per_file.values > 0).sum())} shared file(s)" if shared else ""
     return Finding(
         key, ("small reads" if op == "read" else "small writes") +
         (" of shared files" if shared else ""),
@@ -177,17 +195,19 @@ def _redundant(job, op):
     if frame is None:
         return None
     moved = _per_file(frame, _col(frame, f"POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'}"))
-    extent = pd.Series(_col(frame, f"POSIX_MAX_BYTE_{'READ' if op == 'read' else 'WRITTEN'}")
-                       + 1, index=frame["id"].to_numpy()).groupby(level=0).max()
-    touched = moved[moved > 0]
-    if touched.empty:
+    files_of = np.searchsorted(moved.ids, frame["id"])
+    extent = np.full(len(moved), np.iinfo(np.int64).min)
+    np.maximum.at(extent, files_of,
+                  _col(frame, f"POSIX_MAX_BYTE_{'READ' if op == 'read' else 'WRITTEN'}") + 1)
+    touched = moved.values > 0
+    if not touched.any():
         return None
-    over = (touched - extent[touched.index]).clip(lower=0)
-    extra, total = int(over.sum()), int(touched.sum())
+    over = np.maximum(moved.values[touched] - extent[touched], 0)
+    extra, total = int(over.sum()), int(moved.values[touched].sum())
     if not extra or extra / total <= job.t.small_share:
         return None
     ratio = total / (total - extra)
-    files = job.top(over.items())
+    files = job.top(zip(moved.ids[touched].tolist(), over.tolist()))
     verb = "read" if op == "read" else "written"
     return Finding(
         f"redundant_{op}s", f"bytes {verb} more than once",
@@ -240,7 +260,7 @@ def metadata_time(job):
     frame = job.frame("POSIX")
     if frame is None or "POSIX_F_META_TIME" not in frame:
         return None
-    meta = np.maximum(frame["POSIX_F_META_TIME"].to_numpy(), 0.0)
+    meta = np.maximum(frame["POSIX_F_META_TIME"], 0.0)
     slow = meta > job.t.metadata_seconds
     if not slow.any():
         return None
@@ -258,11 +278,11 @@ def _stragglers(job, key, title, spread, whole, what):
     frame = job.frame("POSIX")
     if frame is None:
         return None
-    shared = frame[frame["rank"].to_numpy() < 0]
+    shared = frame[frame["rank"] < 0]
     if shared.empty or not all(c in shared for c in spread + whole):
         return None
-    gap = np.abs(shared[spread[0]].to_numpy() - shared[spread[1]].to_numpy())
-    total = sum(np.maximum(shared[c].to_numpy(), 0) for c in whole)
+    gap = np.abs(shared[spread[0]] - shared[spread[1]])
+    total = sum(np.maximum(shared[c], 0) for c in whole)
     ratio = np.divide(gap, total, out=np.zeros(len(gap), dtype=float), where=total > 0)
     hit = ratio > job.t.straggler_share
     if not hit.any():
@@ -274,7 +294,7 @@ def _stragglers(job, key, title, spread, whole, what):
         f"{100 * worst:.0f} % of the file's {what} at most ({spread[0]} - {spread[1]} over "
         f"{' + '.join(whole)}; threshold {100 * job.t.straggler_share:.0f} %)",
         f"{key}_share", worst, job.t.straggler_share, job.io_share * min(1.0, worst) / 2,
-        files=job.top(zip(shared["id"].to_numpy()[hit], ratio[hit])))
+        files=job.top(zip(shared["id"][hit], ratio[hit])))
 
 
 def straggler_bytes(job):
@@ -320,10 +340,11 @@ def _independent(job, op):
     indep = _col(shared, f"MPIIO_INDEP_{kind}") + _col(shared, f"MPIIO_NB_{kind}")
     coll = _col(shared, f"MPIIO_COLL_{kind}") + _col(shared, f"MPIIO_SPLIT_{kind}")
     per_indep, per_coll = _per_file(shared, indep), _per_file(shared, coll)
-    hit = per_indep[(per_coll == 0) & (per_indep > job.t.collective_count)]
-    if hit.empty:
+    chosen = (per_coll.values == 0) & (per_indep.values > job.t.collective_count)
+    if not chosen.any():
         return None
-    n = int(hit.sum())
+    hit = list(zip(per_indep.ids[chosen].tolist(), per_indep.values[chosen].tolist()))
+    n = int(per_indep.values[chosen].sum())
     return Finding(
         "shared_independent" if op == "read" else "shared_independent_writes",
         f"shared file {'read' if op == 'read' else 'written'} independently",
@@ -331,7 +352,7 @@ def _independent(job, op):
         f"shared by ranks (MPIIO_INDEP_{kind} + MPIIO_NB_{kind}, MPIIO_COLL_{kind} = 0; "
         f"threshold {job.t.collective_count:,} {op}s per file)", f"independent_{op}s",
         float(n), float(job.t.collective_count), job.io_share / 2,
-        files=job.top(hit.items()))
+        files=job.top(hit))
 
 
 def shared_independent_reads(job):
@@ -400,12 +421,12 @@ def checkpoint_stalls(job):
     if frame is None or not job.run_time:
         return None
     ids = {i for i, r in job.roles.items() if r == "checkpoint"}
-    ck = frame[frame["id"].isin([np.uint64(i) for i in ids])]
+    ck = frame[np.isin(frame["id"], np.array(sorted(ids), dtype=np.uint64))]
     if ck.empty:
         return None
-    spent = np.maximum(ck["POSIX_F_WRITE_TIME"].to_numpy(), 0) + \
-        np.maximum(ck["POSIX_F_META_TIME"].to_numpy(), 0)
-    ranks = ck["rank"].to_numpy()
+    spent = np.maximum(ck["POSIX_F_WRITE_TIME"], 0) + \
+        np.maximum(ck["POSIX_F_META_TIME"], 0)
+    ranks = ck["rank"]
     own = ranks >= 0
     per_rank = np.bincount(ranks[own], weights=spent[own]) if own.any() else np.zeros(1)
     worst = float(per_rank.max() + (spent[~own].sum() / job.nprocs))
@@ -439,7 +460,7 @@ def workers_misattributed(job):
     frame = job.frame("POSIX")
     data = {i for i, r in job.roles.items() if r == "data"}
     if frame is not None and data:
-        mine = frame[frame["id"].isin([np.uint64(i) for i in data])]
+        mine = frame[np.isin(frame["id"], np.array(sorted(data), dtype=np.uint64))]
         writes = int(_col(mine, "POSIX_WRITES").sum())
         if writes:
             parts.append(f"{writes} writes ({units.size(_col(mine, 'POSIX_BYTES_WRITTEN').sum())}) "
@@ -463,13 +484,13 @@ def _read_runs(job):
                   if m in job.traces and not job.traces[m].empty), None)
     if frame is None:
         return None
-    reads = frame[frame["op"] == "read"]
+    reads = frame[frame["op"] == READ_OP]
     if reads.empty:
         return None
-    reads = reads.sort_values(["rank", "id", "start"], kind="stable")
-    rank, rid = reads["rank"].to_numpy(), reads["id"].to_numpy()
-    off, length = reads["offset"].to_numpy(), reads["length"].to_numpy()
-    start, end = reads["start"].to_numpy(), reads["end"].to_numpy()
+    reads = reads.sorted_by("rank", "id", "start")
+    rank, rid = reads["rank"], reads["id"]
+    off, length = reads["offset"], reads["length"]
+    start, end = reads["start"], reads["end"]
     same = np.r_[False, (rank[1:] == rank[:-1]) & (rid[1:] == rid[:-1])]
     contiguous = same & np.r_[False, (off[1:] == off[:-1] + length[:-1])
                               & (start[1:] - end[:-1] <= RUN_GAP_S)]

@@ -250,6 +250,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     """Fit a workload to ``source`` (see the module docstring)."""
     job = load_job(source, dxt=True)
     char = characterize(job)
+    job = job.frames()      # the fit's measures read the records and traces with pandas
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]

@@ -8,6 +8,7 @@ I/O that Darshan counted under a file through a reused descriptor number is left
 file's POSIX records and trace, with a note (:mod:`dlio_mpi_analysis.loading.reused_descriptors`).
 """
 
+import dataclasses
 import glob
 import os
 import time
@@ -15,13 +16,13 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from dlio_mpi_analysis.loading import reused_descriptors
 from dlio_mpi_analysis.characterization.counters import SPECS
 from dlio_mpi_analysis.errors import HeatmapMismatchWarning, LogError, PartialLogWarning
 from dlio_mpi_analysis.loading.logfile import read_log
 from dlio_mpi_analysis.loading.process_roles import MAIN, WORKER_ROLES, roles_of
+from dlio_mpi_analysis.loading.table import concat
 
 CHARACTERIZED_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D")
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
@@ -58,8 +59,9 @@ class DarshanJob:
     log_versions: tuple
     modules: tuple  # every module with data in any log, counter modules or not
     partial_modules: tuple  # modules marked partial in at least one log
-    records: dict  # module -> DataFrame: id, rank, then counters and fcounters by name
-    dxt_segments: dict | None  # DXT module -> DataFrame (logfile.DXT_COLUMNS); None if not read
+    records: dict  # module -> Table (loading.table): id, rank, then counters and fcounters
+    # DXT module -> Table of logfile.DXT_COLUMNS (op: loading.trace_ops codes); None if not read
+    dxt_segments: dict | None
     heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes}, from HEATMAP records
     # the messages of the warnings emitted while loading, then the loader's notes (I/O of a
     # reused descriptor left out, dlio_mpi_analysis.loading.reused_descriptors)
@@ -87,6 +89,16 @@ class DarshanJob:
     # role -> processes of the set in it (dlio_mpi_analysis.loading.process_roles: main, forked worker, spawned
     # worker, resource tracker, helper); empty for a job that is not a set of per-process logs
     process_roles: dict = field(default_factory=dict)
+
+    def frames(self):
+        """The job with its records and traces as pandas DataFrames (the traces' op as a
+        categorical of its names), for the code that reads them with pandas."""
+        from dlio_mpi_analysis.loading.trace_ops import segments_frame
+
+        return dataclasses.replace(
+            self, records={m: t.frame() for m, t in self.records.items()},
+            dxt_segments=None if self.dxt_segments is None else
+            {m: segments_frame(t) for m, t in self.dxt_segments.items()})
 
 
 def load(source, *, dxt=False, modules=CHARACTERIZED_MODULES, merge_jobs=False):
@@ -200,7 +212,7 @@ def _heatmap_messages(log):
             continue
         spec = SPECS[mod]
         for op, counter in (("read", spec.bytes_read), ("write", spec.bytes_written)):
-            counted = int(frame[counter].clip(lower=0).sum())
+            counted = int(np.maximum(frame[counter], 0).sum())
             binned = heatmap[op]
             if abs(binned - counted) > HEATMAP_TOLERANCE * max(binned, counted):
                 messages.append(
@@ -234,10 +246,10 @@ def _combine(logs, dxt, messages):
             continue
         offset = log.start_time - job_start
         for mod, frame in log.records.items():
-            frame["rank"] = _global_ranks(frame["rank"].to_numpy(), log.nprocs, first_rank)
+            frame["rank"] = _global_ranks(frame["rank"], log.nprocs, first_rank)
             records.setdefault(mod, []).append(frame)
         for mod, frame in log.dxt_segments.items():
-            frame["rank"] = _global_ranks(frame["rank"].to_numpy(), log.nprocs, first_rank)
+            frame["rank"] = _global_ranks(frame["rank"], log.nprocs, first_rank)
             if workers:     # which process of its rank made each call
                 frame["process"] = logs.index(log)
             frame["start"] += offset
@@ -297,5 +309,5 @@ def _global_ranks(ranks, nprocs, first_rank):
     return np.where(ranks >= 0, ranks + first_rank, -1)
 
 
-def _concat(frames):
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+def _concat(tables):
+    return concat(tables)

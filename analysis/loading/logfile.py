@@ -2,7 +2,7 @@
 
 The log's job, executable, mount table, module table, names and HEATMAP records are read, and
 the records of the modules asked for, each once, a record at a time, straight into numpy
-arrays, then into DataFrames. PyDarshan is not imported: its package imports pandas and its
+arrays, then into column Tables. PyDarshan is not imported: its package imports pandas and its
 report on import, and its readers make a dict per record and per traced operation.
 
 Four behaviours of darshan-util shape this code:
@@ -29,17 +29,18 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from dlio_mpi_analysis.loading import darshan_util
 from dlio_mpi_analysis.loading.c_stderr import captured_c_stderr
 from dlio_mpi_analysis.errors import LogError
 from dlio_mpi_analysis.loading.log_header import check_regions
+from dlio_mpi_analysis.loading.table import Table
+from dlio_mpi_analysis.loading.trace_ops import OP_NAMES
 
 DXT_COLUMNS = ("rank", "id", "op", "offset", "length", "start", "end")
 # darshan-util's struct segment_info, one traced operation as a DXT record stores it
 SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
-OPS = ("read", "write")  # the categories of the "op" column, in this order
+OPS = OP_NAMES  # the "op" column: the index of the name (trace_ops)
 # HEATMAP records name their module without the dash that the counter modules use.
 HEATMAP_MODULES = {"POSIX": "POSIX", "STDIO": "STDIO", "MPIIO": "MPI-IO"}
 HEATMAP_PREFIX = "heatmap:"  # a HEATMAP record's name: this, then the module it counts
@@ -64,8 +65,9 @@ class LogContents:
     start_time: float  # seconds since the epoch, with the nanoseconds of 3.41+ logs
     run_time: float  # seconds, as darshan-util computes it for this format version
     modules: dict  # every module with data in the log -> True if it is marked partial
-    records: dict  # module -> DataFrame, one row per record: id, rank, counters, fcounters
-    dxt_segments: dict  # DXT module -> DataFrame with DXT_COLUMNS, one row per operation
+    records: dict  # module -> Table, one row per record: id, rank, counters, fcounters
+    # DXT module -> Table with DXT_COLUMNS, one row per operation (op: trace_ops codes)
+    dxt_segments: dict
     heatmap_bytes: dict  # module -> {"read": bytes, "write": bytes} summed over ranks and bins
     names: dict = field(default_factory=dict)  # record id -> file name, for the records read
     # module -> {"edges": bin edges (s since the log's start), "read": bytes per bin summed over
@@ -167,7 +169,7 @@ def _named_records(handle, index, names, mod):
 
 
 def _records_frame(handle, index, names, mod):
-    """One module's records as a DataFrame: id (uint64), rank, then every counter by name."""
+    """One module's records as a Table: id (uint64), rank, then every counter by name."""
     counter_names = list(darshan_util.counter_names(mod))
     fcounter_names = list(darshan_util.fcounter_names(mod))
     ffi = darshan_util.ffi
@@ -180,16 +182,15 @@ def _records_frame(handle, index, names, mod):
     n = len(ids)
     counters = np.array(counters, dtype=np.int64).reshape(n, len(counter_names))
     fcounters = np.array(fcounters, dtype=np.float64).reshape(n, len(fcounter_names))
-    frame = pd.concat([pd.DataFrame(counters, columns=counter_names),
-                       pd.DataFrame(fcounters, columns=fcounter_names)], axis=1)
-    frame.insert(0, "rank", np.array(ranks, dtype=np.int64))
-    frame.insert(0, "id", np.array(ids, dtype=np.uint64))
-    return frame
+    columns = {"id": np.array(ids, dtype=np.uint64), "rank": np.array(ranks, dtype=np.int64)}
+    columns.update((name, counters[:, i].copy()) for i, name in enumerate(counter_names))
+    columns.update((name, fcounters[:, i].copy()) for i, name in enumerate(fcounter_names))
+    return Table(columns, length=n)
 
 
 def _segments_frame(handle, index, names, mod):
-    """A DXT module's traces as one DataFrame with DXT_COLUMNS, one row per operation: per
-    record (see :func:`_named_records`), its reads, then its writes."""
+    """A DXT module's traces as one Table with DXT_COLUMNS (op: trace_ops codes), one row
+    per operation: per record (see :func:`_named_records`), its reads, then its writes."""
     ffi = darshan_util.ffi
     header = ffi.sizeof("struct dxt_file_record")
     ranks, ids, codes, traced = [], [], [], []
@@ -208,15 +209,15 @@ def _segments_frame(handle, index, names, mod):
     def joined(parts, dtype):
         return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
-    return pd.DataFrame({
+    return Table({
         "rank": joined(ranks, np.int64),
         "id": joined(ids, np.uint64),
-        "op": pd.Categorical.from_codes(joined(codes, np.int8), categories=list(OPS)),
+        "op": joined(codes, np.int8),
         "offset": rows["offset"].astype(np.int64),
         "length": rows["length"].astype(np.int64),
         "start": rows["start"].astype(np.float64),
         "end": rows["end"].astype(np.float64),
-    })
+    }, length=len(rows))
 
 
 def _heatmaps(handle, index, names):

@@ -1,12 +1,13 @@
 """The records and DXT segments an op log's calls make, each file from the lowest layer the op
 log observed of it up (dlio_mpi_analysis.loading.oplog's docstring says which module a call lands in and why)."""
 import numpy as np
-import pandas as pd
 from dlio_mpi.run.oplog_format import IFACE
 
 from dlio_mpi_analysis.loading.loader import CHARACTERIZED_MODULES
 from dlio_mpi_analysis.loading.oplog_names import record_id
 from dlio_mpi_analysis.loading.oplog_records import CLOSE, MMAP, OPEN, READ, SYNC_OPS, VIEW, WRITE, module_records
+from dlio_mpi_analysis.loading.table import Table
+from dlio_mpi_analysis.loading.trace_ops import OP_DTYPE, READ_OP, WRITE_OP
 
 
 def _codes(*names):
@@ -111,16 +112,15 @@ def layers(ops, iface, config, names, ids):
 
 
 def _segments(ops):
-    """A DXT trace DataFrame (loader columns) of read and write calls, ordered by rank then
+    """A DXT trace Table (loader columns) of read and write calls, ordered by rank then
     start time; offsets the op log does not know (-1) are given as 0."""
-    frame = pd.DataFrame({
+    table = Table({
         "rank": ops.rank.astype(np.int64),
         "id": ops.id.astype(np.uint64),
-        "op": pd.Categorical.from_codes((ops.op != READ).astype(np.int8),
-                                        categories=["read", "write"]),
+        "op": np.where(ops.op == READ, READ_OP, WRITE_OP).astype(OP_DTYPE),
         "offset": np.maximum(ops.offset, 0).astype(np.int64),
         "length": ops.length.astype(np.int64),
         "start": ops.start,
         "end": ops.end,
-    })
-    return frame.sort_values(["rank", "start"], kind="stable", ignore_index=True)
+    }, length=len(ops))
+    return table.sorted_by("rank", "start")

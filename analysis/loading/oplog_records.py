@@ -34,11 +34,11 @@ Counters a module has that are not listed here stay 0.
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from dlio_mpi.run.oplog_format import OP
 
 from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
 from dlio_mpi_analysis.loading import darshan_util
+from dlio_mpi_analysis.loading.table import Table
 
 # op codes of dlio_mpi's op log
 READ, WRITE, OPEN, CLOSE, FSYNC, FDATASYNC, SEEK, STAT, MMAP, VIEW = (
@@ -95,7 +95,7 @@ def size_buckets(lengths):
 
 
 def module_records(module, ops, extra=None):
-    """The records of ``module`` (POSIX, STDIO, MPI-IO, H5F or H5D) for ``ops``: a DataFrame
+    """The records of ``module`` (POSIX, STDIO, MPI-IO, H5F or H5D) for ``ops``: a Table
     shaped like the loader's (id, rank, every counter and fcounter of the module by name),
     one row per (rank, id), sorted by rank then id. ``extra`` maps counter names to values
     set on every record (e.g. H5D_USE_MPIIO_COLLECTIVE)."""
@@ -151,11 +151,11 @@ def module_records(module, ops, extra=None):
     _times(p, module, ops, group, n, reads, writes, put)
     for name, value in (extra or {}).items():
         put(name, np.full(n, value, dtype=np.int64 if name in counters else np.float64))
-    frame = pd.concat([pd.DataFrame(counters, columns=counter_names),
-                       pd.DataFrame(fcounters, columns=fcounter_names)], axis=1)
-    frame.insert(0, "rank", keys // max(len(ids), 1))
-    frame.insert(0, "id", ids[keys % max(len(ids), 1)].astype(np.uint64))
-    return frame
+    columns = {"id": ids[keys % max(len(ids), 1)].astype(np.uint64),
+               "rank": keys // max(len(ids), 1)}
+    columns.update((name, counters[name]) for name in counter_names)
+    columns.update((name, fcounters[name]) for name in fcounter_names)
+    return Table(columns, length=n)
 
 
 def _data_counters(p, module, ops, group, n, reads, writes, put):
@@ -207,17 +207,26 @@ def sequential_flags(group, offset, length, era=None):
 def _common_accesses(p, group, lengths, n, put):
     if not len(group):
         return
-    counted = pd.DataFrame({"g": group, "size": lengths}).value_counts().reset_index()
-    counted = counted.sort_values(["g", "count", "size"], ascending=[True, False, False])
-    counted["slot"] = counted.groupby("g").cumcount()
-    counted = counted[counted["slot"] < 4]
-    for slot in range(4):
-        rows = counted[counted["slot"] == slot]
+    group, lengths = np.asarray(group, np.int64), np.asarray(lengths, np.int64)
+    # each (record, size) pair once, with its count
+    order = np.lexsort((lengths, group))
+    g, size = group[order], lengths[order]
+    new = np.r_[True, (g[1:] != g[:-1]) | (size[1:] != size[:-1])]
+    starts = np.flatnonzero(new)
+    g, size = g[starts], size[starts]
+    count = np.diff(np.r_[starts, len(order)])
+    # per record, the most frequent first, ties the larger size first
+    order = np.lexsort((-size, -count, g))
+    g, size, count = g[order], size[order], count[order]
+    first_of_record = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    slot = np.arange(len(g)) - np.repeat(first_of_record, np.diff(np.r_[first_of_record, len(g)]))
+    for k in range(4):
+        rows = slot == k
         sizes, counts = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        sizes[rows["g"].to_numpy()] = rows["size"].to_numpy()
-        counts[rows["g"].to_numpy()] = rows["count"].to_numpy()
-        put(f"{p}_ACCESS{slot + 1}_ACCESS", sizes)
-        put(f"{p}_ACCESS{slot + 1}_COUNT", counts)
+        sizes[g[rows]] = size[rows]
+        counts[g[rows]] = count[rows]
+        put(f"{p}_ACCESS{k + 1}_ACCESS", sizes)
+        put(f"{p}_ACCESS{k + 1}_COUNT", counts)
 
 
 def no_overlap_time(group, start, end, n):
@@ -225,13 +234,23 @@ def no_overlap_time(group, start, end, n):
     within a record)."""
     if not len(group):
         return np.zeros(n)
-    latest = pd.Series(end).groupby(group).cummax().to_numpy()
-    previous = np.zeros(len(end))
-    previous[1:] = latest[:-1]
     first = np.ones(len(end), bool)
     first[1:] = group[1:] != group[:-1]
+    latest = _cummax_by_run(end, first)
+    previous = np.zeros(len(end))
+    previous[1:] = latest[:-1]
     previous[first] = 0.0
     return np.bincount(group, weights=end - np.maximum(start, previous), minlength=n)
+
+
+def _cummax_by_run(values, first):
+    """The running maximum of ``values`` restarted at every ``first`` (runs of a record):
+    exact, through each value's rank among the sorted distinct values, the run number above
+    it, so that one running maximum of integers serves every run."""
+    distinct, rank = np.unique(values, return_inverse=True)
+    run = np.cumsum(first) - 1
+    keyed = run.astype(np.int64) * (len(distinct) + 1) + rank.reshape(-1)
+    return distinct[np.maximum.accumulate(keyed) - run * (len(distinct) + 1)]
 
 
 def _times(p, module, ops, group, n, reads, writes, put):
@@ -250,11 +269,12 @@ def _times(p, module, ops, group, n, reads, writes, put):
     for kind, mask in (("READ", reads), ("WRITE", writes)):
         if not mask.any():
             continue
-        frame = pd.DataFrame({"g": group[mask], "t": ops.end[mask] - ops.start[mask],
-                              "size": ops.length[mask]})
-        longest = frame.loc[frame.groupby("g")["t"].idxmax()]
+        g, t, length = group[mask], ops.end[mask] - ops.start[mask], ops.length[mask]
+        # per record the longest call, the first of equally long ones
+        order = np.lexsort((-t, g))
+        head = order[np.r_[True, g[order][1:] != g[order][:-1]]]
         time, size = np.zeros(n), np.zeros(n, np.int64)
-        time[longest["g"].to_numpy()] = longest["t"].to_numpy()
-        size[longest["g"].to_numpy()] = longest["size"].to_numpy()
+        time[g[head]] = t[head]
+        size[g[head]] = length[head]
         put(f"{p}_F_MAX_{kind}_TIME", time)
         put(f"{p}_MAX_{kind}_TIME_SIZE", size)

@@ -32,6 +32,8 @@ import os
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from dlio_mpi_analysis.characterization.file_roles import STREAM_NAMES
 
 MAIN, FORKED, SPAWNED, TRACKER, HELPER = (
@@ -90,7 +92,7 @@ def _has_io(log):
     names = getattr(log, "names", None) or {}
     frames = list(log.records.values()) + list(log.dxt_segments.values())
     return any(names.get(int(i), "") not in STREAM_NAMES
-               for f in frames if not f.empty and "id" in f for i in f["id"].unique())
+               for f in frames if not f.empty and "id" in f for i in np.unique(f["id"]))
 
 
 def _interpreter(exe):

@@ -48,10 +48,11 @@ be told apart, nor a stale number left by an ``fdopen`` stream on the original d
 import os
 
 import numpy as np
-import pandas as pd
 
 from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
 from dlio_mpi_analysis.loading.oplog_records import READ, WRITE, Ops, module_records, no_overlap_time, sequential_flags
+from dlio_mpi_analysis.loading.table import concat
+from dlio_mpi_analysis.loading.trace_ops import READ_OP, WRITE_OP
 
 # every note of this module starts with it (fit and compare pass these notes on)
 NOTE_MARK = "reused descriptor:"
@@ -72,11 +73,11 @@ def clean(logs, read_trace=None):
     ``logs`` (logfile.LogContents of one job, changed in place), by the module's rule.
 
     A log whose trace was not read (no DXT_POSIX in ``log.dxt_segments``) but holds one gets
-    it from ``read_trace(log)`` (a DataFrame of DXT_COLUMNS, or None) when one of its records
+    it from ``read_trace(log)`` (a Table of DXT_COLUMNS, or None) when one of its records
     needs it; the trace is then used and not kept. Returns the notes: at most one line for
     the records cleaned and one for those that may hold another descriptor's I/O."""
     if not any(log.records.get("POSIX") is not None
-               and (log.records["POSIX"]["POSIX_DUPS"].to_numpy() > 0).any() for log in logs):
+               and (log.records["POSIX"]["POSIX_DUPS"] > 0).any() for log in logs):
         return []
     extents, written = _evidence(logs)
     cleaned, doubtful = [], []
@@ -92,24 +93,25 @@ def clean(logs, read_trace=None):
         if trace is None and read_trace is not None and TRACE in log.modules:
             trace = read_trace(log)
         left_out = []
-        for row in frame.index[suspects]:
+        for row in np.flatnonzero(suspects):
             outcome = _clean_record(frame, row, trace, extents)
-            name = log.names.get(int(frame.at[row, "id"]), str(frame.at[row, "id"]))
+            name = log.names.get(int(frame["id"][row]), str(frame["id"][row]))
             if outcome is None:
-                doubtful.append((name, int(frame.at[row, "POSIX_WRITES"])))
+                doubtful.append((name, int(frame["POSIX_WRITES"][row])))
             elif len(outcome):
                 left_out.append(outcome)
-                cleaned.append((name, trace.loc[outcome]))
+                cleaned.append((name, trace.rows(outcome)))
         if left_out and keep_trace:
-            drop = np.concatenate(left_out)
-            log.dxt_segments[TRACE] = trace.drop(index=drop).reset_index(drop=True)
+            kept = np.ones(len(trace), dtype=bool)
+            kept[np.concatenate(left_out)] = False
+            log.dxt_segments[TRACE] = trace.rows(kept)
     return [note for note in (_cleaned_note(cleaned), _doubtful_note(doubtful)) if note]
 
 
 def _evidence(logs):
     """(file id -> extent, ids of files the job writes) from the accesses no stale descriptor
     can have made: STDIO records, and POSIX records without duplicates."""
-    parts, written = [], set()
+    id_parts, extent_parts, written = [], [], set()
     for log in logs:
         for module, prefix in (("STDIO", "STDIO"), ("POSIX", "POSIX")):
             frame = log.records.get(module)
@@ -117,98 +119,96 @@ def _evidence(logs):
                 continue
             if module == "POSIX":
                 frame = frame[frame["POSIX_DUPS"] <= 0]
-            ids = frame["id"].to_numpy()
+            ids = frame["id"]
             for word, moved in (("READ", "READ"), ("WRITTEN", "WRITTEN")):
-                accessed = frame[f"{prefix}_BYTES_{moved}"].to_numpy() > 0
-                parts.append(pd.Series(frame[f"{prefix}_MAX_BYTE_{word}"].to_numpy()[accessed]
-                                       + 1, index=ids[accessed]))
-            wrote = (frame[f"{prefix}_WRITES"].to_numpy() > 0) \
-                | (frame[f"{prefix}_BYTES_WRITTEN"].to_numpy() > 0)
+                accessed = frame[f"{prefix}_BYTES_{moved}"] > 0
+                id_parts.append(ids[accessed])
+                extent_parts.append(frame[f"{prefix}_MAX_BYTE_{word}"][accessed] + 1)
+            wrote = (frame[f"{prefix}_WRITES"] > 0) | (frame[f"{prefix}_BYTES_WRITTEN"] > 0)
             written.update(int(i) for i in ids[wrote])
-    parts = [p for p in parts if len(p)]
-    if not parts:
+    ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.uint64)
+    if not len(ids):
         return {}, written
-    extents = pd.concat(parts).groupby(level=0).max()
-    return {int(i): int(e) for i, e in extents.items()}, written
+    files, of = np.unique(ids, return_inverse=True)
+    extents = np.full(len(files), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(extents, of.reshape(-1), np.concatenate(extent_parts).astype(np.int64))
+    return {int(i): int(e) for i, e in zip(files.tolist(), extents.tolist())}, written
 
 
 def _suspects(frame, extents, written, nprocs):
     """Records that may hold another descriptor's I/O, by their counters: duplicates, a file
     with a known extent that the job otherwise only reads, writes or reads past the extent."""
-    ids = frame["id"].to_numpy()
+    ids = frame["id"]
     extent = np.array([extents.get(int(i), -1) for i in ids], dtype=np.int64)
-    own = (frame["rank"].to_numpy() >= 0) | (nprocs == 1)
-    candidate = (frame["POSIX_DUPS"].to_numpy() > 0) & (extent > 0) & own \
+    own = (frame["rank"] >= 0) | (nprocs == 1)
+    candidate = (frame["POSIX_DUPS"] > 0) & (extent > 0) & own \
         & ~np.isin(ids.astype(np.uint64), np.array(sorted(written), dtype=np.uint64))
-    past = (frame["POSIX_BYTES_READ"].to_numpy() > 0) \
-        & (frame["POSIX_MAX_BYTE_READ"].to_numpy() >= extent)
-    writes = frame["POSIX_WRITES"].to_numpy() > 0
+    past = (frame["POSIX_BYTES_READ"] > 0) & (frame["POSIX_MAX_BYTE_READ"] >= extent)
+    writes = frame["POSIX_WRITES"] > 0
     return candidate & (past | writes)
 
 
 def _clean_record(frame, row, trace, extents):
-    """The trace index of the operations left out of the record labelled ``row`` (empty:
+    """The trace rows (positions) of the operations left out of record ``row`` (empty:
     none), after recomputing its counters; None when the trace cannot tell (absent, or
     incomplete, or the record writes below the extent)."""
     if trace is None:
         return None
-    rid, rank = np.uint64(frame.at[row, "id"]), int(frame.at[row, "rank"])
-    mine = trace[(trace["id"].to_numpy() == rid)
-                 & ((trace["rank"].to_numpy() == rank) | (rank < 0))]
-    mine = mine.sort_values("end", kind="stable")      # the order Darshan counted them in
-    reads, writes = (mine["op"] == "read").to_numpy(), (mine["op"] == "write").to_numpy()
-    if reads.sum() != frame.at[row, "POSIX_READS"] \
-            or writes.sum() != frame.at[row, "POSIX_WRITES"]:
+    rid, rank = np.uint64(frame["id"][row]), int(frame["rank"][row])
+    where = np.flatnonzero((trace["id"] == rid) & ((trace["rank"] == rank) | (rank < 0)))
+    # the order Darshan counted them in
+    where = where[np.argsort(trace["end"][where], kind="stable")]
+    mine = trace.rows(where)
+    reads, writes = mine["op"] == READ_OP, mine["op"] == WRITE_OP
+    if reads.sum() != frame["POSIX_READS"][row] or writes.sum() != frame["POSIX_WRITES"][row]:
         return None
     extent = extents[int(rid)]
-    offset, length = mine["offset"].to_numpy(), mine["length"].to_numpy()
+    offset, length = mine["offset"], mine["length"]
     if (writes & (offset < extent)).any():
         return None
     foreign = writes | (reads & (((length > 0) & (offset >= extent)) | (offset > extent)))
     if not foreign.any():
-        return mine.index[:0]
+        return where[:0]
     _recompute(frame, row, mine, foreign)
-    return mine.index[foreign]
+    return where[foreign]
 
 
 def _recompute(frame, row, ops, foreign):
     """Set record ``row``'s counters to those of the operations kept (module docstring)."""
     kept = ops[~foreign]
-    codes = np.where(kept["op"].to_numpy() == "write", WRITE, READ).astype(np.uint8)
+    codes = np.where(kept["op"] == WRITE_OP, WRITE, READ).astype(np.uint8)
     calls = Ops(rank=np.zeros(len(kept), np.int64),
                 id=np.zeros(len(kept), np.uint64), op=codes,
-                start=kept["start"].to_numpy(float), end=kept["end"].to_numpy(float),
-                offset=kept["offset"].to_numpy(np.int64),
-                length=kept["length"].to_numpy(np.int64), collective=np.zeros(len(kept), bool))
+                start=kept["start"].astype(float), end=kept["end"].astype(float),
+                offset=kept["offset"].astype(np.int64),
+                length=kept["length"].astype(np.int64), collective=np.zeros(len(kept), bool))
     fresh = module_records("POSIX", calls)
     for name in RECOMPUTED:
-        value = fresh.at[0, name] if len(fresh) else 0
-        frame.at[row, name] = value
-    _common_sizes(frame, row, kept["length"].to_numpy())
-    alignment = int(frame.at[row, "POSIX_FILE_ALIGNMENT"])
+        frame[name][row] = fresh[name][0] if len(fresh) else 0
+    _common_sizes(frame, row, kept["length"])
+    alignment = int(frame["POSIX_FILE_ALIGNMENT"][row])
     if alignment > 0:
-        unaligned = int((ops["offset"].to_numpy()[foreign] % alignment != 0).sum())
-        frame.at[row, "POSIX_FILE_NOT_ALIGNED"] = max(
-            0, int(frame.at[row, "POSIX_FILE_NOT_ALIGNED"]) - unaligned)
-    for op, word in (("read", "READS"), ("write", "WRITES")):
-        mask = (ops["op"] == op).to_numpy()
-        offset, length = ops["offset"].to_numpy()[mask], ops["length"].to_numpy()[mask]
+        unaligned = int((ops["offset"][foreign] % alignment != 0).sum())
+        frame["POSIX_FILE_NOT_ALIGNED"][row] = max(
+            0, int(frame["POSIX_FILE_NOT_ALIGNED"][row]) - unaligned)
+    for op, word in ((READ_OP, "READS"), (WRITE_OP, "WRITES")):
+        mask = ops["op"] == op
+        offset, length = ops["offset"][mask], ops["length"][mask]
         gone = foreign[mask]
         # the stale number's I/O follows a close of the file, which resets Darshan's last offset
         era = np.cumsum(np.r_[gone[:1], gone[1:] & ~gone[:-1]])
         seq, consec = sequential_flags(np.zeros(mask.sum(), np.int64), offset, length, era)
         for counter, flags in (("SEQ", seq), ("CONSEC", consec)):
             name = f"POSIX_{counter}_{word}"
-            frame.at[row, name] = max(0, int(frame.at[row, name]) - int((flags & gone).sum()))
-    mask = (ops["op"] == "write").to_numpy()
-    start, end = ops["start"].to_numpy(float), ops["end"].to_numpy(float)
+            frame[name][row] = max(0, int(frame[name][row]) - int((flags & gone).sum()))
+    mask = ops["op"] == WRITE_OP
+    start, end = ops["start"].astype(float), ops["end"].astype(float)
 
     def spent(m):
         return float(no_overlap_time(np.zeros(m.sum(), np.int64), start[m], end[m], 1)[0])
 
     lost = spent(mask) - spent(mask & ~foreign)
-    frame.at[row, "POSIX_F_WRITE_TIME"] = max(0.0, float(frame.at[row, "POSIX_F_WRITE_TIME"])
-                                              - lost)
+    frame["POSIX_F_WRITE_TIME"][row] = max(0.0, float(frame["POSIX_F_WRITE_TIME"][row]) - lost)
 
 
 def _common_sizes(frame, row, lengths):
@@ -219,8 +219,8 @@ def _common_sizes(frame, row, lengths):
     for slot in range(4):
         size, count = (int(sizes[order[slot]]), int(counts[order[slot]])) \
             if slot < len(order) else (0, 0)
-        frame.at[row, f"POSIX_ACCESS{slot + 1}_ACCESS"] = size
-        frame.at[row, f"POSIX_ACCESS{slot + 1}_COUNT"] = count
+        frame[f"POSIX_ACCESS{slot + 1}_ACCESS"][row] = size
+        frame[f"POSIX_ACCESS{slot + 1}_COUNT"][row] = count
 
 
 def _files(names):
@@ -237,8 +237,8 @@ def _count(n, word):
 def _cleaned_note(cleaned):
     if not cleaned:
         return None
-    ops = pd.concat([frame for _, frame in cleaned])
-    reads, writes = ops[ops["op"] == "read"], ops[ops["op"] == "write"]
+    ops = concat([frame for _, frame in cleaned])
+    reads, writes = ops[ops["op"] == READ_OP], ops[ops["op"] == WRITE_OP]
     return (f"{NOTE_MARK} left out of the POSIX records of {_files(n for n, _ in cleaned)} "
             f"(with duplicated descriptors, POSIX_DUPS): {_count(len(reads), 'read')} "
             f"({int(reads['length'].sum())} B) and {_count(len(writes), 'write')} "

@@ -39,6 +39,7 @@ from dlio_mpi.display import units  # noqa: E402
 
 from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS, SPECS  # noqa: E402
 from dlio_mpi_analysis.loading.oplog_records import size_buckets  # noqa: E402
+from dlio_mpi_analysis.loading.trace_ops import segments_frame  # noqa: E402
 
 MIN_WIDTH = 0.002
 BINS = 100
@@ -100,11 +101,19 @@ def _grouped_cummax(group, values):
     return np.maximum.accumulate(values - values.min() + offset) - offset + values.min()
 
 
+def _as_frame(table):
+    """A loader Table (a trace's op as its names) as the DataFrame the figures read; None and
+    a DataFrame as they are."""
+    if table is None or not hasattr(table, "rows"):
+        return table
+    return segments_frame(table) if "op" in table else table.frame()
+
+
 def _trace(job):
     for name in DXT_PREFERENCE:
         frame = (job.dxt_segments or {}).get(name)
         if frame is not None and not frame.empty:
-            return name, frame
+            return name, _as_frame(frame)
     return None, None
 
 
@@ -143,7 +152,7 @@ def transfer_sizes_figure(job, char):
         for op, sizes in (("read", metrics.read_sizes), ("write", metrics.write_sizes)):
             if sizes is not None and sizes.operations:
                 series.append((f"{name} {op}", [sizes.histogram[b] for b in SIZE_BUCKETS]))
-    stdio = (job.dxt_segments or {}).get("DXT_STDIO")
+    stdio = _as_frame((job.dxt_segments or {}).get("DXT_STDIO"))
     stdio_only = not series and stdio is not None and not stdio.empty
     if stdio_only:
         for op in ("read", "write"):
@@ -233,7 +242,7 @@ def _line_width(nprocs):
 def _counter_spans(job, char):
     spans = []
     for name in char.totals.basis:
-        frame = job.records[name]
+        frame = _as_frame(job.records[name])
         prefix = SPECS[name].name
         for op, word in (("read", "READ"), ("write", "WRITE")):
             first, last = f"{prefix}_F_{word}_START_TIMESTAMP", f"{prefix}_F_{word}_END_TIMESTAMP"
@@ -250,7 +259,7 @@ def bytes_per_rank(job, char):
     own_bytes = {op: np.zeros(job.nprocs, np.int64) for op in ("read", "write")}
     shared = {"read": 0, "write": 0}
     for name in char.totals.basis:
-        frame = job.records[name]
+        frame = _as_frame(job.records[name])
         spec = SPECS[name]
         own = frame["rank"].to_numpy() >= 0
         ranks = frame["rank"].to_numpy()[own]

@@ -179,8 +179,8 @@ def test_set_of_per_process_logs_is_one_job(log, tmp_path):
 def test_set_shifts_ranks_and_times(log):
     """A 4-process log then a 1-process log: ranks 0-3 then 4; times from the earliest start."""
     paths = [log("release_logs__mpi-io-test-x86_64-3.1.6"), log("nonmpi_dxt_anonymized__")]
-    job = analysis.load(paths, dxt=True, merge_jobs=True)
-    singles = [analysis.load(path, dxt=True) for path in paths]
+    job = analysis.load(paths, dxt=True, merge_jobs=True).frames()
+    singles = [analysis.load(path, dxt=True).frames() for path in paths]
     assert job.nprocs == 5
     stdio = job.records["STDIO"]
     assert sorted(stdio["rank"].unique()) == [0, 4]

@@ -42,3 +42,21 @@ def test_diagnose_imports_no_fitting_comparison_or_report(path):
     assert "dlio_mpi_analysis.diagnosis.diagnose" in imported
     assert sorted(imported.intersection(NOT_ON_THE_DIAGNOSE_PATH)) == []
     assert not any(name.startswith("darshan.") for name in imported)
+
+
+@pytest.mark.parametrize("path", [os.path.join(FIXTURES, "ior_mpiio_coll.darshan"),
+                                  os.path.join(FIXTURES, "spawn_npy_workers"),
+                                  os.path.join(REPO, "tests", "fixtures", "runs",
+                                               "replay_mpiio_coll_in_order")])
+def test_diagnose_imports_no_pandas(path):
+    """A log, a job folder of logs and a run directory are diagnosed from numpy column tables
+    (dlio_mpi_analysis.loading.table): pandas, whose import costs a fresh process more than
+    the diagnosis of a small log, is not imported."""
+    done = subprocess.run([sys.executable, "-c", DIAGNOSE_THEN_LIST_MODULES, path], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["findings"] is not None
+    line = next(line for line in done.stderr.splitlines() if line.startswith("MODULES "))
+    imported = set(json.loads(line[len("MODULES "):]))
+    assert "dlio_mpi_analysis.diagnosis.diagnose" in imported
+    assert "pandas" not in imported

@@ -40,9 +40,9 @@ def without(name, drop):
     ids = [i for i, n in job.names.items() if drop(n)]
     assert ids
     return dataclasses.replace(
-        job, records={m: f[~f["id"].isin(ids)].reset_index(drop=True)
+        job, records={m: f[~np.isin(f["id"], np.array(ids, dtype=np.uint64))]
                       for m, f in job.records.items()},
-        dxt_segments={m: f[~f["id"].isin(ids)].reset_index(drop=True)
+        dxt_segments={m: f[~np.isin(f["id"], np.array(ids, dtype=np.uint64))]
                       for m, f in job.dxt_segments.items()})
 
 

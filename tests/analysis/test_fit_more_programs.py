@@ -78,7 +78,7 @@ def test_worker_processes_take_their_parents_rank():
     """A DLIO run on one rank with 2 persistent DataLoader workers: 5 non-MPI logs, of which
     the workers' (named with the rank's job id) join the rank, and the start-up helpers'
     (orted, uname: no records) are no process of the job."""
-    job = load(log("dlio_npz_workers"), dxt=True)
+    job = load(log("dlio_npz_workers"), dxt=True).frames()
     assert len(job.paths) == 5 and job.nprocs == 1
     assert list(job.workers) == [0] and len(job.workers[0]) == 2
     assert set(job.records["POSIX"]["rank"]) == {0}

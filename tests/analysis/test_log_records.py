@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from dlio_mpi_analysis.loading.logfile import read_log
+from dlio_mpi_analysis.loading.trace_ops import segments_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures", "darshan")
@@ -57,7 +58,7 @@ def test_records_and_traces_are_pydarshans(name):
             assert frame[column].tolist() == counters[column].tolist(), (mod, column)
     assert set(contents.dxt_segments) == set(segments)
     for mod, rows in segments.items():
-        frame = contents.dxt_segments[mod]
+        frame = segments_frame(contents.dxt_segments[mod])
         assert len(rows) > 0
         got = list(zip(frame["rank"], frame["id"], frame["op"].astype(str), frame["offset"],
                        frame["length"], frame["start"], frame["end"]))

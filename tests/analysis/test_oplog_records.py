@@ -14,7 +14,7 @@ FILE1 = "/data/train/img_0000001_of_2.bin"
 
 
 def _record(job, module, rank, name):
-    frame = job.records[module]
+    frame = job.records[module].frame()
     rows = frame[(frame["rank"] == rank) & (frame["id"] == np.uint64(record_id(name)))]
     assert len(rows) == 1, (module, rank, name)
     return rows.iloc[0]

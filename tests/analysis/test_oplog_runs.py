@@ -169,7 +169,7 @@ def test_op_log_counters_equal_darshans_on_the_same_run(tmp_path, case):
                 "POSIX_SIZE_READ_100K_1M"]
 
     def per_file(job):
-        frame = job.records["POSIX"]
+        frame = job.records["POSIX"].frame()
         frame = frame.assign(name=[job.names[i] for i in frame["id"]])
         frame = frame[frame["name"].str.contains("/train/") & (frame["POSIX_READS"] > 0)]
         return frame.groupby("name")[counters].sum().sort_index()

@@ -34,7 +34,7 @@ def test_spawned_workers_take_their_main_process_rank():
     assert len(job.paths) == 16 and job.nprocs == t["ranks"] == 2
     assert job.process_roles == t["processes"]
     assert {r: len(spans) for r, spans in job.workers.items()} == {0: 6, 1: 6}
-    posix = job.records["POSIX"]
+    posix = job.records["POSIX"].frame()
     assert posix.groupby("id")["rank"].nunique().max() == 1     # each file read by one rank
     assert posix.groupby("rank")["id"].nunique().to_dict() == {0: t["files_per_rank"],
                                                               1: t["files_per_rank"]}

@@ -44,7 +44,7 @@ def test_lanes_in_order_and_shuffled():
 def test_collective_order_seen_through_the_aggregator():
     """ompio's one aggregator reads a piece of every rank's block per call: its POSIX trace
     jumps back and forth, the calls taken one by one move every rank forward."""
-    job = load(darshan("ior_mpiio_coll_4ranks"), dxt=True)
+    job = load(darshan("ior_mpiio_coll_4ranks"), dxt=True).frames()
     posix = job.dxt_segments["DXT_POSIX"]
     reads = posix[(posix["op"] == "read") & (posix["length"] == 65536)]
     assert (np.diff(reads[reads["rank"] == 0]["offset"].to_numpy()) < 0).mean() > 0.2

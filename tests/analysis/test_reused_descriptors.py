@@ -2,6 +2,7 @@
 by C stdio's fclose out of the POSIX module's sight), left out by the loader: on a torch
 DataLoader's logs (its workers' pipe traffic under the .npy files) and on logs of a small C
 program that reproduces the mechanism (tests/fixtures/darshan/dup_descriptor.c)."""
+import dataclasses
 import json
 import os
 
@@ -14,6 +15,7 @@ from dlio_mpi_analysis.loading import reused_descriptors
 from dlio_mpi_analysis.cli import analyze
 from dlio_mpi_analysis.loading.logfile import read_log
 from dlio_mpi_analysis.loading.loader import log_paths
+from dlio_mpi_analysis.loading.trace_ops import segments_frame
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
@@ -29,6 +31,14 @@ def _raw(path, dxt=True):
     """The logs of ``path`` as read_log has them, nothing left out."""
     return [read_log(p, ("POSIX", "STDIO"), ("DXT_POSIX",) if dxt else ())
             for p in log_paths(path)]
+
+
+def _frames(log):
+    """A log read by read_log with its records and traces as DataFrames (the traces' op as
+    its names), as DarshanJob.frames() gives a job's."""
+    return dataclasses.replace(log, records={m: t.frame() for m, t in log.records.items()},
+                               dxt_segments={m: segments_frame(t)
+                                             for m, t in log.dxt_segments.items()})
 
 
 def _by_name(job, module="POSIX"):
@@ -53,7 +63,7 @@ def test_torch_workers_data_records_hold_numpy_loads_only(dxt):
     raw = _raw(TORCH)
     assert sum(int(log.records["POSIX"]["POSIX_READS"].sum()) for log in raw if log.records) \
         == 2 * t["num_files"] + 24
-    job = analysis.load(TORCH, dxt=dxt)
+    job = analysis.load(TORCH, dxt=dxt).frames()
     posix, stdio = job.records["POSIX"], job.records["STDIO"]
     data = posix.assign(name=[job.names[int(i)] for i in posix["id"]])
     assert len(data) == 2 * t["num_files"] and data["name"].nunique() == t["num_files"]
@@ -107,8 +117,8 @@ def test_fit_and_compare_pass_the_note_on():
 def test_duplicate_without_io_past_the_end_is_unchanged():
     """clean.bin: a load with a duplicate (POSIX_DUPS 1), its last read a read of 0 bytes at
     the file's end, nothing past it: the record and its trace are as logged."""
-    [raw] = _raw(DUP)
-    job = analysis.load(DUP, dxt=True)
+    [raw] = [_frames(log) for log in _raw(DUP)]
+    job = analysis.load(DUP, dxt=True).frames()
     ids = {os.path.basename(n): i for i, n in job.names.items()}
     clean = ids["clean.bin"]
     before = raw.records["POSIX"][raw.records["POSIX"]["id"] == clean].reset_index(drop=True)
@@ -125,8 +135,8 @@ def test_other_descriptors_io_is_left_out_of_the_duplicated_files_record():
     """polluted.bin: the same load, then a socket pair's read of 20 bytes and write of 7
     counted under it: left out, the record then counts what clean.bin's load counts."""
     t = TRUTH["dup_descriptor"]
-    [raw] = _raw(DUP)
-    job = analysis.load(DUP, dxt=True)
+    [raw] = [_frames(log) for log in _raw(DUP)]
+    job = analysis.load(DUP, dxt=True).frames()
     records, logged = _by_name(job), _by_name(_job_of(raw))
     assert (logged["polluted.bin"]["POSIX_READS"], logged["polluted.bin"]["POSIX_WRITES"]) \
         == (3, 1)
@@ -153,9 +163,9 @@ def _job_of(log):
 
 
 def test_without_dxt_the_counters_are_kept_and_noted():
-    [raw] = _raw(DUP_NO_DXT, dxt=False)
+    [raw] = [_frames(log) for log in _raw(DUP_NO_DXT, dxt=False)]
     assert "DXT_POSIX" not in raw.modules
-    job = analysis.load(DUP_NO_DXT)
+    job = analysis.load(DUP_NO_DXT).frames()
     assert job.records["POSIX"].equals(raw.records["POSIX"])
     [note] = _notes(job.warnings)
     assert "polluted.bin" in note and "clean.bin" not in note
@@ -169,11 +179,12 @@ def test_an_incomplete_trace_keeps_the_counters():
     [log] = _raw(DUP)
     polluted = [i for i, n in log.names.items() if n.endswith("polluted.bin")]
     trace = log.dxt_segments["DXT_POSIX"]
-    log.dxt_segments["DXT_POSIX"] = trace.drop(index=trace.index[
-        trace["id"].isin(polluted)][0]).reset_index(drop=True)
-    before = log.records["POSIX"].copy()
+    kept = np.ones(len(trace), dtype=bool)
+    kept[np.flatnonzero(np.isin(trace["id"], np.array(polluted, dtype=np.uint64)))[0]] = False
+    log.dxt_segments["DXT_POSIX"] = trace[kept]
+    before = log.records["POSIX"].frame()
     notes = reused_descriptors.clean([log])
-    assert log.records["POSIX"].equals(before)
+    assert log.records["POSIX"].frame().equals(before)
     assert len(notes) == 1 and "may be counted" in notes[0] and "polluted.bin" in notes[0]
 
 
@@ -183,19 +194,19 @@ def test_a_file_the_job_writes_is_not_cleaned():
     [log] = _raw(DUP)
     stdio = log.records["STDIO"]
     polluted = [i for i, n in log.names.items() if n.endswith("polluted.bin")]
-    stdio.loc[stdio["id"].isin(polluted), "STDIO_WRITES"] = 1
-    before = log.records["POSIX"].copy()
+    stdio["STDIO_WRITES"][np.isin(stdio["id"], np.array(polluted, dtype=np.uint64))] = 1
+    before = log.records["POSIX"].frame()
     assert reused_descriptors.clean([log]) == []
-    assert log.records["POSIX"].equals(before)
+    assert log.records["POSIX"].frame().equals(before)
 
 
 def test_numpy_loads_with_duplicates_and_no_reuse_are_unchanged():
     """A real MPI log of numpy.load (16 POSIX records with POSIX_DUPS > 0, no other
     descriptor's I/O): records and trace as logged, no note."""
     path = os.path.join(HERE, "numpy_npy.darshan")
-    [raw] = _raw(path)
+    [raw] = [_frames(log) for log in _raw(path)]
     assert int((raw.records["POSIX"]["POSIX_DUPS"] > 0).sum()) == 16
-    job = analysis.load(path, dxt=True)
+    job = analysis.load(path, dxt=True).frames()
     assert job.records["POSIX"].equals(raw.records["POSIX"])
     assert len(job.dxt_segments["DXT_POSIX"]) == len(raw.dxt_segments["DXT_POSIX"])
     assert not _notes(job.warnings)

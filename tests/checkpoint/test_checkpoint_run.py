@@ -194,7 +194,7 @@ def test_collective_transfer_size_is_a_ranks_bytes_per_collective_call(tmp_path,
         "train.computation_time=0", "io.keep_oplog=true")
     c = characterize(str(tmp_path / "o"))
     parts, _ = parts_at(c.records, c.names, c.layers, layer)
-    frame = next(f for spec, f in parts if spec.name == module)
+    frame = next(f for spec, f in parts if spec.name == module).frame()
     ids = [i for i, role in c.roles.items() if role == "checkpoint"]
     mine = frame[frame["id"].isin(ids)]
     column = "MPIIO_COLL_WRITES" if module == "MPI-IO" else "H5D_WRITES"

@@ -151,7 +151,7 @@ def test_a_run_reads_each_image_as_pil_does(tmp_path, fmt):
         "reader.buffer_size=4096", "reader.batch_size=2", "reader.read_threads=0",
         "train.epochs=2", "train.computation_time=0.001", "io.keep_oplog=true",
         f"output.folder={out}"])
-    job = load_job(str(out), dxt=True)
+    job = load_job(str(out), dxt=True).frames()
     trace = job.dxt_segments["DXT_POSIX"]
     reads = trace[trace["op"] == "read"]
     loads = 0
