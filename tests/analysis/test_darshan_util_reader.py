@@ -12,6 +12,7 @@ import pytest
 
 from dlio_mpi_analysis.errors import LogError
 from dlio_mpi_analysis.loading.logfile import read_log
+from dlio_mpi_analysis.loading.trace_ops import segments_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures", "darshan")
@@ -55,7 +56,7 @@ def assert_reports(contents, report):
     for mod in contents.records:
         report.mod_read_all_records(mod, dtype="numpy")
         rows = list(report.records[mod])
-        frame = contents.records[mod]
+        frame = contents.records[mod].frame()
         assert frame["id"].tolist() == [r["id"] for r in rows], mod
         assert frame["rank"].tolist() == [r["rank"] for r in rows], mod
         names = report.counters[mod]["counters"] + report.counters[mod]["fcounters"]
@@ -68,7 +69,8 @@ def assert_reports(contents, report):
             np.array([r["counters"] for r in rows], dtype=np.int64).reshape(len(rows), -1))
 
     assert set(contents.dxt_segments) == {mod for mod in TRACES if mod in report.modules}
-    for mod, frame in contents.dxt_segments.items():
+    for mod, table in contents.dxt_segments.items():
+        frame = segments_frame(table)
         report.mod_read_all_dxt_records(mod)
         rows = [(r["rank"], r["id"], op, s["offset"], s["length"], s["start_time"],
                  s["end_time"])

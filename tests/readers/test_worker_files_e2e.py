@@ -72,7 +72,7 @@ def test_collective_reads_a_sample_a_call_in_the_batch_order(tmp_path):
             "reader.transfer_size=0", "reader.read_threads=0", "reader.sample_shuffle=off",
             "reader.hdf5_reads=sample", "reader.batch_order=[1,0,3,2]", "train.epochs=1",
             "train.computation_time=0", "io.keep_oplog=true", timeout=240)
-    job = load_job(str(out), dxt=True)
+    job = load_job(str(out), dxt=True).frames()
     assert int(job.records["H5D"]["H5D_READS"].sum()) == 16       # one a sample
     calls = job.dxt_segments["DXT_H5D"]
     for rank, mine in calls[calls["op"] == "read"].groupby("rank"):
