@@ -17,6 +17,7 @@ from dlio_mpi.display import units
 from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS
 from dlio_mpi_analysis.characterization.file_roles import DATA_IO, keep_roles
 from dlio_mpi_analysis.characterization.group_sums import group_sum
+from dlio_mpi_analysis.characterization.unseen_io import opened_without_io, unseen_io_line
 from dlio_mpi_analysis.loading.trace_ops import READ_OP
 from dlio_mpi_analysis.diagnosis.findings import Finding
 
@@ -473,6 +474,21 @@ def workers_misattributed(job):
         ranks=sorted(job.workers))
 
 
+def io_not_recorded(job):
+    """Data files opened and never read or written by a call Darshan records: their data moved
+    through a memory mapping, Linux native AIO or io_uring (unseen_io), so every figure here
+    leaves it out. Severity: the share of the data files it concerns."""
+    files = opened_without_io(getattr(job.char, "records", None) or {}, job.names, job.roles)
+    if not files:
+        return None
+    data = sum(1 for role in job.roles.values() if role == "data")
+    share = len(files) / max(data, 1)
+    return Finding(
+        "io_not_recorded", "data files opened with no read or write Darshan saw",
+        unseen_io_line(files), "files_opened_without_io", float(len(files)), 0.0,
+        min(1.0, share), files=files[:TOP_FILES])
+
+
 def _read_runs(job):
     """Contiguous runs of the traced reads: per (rank, file) in time order, a run goes on while
     each read starts where the one before ended and within RUN_GAP_S of its end (a pause is
@@ -548,7 +564,7 @@ RULES = (small_reads, small_writes, small_reads_shared, small_writes_shared, mis
          metadata_time, straggler_bytes, straggler_time, stdio_heavy, shared_independent_reads,
          shared_independent_writes, blocking_mpiio_reads, blocking_mpiio_writes,
          mpiio_aggregators, checkpoint_stalls, workers_misattributed, samples_in_pieces,
-         shuffle_defeats_readahead)
+         shuffle_defeats_readahead, io_not_recorded)
 
 
 def log_findings(char, thresholds, log=None):

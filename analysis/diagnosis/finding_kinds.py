@@ -89,6 +89,9 @@ KINDS = {
     "workers_misattributed": Kind("data-loader workers' I/O mis-attributed by Darshan", (),
                                   "read threads in the rank instead of forked workers: "
                                   "reader.read_threads"),
+    # what a Darshan log cannot show
+    # (no change to measure: the job cannot be fitted from what the log does not show)
+    "io_not_recorded": Kind("data files opened with no read or write Darshan saw", (), ""),
 }
 
 

@@ -61,3 +61,14 @@ def test_fio_jobs_are_one_process_with_forked_readers(tmp_path):
         w["reader"]["sample_shuffle"] = "off"
     wrong = run_changed("fio_randread", tmp_path / "in_order", in_order)
     assert wrong.score < 0.6, wrong.table
+
+
+@pytest.mark.parametrize("name,file", [("fio_libaio", "prep.0.0"), ("memmap_reads", "prep.1.0"),
+                                       ("ior_mmap.darshan", "test")])
+def test_diagnose_names_the_files_darshan_saw_opened_and_nothing_more(name, file):
+    from dlio_mpi_analysis.diagnosis.diagnosis_report import diagnose_path
+    path = log(name) if not name.endswith(".darshan") else log(name[:-len(".darshan")])
+    found = {f["id"]: f for f in diagnose_path(path)["findings"]}
+    assert "io_not_recorded" in found
+    assert [f.rsplit("/", 1)[-1] for f in found["io_not_recorded"]["files"]] == [file]
+    assert found["io_not_recorded"]["advise"] == ""
