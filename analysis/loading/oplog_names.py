@@ -14,6 +14,15 @@ from dlio_mpi_analysis.loading.oplog_records import SYNC_OPS
 OPEN, WRITE = OP["open"], OP["write"]
 
 
+def _format_companions(fmt):
+    """Extensions of the files dataset.format ``fmt`` writes beside each of its files."""
+    from dlio_mpi import formats
+    try:
+        return formats.traits(fmt).companions
+    except (KeyError, ValueError):
+        return ()
+
+
 def record_id(name):
     """The record id of a file (or HDF5 dataset) name: 64-bit BLAKE2b of its UTF-8 bytes."""
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
@@ -25,6 +34,17 @@ def file_name(config, file_id):
     the extension); ``<file N>`` for an id beyond all."""
     ds = config.get("dataset", {})
     if COMPANION_ID_BASE <= file_id < CHECKPOINT_ID_BASE:
+        k, base = companion_of(file_id)
+        companions = _format_companions(ds.get("format", "raw"))
+        if companions and not ds.get("volumes"):
+            # the format's own companions (indexed_binary's index files): the data file's
+            # name with its extension replaced
+            name = file_name(config, base)
+            ext = EMULATOR_EXTENSIONS.get(ds.get("format", "raw"), ".bin")
+            if not 1 <= k <= len(companions) or name.startswith("<") \
+                    or not name.endswith(ext):
+                return f"<file {file_id}>"
+            return name[:len(name) - len(ext)] + companions[k - 1]
         keys = list(dict.fromkeys(v.get("file") for v in ds.get("volumes") or []
                                   if isinstance(v, dict) and v.get("file")))
         k, base = companion_of(file_id)
