@@ -157,3 +157,24 @@ def test_a_run_reads_each_sample_at_its_index_entry(tmp_path, fmt, interface):
         == ["bin", "bin.off.idx", "bin.sz.idx"]
     run_mpi(1, "run_cli.py", "clean", *args, timeout=120)
     assert not any((tmp_path / "d" / "train").glob("*"))
+
+
+@pytest.mark.mpi
+def test_generation_makes_a_missing_index_file_again(tmp_path):
+    """A .bin whose .sz.idx is gone is no complete file: generate writes it anew, with what
+    DLIO's generator writes."""
+    args = ["workload=default", "dataset.format=indexed_binary", "dataset.num_files_train=2",
+            "dataset.num_samples_per_file=8", "dataset.record_length=4096",
+            "dataset.record_length_stdev=0", "dataset.num_files_eval=0",
+            "dataset.num_subfolders_train=0", "reader.batch_size=2", "train.epochs=1",
+            "train.computation_time=0", "workflow.evaluation=false", "workflow.generate_data=true",
+            f"dataset.data_folder={tmp_path / 'd'}", f"output.folder={tmp_path / 'o'}"]
+    run_mpi(1, "run_cli.py", "run", "-q", *args, timeout=120)
+    train = tmp_path / "d" / "train"
+    assert len(list(train.iterdir())) == 6
+    lost = next(train.glob("*_0000001_of_2.bin.sz.idx"))
+    lost.unlink()
+    run_mpi(1, "run_cli.py", "generate", *args, timeout=120)
+    off, sz = dlio_index_files(4096, 8)
+    assert lost.read_bytes() == sz
+    assert all(p.read_bytes() == off for p in train.glob("*.off.idx"))
