@@ -1,10 +1,12 @@
 """Names of the files an op log's file ids stand for, as dlio_mpi names them: dataset files
-(training, then evaluation), companion files of HDF5 volumes, checkpoint files per write or read
-session; and the record ids the analysis gives them (dlio_mpi.run.oplog_format holds the ids)."""
+(training, then evaluation), companion files (of HDF5 volumes; indexed_binary's index files),
+checkpoint files per write or read session; and the record ids the analysis gives them
+(dlio_mpi.run.oplog_format holds the ids)."""
 import hashlib
 import os
 
 import numpy as np
+from dlio_mpi import formats
 from dlio_mpi.run.oplog_format import (CHECKPOINT_ID_BASE, COMPANION_ID_BASE, OP, checkpoint_of,
                                    companion_of, data_file_name)
 
@@ -16,10 +18,9 @@ OPEN, WRITE = OP["open"], OP["write"]
 
 def _format_companions(fmt):
     """Extensions of the files dataset.format ``fmt`` writes beside each of its files."""
-    from dlio_mpi import formats
     try:
         return formats.traits(fmt).companions
-    except (KeyError, ValueError):
+    except ValueError:
         return ()
 
 
