@@ -14,7 +14,7 @@ from dlio_mpi import formats
 # the extension dlio_mpi gives each format's files (each format module's EXTENSION)
 EMULATOR_EXTENSIONS = {name: module.EXTENSION for name, module in formats.MODULES.items()}
 # extension (lower case) -> the dlio_mpi dataset.format it is: the emulator's own, where one
-# format has it (Megatron's indexed .bin files are read by byte ranges as raw ones are, and
+# format has it (indexed_binary's .bin files are read by byte ranges as raw ones are, and
 # taken for raw by their name), and the other names real programs give the same formats
 FORMAT_OF_EXTENSION = {
     **{ext: name for name, ext in EMULATOR_EXTENSIONS.items()

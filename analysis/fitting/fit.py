@@ -14,7 +14,8 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - Index files: data files each of whose opens read it whole in one read, together under
   INDEX_SHARE of the bytes read, beside larger files read piece by piece (the DLIO benchmark's
   indexed_binary .off.idx and .sz.idx, read once by each rank), are left out of the data (a
-  note names them; the emulator does not make them).
+  note names them). When they are that pair beside each raw data file, ``dataset.format`` is
+  indexed_binary: the emulator writes the pair beside each file and reads it as DLIO does.
 - Checkpoint-only jobs: when every file read was written by the job before and is the size of
   a checkpoint file it wrote and never read (dlio_mpi_analysis.fitting.fit_checkpoints.read_back),
   there are no data: workflow.train false, the checkpoints written and read back
@@ -183,6 +184,16 @@ def _index_files(job, data, basis):
     return set(whole)
 
 
+INDEX_SUFFIXES = (".off.idx", ".sz.idx")
+
+
+def _dlio_index_pairs(names, data_names):
+    """Whether the index files' names are the DLIO benchmark's pair (NAME.off.idx and
+    NAME.sz.idx) beside each data file NAME, and no other."""
+    want = {os.path.basename(n) + s for n in data_names for s in INDEX_SUFFIXES}
+    return bool(want) and {os.path.basename(n) for n in names} == want
+
+
 def _worker_threads(workers):
     """The most worker processes of a rank alive at once (their logs' spans), median over
     the ranks that had workers."""
@@ -281,6 +292,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     fmt = by_format.index[0]
     data = data[data["format"] == fmt]
     index = _index_files(job, data, basis)
+    index_format = None
     if index:
         data = data.drop(index=list(index))
         notes.append(f"{len(index)} small file(s) read whole in one read per open "
@@ -288,6 +300,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"{INDEX_SHARE:.0%} of the data's): an index beside the data, left out "
                      "of the samples")
         evidence["index_files"] = sorted(job.names.get(int(i), "") for i in index)
+        if fmt == "raw" and _dlio_index_pairs(evidence["index_files"], data["name"].tolist()):
+            index_format = "indexed_binary"
+            notes.append("the index files are the DLIO benchmark's .off.idx and .sz.idx "
+                         "beside each data file: dataset.format indexed_binary, which writes "
+                         "them and reads each whole once a rank")
     evaluation = evaluation_phases(_data_trace(job, set(data.index)),
                                    {int(i): n for i, n in data["name"].items()})
     eval_files = None
@@ -548,7 +565,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         "workflow": {"generate_data": True, "train": True,
                      **({"checkpoint": True} if checkpoints else {}),
                      **({"evaluation": True} if eval_keys else {})},
-        "dataset": {"data_folder": data_folder, "format": fmt, "num_files_train": num_files,
+        "dataset": {"data_folder": data_folder, "format": index_format or fmt,
+                    "num_files_train": num_files,
                     **({"num_files_eval": eval_keys["files"]} if eval_keys else {}),
                     "num_samples_per_file": spf, "record_length": record,
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",

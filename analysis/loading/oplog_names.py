@@ -1,10 +1,12 @@
 """Names of the files an op log's file ids stand for, as dlio_mpi names them: dataset files
-(training, then evaluation), companion files of HDF5 volumes, checkpoint files per write or read
-session; and the record ids the analysis gives them (dlio_mpi.run.oplog_format holds the ids)."""
+(training, then evaluation), companion files (of HDF5 volumes; indexed_binary's index files),
+checkpoint files per write or read session; and the record ids the analysis gives them
+(dlio_mpi.run.oplog_format holds the ids)."""
 import hashlib
 import os
 
 import numpy as np
+from dlio_mpi import formats
 from dlio_mpi.run.oplog_format import (CHECKPOINT_ID_BASE, COMPANION_ID_BASE, OP, checkpoint_of,
                                    companion_of, data_file_name)
 
@@ -12,6 +14,14 @@ from dlio_mpi_analysis.characterization.files import EMULATOR_EXTENSIONS
 from dlio_mpi_analysis.loading.oplog_records import SYNC_OPS
 
 OPEN, WRITE = OP["open"], OP["write"]
+
+
+def _format_companions(fmt):
+    """Extensions of the files dataset.format ``fmt`` writes beside each of its files."""
+    try:
+        return formats.traits(fmt).companions
+    except ValueError:
+        return ()
 
 
 def record_id(name):
@@ -25,6 +35,17 @@ def file_name(config, file_id):
     the extension); ``<file N>`` for an id beyond all."""
     ds = config.get("dataset", {})
     if COMPANION_ID_BASE <= file_id < CHECKPOINT_ID_BASE:
+        k, base = companion_of(file_id)
+        companions = _format_companions(ds.get("format", "raw"))
+        if companions and not ds.get("volumes"):
+            # the format's own companions (indexed_binary's index files): the data file's
+            # name with its extension replaced
+            name = file_name(config, base)
+            ext = EMULATOR_EXTENSIONS.get(ds.get("format", "raw"), ".bin")
+            if not 1 <= k <= len(companions) or name.startswith("<") \
+                    or not name.endswith(ext):
+                return f"<file {file_id}>"
+            return name[:len(name) - len(ext)] + companions[k - 1]
         keys = list(dict.fromkeys(v.get("file") for v in ds.get("volumes") or []
                                   if isinstance(v, dict) and v.get("file")))
         k, base = companion_of(file_id)

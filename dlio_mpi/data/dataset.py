@@ -140,7 +140,10 @@ class Dataset:
         except ValueError:
             kw = {}
             if self.log is not None and self.traits.index_logged:
-                kw["opener"] = lambda path: _LoggedFile(path, self.log, self.first_id + i)
+                fid = self.first_id + i
+                # companion k (an index file beside the data file) has an id of its own
+                kw["opener"] = lambda path, k=0: _LoggedFile(
+                    path, self.log, oplog_format.companion_id(k, fid) if k else fid)
             idx = formats.index_file(self.path(i), self.spec, i, **kw)
         self._indexes[i] = idx
         self._cached_samples += self.spf

@@ -1,17 +1,17 @@
-"""Megatron's indexed dataset: a .bin file of the samples' tokens one after another, and beside
-it a .idx file that says where each lies, as Megatron-DeepSpeed's MMapIndexedDataset builder
-writes them. The .idx is a header (the magic b"MMIDIDX\\x00\\x00", version 1 as <Q, the token
-dtype's code as <B, the sample count and the document count as <Q), then the samples' sizes
-in tokens (int32), their byte offsets in the .bin (int64), and the document index (int64: the
-first sample of each document and the end, a document per sample here).
+"""The DLIO benchmark's indexed binary files: a .bin of the samples' bytes one after another,
+and beside it two index files named as the .bin with `.off.idx` and `.sz.idx` appended: the
+samples' byte offsets in the .bin and their sizes in bytes, each an array of unsigned 64-bit
+little-endian integers, one per sample (DLIO's generator packs them with struct 'Q' or writes
+numpy uint64 arrays; its readers take them as int64).
 
-Megatron's reader takes the header through a buffered file, maps the .idx with numpy.memmap
-and views the three arrays in it; a sample is then np.frombuffer of the .bin's mapping at its
-pointer, for its size in tokens. index_file reads the .idx the same way. dataset.format
-mmap_indexed_binary reads the samples out of the .bin's memory mapping (io.interface=mmap
-unless given), indexed_binary by a read of each sample's byte range (Megatron's IndexedDataset
-seeks and reads into a buffer)."""
-import struct
+DLIO's indexed_binary reader opens each index file of a file it will read, reads it whole into
+an int64 array (one read: the file and no more) and closes it, once when the reader starts;
+it then opens the .bin, seeks to each sample's offset and reads its size. index_file reads
+the index files the same way, through opener(path, companion) when the reads are to be in the
+op log (companion 1 the offsets, 2 the sizes). mmap_indexed_binary (DLIO's
+IndexedBinaryMMapReader) maps the index files with numpy.memmap, which reads nothing, and
+reads the samples out of a mapping of the .bin (io.interface=mmap unless given)."""
+import os
 
 import numpy as np
 
@@ -24,43 +24,33 @@ from dlio_mpi.formats.traits import FormatTraits
 NAME = "indexed_binary"
 MMAP_NAME = "mmap_indexed_binary"
 EXTENSION = ".bin"
-INDEX_EXTENSION = ".idx"
-TRAITS = FormatTraits(NAME, EXTENSION, opaque=True, companions=(INDEX_EXTENSION,))
-MMAP_TRAITS = FormatTraits(MMAP_NAME, EXTENSION, opaque=True, companions=(INDEX_EXTENSION,),
+OFFSETS_SUFFIX = ".off.idx"
+SIZES_SUFFIX = ".sz.idx"
+# the companions' names replace the extension: NAME.bin -> NAME.bin.off.idx, NAME.bin.sz.idx
+COMPANIONS = (EXTENSION + OFFSETS_SUFFIX, EXTENSION + SIZES_SUFFIX)
+TRAITS = FormatTraits(NAME, EXTENSION, opaque=True, companions=COMPANIONS, index_logged=True)
+MMAP_TRAITS = FormatTraits(MMAP_NAME, EXTENSION, opaque=True, companions=COMPANIONS,
                            mapped=True)
 
-MAGIC = b"MMIDIDX\x00\x00"
-VERSION = 1
-# Megatron's dtype codes; samples here are bytes
-DTYPE_CODES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64,
-               7: np.float64, 8: np.uint16}
-TOKEN_DTYPE = np.uint8
-TOKEN_CODE = 1
-HEADER = struct.Struct("<9sQBQQ")
+ENTRY = np.dtype("<u8")
 
 
-def index_path(path):
-    """The .idx beside the .bin at path (a final or a temporary name: the .bin's last
-    extension is replaced, whatever follows it)."""
+def index_paths(path):
+    """(offsets file, sizes file) beside the .bin at path (a final or a temporary name: what
+    follows the .bin's extension stays at the end)."""
     i = path.rfind(EXTENSION)
     if i < 0:
-        return path + INDEX_EXTENSION
-    return path[:i] + INDEX_EXTENSION + path[i + len(EXTENSION):]
-
-
-def _file_index(spec, sizes_bytes, pointers, bin_size):
-    return FileIndex(spec.format, int(bin_size), sizes_bytes, pointers, sizes_bytes)
+        return path + OFFSETS_SUFFIX, path + SIZES_SUFFIX
+    j = i + len(EXTENSION)
+    return tuple(path[:i] + ext + path[j:] for ext in COMPANIONS)
 
 
 def index_bytes(sizes_bytes):
-    """The .idx of samples of sizes_bytes (one document each), as the builder writes it."""
+    """(offsets file, sizes file) contents for samples of sizes_bytes stored back to back,
+    as DLIO's generator writes them."""
     sizes = np.asarray(sizes_bytes, dtype=np.int64)
-    tokens = sizes // np.dtype(TOKEN_DTYPE).itemsize
-    pointers = np.cumsum(sizes) - sizes
-    doc_idx = np.arange(len(sizes) + 1, dtype=np.int64)
-    return (HEADER.pack(MAGIC, VERSION, TOKEN_CODE, len(sizes), len(doc_idx))
-            + tokens.astype("<i4").tobytes() + pointers.astype("<i8").tobytes()
-            + doc_idx.astype("<i8").tobytes())
+    offsets = np.cumsum(sizes) - sizes
+    return offsets.astype(ENTRY).tobytes(), sizes.astype(ENTRY).tobytes()
 
 
 def sample_bytes(spec, file_index, sample_index):
@@ -72,61 +62,70 @@ sample_value = sample_bytes
 
 
 def write_file(path, file_index, spec):
-    """The .bin (the samples' bytes, as raw records) and its .idx."""
+    """The .bin (the samples' bytes, as raw records) and its two index files."""
     idx = raw.write_file(path, file_index, spec)
-    with safe_files.create(index_path(path)) as f:
-        f.write(index_bytes(idx.sizes))
-    return _file_index(spec, idx.sizes, idx.offsets, idx.file_size)
+    for index_path, data in zip(index_paths(path), index_bytes(idx.sizes)):
+        with safe_files.create(index_path) as f:
+            f.write(data)
+    return FileIndex(spec.format, int(idx.file_size), idx.sizes, idx.offsets, idx.sizes)
 
 
-def read_index(idx_path):
-    """(sizes in tokens, pointers, document index, dtype) of a .idx, read as Megatron's
-    index reader does: the header through a buffered file, the arrays viewed in a
-    numpy.memmap of the file. FormatError for a file that is not one."""
+class _OsFile:
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def size(self):
+        return os.fstat(self.fd).st_size
+
+    def pread(self, n, offset):
+        return os.pread(self.fd, n, offset)
+
+    def close(self):
+        os.close(self.fd)
+
+
+def _read_whole(index_path, opener, companion):
+    """An index file's bytes, in one read of its whole size after an open."""
     try:
-        with open(idx_path, "rb") as stream:
-            head = stream.read(HEADER.size)
+        f = opener(index_path, companion) if opener else _OsFile(index_path)
     except OSError as e:
-        raise FormatError(idx_path, f"cannot open: {e.strerror or e}") from None
-    if len(head) < HEADER.size:
-        raise FormatError(idx_path, f"{len(head)} bytes, shorter than the "
-                                    f"{HEADER.size}-byte header of a Megatron index")
-    magic, version, code, count, docs = HEADER.unpack(head)
-    if magic != MAGIC:
-        raise FormatError(idx_path, f"starts with {magic!r}, not Megatron's index magic "
-                                    f"{MAGIC!r}")
-    if version != VERSION:
-        raise FormatError(idx_path, f"index version {version}, expected {VERSION}")
-    if code not in DTYPE_CODES:
-        raise FormatError(idx_path, f"unknown dtype code {code}")
-    want = HEADER.size + count * 12 + docs * 8
-    have = file_size(idx_path)
-    if have != want:
-        raise FormatError(idx_path, f"{have} bytes, expected {want} for {count} samples and "
-                                    f"{docs} document entries")
-    mapped = np.memmap(idx_path, mode="r", order="C")
-    buf = memoryview(mapped)
-    sizes = np.frombuffer(buf, dtype=np.int32, count=count, offset=HEADER.size)
-    pointers = np.frombuffer(buf, dtype=np.int64, count=count,
-                             offset=HEADER.size + sizes.nbytes)
-    doc_idx = np.frombuffer(buf, dtype=np.int64, count=docs,
-                            offset=HEADER.size + sizes.nbytes + pointers.nbytes)
-    # copied out, so that the mapping closes when this returns
-    return (sizes.astype(np.int64), pointers.copy(), doc_idx.copy(),
-            np.dtype(DTYPE_CODES[code]))
+        raise FormatError(index_path, f"cannot open: {e.strerror or e}") from None
+    try:
+        n = f.size()
+        data = f.pread(n, 0) if n else b""
+    finally:
+        f.close()
+    return data
 
 
-def index_file(path, spec, file_index=None):
-    sizes, pointers, _, dtype = read_index(index_path(path))
-    idx_path = index_path(path)
-    if len(sizes) != spec.samples_per_file:
-        raise FormatError(idx_path, f"{len(sizes)} samples, expected {spec.samples_per_file} "
-                                    "(samples_per_file)")
-    nbytes = sizes * dtype.itemsize
+def _mapped(index_path):
+    try:
+        if file_size(index_path) == 0:
+            return b""
+        return memoryview(np.memmap(index_path, mode="r", order="C")).tobytes()
+    except OSError as e:
+        raise FormatError(index_path, f"cannot open: {e.strerror or e}") from None
+
+
+def index_file(path, spec, file_index=None, opener=None):
+    """The index of the .bin at path from its two index files (read whole, or mapped for
+    mmap_indexed_binary); FormatError naming the file for one of another sample count or
+    samples past the .bin's end."""
+    n = spec.samples_per_file
+    arrays = []
+    for k, index_path in enumerate(index_paths(path), start=1):
+        data = _mapped(index_path) if spec.format == MMAP_NAME \
+            else _read_whole(index_path, opener, k)
+        if len(data) != n * ENTRY.itemsize:
+            raise FormatError(index_path, f"{len(data)} bytes, expected {n * ENTRY.itemsize} "
+                                          f"bytes: {n} samples (samples_per_file) of "
+                                          f"{ENTRY.itemsize}-byte entries")
+        arrays.append(np.frombuffer(data, dtype="<i8").astype(np.int64))
+    offsets, sizes = arrays
     bin_size = file_size(path)
-    if len(sizes) and ((sizes < 0).any() or (pointers < 0).any()
-                       or int((pointers + nbytes).max()) > bin_size):
-        bad = int(np.argmax((sizes < 0) | (pointers < 0) | (pointers + nbytes > bin_size)))
-        raise FormatError(path, f"{bin_size} bytes, but sample {bad} of its index lies at "
-                                f"{int(pointers[bad])}, {int(nbytes[bad])} bytes (truncated?)")
-    return _file_index(spec, nbytes, pointers, bin_size)
+    bad = (offsets < 0) | (sizes < 0) | (offsets + sizes > bin_size)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise FormatError(path, f"{bin_size} bytes, but sample {i} of its index lies at "
+                                f"{int(offsets[i])}, {int(sizes[i])} bytes (truncated?)")
+    return FileIndex(spec.format, int(bin_size), sizes, offsets, sizes)

@@ -310,6 +310,16 @@ def test_file_names_follow_the_dataset():
         "/d/valid/x_0000001_of_2.tfrecord", "<file 5>"]
 
 
+def test_index_file_names_follow_their_data_file():
+    """indexed_binary's companion ids are its .off.idx and .sz.idx beside the .bin."""
+    from dlio_mpi.run.oplog_format import companion_id
+    config = {"dataset": {"data_folder": "/d", "format": "indexed_binary",
+                          "num_files_train": 2, "file_prefix": "x"}}
+    assert [file_name(config, companion_id(k, 1)) for k in (1, 2, 3)] == [
+        "/d/train/x_0000001_of_2.bin.off.idx", "/d/train/x_0000001_of_2.bin.sz.idx",
+        f"<file {companion_id(3, 1)}>"]
+
+
 def test_extensions_are_the_emulators():
     from dlio_mpi import formats
     from dlio_mpi_analysis.characterization.files import EMULATOR_EXTENSIONS, file_format

@@ -1,8 +1,9 @@
-"""Megatron's indexed dataset (.bin and .idx): the files written here read as
-Megatron-DeepSpeed's MMapIndexedDataset reads them (its header through a buffered file, its
-arrays and samples viewed in numpy.memmap mappings), an index Megatron's builder wrote (uint16
-tokens, documents of several samples) indexed the same way, and a run reading each sample at
-the offset and length of its index entry, through a memory mapping for mmap_indexed_binary."""
+"""The DLIO benchmark's indexed binary files (.bin, and .bin.off.idx and .bin.sz.idx beside it):
+the index files hold, byte for byte, what DLIO's generator writes for the same sample sizes,
+the files read as DLIO's indexed_binary reader reads them (each index file into an int64 array,
+then a seek and a read of each sample), damaged index files refused in one line, and a run
+reading each rank's files' index files once and whole, then each sample at its index entry,
+through a memory mapping for mmap_indexed_binary."""
 import json
 import struct
 
@@ -10,9 +11,10 @@ import numpy as np
 import pytest
 
 from datautil import load_npz
-from dlio_mpi import engines, formats
+from dlio_mpi import formats
 from dlio_mpi.config import loader as config
 from dlio_mpi.formats.spec import FormatError, FormatSpec
+from dlio_mpi.run.oplog_format import COMPANION_ID_BASE, OP, companion_id
 from mpirun import run_mpi
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
@@ -21,76 +23,75 @@ SPEC = FormatSpec(format="indexed_binary", samples_per_file=9, record_length=300
                   record_length_stdev=500, seed=7)
 
 
-def megatron_index(idx_path):
-    """sizes (tokens), pointers, document index and dtype, as MMapIndexedDataset.Index reads
-    them."""
-    codes = {1: np.uint8, 8: np.uint16, 4: np.int32}
-    with open(idx_path, "rb") as stream:
-        assert stream.read(9) == b"MMIDIDX\x00\x00"
-        assert struct.unpack("<Q", stream.read(8)) == (1,)
-        (code,) = struct.unpack("<B", stream.read(1))
-        (count,) = struct.unpack("<Q", stream.read(8))
-        (docs,) = struct.unpack("<Q", stream.read(8))
-        offset = stream.tell()
-    buf = memoryview(np.memmap(idx_path, mode="r", order="C"))
-    sizes = np.frombuffer(buf, dtype=np.int32, count=count, offset=offset)
-    pointers = np.frombuffer(buf, dtype=np.int64, count=count, offset=offset + sizes.nbytes)
-    doc_idx = np.frombuffer(buf, dtype=np.int64, count=docs,
-                            offset=offset + sizes.nbytes + pointers.nbytes)
-    return sizes, pointers, doc_idx, np.dtype(codes[code])
+def dlio_index_files(sample_size, samples):
+    """What the DLIO benchmark's generator (one file a rank, the whole file in one buffer)
+    writes: struct 'Q' offsets from 0 by sample_size, then the sizes."""
+    offsets = range(0, sample_size * samples, sample_size)
+    return (struct.pack("Q" * samples, *offsets),
+            struct.pack("Q" * samples, *[sample_size] * samples))
 
 
-def test_written_files_read_as_megatrons_indexed_dataset_reads_them(tmp_path):
+def dlio_read_longs(path, n):
+    """As DLIO's IndexedBinaryReader.read_longs reads an index file."""
+    a = np.empty(n, dtype=np.int64)
+    with open(path, "rb") as f:
+        f.readinto(a)
+    return a
+
+
+def test_index_files_hold_what_dlios_generator_writes(tmp_path):
+    spec = FormatSpec(format="indexed_binary", samples_per_file=16, record_length=32761,
+                      seed=3)
+    path = str(tmp_path / "t.bin")
+    formats.write_file(path, 0, spec)
+    assert formats.file_paths(spec, path) == [path, path + ".off.idx", path + ".sz.idx"]
+    off, sz = dlio_index_files(32761, 16)
+    assert (tmp_path / "t.bin.off.idx").read_bytes() == off
+    assert (tmp_path / "t.bin.sz.idx").read_bytes() == sz
+
+
+def test_written_files_read_as_dlios_reader_reads_them(tmp_path):
     path = str(tmp_path / "t.bin")
     written = formats.write_file(path, 0, SPEC)
-    assert formats.file_paths(SPEC, path) == [path, str(tmp_path / "t.idx")]
-    sizes, pointers, doc_idx, dtype = megatron_index(tmp_path / "t.idx")
-    assert dtype == np.uint8 and list(doc_idx) == list(range(10))
+    n = SPEC.samples_per_file
+    offsets = dlio_read_longs(path + ".off.idx", n)
+    sizes = dlio_read_longs(path + ".sz.idx", n)
+    assert len(set(sizes.tolist())) > 1       # sizes spread: offsets matter
     idx = formats.index_file(path, SPEC, 0)
     assert idx == written
-    assert list(idx.offsets) == list(pointers)
-    assert list(idx.lengths) == list(sizes * dtype.itemsize)
-    assert len(set(idx.lengths.tolist())) > 1       # sizes spread: pointers matter
-    data = np.memmap(path, mode="r", order="C")
-    with engines.PosixFile(path, mmap=True) as mapped, engines.PosixFile(path) as plain:
-        for i in range(SPEC.samples_per_file):
-            want = np.frombuffer(data, dtype=dtype, count=int(sizes[i]), offset=int(pointers[i]))
-            assert bytes(want) == bytes(formats.sample_bytes(SPEC, 0, i))
-            off, n = int(idx.offsets[i]), int(idx.lengths[i])
-            assert bytes(mapped.read(off, n)) == bytes(want)
-            assert bytes(plain.read(off, n)) == bytes(want)
+    assert list(idx.offsets) == list(offsets) and list(idx.lengths) == list(sizes)
+    with open(path, "rb") as f:
+        for i in range(n):
+            f.seek(int(offsets[i]))
+            image = np.empty(int(sizes[i]), dtype=np.uint8)
+            f.readinto(image)
+            assert bytes(image) == bytes(formats.sample_bytes(SPEC, 0, i))
 
 
-def test_an_index_megatrons_builder_wrote_is_read(tmp_path):
-    """uint16 tokens (Megatron's choice for a vocabulary under 65500), documents of several
-    samples: offsets and lengths in bytes from the pointers and token counts."""
-    tokens = np.array([5, 1, 7, 3, 2, 8], dtype=np.int32)
-    pointers = np.cumsum(tokens * 2) - tokens * 2
-    docs = np.array([0, 2, 5, 6], dtype=np.int64)
-    (tmp_path / "m.idx").write_bytes(
-        b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, len(tokens), len(docs))
-        + tokens.tobytes() + pointers.astype(np.int64).tobytes() + docs.tobytes())
-    (tmp_path / "m.bin").write_bytes(np.arange(tokens.sum(), dtype=np.uint16).tobytes())
-    spec = FormatSpec(format="mmap_indexed_binary", samples_per_file=6)
-    idx = formats.index_file(str(tmp_path / "m.bin"), spec)
-    assert list(idx.offsets) == list(pointers) and list(idx.lengths) == list(tokens * 2)
-    assert idx.file_size == 2 * tokens.sum()
-
-
-@pytest.mark.parametrize("damage,words", [
-    (lambda b: b"XXIDIDX\x00\x00" + b[9:], "not Megatron's index magic"),
-    (lambda b: b[:20], "shorter than the 34-byte header"),
-    (lambda b: b[:-8], "expected"),
+@pytest.mark.parametrize("fmt", ["indexed_binary", "mmap_indexed_binary"])
+@pytest.mark.parametrize("which,damage", [
+    (".off.idx", lambda b: b[:-8]),
+    (".sz.idx", lambda b: b + b"\0" * 8),
+    (".sz.idx", lambda b: b""),
 ])
-def test_a_damaged_index_is_one_line_naming_it(tmp_path, damage, words):
+def test_a_damaged_index_file_is_one_line_naming_it(tmp_path, fmt, which, damage):
+    spec = SPEC.replace(format=fmt)
+    path = str(tmp_path / "t.bin")
+    formats.write_file(path, 0, spec)
+    index = tmp_path / ("t.bin" + which)
+    index.write_bytes(damage(index.read_bytes()))
+    with pytest.raises(FormatError) as e:
+        formats.index_file(path, spec, 0)
+    assert str(e.value).startswith(str(index)) and "expected 72 bytes" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_missing_index_file_is_one_line_naming_it(tmp_path):
     path = str(tmp_path / "t.bin")
     formats.write_file(path, 0, SPEC)
-    idx = tmp_path / "t.idx"
-    idx.write_bytes(damage(idx.read_bytes()))
-    with pytest.raises(FormatError) as e:
+    (tmp_path / "t.bin.sz.idx").unlink()
+    with pytest.raises(FormatError, match=r"t\.bin\.sz\.idx: cannot open"):
         formats.index_file(path, SPEC, 0)
-    assert str(e.value).startswith(str(idx)) and words in str(e.value)
-    assert "\n" not in str(e.value)
 
 
 def test_a_bin_shorter_than_its_index_says_is_refused(tmp_path):
@@ -113,14 +114,18 @@ def test_mmap_indexed_binary_reads_through_a_mapping_unless_told():
 @pytest.mark.parametrize("fmt,interface", [("mmap_indexed_binary", "mmap"),
                                            ("indexed_binary", "posix")])
 def test_a_run_reads_each_sample_at_its_index_entry(tmp_path, fmt, interface):
+    """Two ranks, two epochs, one shared file: each rank reads the file's index files once,
+    whole, in one read after an open (indexed_binary; mapped, so not read, for
+    mmap_indexed_binary), then each of its samples at its index entry."""
+    spf = 12
     args = ["workload=default", f"dataset.format={fmt}", "dataset.num_files_train=1",
-            "dataset.num_samples_per_file=12", "dataset.record_length=3000",
+            f"dataset.num_samples_per_file={spf}", "dataset.record_length=3000",
             "dataset.record_length_stdev=400", "dataset.num_files_eval=0",
             "dataset.num_subfolders_train=0", "reader.batch_size=3",
-            "reader.sample_shuffle=seed", "train.epochs=1", "train.computation_time=0",
+            "reader.sample_shuffle=seed", "train.epochs=2", "train.computation_time=0",
             "workflow.evaluation=false", "workflow.generate_data=true", "io.keep_oplog=true",
             f"dataset.data_folder={tmp_path / 'd'}", f"output.folder={tmp_path / 'o'}"]
-    run_mpi(1, "run_cli.py", "run", "-q", *args, timeout=180)
+    run_mpi(2, "run_cli.py", "run", "-q", *args, timeout=180)
     s = json.loads((tmp_path / "o" / "latest" / "summary.json").read_text())
     assert s["dlio_mpi"]["config"]["io"]["interface"] == interface
     cfg = config.load(args)
@@ -128,11 +133,48 @@ def test_a_run_reads_each_sample_at_its_index_entry(tmp_path, fmt, interface):
     spec = format_spec(cfg)
     path = str(next((tmp_path / "d" / "train").glob("*.bin")))
     idx = formats.index_file(path, spec, 0)
-    z = load_npz(tmp_path / "o" / "latest" / "oplog_rank00000.npz")
-    reads = (z["e0_op"] == 0) & (z["e0_bytes"] > 0)
-    got = sorted(zip(z["e0_offset"][reads].tolist(), z["e0_bytes"][reads].tolist()))
-    assert got == sorted(zip(idx.offsets.tolist(), idx.lengths.tolist()))
-    # clean removes the .idx with its .bin
-    assert sorted(p.suffix for p in (tmp_path / "d" / "train").iterdir()) == [".bin", ".idx"]
+    got = []
+    for rank in range(2):
+        z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{rank:05d}.npz")
+        phases = [k[:-len("_op")] for k in z if k.endswith("_op")]
+        ops = {c: np.concatenate([z[f"{p}_{c}"] for p in phases])
+               for c in ("op", "file", "offset", "bytes")}
+        data = (ops["file"] < COMPANION_ID_BASE) & (ops["op"] == OP["read"]) \
+            & (ops["bytes"] > 0)
+        got += list(zip(ops["offset"][data].tolist(), ops["bytes"][data].tolist()))
+        for k in (1, 2):
+            mine = ops["file"] == companion_id(k, 0)
+            if fmt == "mmap_indexed_binary":
+                assert not mine.any()
+                continue
+            reads = mine & (ops["op"] == OP["read"])
+            assert (mine & (ops["op"] == OP["open"])).sum() == 1
+            assert list(zip(ops["offset"][reads], ops["bytes"][reads])) == [(0, 8 * spf)]
+    # each sample read once an epoch by one of the ranks
+    assert sorted(got) == sorted(2 * list(zip(idx.offsets.tolist(), idx.lengths.tolist())))
+    # clean removes the index files with their .bin
+    assert sorted(p.name.split(".", 1)[1] for p in (tmp_path / "d" / "train").iterdir()) \
+        == ["bin", "bin.off.idx", "bin.sz.idx"]
     run_mpi(1, "run_cli.py", "clean", *args, timeout=120)
     assert not any((tmp_path / "d" / "train").glob("*"))
+
+
+@pytest.mark.mpi
+def test_generation_makes_a_missing_index_file_again(tmp_path):
+    """A .bin whose .sz.idx is gone is no complete file: generate writes it anew, with what
+    DLIO's generator writes."""
+    args = ["workload=default", "dataset.format=indexed_binary", "dataset.num_files_train=2",
+            "dataset.num_samples_per_file=8", "dataset.record_length=4096",
+            "dataset.record_length_stdev=0", "dataset.num_files_eval=0",
+            "dataset.num_subfolders_train=0", "reader.batch_size=2", "train.epochs=1",
+            "train.computation_time=0", "workflow.evaluation=false", "workflow.generate_data=true",
+            f"dataset.data_folder={tmp_path / 'd'}", f"output.folder={tmp_path / 'o'}"]
+    run_mpi(1, "run_cli.py", "run", "-q", *args, timeout=120)
+    train = tmp_path / "d" / "train"
+    assert len(list(train.iterdir())) == 6
+    lost = next(train.glob("*_0000001_of_2.bin.sz.idx"))
+    lost.unlink()
+    run_mpi(1, "run_cli.py", "generate", *args, timeout=120)
+    off, sz = dlio_index_files(4096, 8)
+    assert lost.read_bytes() == sz
+    assert all(p.read_bytes() == off for p in train.glob("*.off.idx"))
