@@ -5,8 +5,9 @@ checkpoint.read_pattern=pieces), or as torch.load reads the zip torch.save makes
 
 A file is read as a zip when its trace holds the read of the end-of-central-directory record:
 22 bytes ending at the file's end (no other reader looks for a zip's end first). Its tensors
-are its reads longer than the reader's 4 KiB buffer (each tensor's data is one such call, every
-other call of torch.load is 4 KiB or less). ``checkpoint.tensors_per_file`` gives them per file
+are its reads longer than the reader's 4 KiB buffer that end before the file's end (each
+tensor's data is one such call; torch.load's other calls are 4 KiB or less, or read the central
+directory up to the end; a tensor of less than 4 KiB is not seen). ``checkpoint.tensors_per_file`` gives them per file
 of a rank's checkpoint in the format's order: for model_optimizer, a rank's smaller file (the
 model, as fit_checkpoints takes it) first; each the median over the ranks' files. Without a
 trace, or when not every file read back was read so, the pattern stays pieces and a note says
@@ -54,7 +55,10 @@ def zip_read_back(job, back, ck_format, notes, evidence):
             plain.append(fid)
             continue
         rank = int(reads["rank"].iloc[0])
-        per_rank.setdefault(rank, []).append((size, int((reads["length"] > BUFFER).sum())))
+        # the directory's reads end at the file's end and grow past the buffer with many
+        # tensors: no tensor
+        data = (reads["length"] > BUFFER) & (reads["offset"] + reads["length"] < size)
+        per_rank.setdefault(rank, []).append((size, int(data.sum())))
     if plain or not per_rank:
         notes.append(f"checkpoints read back: {len(plain)} of {len(back)} files without "
                      "torch.load's end-of-zip read, read back in checkpoint.transfer_size "
