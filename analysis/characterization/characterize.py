@@ -24,6 +24,7 @@ from dlio_mpi_analysis.characterization.files import file_format, is_tool_file
 from dlio_mpi_analysis.characterization.job_summary import JobInfo, job_info, module_summaries, mount_use, mpiio_hints
 from dlio_mpi_analysis.characterization.layers import parts_at
 from dlio_mpi_analysis.loading.loader import DarshanJob, load
+from dlio_mpi_analysis.loading.renamed_files import join_renamed
 from dlio_mpi_analysis.characterization.module_metrics import (Files, IOTime, file_counts, io_time, module_metrics,
                              negative_time_messages)
 
@@ -165,16 +166,19 @@ class Characterization:
 
 
 def load_job(source, *, dxt=False):
-    """The DarshanJob of ``source``: a DarshanJob as it is, a dlio_mpi run directory from its op
-    logs (traces always included), else :func:`~dlio_mpi_analysis.loading.loader.load` (``dxt=True`` reads the
-    DXT traces)."""
+    """The DarshanJob of ``source``: a DarshanJob, a dlio_mpi run directory from its op logs
+    (traces always included), else :func:`~dlio_mpi_analysis.loading.loader.load` (``dxt=True``
+    reads the DXT traces); a file written under a temporary name and renamed to a name the job
+    opened is that one file (:mod:`dlio_mpi_analysis.loading.renamed_files`)."""
     from dlio_mpi_analysis.loading.oplog import is_run_dir, load_run
 
     if isinstance(source, DarshanJob):
-        return source
-    if is_run_dir(source):
-        return load_run(source)
-    return load(source, dxt=dxt)
+        job = source
+    elif is_run_dir(source):
+        job = load_run(source)
+    else:
+        job = load(source, dxt=dxt)
+    return join_renamed(job)
 
 
 def characterize(source, *, dxt=False, overview=True):

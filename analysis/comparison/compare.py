@@ -32,7 +32,9 @@ with, for the first job's value a and job j's value b:
 - "set" (the interfaces used): s = |A & B| / |A | B| (Jaccard; 1 when both are empty).
 
 A metric whose value is unknown (None) for either job is left out of that job's score (the
-table says so with similarity None). Identical inputs give 1.0 exactly. Weights favour what
+table says so with similarity None), but for the shape of the reads (size, histogram,
+sequential and consecutive shares) of a job without a read against one that reads: those are
+nothing alike (similarity 0). Identical inputs give 1.0 exactly. Weights favour what
 shapes the I/O (bytes, transfer sizes, interfaces) over what depends on the machine and its
 noise (I/O time share, rank imbalance).
 
@@ -174,6 +176,10 @@ DXT_PREFERENCE = {"POSIX": ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO"), "MPI-IO": ("
                   "HDF5": ()}
 STRUCTURE = ("files", "shared_file_fraction", "interfaces", "checkpoint_files",
              "read_order", "write_order", "evaluation_phases")
+# the shape of a job's reads: unknown for a job without a read, and then nothing like the
+# other job's when that one reads (similarity 0, not left out)
+READ_SHAPE = ("mean_read_size", "read_size_histogram", "sequential_read_fraction",
+              "consecutive_read_fraction")
 # the difference of two orders' shares taken as none: a random order's share over a few hundred
 # calls varies by a few points (a binomial's standard deviation, 0.031 for 256 calls)
 ORDER_NOISE = 0.05
@@ -420,6 +426,8 @@ def compare(sources, labels=None, *, dxt=True):
         for metric, kind, weight, _ in METRICS:
             a, b = profiles[0][metric], values[metric]
             s = similarity(kind, a, b, profiles[0]["files"])
+            if s is None and metric in READ_SHAPE and _reads_one_side(profiles[0], values):
+                s = 0.0
             if s is not None:
                 weighted += weight * s
                 total += weight
@@ -435,6 +443,12 @@ def compare(sources, labels=None, *, dxt=True):
              if MMAP_MARK in w or w.startswith(REUSED_NOTE)]
     return Comparison(labels=labels, table=pd.DataFrame(rows), scores=scores, notes=notes,
                       layer=layer)
+
+
+def _reads_one_side(a, b):
+    """True when one of two profiles read and the other did not (READ_SHAPE)."""
+    ops = (a["read_ops"], b["read_ops"])
+    return None not in ops and (ops[0] > 0) != (ops[1] > 0)
 
 
 def default_labels(sources, chars):

@@ -46,6 +46,7 @@ import os
 import numpy as np
 
 from dlio_mpi_analysis.characterization.layers import dataset_file
+from dlio_mpi_analysis.fitting.fit_checkpoint_reads import zip_read_back
 
 EPOCH_TOLERANCE = 0.1
 SIZE_SPREAD = 0.05
@@ -222,6 +223,7 @@ def checkpoint_only(job, roles, back, output_folder, notes, evidence):
     pause = round(float(np.median(pauses)), 3) if pauses else 0.0
     keys[1].update({"num_checkpoints_write": len(groups), "num_checkpoints_read": reads,
                     "time_between_checkpoints": pause})
+    keys[1].update(zip_read_back(job, back, keys[1].get("format"), notes, evidence))
     evidence["checkpoint_only"] = {"written": len(groups), "read": reads, "pauses": pauses}
     notes.append(f"no data read: {len(groups)} checkpoints written, {reads} read back "
                  f"(workflow.train false: checkpoint-only), {pause:g} s between them")

@@ -4,6 +4,7 @@ import os
 from dataclasses import dataclass
 
 from dlio_mpi import engines
+from dlio_mpi.config.schema import CHECKPOINT_READ_PATTERNS, CHECKPOINT_ZIP_FORMATS
 from dlio_mpi.run import collective
 from dlio_mpi.run.oplog_format import CHECKPOINT_ID_BASE
 
@@ -12,6 +13,7 @@ FORMATS = ("file_per_rank", "mpiio", "hdf5", "four_files", "model_optimizer")
 MODEL_OPTIMIZER_FILES = ("model", "optim")
 FOUR_FILES = (("data", 4 << 20), ("meta", 64 << 10), ("index", 4 << 10), ("state", 1 << 10))
 SYNCS = ("fsync", "fdatasync", "none")
+READ_PATTERNS, ZIP_FORMATS = CHECKPOINT_READ_PATTERNS, CHECKPOINT_ZIP_FORMATS
 FILE_ID_BASE = CHECKPOINT_ID_BASE     # op-log file ids: oplog_format.checkpoint_id
 
 

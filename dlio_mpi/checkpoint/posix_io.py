@@ -1,12 +1,14 @@
 """The POSIX formats' files (file_per_rank, four_files): a rank's share written to
 ``<name>.part`` and read back through the native engine, buffered or O_DIRECT (the unaligned
-tail through a second, buffered descriptor). A mixin of checkpoint.writer.Checkpointer."""
+tail through a second, buffered descriptor), or as torch.load reads a zip (checkpoint.zip_reads).
+A mixin of checkpoint.writer.Checkpointer."""
 import os
 
 from dlio_mpi import engines
 from dlio_mpi.files import safe_files
 from dlio_mpi.checkpoint.common import _unlink
 from dlio_mpi.checkpoint.content import Filler
+from dlio_mpi.checkpoint.zip_reads import torch_load_reads
 
 
 class PosixFiles:
@@ -64,3 +66,23 @@ class PosixFiles:
                         self._compare(buf[:k], self._content(want, start + pos, k), path, pos)
         return got
 
+
+    def _zip_read(self, path, content, start, n, fid, verify, tensors):
+        """Read path (n bytes) in torch.load's calls on a zip of ``tensors`` tensors, each call
+        one engine call (a call longer than the buffer in buffer-sized ones); returns the
+        bytes the calls read, the bytes read twice counted twice as the storage serves them."""
+        if os.stat(path).st_size != n:
+            raise OSError(f"{path} holds {os.stat(path).st_size} bytes, expected {n}")
+        calls = torch_load_reads(n, tensors)
+        buf, exp = self._buffers(min(self.chunk, max((k for _, k in calls), default=1)),
+                                 verify)
+        want = Filler(content, exp) if verify else None
+        got = 0
+        with engines.PosixFile(path, "r", file_id=fid, oplog=self.oplog) as f:
+            for offset, length in calls:
+                for pos in range(offset, offset + length, buf.shape[0]):
+                    k = min(buf.shape[0], offset + length - pos)
+                    got += f.readv([pos], [k], out=buf[:k], exact=True)[1]
+                    if want is not None:
+                        self._compare(buf[:k], self._content(want, start + pos, k), path, pos)
+        return got

@@ -85,7 +85,8 @@ def make(cfg, comm, log):
     c = Checkpointer(
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
         sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log,
-        record=True, **({"chunk": ck.collective_transfer_size}
+        record=True, read_pattern=ck.read_pattern, tensors=ck.tensors_per_file,
+        **({"chunk": ck.collective_transfer_size}
                         if ck.format in ("mpiio", "hdf5") else {}))
 
     def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)

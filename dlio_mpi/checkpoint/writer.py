@@ -10,7 +10,8 @@ from dlio_mpi import engines
 from dlio_mpi.run import sysinfo
 from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import record as checkpoint_record
-from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, MODEL_OPTIMIZER_FILES, SYNCS,
+from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, MODEL_OPTIMIZER_FILES,
+                                        READ_PATTERNS, SYNCS, ZIP_FORMATS,
                                         CheckpointError, CheckpointResult, _line, _unlink)
 from dlio_mpi.checkpoint.content import Content
 from dlio_mpi.checkpoint.posix_io import PosixFiles
@@ -39,15 +40,25 @@ class Checkpointer(PosixFiles, SharedFile):
     per engine call and buffer size (file_per_rank: rounded up to a multiple of xfer; mpiio and
     hdf5: bytes per rank per collective call). sync: "fsync", "fdatasync" (POSIX formats; MPI-IO
     and HDF5 always MPI_File_sync) or "none" (no directory fsync either). hints: MPI-IO hints
-    (mpiio, hdf5). oplog: an engines.OpLog that receives every operation."""
+    (mpiio, hdf5). oplog: an engines.OpLog that receives every operation. read_pattern:
+    "pieces" (xfer calls front to back) or "torch_zip" (torch.load's calls on a zip,
+    checkpoint.zip_reads; file_per_rank and model_optimizer, buffered), tensors: the tensor count
+    of each file of a rank's checkpoint for torch_zip."""
 
     def __init__(self, comm, directory, fmt="file_per_rank", *, direct=False, xfer=1 << 20,
                  chunk=64 << 20, sync="fsync", sync_dir=True, hints=None, oplog=None,
-                 prefix="ckpt", record=False):
+                 prefix="ckpt", record=False, read_pattern="pieces", tensors=()):
         if fmt not in FORMATS:
             raise ValueError(f"unknown checkpoint format {fmt!r}: use one of {', '.join(FORMATS)}")
         if direct and fmt not in ("file_per_rank", "four_files", "model_optimizer"):
             raise ValueError(f"O_DIRECT applies to the POSIX formats, not to {fmt}")
+        if read_pattern not in READ_PATTERNS:
+            raise ValueError(f"unknown read pattern {read_pattern!r}: use one of "
+                             f"{', '.join(READ_PATTERNS)}")
+        if read_pattern == "torch_zip" and (direct or fmt not in ZIP_FORMATS):
+            raise ValueError(f"the torch_zip read pattern reads buffered files of "
+                             f"{' or '.join(ZIP_FORMATS)}, not {fmt}"
+                             f"{' with O_DIRECT' if direct else ''}")
         if sync not in SYNCS:
             raise ValueError(f"unknown sync {sync!r}: use one of {', '.join(SYNCS)}")
         if int(xfer) < 1 or int(chunk) < 1:
@@ -61,6 +72,9 @@ class Checkpointer(PosixFiles, SharedFile):
             if fmt in ("file_per_rank", "model_optimizer") else int(chunk)
         self.sync, self.sync_dir, self.hints, self.oplog = sync, sync_dir, hints, oplog
         self.prefix = prefix
+        # torch_zip: each file read as torch.load reads a zip (checkpoint.zip_reads) of
+        # tensors[k] tensors for the rank's k-th file (the last count for the files beyond)
+        self.read_pattern, self.tensors = read_pattern, tuple(int(t) for t in tensors) or (1,)
         # record: rank 0 names each complete checkpoint's files in the folder's record
         # (checkpoint.record), which says whether the folder was made by a run
         self.record = bool(record)
@@ -373,7 +387,13 @@ class Checkpointer(PosixFiles, SharedFile):
         if not self.shared:
             try:
                 for path, start, size, fid, single in mine:
-                    nb += self._posix_read(path, content, start, size, fid, single, verify)
+                    if self.read_pattern == "torch_zip":
+                        k = min(fid - checkpoint_id(index), len(self.tensors) - 1)
+                        nb += self._zip_read(path, content, start, size, fid, verify,
+                                             self.tensors[k])
+                    else:
+                        nb += self._posix_read(path, content, start, size, fid, single,
+                                               verify)
                     done.append(path)
             except Exception as e:   # noqa: BLE001
                 err = self._err(e)

@@ -4,6 +4,7 @@ size): each problem is one ConfigError line naming the keys."""
 from dlio_mpi import backends, formats
 from dlio_mpi.config import io_checks
 from dlio_mpi.config.errors import ConfigError
+from dlio_mpi.config.schema import CHECKPOINT_ZIP_FORMATS as ZIP_FORMATS
 
 # storage.storage_type values that name an object store, not a file system
 OBJECT_STORES = ("s3", "aistore")
@@ -80,6 +81,7 @@ def validate(cfg):
     if io.rank_priority > 99:
         raise ConfigError(f"io.rank_priority={io.rank_priority}: SCHED_FIFO priorities are "
                           "1 to 99 (0: the thread's own policy)")
+    _check_read_pattern(cfg.checkpoint)
     io_checks.validate_access(cfg)
     io_checks.validate_volumes(cfg)
     from dlio_mpi.data import write_phase
@@ -97,6 +99,20 @@ def validate(cfg):
         raise ConfigError(f"io.interface=posix_direct cannot read {ds.format} "
                           f"{'compressed ' if ds.compression != 'none' else ''}data in aligned "
                           "byte ranges")
+
+
+def _check_read_pattern(ck):
+    counts = ck.tensors_per_file
+    if not isinstance(counts, list) or \
+            not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in counts):
+        raise ConfigError(f"checkpoint.tensors_per_file={counts!r}: a list of positive tensor "
+                          "counts, one per file of a rank's checkpoint")
+    if ck.read_pattern != "torch_zip":
+        return
+    if ck.format not in ZIP_FORMATS or ck.odirect:
+        raise ConfigError(f"checkpoint.read_pattern=torch_zip reads buffered files of "
+                          f"checkpoint.format {' or '.join(ZIP_FORMATS)}, not "
+                          f"{ck.format}{' with checkpoint.odirect=true' if ck.odirect else ''}")
 
 
 def check_ranks(cfg, ranks):

@@ -28,6 +28,11 @@ FORMATS = ("raw", "npy", "npz", "tfrecord", "hdf5", "csv", "jpeg", "png", "index
            "mmap_indexed_binary", "parquet")
 INTERFACES = backends.NAMES
 SHUFFLE = ("off", "seed", "random")
+# how a checkpoint file is read back: in transfer_size pieces front to back, or as torch.load
+# reads the zip torch.save makes (dlio_mpi.checkpoint.zip_reads), for the formats of a file per
+# writer and part
+CHECKPOINT_READ_PATTERNS = ("pieces", "torch_zip")
+CHECKPOINT_ZIP_FORMATS = ("file_per_rank", "model_optimizer")
 
 SCHEMA = {
     "model": {
@@ -267,6 +272,15 @@ SCHEMA = {
         "collective_transfer_size": Key("size", 64 << 20, "mpiio and hdf5 formats: bytes a "
                                         "rank moves per collective call", minimum=1),
         "verify": Key("bool", False, "verify content when reading checkpoints back"),
+        "read_pattern": Key("enum", "pieces", "how a checkpoint file is read back: front to "
+                            "back in transfer_size pieces, or in torch.load's calls on the zip "
+                            "torch.save makes (torch_zip: 4 KiB headers, the end records and "
+                            "the central directory from the end, then each tensor in one call; "
+                            "file_per_rank and model_optimizer)", CHECKPOINT_READ_PATTERNS),
+        "tensors_per_file": Key("list", [], "read_pattern=torch_zip: the tensors in each file "
+                                "of a rank's checkpoint, in the format's order (model_optimizer: "
+                                "the model file's, the optimizer file's), equal shares of its "
+                                "bytes; the last count for the files beyond (none: 1)"),
         "optimizer_multiplier": Key("float", 0.0, "model_size_bytes checkpoints: optimizer "
                                     "state as a multiple of the model's bytes", minimum=0.0),
     },

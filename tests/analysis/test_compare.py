@@ -174,3 +174,19 @@ def test_text_names_the_structure_metric_that_gated_the_score(tmp_path):
                                                    nbytes=100)]]})
     text = analysis.render_comparison(analysis.compare([own, both], labels=["own", "both"]))
     assert "  structure gate: 0.000, set by shared_file_fraction" in text
+
+
+def test_a_job_without_reads_has_nothing_of_the_reads_shape(tmp_path):
+    """A file written then read back against the same file written only: the read size, its
+    histogram and the sequential and consecutive shares of the job without a read are nothing
+    like the reading job's (similarity 0), not left out of its score."""
+    write = [call("write", 0, 10, offset=0, nbytes=4096)]
+    read = [call("read", 100, 10, offset=0, nbytes=4096)]
+    both = write_run(tmp_path / "both", {0: [write + read]}, phase_s=1.0)
+    written = write_run(tmp_path / "written", {0: [write]}, phase_s=1.0)
+    result = analysis.compare([both, written], labels=["both", "written"])
+    table = result.table.set_index(["metric", "job"])
+    for metric in ("mean_read_size", "read_size_histogram", "sequential_read_fraction",
+                   "consecutive_read_fraction"):
+        assert table.loc[(metric, "written"), "similarity"] == 0.0, metric
+    assert result.score < 0.6

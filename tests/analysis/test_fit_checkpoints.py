@@ -56,3 +56,18 @@ def test_a_replay_without_the_checkpoints_scores_low(tmp_path):
     c = run_changed("checkpoint_train", tmp_path, no_checkpoints)
     assert c.row("checkpoint_files") == (3, 0)
     assert c.score < 0.6, c.table
+
+
+@pytest.mark.parametrize("pattern,tensors", [("torch_zip", [50]), ("pieces", None)])
+def test_how_checkpoints_were_read_back_is_fitted(emulate, pattern, tensors):
+    """A checkpoint-only run of the emulator, 2 checkpoints written, the first (a file a rank)
+    read back as torch.load reads a zip (of 50 tensors: its central directory is read in calls of more than 4 KiB, no tensor's) or
+    in pieces: the fit gives the same read pattern and tensor count."""
+    out = emulate("workflow.train=false", "workflow.checkpoint=true",
+                  "model.model_size_bytes=4m", "checkpoint.writers=all",
+                  "checkpoint.num_checkpoints_write=2", "checkpoint.num_checkpoints_read=1",
+                  f"checkpoint.read_pattern={pattern}",
+                  *([f"checkpoint.tensors_per_file=[{tensors[0]}]"] if tensors else []))
+    ck = analysis.fit(out).workload["checkpoint"]
+    assert ck.get("read_pattern", "pieces") == pattern
+    assert ck.get("tensors_per_file") == tensors

@@ -62,6 +62,9 @@ def test_checkpoint_only_job():
         == ("model_optimizer", "all", "same")
     assert w["model"]["model_size_bytes"] == t["model_bytes"]
     assert round(t["model_bytes"] * ck["optimizer_multiplier"]) == t["optimizer_bytes"]
+    # torch.load read each file as a zip; the trace's reads of a whole tensor: 10 in each
+    # model file, 3 in each optimizer file
+    assert (ck["read_pattern"], ck["tensors_per_file"]) == ("torch_zip", [10, 3])
 
 
 def test_indexed_binary_file_read_a_sample_an_open():
@@ -117,7 +120,7 @@ def test_a_log_the_forked_workers_left_empty():
         analysis.fit(log("dlio_hdf5_threads_mpi"))
 
 
-@pytest.mark.parametrize("name", ["dlio_llm_ckpt", "dlio_npy_shuffle"])
+@pytest.mark.parametrize("name", ["dlio_llm_ckpt", "dlio_npy_shuffle", "dlio_ckpt_only"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table
@@ -135,10 +138,16 @@ def _npz(w):
     w["dataset"]["format"] = "npz"
 
 
+def _no_read_back(w):
+    w["checkpoint"]["num_checkpoints_read"] = 0
+
+
 @pytest.mark.parametrize("name,change", [("dlio_llm_ckpt", _no_checkpoints),
-                                         ("dlio_npy_shuffle", _npz)])
+                                         ("dlio_npy_shuffle", _npz),
+                                         ("dlio_ckpt_only", _no_read_back)])
 def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
     """The LLM job without its checkpoints; the NPY files as NPZ ones (numpy.load reads an
-    NPZ member through Python's file alone, an NPY array through C stdio)."""
+    NPZ member through Python's file alone, an NPY array through C stdio); the checkpoint-only
+    job with no checkpoint read back."""
     wrong = run_changed(name, tmp_path, change)
     assert wrong.score < 0.6, wrong.table

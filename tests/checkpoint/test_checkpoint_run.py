@@ -200,3 +200,46 @@ def test_collective_transfer_size_is_a_ranks_bytes_per_collective_call(tmp_path,
     column = "MPIIO_COLL_WRITES" if module == "MPI-IO" else "H5D_WRITES"
     assert int(mine[column].sum()) == 2 * 4
     assert len(checkpoint_files(tmp_path / "c")) == 1
+
+
+def test_checkpoint_read_back_as_torch_load_reads_a_zip(tmp_path):
+    """checkpoint.read_pattern=torch_zip: each file read back in torch.load's calls on a zip of
+    its tensors (4 KiB headers, the end records and directory from the end, a call a tensor),
+    the model file's 4 tensors and the optimizer file's 2, in the op log as the run made them."""
+    import numpy as np
+
+    from dlio_mpi.checkpoint.zip_reads import torch_load_reads
+
+    model, n = 1 << 20, 2
+    _, s = run(tmp_path, n, "workflow.train=false", "workflow.checkpoint=true",
+               f"model.model_size_bytes={model}", "checkpoint.format=model_optimizer",
+               "checkpoint.writers=all", "checkpoint.optimizer_multiplier=3",
+               "checkpoint.num_checkpoints_write=1", "checkpoint.num_checkpoints_read=1",
+               "checkpoint.read_pattern=torch_zip", "checkpoint.tensors_per_file=[4,2]",
+               "checkpoint.verify=true", "io.keep_oplog=true")
+    sizes = {0: model // n, 1: 3 * model // n}
+    for r in range(n):
+        with np.load(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz") as z:
+            op, file = z["e0_op"], z["e0_file"]
+            reads = op == 0
+            files = list(dict.fromkeys(file[reads].tolist()))
+            assert len(files) == 2
+            for k, (f, tensors) in enumerate(zip(sorted(files), (4, 2))):
+                mine = reads & (file == f)
+                calls = list(zip(z["e0_offset"][mine].tolist(), z["e0_bytes"][mine].tolist()))
+                assert calls == torch_load_reads(sizes[k], tensors)
+    read = [c for c in s["checkpoints"] if c["op"] == "read"]
+    assert read and read[0]["bytes"] > 4 * model      # bytes read twice counted twice
+
+
+@pytest.mark.parametrize("args,line", [
+    (["checkpoint.format=mpiio", "checkpoint.read_pattern=torch_zip"],
+     "checkpoint.read_pattern=torch_zip reads buffered files of checkpoint.format "
+     "file_per_rank or model_optimizer, not mpiio"),
+    (["checkpoint.read_pattern=torch_zip", "checkpoint.tensors_per_file=[3,0]"],
+     "checkpoint.tensors_per_file=[3, 0]: a list of positive tensor counts")])
+def test_a_zip_read_back_that_cannot_be_is_a_config_error(tmp_path, args, line):
+    p, _ = run(tmp_path, 2, "workflow.checkpoint=true", "model.model_size_bytes=1m", *args,
+               check=False)
+    assert p.returncode == 2 and line in p.stdout
+    assert "Traceback" not in p.stdout + p.stderr
