@@ -109,6 +109,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import yaml
 
+from dlio_mpi.display import units
 from dlio_mpi.files.safe_files import write_whole
 
 from dlio_mpi_analysis.fitting import fit_patterns
@@ -184,14 +185,24 @@ def _index_files(job, data, basis):
     return set(whole)
 
 
-INDEX_SUFFIXES = (".off.idx", ".sz.idx")
-
-
-def _dlio_index_pairs(names, data_names):
-    """Whether the index files' names are the DLIO benchmark's pair (NAME.off.idx and
-    NAME.sz.idx) beside each data file NAME, and no other."""
-    want = {os.path.basename(n) + s for n in data_names for s in INDEX_SUFFIXES}
-    return bool(want) and {os.path.basename(n) for n in names} == want
+def _companion_format(index_names, data_names):
+    """The format whose companion files (FormatTraits.companions: an index beside each of its
+    files, named as the file with a suffix added) are exactly the index files found beside
+    the data files, or None. A mapped format's companions are mapped, not read: the
+    index files' reads name the format that reads them."""
+    from dlio_mpi import formats
+    have = {os.path.basename(n) for n in index_names}
+    for name, t in formats.TRAITS.items():
+        if not t.companions or t.mapped:
+            continue
+        # what a companion adds to its file's name (the DLIO benchmark's files keep their own
+        # extension, .indexed_binary, beside which the index files are named alike)
+        added = [c[len(t.extension):] if c.startswith(t.extension) else c
+                 for c in t.companions]
+        want = {os.path.basename(n) + a for n in data_names for a in added}
+        if want and want == have:
+            return name
+    return None
 
 
 def _worker_threads(workers):
@@ -231,9 +242,9 @@ def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes
     compute, batch, _, _ = _timeline(evaluation["trace"], record, starts)
     sizes = eval_files["size"].to_numpy()
     if abs(float(np.median(sizes)) - file_size) > 0.05 * max(file_size, 1):
-        notes.append(f"the evaluation files' median size ({float(np.median(sizes)):.0f} B) "
-                     f"differs from the training files' ({file_size} B): the emulator makes "
-                     "them alike")
+        notes.append(f"the evaluation files' median size "
+                     f"({units.size(float(np.median(sizes)))}) differs from the training "
+                     f"files' ({units.size(file_size)}): the emulator makes them alike")
     notes.append(f"the files of {names['evaluation']}/ ({len(eval_files)}) were read apart "
                  f"from those of {names['train'] or 'the data folder'}/ in "
                  f"{evaluation['phases']} phases: evaluations after epoch {first}, then "
@@ -300,11 +311,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"{INDEX_SHARE:.0%} of the data's): an index beside the data, left out "
                      "of the samples")
         evidence["index_files"] = sorted(job.names.get(int(i), "") for i in index)
-        if fmt == "raw" and _dlio_index_pairs(evidence["index_files"], data["name"].tolist()):
-            index_format = "indexed_binary"
-            notes.append("the index files are the DLIO benchmark's .off.idx and .sz.idx "
-                         "beside each data file: dataset.format indexed_binary, which writes "
-                         "them and reads each whole once a rank")
+        index_format = _companion_format(evidence["index_files"], data["name"].tolist())
+        if index_format is not None:
+            notes.append(f"the index files are those dataset.format {index_format} writes "
+                         f"beside each data file and reads whole once a rank: dataset.format "
+                         f"{index_format}")
     evaluation = evaluation_phases(_data_trace(job, set(data.index)),
                                    {int(i): n for i, n in data["name"].items()})
     eval_files = None
