@@ -92,3 +92,20 @@ def open_error(path, error):
     if code:
         return FormatError(path, f"not a readable HDF5 file ({msg})")
     return FormatError(path, f"not a readable HDF5 file ({msg}; truncated?)")
+
+
+class OsFile:
+    """A file read with os.pread: what the index readers read through when no opener of the
+    run's engines is given."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def size(self):
+        return os.fstat(self.fd).st_size
+
+    def pread(self, n, offset):
+        return os.pread(self.fd, n, offset)
+
+    def close(self):
+        os.close(self.fd)

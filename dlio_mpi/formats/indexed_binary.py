@@ -11,13 +11,12 @@ the index files the same way, through opener(path, companion) when the reads are
 op log (companion 1 the offsets, 2 the sizes). mmap_indexed_binary (DLIO's
 IndexedBinaryMMapReader) maps the index files with numpy.memmap, which reads nothing, and
 reads the samples out of a mapping of the .bin (io.interface=mmap unless given)."""
-import os
 
 import numpy as np
 
 from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content, raw
-from dlio_mpi.formats._files import file_size
+from dlio_mpi.formats._files import OsFile, file_size
 from dlio_mpi.formats.spec import FileIndex, FormatError
 from dlio_mpi.formats.traits import FormatTraits
 
@@ -70,24 +69,10 @@ def write_file(path, file_index, spec):
     return FileIndex(spec.format, int(idx.file_size), idx.sizes, idx.offsets, idx.sizes)
 
 
-class _OsFile:
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_RDONLY)
-
-    def size(self):
-        return os.fstat(self.fd).st_size
-
-    def pread(self, n, offset):
-        return os.pread(self.fd, n, offset)
-
-    def close(self):
-        os.close(self.fd)
-
-
 def _read_whole(index_path, opener, companion):
     """An index file's bytes, in one read of its whole size after an open."""
     try:
-        f = opener(index_path, companion) if opener else _OsFile(index_path)
+        f = opener(index_path, companion) if opener else OsFile(index_path)
     except OSError as e:
         raise FormatError(index_path, f"cannot open: {e.strerror or e}") from None
     try:

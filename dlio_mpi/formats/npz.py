@@ -16,7 +16,7 @@ import numpy as np
 
 from dlio_mpi.files import safe_files
 from dlio_mpi.formats import content
-from dlio_mpi.formats._files import (check_count, file_size, npy_header, open_read,
+from dlio_mpi.formats._files import (OsFile, check_count, file_size, npy_header, open_read,
                                      parse_npy_header, pread_exact)
 from dlio_mpi.formats.spec import FileIndex, FormatError
 from dlio_mpi.formats.traits import FormatTraits
@@ -93,22 +93,6 @@ _DTYPES = {}
 _HEAD = 512                             # bytes read at a member: local header and .npy header
 
 
-class _OsFile:
-    """A file read with os.pread (the index reader's default)."""
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_RDONLY)
-
-    def size(self):
-        return os.fstat(self.fd).st_size
-
-    def pread(self, n, offset):
-        return os.pread(self.fd, n, offset)
-
-    def close(self):
-        os.close(self.fd)
-
-
 def _fast_index(path, spec, opener=None):
     """The index of a file as numpy.savez writes it (stored members, no zip64 central
     directory, no archive comment), read with two preads and one per member, no zipfile;
@@ -117,7 +101,7 @@ def _fast_index(path, spec, opener=None):
     when the reads are to be in the op log."""
     n = spec.samples_per_file
     try:
-        fd = (opener or _OsFile)(path)
+        fd = (opener or OsFile)(path)
     except OSError:
         return None
     try:

@@ -79,8 +79,8 @@ def emulate(tmp_path_factory):
             base = tmp_path_factory.mktemp("run")
             out = base / "out"
             run_mpi(ranks, "run_cli.py", "run", f"dataset.data_folder={base / 'data'}",
-                    f"output.folder={out}", "io.keep_oplog=true", "train.computation_time=0",
-                    *overrides, timeout=180)
+                    f"output.folder={out}", f"checkpoint.checkpoint_folder={base / 'ckpt'}",
+                    "io.keep_oplog=true", "train.computation_time=0", *overrides, timeout=180)
             cache[key] = out
         return cache[key]
     return run

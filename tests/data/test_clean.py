@@ -124,3 +124,19 @@ def test_generate_and_run_refuse_the_folders_clean_refuses(tmp_path, command, ke
         f"{home}/dlio_mpi)"], p.stderr
     assert list(home.iterdir()) == []
     assert not (tmp_path / "o").exists() and not (tmp_path / "data").exists()
+
+
+def test_clean_removes_a_model_and_an_optimizer_file_a_rank(tmp_path):
+    """checkpoint.format=model_optimizer names its files NAME.model.bin and NAME.optim.bin:
+    the record lists them and clean removes them (it refused the record before)."""
+    ck = tmp_path / "ck"
+    args = _ckpt_args(tmp_path, "checkpoint.format=model_optimizer", "checkpoint.writers=all",
+                      "checkpoint.optimizer_multiplier=2",
+                      "train.epochs=1")
+    run_mpi(2, "run_cli.py", "run", *args, timeout=120)
+    written = sorted(p.name for p in ck.iterdir() if p.name != "dlio_mpi_checkpoints.txt")
+    assert written == [f"ckpt-000000-r{r:06d}.{part}.bin" for r in range(2)
+                       for part in ("model", "optim")]
+    r = CliRunner().invoke(main, ["clean"] + args)
+    assert r.exit_code == 0, r.output
+    assert not ck.exists() or not any(ck.iterdir())
