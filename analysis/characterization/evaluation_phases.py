@@ -8,10 +8,13 @@ module tells them apart by that pattern in time, not by the folders' names:
 
 - the data files are grouped by the first folder below the folder all of them share
   (``.../data/train/3/f.npz`` and ``.../data/valid/f.npz``: ``train`` and ``valid``);
-- the group of the most bytes read is the training set; another group is an evaluation set
-  when, on every rank that read it, its reads come in runs that never interleave with the
-  training set's reads, each run after some training reads, and as many runs on every rank
-  (a stray read or two at a run's edge, a data loader's prefetch, is no run of its own);
+- the group of the most bytes read is the training set; another group, of fewer bytes, is an
+  evaluation set when, on every rank that read it, its reads come in runs that never
+  interleave with the training set's reads, each run after some training reads, and as many
+  runs on every rank (a stray read or two at a run's edge, a data loader's prefetch, is no run
+  of its own); two groups as large, read in turn once a pass, may be one dataset in two
+  folders or a training set evaluated after every epoch on as many files: the reads cannot
+  tell, and they stay one training set;
 - each run starts at the end of a pass over the training set (its files' bytes read over
   their extent: an epoch, or a load of a file read whole several times an epoch), and comes
   at most once a pass: folders read one after the other within a pass (a dataset's
@@ -122,8 +125,19 @@ def evaluation_phases(trace, names):
     ranks = np.asarray(trace["rank"])[order]
     lengths = np.asarray(trace["length"])[order]
     moved = {s: int(lengths[label_of == s].sum()) for s in set(sets.values())}
-    train = max(moved, key=lambda s: (moved[s], s))
-    for candidate in sorted(s for s in moved if s != train):
+    first = {s: int(np.flatnonzero(label_of == s)[0]) for s in moved}
+    train = min(moved, key=lambda s: (-moved[s], first[s]))
+    # an evaluation set moves fewer bytes than the training set: two sets as large, each
+    # read in turn once a pass, are one dataset in two folders as much as a training set
+    # and an evaluation after every epoch, and the reads cannot tell which
+    candidates = sorted(s for s in moved if s != train and moved[s] < moved[train])
+    return _evaluation_of(trace, ids, sets, label_of, ranks, lengths, train, candidates)
+
+
+def _evaluation_of(trace, ids, sets, label_of, ranks, lengths, train, candidates):
+    """evaluation_phases with ``train`` as the training set: the first of ``candidates``
+    read in phases of its own, or None."""
+    for candidate in candidates:
         per_rank = {}
         for rank in np.unique(ranks):
             mine = ranks == rank

@@ -459,7 +459,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     starts = None
     if trace is not None and read_type == "on_demand":
         if "numpy_loads" in evidence:        # a sample is a load: its end-record read
-            sizes = {int(i): int(v) for i, v in data["size"].items()}
+            # every data file's size: the evaluation set's loads are timed with it too
+            sizes = {int(i): int(v) for i, v in files["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
         elif "buffered_reads" in evidence:   # a sample a buffer fill
             starts = (lambda r: r["length"].to_numpy() > 0)
