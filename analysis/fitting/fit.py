@@ -19,7 +19,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
 - Checkpoint-only jobs: when every file read was written by the job before and is the size of
   a checkpoint file it wrote and never read (dlio_mpi_analysis.fitting.fit_checkpoints.read_back),
   there are no data: workflow.train false, the checkpoints written and read back
-  (dlio_mpi_analysis.fitting.fit_checkpoints.checkpoint_only).
+  (dlio_mpi_analysis.fitting.fit_checkpoints.checkpoint_only). A job that read no data file
+  and wrote files of data-like names (a checkpoint-only run that reads none back, an IOR write
+  phase) is one too, with no checkpoint read back.
 - File size: the highest byte read + 1, over the file's records.
 - ``io.layout``: "multi" unless files read by several ranks receive more than SHARED_SHARE of the
   data bytes and there are fewer data files than ranks (many files each read by several ranks
@@ -118,7 +120,8 @@ from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, l
 from dlio_mpi_analysis.characterization.unseen_io import opened_without_io, unseen_io_line
 from dlio_mpi_analysis.errors import FitError
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
-from dlio_mpi_analysis.fitting.fit_checkpoints import checkpoint_only, fit_checkpoints, read_back
+from dlio_mpi_analysis.fitting.fit_checkpoints import (checkpoint_files, checkpoint_only,
+                                                       fit_checkpoints, read_back)
 from dlio_mpi_analysis.fitting.fit_evaluation import schedule
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
                            _data_interfaces, _data_trace, _direct, _early_share, _file_table,
@@ -277,7 +280,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
     back = read_back(job, char.roles, {int(i) for i in data.index})
-    if back:
+    if back or (data.empty and checkpoint_files(job, char.roles)):
         model, checkpoint = checkpoint_only(job, char.roles, back, output_folder, notes,
                                             evidence)
         evidence["data_files"] = {"format": None, "files": 0, "bytes_read": 0,

@@ -35,7 +35,9 @@ def _file_size(job, trace, fid):
 
 def zip_read_back(job, back, ck_format, notes, evidence):
     """The checkpoint keys of how the files ``back`` were read (module docstring): {} for
-    pieces."""
+    pieces, and for a job that read none back."""
+    if not back:
+        return {}
     trace = (job.dxt_segments or {}).get("DXT_POSIX")
     if trace is None or trace.empty:
         notes.append("checkpoints read back: no DXT trace of the reads, read back in "

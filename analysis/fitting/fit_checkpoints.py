@@ -42,6 +42,7 @@ several datasets, are noted where the emulator's differ.
 """
 
 import os
+import re
 
 import numpy as np
 
@@ -128,11 +129,22 @@ def checkpoint_files(job, roles):
     return sorted(files, key=lambda f: (f["start"], f["name"]))
 
 
+def _kind(name):
+    """A checkpoint file's name with its numbers masked: the files a rank writes for one
+    checkpoint are of different kinds (a model file and an optimizer file); a second file of
+    a kind the rank already wrote is the next checkpoint's."""
+    return re.sub(r"\d+", "#", os.path.basename(name))
+
+
 def group_checkpoints(files, read_starts):
     """The files of each checkpoint, in time order: a file starts a new checkpoint when a data
     read started between the previous files' last write and its first (read_starts: sorted
-    start times of the data reads), or, without them, when its directory differs."""
+    start times of the data reads), or, without them, when its directory differs (the DLIO
+    benchmark's folder a checkpoint) or, all files in one folder, when one of its writers
+    already wrote a file of its kind (_kind) in the checkpoint (a checkpoint-only job's
+    checkpoints written one after the other into one folder)."""
     groups = []
+    one_folder = len({os.path.dirname(f["name"]) for f in files}) == 1
     for f in files:
         if groups:
             last = groups[-1]
@@ -142,7 +154,10 @@ def group_checkpoints(files, read_starts):
                     - np.searchsorted(read_starts, end)
                 together = between <= 0
             else:
-                together = os.path.dirname(f["name"]) == os.path.dirname(last[0]["name"])
+                kind = _kind(f["name"])
+                together = os.path.dirname(f["name"]) == os.path.dirname(last[0]["name"]) \
+                    and not (one_folder and any(_kind(g["name"]) == kind
+                                                and g["ranks"] & f["ranks"] for g in last))
             if together:
                 last.append(f)
                 continue

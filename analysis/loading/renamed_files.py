@@ -50,6 +50,22 @@ def renamed_ids(names, ids):
     return aliases
 
 
+def renamed_datasets(names, aliases):
+    """Record id -> final name of the HDF5 datasets (``file.part:/dataset``) whose file is
+    renamed by ``aliases`` but whose final name no record of the job has: the dataset was
+    written in the temporary file and read, if at all, under another dataset's record, and
+    keeps its id under the final file's name (it follows its file)."""
+    renamed_files = {names.get(i) for i in aliases}
+    out = {}
+    for i, name in names.items():
+        if i in aliases:
+            continue
+        file = dataset_file(name or "")
+        if file and file != name and file in renamed_files:
+            out[i] = final_name(name)
+    return out
+
+
 def _with_ids(table, aliases):
     """The table with the ids of ``aliases`` replaced (the table itself when none is in it)."""
     if table is None or table.empty or "id" not in table:
@@ -75,6 +91,7 @@ def join_renamed(job):
     aliases = renamed_ids(job.names, ids)
     if not aliases:
         return job
+    datasets = renamed_datasets(job.names, aliases)
     layers = dict(job.layers)
     for old, new in aliases.items():
         if old in layers:
@@ -84,5 +101,5 @@ def join_renamed(job):
         records={m: _with_ids(t, aliases) for m, t in job.records.items()},
         dxt_segments=None if job.dxt_segments is None else
         {m: _with_ids(t, aliases) for m, t in job.dxt_segments.items()},
-        names={i: n for i, n in job.names.items() if i not in aliases},
+        names={i: datasets.get(i, n) for i, n in job.names.items() if i not in aliases},
         layers=layers)

@@ -5,7 +5,7 @@ are; a temporary file whose final name the job never opened stays as it is."""
 import pytest
 
 import dlio_mpi_analysis as analysis
-from dlio_mpi_analysis.loading.renamed_files import final_name, renamed_ids
+from dlio_mpi_analysis.loading.renamed_files import final_name, renamed_datasets, renamed_ids
 
 from fitted_runs import TRUTH, log
 
@@ -30,6 +30,22 @@ def test_only_a_temporary_name_whose_final_name_was_opened_is_joined():
     names = {1: "/c/a.pt.part", 2: "/c/a.pt", 3: "/c/b.pt.part", 4: "/c/c.pt.tmp", 5: "/c/c.pt"}
     # c.pt is named but has no record: the job never opened it
     assert renamed_ids(names, {1, 2, 3, 4}) == {1: 2}
+
+
+def test_a_dataset_written_in_a_renamed_file_follows_its_file():
+    """An HDF5 checkpoint written as ckpt-1.h5.part and renamed: Darshan's records of the file
+    are joined to ckpt-1.h5 (the job stat'ed it), its dataset's record, of a final name no record
+    has, takes the final file's name; otherwise its bytes stay under a file whose own records are
+    gone, counted as one more file (3 files and 192 MiB written for a parallel HDF5
+    checkpoint-only run's 2 and 128 MiB)."""
+    names = {1: "/c/ckpt-0.h5.part", 2: "/c/ckpt-0.h5", 3: "/c/ckpt-0.h5.part:/checkpoint",
+             4: "/c/ckpt-0.h5:/checkpoint", 5: "/c/ckpt-1.h5.part", 6: "/c/ckpt-1.h5",
+             7: "/c/ckpt-1.h5.part:/checkpoint", 8: "/c/ckpt-2.h5.part:/checkpoint",
+             9: "/c/ckpt-2.h5.part"}
+    aliases = renamed_ids(names, set(names))
+    assert aliases == {1: 2, 3: 4, 5: 6}
+    # ckpt-1's dataset follows its file; ckpt-2, never renamed, keeps its name
+    assert renamed_datasets(names, aliases) == {7: "/c/ckpt-1.h5:/checkpoint"}
 
 
 def test_checkpoints_written_renamed_and_read_back_are_one_file_each(emulate):
