@@ -60,9 +60,11 @@ inside them). In order against shuffled gives about 0.5. ``write_order`` is the 
 gate: at POSIX Darshan's sequential writes over writes (writes at random offsets, IOR's -z,
 make about half sequential; in order nearly all), above POSIX the same continuity of the
 write calls (a collective write's pieces from the aggregators' POSIX writes); unknown for a
-job without writes. ``evaluation_phases``, in the gate too, counts the phases in which a
-second set of data files (an evaluation set, in a folder of its own) was read apart from the
-training files (:mod:`dlio_mpi_analysis.characterization.evaluation_phases`, from the DXT_POSIX
+job without writes. ``syncs`` counts the fsync and fdatasync calls on the data and checkpoint
+files (MPI_File_sync at MPI-IO; none are counted at HDF5), left out when no job synced: a sync
+after every write (IOR's -Y) against one a file differs by the writes a file.
+``evaluation_phases``, in the gate too, counts the phases in which a second set of data
+files (an evaluation set, in a folder of its own) was read apart from the training files (:mod:`dlio_mpi_analysis.characterization.evaluation_phases`, from the DXT_POSIX
 traces; 0 for a job without; left out when a job has no trace): a replay that reads a job's
 evaluation files as training files falls to the gate. The read start comes
 from DXT_MPIIO at MPI-IO and is unknown at HDF5 (Darshan traces no HDF5 calls). Interfaces are
@@ -154,6 +156,8 @@ METRICS = (
     ("write_order", "order", 1.0, "share of the writes to the data and checkpoint files "
      "that move forward: POSIX sequential writes / writes at POSIX, above it the write calls' "
      "continuity (dlio_mpi_analysis.characterization.read_order.write_order)"),
+    ("syncs", "ratio", 0.5, "fsync/fdatasync (MPI_File_sync above POSIX) calls on the data and "
+     "checkpoint files, at the layer compared; left out when neither job synced"),
     ("evaluation_phases", "ratio", 0.5, "phases in which a second set of data files (an "
      "evaluation set) was read apart from the training files, from the DXT_POSIX traces "
      "(dlio_mpi_analysis.characterization.evaluation_phases; left out without)"),
@@ -167,7 +171,7 @@ METRIC_UNITS = {
     "early_read_fraction": "share of bytes read", "io_time_share": "share of run time",
     "rank_imbalance": "max / mean", "interfaces": "names", "checkpoint_files": "files",
     "read_order": "share of read calls", "write_order": "share of writes",
-    "evaluation_phases": "phases",
+    "syncs": "calls", "evaluation_phases": "phases",
 }
 SIZE_METRICS = ("bytes_read", "bytes_written", "mean_read_size")
 COSTS_LISTED = 3    # the metrics that cost a job the most score, named under the table
@@ -237,6 +241,7 @@ def profile(c, layer="POSIX"):
     parts, time_parts = data_parts(parts, c.roles), data_parts(time_parts, c.roles)
     reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in parts if "reads" in spec.ops)
     writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in parts if "writes" in spec.ops)
+    syncs = sum(counter_sum(f, spec.ops["syncs"]) for spec, f in parts if "syncs" in spec.ops)
     bytes_read = sum(counter_sum(f, [spec.bytes_read]) for spec, f in parts)
     formats = data_formats(c.roles, c.names, c.records, parts)
     files = file_counts(parts)
@@ -276,6 +281,7 @@ def profile(c, layer="POSIX"):
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
         "write_order": _posix_write_order(posix) if layer == "POSIX" else write_order(
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
+        "syncs": syncs,
         "evaluation_phases": _evaluation_phases(c, parts),
     }
 
@@ -419,6 +425,9 @@ def compare(sources, labels=None, *, dxt=True):
     if layer == "POSIX" and any(p["read_order"] is None for p in profiles):
         for p in profiles:      # like for like: from every job's trace, or left out
             p["read_order"] = None
+    if not any(p["syncs"] for p in profiles):
+        for p in profiles:      # no job synced: nothing of the kind to compare
+            p["syncs"] = None
     rows, scores = [], {}
     for j, (label, values) in enumerate(zip(labels, profiles)):
         weighted = total = 0.0

@@ -78,7 +78,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   ``train.total_training_steps`` steps, the samples read per rank over the batch size.
 - ``io.write_first``: when the job wrote at least WRITTEN_SHARE of its raw or HDF5 data files'
   bytes, each file's first write before its first read (a write-then-read benchmark such as
-  IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them;
+  IOR, its POSIX, MPI-IO or HDF5 backend); ``io.write_fsync`` when it synced them,
+  ``io.write_fsync_per_write`` (raw files) when the syncs were PER_WRITE_SYNCS of the writes
+  or more (IOR's -Y);
   ``io.write_order: shuffled`` (raw files) when the writes after a file's first were under
   SHUFFLED_SEQ sequential (IOR's -z), from the DXT trace of the writes, else the POSIX counters.
 - Worker processes (a data loader's, forked or spawned, each with a non-MPI log;
@@ -270,6 +272,14 @@ def _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch, read_typ
     return max(1, int(round(read / max(record, 1) / max(ranks, 1) / max(batch, 1))))
 
 
+def _subfolders(names):
+    """The number of folders the data files lie in when there are several and they are the
+    folders of one folder (the DLIO benchmark's train/0 .. train/k-1), else 0."""
+    folders = {os.path.dirname(n) for n in names}
+    parents = {os.path.dirname(f) for f in folders}
+    return len(folders) if len(folders) > 1 and len(parents) == 1 else 0
+
+
 def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
         name=None):
     """Fit a workload to ``source`` (see the module docstring)."""
@@ -382,6 +392,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if len(data) > 1:
             notes.append(f"{len(data)} shared files fitted as one file of their total size")
     num_files = 1 if shared else len(data)
+    subfolders = _subfolders(data["name"].tolist()) if not shared else 0
+    if subfolders:
+        notes.append(f"the data files lie in {subfolders} folders of one folder: "
+                     f"dataset.num_subfolders_train {subfolders}")
     file_size = int(sizes.sum()) if shared else int(round(float(np.median(sizes))))
 
     evidence["dominant_read_size"] = {"size": transfer, "byte_share": share}
@@ -582,6 +596,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      **({"evaluation": True} if eval_keys else {})},
         "dataset": {"data_folder": data_folder, "format": index_format or fmt,
                     "num_files_train": num_files,
+                    **({"num_subfolders_train": subfolders} if subfolders else {}),
                     **({"num_files_eval": eval_keys["files"]} if eval_keys else {}),
                     "num_samples_per_file": spf, "record_length": record,
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",

@@ -12,7 +12,9 @@ give:
 - when: the share of the data bytes read before a checkpoint's first write, times the fitted
   epochs, is the epochs done. Within EPOCH_TOLERANCE of a whole epoch: after that epoch
   (checkpoint.checkpoint_after_epoch, epochs_between_checkpoints); else the training steps
-  done (checkpoint.steps_between_checkpoints). Without a trace of the reads, a checkpoint per
+  done (checkpoint.steps_between_checkpoints), counted from 1 in every epoch (the DLIO
+  benchmark's count) or over the run (checkpoint.step_count=run), whichever places the
+  checkpoints where the job wrote them. Without a trace of the reads, a checkpoint per
   epoch is taken when there are as many checkpoints as epochs, else evenly spread (a note
   says so);
 - which ranks: rank 0 alone (checkpoint.writers=rank0), or every rank its share (all);
@@ -35,10 +37,11 @@ tensors', not libhdf5's metadata), its calls MPI_File_write*'s or H5Dwrite's, co
 MPIIO_COLL_WRITES or H5D_USE_MPIIO_COLLECTIVE say, its writers the ranks of its records (a
 record Darshan reduced over the ranks, rank -1, is every rank's). Such a checkpoint is one
 shared file (checkpoint.format mpiio or hdf5, one 1-D dataset of the checkpoint's bytes) that
-every writer fills with its contiguous share in collective calls of
+every writer fills with its contiguous share in calls of
 checkpoint.collective_transfer_size, the checkpoint's bytes over its calls (so that it takes
-as many calls as the real one), MPI_File_sync'ed when the job synced it. Independent calls, and
-several datasets, are noted where the emulator's differ.
+as many calls as the real one), collective or independent (checkpoint.collective) as most of
+the bytes were written, MPI_File_sync'ed when the job synced it. Several datasets are noted
+where the emulator's differ.
 """
 
 import os
@@ -185,11 +188,32 @@ def _cadence(dones, epochs, steps_per_epoch, notes, evidence):
         return {"checkpoint_after_epoch": whole[0],
                 "epochs_between_checkpoints": max(1, between)}
     steps = [d * steps_per_epoch for d in dones]
-    gaps = np.diff([0.0] + steps)
-    every = max(1, int(round(float(np.median(gaps)))))
+    spe = max(steps_per_epoch, 1)
+    at = [max(1, int(round(x))) for x in steps]
+    # two ways of counting steps: from 1 in every epoch (the DLIO benchmark's), whose first
+    # checkpoint of an epoch is the step count; or over the run (a framework's global step),
+    # whose count is the median gap. The one whose checkpoints fall where the job's did.
+    within = [(a - 1) % spe + 1 for a in at]
+    by_epoch = max(1, min(within))
+    by_run = max(1, int(round(float(np.median(np.diff([0] + at))))))
+    made = {"epoch": [e * spe + k for e in range(epochs)
+                      for k in range(by_epoch, spe + 1, by_epoch)],
+            "run": list(range(by_run, epochs * spe + 1, by_run))}
+    misses = {way: len(set(made[way]) ^ set(at)) for way in made}
+    way = "epoch" if misses["epoch"] <= misses["run"] else "run"
+    every = by_epoch if way == "epoch" else by_run
+    evidence["checkpoint_steps"] = {"steps": at, "of_epoch": within, "misses": misses}
     notes.append(f"checkpoints within epochs (after {', '.join(f'{s:.1f}' for s in steps)} "
-                 f"steps of {steps_per_epoch} per epoch): every {every} steps")
-    return {"steps_between_checkpoints": every}
+                 f"steps of {steps_per_epoch} per epoch): every {every} steps of "
+                 + ("an epoch, the count starting again with each (checkpoint.step_count "
+                    "epoch, the DLIO benchmark's)" if way == "epoch" else
+                    "the run (checkpoint.step_count run)")
+                 + (f"; {len(made[way])} checkpoints where the job wrote {len(at)}"
+                    if len(made[way]) != len(at) else ""))
+    out = {"steps_between_checkpoints": every}
+    if way == "run":
+        out["step_count"] = "run"
+    return out
 
 
 def read_back(job, roles, read_ids):
@@ -401,9 +425,6 @@ def _shared_format(files, groups, size, writes, notes, evidence):
     if shared > 1:
         notes.append(f"{shared} shared checkpoint files per checkpoint: written as one file "
                      "of their total size")
-    if not collective:
-        notes.append(f"the checkpoints were written by independent {label} calls: the "
-                     "emulator writes a shared checkpoint by collective calls")
     datasets = max(f["datasets"] for f in mine)
     if kind == "hdf5" and datasets > 1:
         notes.append(f"{datasets} datasets per checkpoint file: written as one dataset of "
@@ -412,4 +433,5 @@ def _shared_format(files, groups, size, writes, notes, evidence):
                  f"written through {label} by {'collective' if collective else 'independent'} "
                  f"calls ({calls} calls to {len(mine)} files: "
                  f"checkpoint.collective_transfer_size {per_call}, a rank's bytes per call)")
-    return {"format": kind, "collective_transfer_size": int(per_call)}
+    return {"format": kind, "collective_transfer_size": int(per_call),
+            **({} if collective else {"collective": False})}

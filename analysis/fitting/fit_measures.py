@@ -21,6 +21,9 @@ from dlio_mpi_analysis.loading.oplog_records import sequential_flags
 from dlio_mpi_analysis.characterization.read_order import read_order
 
 WRITTEN_SHARE = 0.9
+# syncs of the data files at least this share of their writes: a sync after every write (IOR's
+# -Y calls fsync twice a write)
+PER_WRITE_SYNCS = 0.9
 # bytes/s under which reads of data the reading process has just written cannot have come
 # from the page cache (a copy from memory runs at several GiB/s)
 PAGE_CACHE_RATE = 2 << 30
@@ -91,6 +94,19 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs=1
                          f"of the writes sequential): io.write_first writes {fmt} in order")
     if syncs:
         out["write_fsync"] = True
+        writes = sum(int(rows[c].clip(lower=0).sum()) for c in spec.ops.get("writes", ())
+                     if c in rows)
+        evidence["write_first"]["writes"] = writes
+        if writes > len(written) and syncs >= PER_WRITE_SYNCS * writes:
+            if traits(fmt).rows:
+                notes.append(f"{syncs} syncs for {writes} writes: a sync after every write; "
+                             f"io.write_first syncs {fmt} files once each")
+            else:
+                out["write_fsync_per_write"] = True
+                notes.append(f"{syncs} syncs for {writes} writes of the data files: a sync "
+                             "after every write call (io.write_fsync_per_write, as IOR's -Y)"
+                             + (f"; {syncs / writes:.3g} a write, the emulator makes one"
+                                if syncs > 1.5 * writes else ""))
     times = int(round(total / max(size, 1)))
     evidence["write_first"]["times"] = times
     if times > 1 and times == epochs and read_type == "on_demand":

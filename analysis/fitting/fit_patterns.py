@@ -31,6 +31,8 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
 ``library_pattern`` turns what is recognised into the fitted workload's values.
 """
 
+import os
+
 import numpy as np
 
 EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
@@ -273,8 +275,20 @@ def file_order_ascending(trace, names, at_once=1):
     without at least two files on some rank. With ``at_once`` files read at once (a stream's
     interleave), a rank takes them in turns of ``at_once``: the files ordered by the end of
     their first pass must come in the turns of their names' order (the order within a turn,
-    and a first block read ahead of the turn, tell nothing)."""
-    seen_two = False
+    and a first block read ahead of the turn, tell nothing). A name's order is its path's, or
+    its base name's (the DLIO benchmark sorts a dataset of subfolders by base name, and the
+    emulator numbers its files so): either, the same on every rank."""
+    orders = [order for order in _rank_file_orders(trace, names, at_once) if order]
+    if not orders:
+        return None
+    return any(all(_in_turns(order, at_once, key) for order in orders)
+               for key in (lambda name: name, os.path.basename))
+
+
+def _rank_file_orders(trace, names, at_once):
+    """The names of each process's (or rank's) files in the order it took them (see
+    file_order_ascending); the lists of processes with fewer than two files are empty."""
+    out = []
     for _, reads in trace.groupby("process" if "process" in trace else "rank", sort=False):
         reads = reads.sort_values("start", kind="stable")
         if at_once > 1:
@@ -287,14 +301,15 @@ def file_order_ascending(trace, names, at_once=1):
         else:
             ids = [int(i) for i in reads.drop_duplicates("id")["id"]]
         order = [names.get(i, "") for i in ids]
-        if len(order) < 2:
-            continue
-        seen_two = True
-        turn = {name: k // at_once for k, name in enumerate(sorted(order))}
-        turns = [turn[name] for name in order]
-        if turns != sorted(turns):
-            return False
-    return True if seen_two else None
+        out.append(order if len(order) >= 2 else [])
+    return out
+
+
+def _in_turns(order, at_once, key):
+    """Whether the names of ``order`` come in turns of ``at_once`` of their order by ``key``."""
+    turn = {name: k // at_once for k, name in enumerate(sorted(order, key=lambda n: (key(n), n)))}
+    turns = [turn[name] for name in order]
+    return turns == sorted(turns)
 
 
 def batch_order(trace, sample_bytes, batch):

@@ -86,7 +86,7 @@ def make(cfg, comm, log):
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
         sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log,
         record=True, read_pattern=ck.read_pattern, tensors=ck.tensors_per_file,
-        **({"chunk": ck.collective_transfer_size}
+        **({"chunk": ck.collective_transfer_size, "collective": ck.collective}
                         if ck.format in ("mpiio", "hdf5") else {}))
 
     def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)
@@ -95,9 +95,13 @@ def make(cfg, comm, log):
     return c
 
 
-def due_after_step(cfg, global_step):
+def due_after_step(cfg, step_of_epoch, step_of_run):
+    """Both count from 1: a checkpoint after steps n, 2n, ... (n = steps_between_checkpoints)
+    of each epoch (checkpoint.step_count=epoch, the DLIO benchmark's count, starting again with
+    every epoch) or of the run (step_count=run)."""
     n = cfg.checkpoint.steps_between_checkpoints
-    return cfg.workflow.checkpoint and n > 0 and global_step % n == 0
+    step = step_of_epoch if cfg.checkpoint.step_count == "epoch" else step_of_run
+    return cfg.workflow.checkpoint and n > 0 and step % n == 0
 
 
 def due_after_epoch(cfg, epoch):

@@ -1,6 +1,8 @@
 """The shared formats' file (mpiio, hdf5): every rank's share in collective calls of
-``chunk`` bytes per rank, a rank with an error joining every remaining call with nothing;
-HDF5 reopened with MPI-IO to be synced. A mixin of checkpoint.writer.Checkpointer.
+``chunk`` bytes per rank, a rank with an error joining every remaining call with nothing, or,
+the Checkpointer's ``collective`` false, in independent calls of ``chunk`` bytes (a rank with
+less data makes fewer; open, close and sync stay collective); HDF5 reopened with MPI-IO to be
+synced. A mixin of checkpoint.writer.Checkpointer.
 
 mpiio calls MPI_File_write_at_all / read_at_all at explicit offsets through the default view,
 as IOR -a MPIIO -c does: a rank's share is one contiguous range per call, so no file view is
@@ -27,7 +29,7 @@ class SharedFile:
             return engines.MPIFile(self.comm, path, "x" if writing else "r", hints=self.hints,
                                    file_id=fid, oplog=self.oplog)
         return engines.H5Dataset(path, "checkpoint", driver="mpio", comm=self.comm,
-                                 collective=True, hints=self.hints, file_id=fid,
+                                 collective=self.collective, hints=self.hints, file_id=fid,
                                  oplog=self.oplog, create=(total,) if writing else None,
                                  exclusive=True)
 
@@ -58,7 +60,19 @@ class SharedFile:
             k = max(0, min(self.chunk, n - pos))
             check = False
             try:
-                if self.fmt == "mpiio":     # explicit offsets, no file view (module doc)
+                if not self.collective:     # independent: only the calls with bytes
+                    if k and not err and self.fmt == "mpiio":
+                        if writing:
+                            nb += h.writev([off + pos], [k], self._content(fill, pos, k))
+                        else:
+                            nb += h.readv([off + pos], [k], out=buf[:k])[1]
+                            check = verify
+                    elif k and not err and writing:
+                        nb += h.write_rows([off + pos], [k], self._content(fill, pos, k))
+                    elif k and not err:
+                        nb += h.read_rows([off + pos], [k], out=buf[:k])[1]
+                        check = verify
+                elif self.fmt == "mpiio":     # explicit offsets, no file view (module doc)
                     k = 0 if err else k
                     if writing:
                         nb += h.write_at_all(off + pos, self._content(fill, pos, k) if k
@@ -108,9 +122,10 @@ class SharedFile:
         except Exception as e:   # noqa: BLE001
             err = err or self._err(e)
         if nb != n and not err:   # ompio: a failed pwrite, yet no MPI error code
-            call = {("mpiio", True): "MPI_File_write_at_all", ("hdf5", True): "H5Dwrite",
-                    ("mpiio", False): "MPI_File_read_at_all", ("hdf5", False): "H5Dread"}
-            call = call[self.fmt, writing]
+            call = {("mpiio", True): "MPI_File_write_at", ("hdf5", True): "H5Dwrite",
+                    ("mpiio", False): "MPI_File_read_at", ("hdf5", False): "H5Dread"}
+            call = call[self.fmt, writing] + ("_all" if self.fmt == "mpiio"
+                                               and self.collective else "")
             err = self._err(f"{call} moved {nb} of {n} bytes of {path} without an error")
         return err, nb, syncs
 

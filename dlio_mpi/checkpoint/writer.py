@@ -38,7 +38,7 @@ class Checkpointer(PosixFiles, SharedFile):
 
     comm: every method is collective on it. xfer: bytes per POSIX read/write call. chunk: bytes
     per engine call and buffer size (file_per_rank: rounded up to a multiple of xfer; mpiio and
-    hdf5: bytes per rank per collective call). sync: "fsync", "fdatasync" (POSIX formats; MPI-IO
+    hdf5: bytes per rank per call; collective: their calls collective, else independent). sync: "fsync", "fdatasync" (POSIX formats; MPI-IO
     and HDF5 always MPI_File_sync) or "none" (no directory fsync either). hints: MPI-IO hints
     (mpiio, hdf5). oplog: an engines.OpLog that receives every operation. read_pattern:
     "pieces" (xfer calls front to back) or "torch_zip" (torch.load's calls on a zip,
@@ -47,7 +47,8 @@ class Checkpointer(PosixFiles, SharedFile):
 
     def __init__(self, comm, directory, fmt="file_per_rank", *, direct=False, xfer=1 << 20,
                  chunk=64 << 20, sync="fsync", sync_dir=True, hints=None, oplog=None,
-                 prefix="ckpt", record=False, read_pattern="pieces", tensors=()):
+                 prefix="ckpt", record=False, read_pattern="pieces", tensors=(),
+                 collective=True):
         if fmt not in FORMATS:
             raise ValueError(f"unknown checkpoint format {fmt!r}: use one of {', '.join(FORMATS)}")
         if direct and fmt not in ("file_per_rank", "four_files", "model_optimizer"):
@@ -67,6 +68,8 @@ class Checkpointer(PosixFiles, SharedFile):
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.directory = os.path.abspath(os.fspath(directory))
         self.shared = fmt in ("mpiio", "hdf5")
+        # the shared formats' calls: collective, or independent (shared_io)
+        self.collective = bool(collective)
         self.xfer = int(xfer)
         self.chunk = -(-int(chunk) // self.xfer) * self.xfer \
             if fmt in ("file_per_rank", "model_optimizer") else int(chunk)

@@ -81,7 +81,7 @@ def validate(cfg):
     if io.rank_priority > 99:
         raise ConfigError(f"io.rank_priority={io.rank_priority}: SCHED_FIFO priorities are "
                           "1 to 99 (0: the thread's own policy)")
-    _check_read_pattern(cfg.checkpoint)
+    _check_checkpoint_calls(cfg.checkpoint)
     io_checks.validate_access(cfg)
     io_checks.validate_volumes(cfg)
     from dlio_mpi.data import write_phase
@@ -101,7 +101,10 @@ def validate(cfg):
                           "byte ranges")
 
 
-def _check_read_pattern(ck):
+def _check_checkpoint_calls(ck):
+    if not ck.collective and ck.format not in ("mpiio", "hdf5"):
+        raise ConfigError(f"checkpoint.collective=false makes the calls of the shared formats "
+                          f"(mpiio, hdf5) independent: not checkpoint.format={ck.format}")
     counts = ck.tensors_per_file
     if not isinstance(counts, list) or \
             not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in counts):

@@ -232,7 +232,12 @@ SCHEMA = {
         "checkpoint_folder": Key("str", "./checkpoints", "checkpoint directory"),
         "checkpoint_after_epoch": Key("int", 1, "first epoch that checkpoints", minimum=0),
         "epochs_between_checkpoints": Key("int", 1, "checkpoint every N epochs", minimum=1),
-        "steps_between_checkpoints": Key("int", -1, "checkpoint every N steps (-1: off)"),
+        "steps_between_checkpoints": Key("int", -1, "checkpoint after every N steps, counted "
+                                          "as checkpoint.step_count says (-1: off)"),
+        "step_count": Key("enum", "epoch", "how steps_between_checkpoints counts steps: "
+                          "epoch (from 1 in every epoch, as the DLIO benchmark does) or run "
+                          "(over the whole run, as a training framework's global step)",
+                          choices=("epoch", "run")),
         "fsync": Key("bool", False, "fsync every checkpoint file"),
         "time_between_checkpoints": Key("float", -1.0, "checkpoint-only mode: seconds apart"),
         "num_checkpoints_write": Key("int", -1, "checkpoint-only mode: checkpoints written "
@@ -271,6 +276,10 @@ SCHEMA = {
         "transfer_size": Key("size", 1 << 20, "bytes per write/read call", minimum=1),
         "collective_transfer_size": Key("size", 64 << 20, "mpiio and hdf5 formats: bytes a "
                                         "rank moves per collective call", minimum=1),
+        "collective": Key("bool", True, "mpiio and hdf5 formats: collective calls "
+                          "(MPI_File_write_at_all, H5Dwrite with MPI-IO collective transfers), "
+                          "or independent ones (MPI_File_write_at, H5Dwrite independent), "
+                          "collective_transfer_size bytes each"),
         "verify": Key("bool", False, "verify content when reading checkpoints back"),
         "read_pattern": Key("enum", "pieces", "how a checkpoint file is read back: front to "
                             "back in transfer_size pieces, or in torch.load's calls on the zip "
@@ -352,6 +361,9 @@ SCHEMA = {
                            "reader.transfer_size pieces (HDF5: H5Dwrite calls of whole rows), "
                            "as a write-then-read benchmark (IOR) does"),
         "write_fsync": Key("bool", False, "io.write_first: fsync each file after its writes"),
+        "write_fsync_per_write": Key("bool", False, "io.write_first: fsync after every write "
+                                     "call (each reader.transfer_size piece; MPI_File_sync "
+                                     "through MPI-IO), as IOR's -Y does; raw files only"),
         "write_each_epoch": Key("bool", False, "io.write_first: the files written again "
                                 "before every later epoch, as IOR's repetitions (-i N) write "
                                 "then read each time"),

@@ -47,6 +47,8 @@ def check(cfg):
             raise ConfigError("io.write_each_epoch=true needs io.write_first=true")
         if cfg.io.write_fsync:
             raise ConfigError("io.write_fsync=true needs io.write_first=true")
+        if cfg.io.write_fsync_per_write:
+            raise ConfigError("io.write_fsync_per_write=true needs io.write_first=true")
         if cfg.io.write_order != "sequential":
             raise ConfigError(f"io.write_order={cfg.io.write_order} needs io.write_first=true")
         return
@@ -56,6 +58,10 @@ def check(cfg):
                           f"must be {formats.listed(lambda t: t.written_first)}, not "
                           f"{cfg.dataset.format}")
     if fmt.rows:
+        if cfg.io.write_fsync_per_write:
+            raise ConfigError("io.write_fsync_per_write=true syncs raw files' write calls: "
+                              f"not dataset.format={cfg.dataset.format} (io.write_fsync "
+                              "flushes each file)")
         from dlio_mpi.data import write_hdf5
         write_hdf5.check(cfg)
     elif not writes_ranges(backends.of(cfg)):
@@ -129,6 +135,7 @@ def _write_file(cfg, comm, h, data, f, local, collective):
     written = 0
     buf = spare = None
     shuffled = cfg.io.write_order == "shuffled"
+    each = cfg.io.write_fsync_per_write
     runs = list(content.batches(sizes, CHUNK)) if len(local) else []
     if collective:
         from mpi4py import MPI
@@ -154,14 +161,25 @@ def _write_file(cfg, comm, h, data, f, local, collective):
             at = 0
             for o, n in zip(po.tolist(), pl.tolist()):
                 written += h.write_all([o], [n], packed[at:at + n])
+                if each:
+                    h.sync()
                 at += n
             done += len(po)
+        elif each:
+            po, pl = access.pieces(offs, lens, cfg.reader.transfer_size)
+            at = 0
+            for o, n in zip(po.tolist(), pl.tolist()):
+                written += h.writev([o], [n], packed[at:at + n])
+                h.sync()
+                at += n
         else:
             written += h.writev(offs, lens, packed[:need], xfer=cfg.reader.transfer_size)
     if collective:
         empty = np.empty(0, np.uint8)
         for _ in range(total_calls - done):
             h.write_all([], [], empty)
+            if each:
+                h.sync()    # MPI_File_sync is collective: as many on every rank
     return written
 
 

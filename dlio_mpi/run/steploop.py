@@ -23,9 +23,10 @@ def usable(cfg, reader, plan, done_steps, in_memory):
     if len(plan) == 0 or reader.ep.nsteps != len(plan):
         return False
     n = cfg.checkpoint.steps_between_checkpoints
-    # schedule.due_after_step: a multiple of n among the epoch's global steps
-    return not (cfg.workflow.checkpoint and n > 0
-                and (done_steps + len(plan)) // n > done_steps // n)
+    # schedule.due_after_step: a multiple of n among the epoch's steps, counted from 1 in the
+    # epoch or over the run
+    first = 0 if cfg.checkpoint.step_count == "epoch" else done_steps
+    return not (cfg.workflow.checkpoint and n > 0 and (first + len(plan)) // n > first // n)
 
 
 def defer_s(exchange):

@@ -244,7 +244,7 @@ def run_epochs(cfg, comm, log, progress=None):
             waits[step] = t1 - t0
             compute += computing(reader, t1, sleeps[step])
             exchange()
-            if ckpt and schedule.due_after_step(cfg, done_steps + step + 1):
+            if ckpt and schedule.due_after_step(cfg, step + 1, done_steps + step + 1):
                 ckpt_s += write_checkpoint(done_steps + step + 1, epoch)
             if progress and rank == 0:
                 progress(epoch, step + 1, len(plan))

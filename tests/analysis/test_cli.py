@@ -64,8 +64,7 @@ def test_fit_writes_a_loadable_workload(log, tmp_path):
 
 
 def test_fit_of_a_log_without_reads_is_one_line_and_exit_1(log, tmp_path):
-    result = _invoke("fit", log("hdf5_diagonal_write_only__hdf5_diagonal_write_1_byte"),
-                     "-o", tmp_path / "w.yaml")
+    result = _invoke("fit", log("empty_log__empty_log"), "-o", tmp_path / "w.yaml")
     assert result.exit_code == 1
     assert result.output.startswith("analyze: ") and "no data file was read" in result.output
     assert len(result.output.splitlines()) == 1

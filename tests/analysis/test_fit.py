@@ -165,9 +165,15 @@ def test_fitted_workloads_of_real_logs_load(log, all_logs, tmp_path):
     assert fitted_count >= 10
 
 
-def test_write_only_log_has_nothing_to_fit(log):
+def test_a_write_only_log_is_a_checkpoint_only_workload(log):
+    w = analysis.fit(log("hdf5_diagonal_write_only__hdf5_diagonal_write_1_byte")).workload
+    assert w["workflow"] == {"generate_data": False, "train": False, "checkpoint": True}
+    assert w["checkpoint"]["num_checkpoints_read"] == 0
+
+
+def test_a_log_without_io_has_nothing_to_fit(log):
     with pytest.raises(analysis.FitError, match="no data file was read"):
-        analysis.fit(log("hdf5_diagonal_write_only__hdf5_diagonal_write_1_byte"))
+        analysis.fit(log("empty_log__empty_log"))
 
 
 def test_yaml_header_names_the_process_count(log):

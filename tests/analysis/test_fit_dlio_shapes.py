@@ -1,7 +1,8 @@
 """Fit, replay and wrong shapes on logs of the DLIO benchmark's shapes the other fixtures do not
 have (tests/fixtures/darshan, Darshan 3.5.0 with DXT, 2 ranks, truth in truth.json): an LLM's
 checkpoints of a model file and an optimizer file per rank between training steps, its
-checkpoint-only mode, a Megatron-like indexed binary file beside its index files, CSV files
+checkpoint-only mode (with a checkpoint read back, and with none), checkpoints every N steps of
+each epoch, files in subfolders read in the order of their base names, a Megatron-like indexed binary file beside its index files, CSV files
 loaded whole by each sample, NPY files under DLIO's shuffle settings, and an HDF5 job whose
 forked loader workers made every read (an MPI-mode log without a record)."""
 import pytest
@@ -67,6 +68,46 @@ def test_checkpoint_only_job():
     assert (ck["read_pattern"], ck["tensors_per_file"]) == ("torch_zip", [10, 3])
 
 
+def test_checkpoint_only_job_that_reads_none_back():
+    """Three checkpoints of a ZeRO-1 model (rank 0's model file, each rank's optimizer shard),
+    one folder each, nothing read: refused before ("no data file was read")."""
+    t = TRUTH["dlio_ckpt_write_only"]["checkpoints"]
+    f = analysis.fit(log("dlio_ckpt_write_only"))
+    ck = f.workload["checkpoint"]
+    assert (ck["num_checkpoints_write"], ck["num_checkpoints_read"]) == (t["count"], 0)
+    assert (ck["format"], ck["writers"], ck["optimizer_writers"]) \
+        == ("model_optimizer", "rank0", "all")
+    e = f.evidence["checkpoint_writes"]
+    assert sum(e["bytes"]) == t["total_bytes"] and e["write_calls"] == t["write_calls"]
+    assert e["files"] == [t["files"] // t["count"]] * t["count"]
+
+
+def test_checkpoints_every_n_steps_of_each_epoch():
+    """steps_between_checkpoints=3 at 8 steps an epoch: the DLIO benchmark counts its steps
+    from 1 in each epoch (checkpoints after steps 3 and 6 of each, 4 in all); counted over the
+    run the emulator wrote 5."""
+    t = TRUTH["dlio_npz_ckpt_steps"]
+    f = analysis.fit(log("dlio_npz_ckpt_steps"))
+    ck = f.workload["checkpoint"]
+    assert ck["steps_between_checkpoints"] == 3 and "step_count" not in ck
+    assert f.evidence["checkpoint_writes"]["checkpoints"] == 4
+    assert f.workload["train"]["epochs"] == t["epochs"]
+
+
+def test_files_in_subfolders_read_in_the_order_of_their_base_names():
+    """48 NPZ files in train/0 .. train/3, file i in folder i mod 4: the DLIO benchmark sorts
+    them by base name, so each rank reads its range in order though its paths hop between the
+    folders; taken for a shuffle before (both ranks reading 38 of the 48 files: 0.199)."""
+    t = TRUTH["dlio_npz_subfolders_shuffle"]
+    f = analysis.fit(log("dlio_npz_subfolders_shuffle"))
+    w = f.workload
+    assert f.evidence["files_in_name_order"] is True
+    assert w["reader"]["sample_shuffle"] == "off" and "file_shuffle" not in w["reader"]
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_subfolders_train"]) \
+        == (t["num_files"], 4)
+    assert w["dataset"]["num_samples_per_file"] == t["samples_per_file"]
+
+
 def test_indexed_binary_file_read_a_sample_an_open():
     """One shared file of 256 samples of 32,761 bytes, each opened and read by itself; the
     two index files read whole once by each rank are no samples, and being DLIO's .off.idx
@@ -120,7 +161,9 @@ def test_a_log_the_forked_workers_left_empty():
         analysis.fit(log("dlio_hdf5_threads_mpi"))
 
 
-@pytest.mark.parametrize("name", ["dlio_llm_ckpt", "dlio_npy_shuffle", "dlio_ckpt_only"])
+@pytest.mark.parametrize("name", ["dlio_llm_ckpt", "dlio_npy_shuffle", "dlio_ckpt_only",
+                                  "dlio_ckpt_write_only", "dlio_npz_ckpt_steps",
+                                  "dlio_npz_subfolders_shuffle"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table
@@ -142,12 +185,17 @@ def _no_read_back(w):
     w["checkpoint"]["num_checkpoints_read"] = 0
 
 
+def _shuffled(w):
+    w["reader"]["sample_shuffle"] = "seed"
+
+
 @pytest.mark.parametrize("name,change", [("dlio_llm_ckpt", _no_checkpoints),
                                          ("dlio_npy_shuffle", _npz),
-                                         ("dlio_ckpt_only", _no_read_back)])
+                                         ("dlio_ckpt_only", _no_read_back),
+                                         ("dlio_npz_subfolders_shuffle", _shuffled)])
 def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
     """The LLM job without its checkpoints; the NPY files as NPZ ones (numpy.load reads an
     NPZ member through Python's file alone, an NPY array through C stdio); the checkpoint-only
-    job with no checkpoint read back."""
+    job with no checkpoint read back; the files in subfolders read in a shuffled order."""
     wrong = run_changed(name, tmp_path, change)
     assert wrong.score < 0.6, wrong.table

@@ -6,10 +6,8 @@ shuffled list (non-MPI logs with the `uname -p` Python runs at start-up)."""
 import math
 
 import pytest
-from click.testing import CliRunner
 
 import dlio_mpi_analysis as analysis
-from dlio_mpi_analysis.cli import analyze
 from dlio_mpi_analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log, run_changed
@@ -65,12 +63,21 @@ def test_h5bench_strided_independent_read():
     assert w["train"]["total_training_steps"] == t["steps_per_rank"]
 
 
-@pytest.mark.parametrize("name", ["h5bench_contig_coll_write", "h5bench_strided_indep_write"])
-def test_h5bench_write_logs_are_refused_in_one_line(tmp_path, name):
-    result = CliRunner().invoke(analyze, ["fit", log(name), "-o", str(tmp_path / "w.yaml")])
-    assert result.exit_code == 1
-    assert result.output.startswith("analyze: ") and "no data file was read" in result.output
-    assert len(result.output.splitlines()) == 1
+@pytest.mark.parametrize("name,collective", [("h5bench_contig_coll_write", True),
+                                             ("h5bench_strided_indep_write", False)])
+def test_h5bench_writes_replay_as_a_shared_hdf5_checkpoint(tmp_path, name, collective):
+    """h5bench's write benchmark (no read): one shared HDF5 file written by every rank, in
+    collective H5Dwrite calls or independent ones (checkpoint.collective), as many as its."""
+    f = analysis.fit(log(name))
+    ck = f.workload["checkpoint"]
+    assert (ck["format"], ck["writers"], ck["num_checkpoints_read"]) == ("hdf5", "all", 0)
+    assert ck.get("collective", True) is collective
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.comparison.layer == "HDF5"
+    assert r.emulated["write_ops"] == r.real["write_ops"]
+    assert r.emulated["bytes_written"] == r.real["bytes_written"]
+    assert ("HDF5 collective" in r.comparison.row("interfaces")[1]) is collective
 
 
 @pytest.mark.parametrize("name,threads,file_shuffle", [

@@ -67,3 +67,27 @@ def test_repetitions_write_again_before_every_epoch(tmp_path):
         == truth["posix"]["POSIX_BYTES_WRITTEN"]
     assert r.emulated["write_ops"] == r.real["write_ops"] == truth["posix"]["POSIX_WRITES"]
     assert r.emulated["read_ops"] == r.real["read_ops"]
+
+
+def test_a_sync_after_every_write_is_fitted_and_replayed(tmp_path):
+    """IOR -Y (ior_fsync_each): an fsync after each of a rank's 64 writes (IOR calls it twice:
+    256 in the log); fitted as io.write_fsync_per_write, replayed with a sync a write call
+    (and one a file), so that the syncs differ by IOR's second call only."""
+    truth = TRUTH["ior_fsync_each"]
+    f = fit(log("ior_fsync_each"))
+    io = f.workload["io"]
+    assert (io["write_first"], io["write_fsync"], io["write_fsync_per_write"]) == (True,) * 3
+    assert f.evidence["write_first"]["syncs"] == truth["posix"]["POSIX_FSYNCS"]
+    r = replay(log("ior_fsync_each"), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    writes = truth["posix"]["POSIX_WRITES"]
+    assert r.comparison.row("syncs") == (2 * writes, writes + truth["num_files"])
+
+
+def test_a_replay_that_syncs_each_file_once_costs_the_syncs(tmp_path):
+    def once_a_file(w):
+        w["io"].pop("write_fsync_per_write")
+    c = run_changed("ior_fsync_each", tmp_path, once_a_file)
+    assert c.row("syncs") == (256, 2)
+    row = c.table[(c.table["metric"] == "syncs") & (c.table["job"] == "emulated")]
+    assert float(row["similarity"].iloc[0]) == 0.0

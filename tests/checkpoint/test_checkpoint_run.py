@@ -39,9 +39,12 @@ def test_every_n_steps_during_training(tmp_path):
     _, s = run(tmp_path, n, "workflow.checkpoint=true", "model.model_size_bytes=1m",
                "checkpoint.writers=all", "checkpoint.steps_between_checkpoints=5",
                "checkpoint.fsync=true", "train.epochs=2", "train.computation_time=0")
-    steps = 2 * s["steps_per_epoch"]                    # 16 per epoch at 2 ranks, batch 4
+    per_epoch = s["steps_per_epoch"]                    # 16 at 2 ranks, batch 4
     writes = [c for c in s["checkpoints"] if c["op"] == "write"]
-    assert [c["step"] for c in writes] == list(range(5, steps + 1, 5))
+    # after steps 5, 10 and 15 of each epoch (the count starts again with the epoch, as the
+    # DLIO benchmark's), named by the run's step
+    assert [c["step"] for c in writes] == [e * per_epoch + k for e in (0, 1)
+                                           for k in range(5, per_epoch + 1, 5)]
     for c in writes:
         assert c["bytes"] == 1 << 20 and c["fsyncs"] == n and c["writers"] == n
     files = checkpoint_files(tmp_path / "c")
@@ -200,6 +203,44 @@ def test_collective_transfer_size_is_a_ranks_bytes_per_collective_call(tmp_path,
     column = "MPIIO_COLL_WRITES" if module == "MPI-IO" else "H5D_WRITES"
     assert int(mine[column].sum()) == 2 * 4
     assert len(checkpoint_files(tmp_path / "c")) == 1
+
+
+@pytest.mark.parametrize("fmt,layer,module", [("mpiio", "MPI-IO", "MPI-IO"),
+                                              ("hdf5", "HDF5", "H5D")])
+def test_independent_calls_of_a_shared_checkpoint(tmp_path, fmt, layer, module):
+    """checkpoint.collective=false: a 2 MiB checkpoint of 3 writers (699,051 + 699,051 +
+    699,050 bytes) in independent calls of 256 KiB: 3 a rank, no collective one; read back and
+    verified byte for byte."""
+    from dlio_mpi_analysis.characterization.characterize import characterize
+    from dlio_mpi_analysis.characterization.layers import parts_at
+
+    _, s = run(tmp_path, 3, "workflow.train=false", "workflow.checkpoint=true",
+               f"checkpoint.format={fmt}", "model.model_size_bytes=2m",
+               "checkpoint.writers=all", "checkpoint.collective=false",
+               "checkpoint.collective_transfer_size=256k", "checkpoint.num_checkpoints_write=1",
+               "checkpoint.num_checkpoints_read=1", "checkpoint.verify=true",
+               "io.keep_oplog=true")
+    assert [c["op"] for c in s["checkpoints"]] == ["write", "read"]
+    assert all(c["bytes"] == 2 << 20 for c in s["checkpoints"])
+    c = characterize(str(tmp_path / "o"))
+    parts, _ = parts_at(c.records, c.names, c.layers, layer)
+    frame = next(f for spec, f in parts if spec.name == module).frame()
+    if module == "MPI-IO":
+        assert int(frame["MPIIO_INDEP_WRITES"].sum()) == 3 * 3
+        assert int(frame["MPIIO_COLL_WRITES"].sum()) == int(frame["MPIIO_COLL_READS"].sum()) == 0
+    else:
+        assert int(frame["H5D_WRITES"].sum()) == 3 * 3
+        assert int(frame["H5D_USE_MPIIO_COLLECTIVE"].max()) == 0
+    [f] = checkpoint_files(tmp_path / "c")
+    assert f.stat().st_size >= 2 << 20
+
+
+def test_independent_calls_need_a_shared_format(tmp_path):
+    p, _ = run(tmp_path, 2, "workflow.checkpoint=true", "model.model_size_bytes=1m",
+               "checkpoint.collective=false", check=False)
+    assert p.returncode == 2
+    assert "checkpoint.collective=false makes the calls of the shared formats (mpiio, hdf5) " \
+        "independent: not checkpoint.format=file_per_rank" in p.stdout
 
 
 def test_checkpoint_read_back_as_torch_load_reads_a_zip(tmp_path):

@@ -36,6 +36,9 @@ def _args(tmp_path, *extra):
     (2, ["io.interface=posix", "io.write_order=shuffled"]),
     (3, ["io.interface=mpiio_coll", "io.layout=shared", "dataset.num_files_train=1",
          "dataset.num_samples_per_file=30", "io.write_order=shuffled"]),
+    (2, ["io.interface=posix", "io.write_fsync_per_write=true"]),
+    (3, ["io.interface=mpiio_coll", "io.layout=shared", "dataset.num_files_train=1",
+         "dataset.num_samples_per_file=30", "io.write_fsync_per_write=true"]),
 ])
 def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
     args = _args(tmp_path, *extra)
@@ -73,6 +76,11 @@ def test_run_writes_its_dataset_then_reads_it(tmp_path, n, extra):
         syncs = int((op == 4).sum()) if "write_fsync=true" in " ".join(extra) else 0
         if syncs:
             assert syncs == len(set(fl[w].tolist()))
+        if "io.write_fsync_per_write=true" in extra:
+            # a sync right after every write call (the collective ones of 0 bytes too)
+            phase = op[(op == 1) | (op == 4)]
+            assert (phase[0::2] == 1).all() and (phase[1::2] == 4).all()
+            assert int((op == 4).sum()) == int(w.sum())
     # every byte of every file written exactly once, in 16 KiB pieces (40k samples: 16+16+8)
     assert sum(b for _, _, b in writes) == total
     assert sorted(b for _, _, b in writes) == sorted([16384, 16384, 8192] * (total // 40960))
@@ -97,6 +105,12 @@ def test_write_first_needs_raw_or_hdf5_files(tmp_path):
         config.load(["workload=default", "io.write_fsync=true"])
     with pytest.raises(ConfigError, match="io.write_order=shuffled needs io.write_first"):
         config.load(["workload=default", "io.write_order=shuffled"])
+    with pytest.raises(ConfigError, match="io.write_fsync_per_write=true needs io.write_first"):
+        config.load(["workload=default", "io.write_fsync_per_write=true"])
+    with pytest.raises(ConfigError, match="write_fsync_per_write=true syncs raw files"):
+        config.load(["workload=default"] + _args(tmp_path, "dataset.format=hdf5",
+                                                 "io.interface=hdf5_sec2",
+                                                 "io.write_fsync_per_write=true"))
     with pytest.raises(ConfigError, match="io.write_order=shuffled writes byte ranges"):
         config.load(["workload=default"] + _args(tmp_path, "dataset.format=hdf5",
                                                  "io.interface=hdf5_sec2",
