@@ -128,7 +128,7 @@ from dlio_mpi_analysis.fitting.fit_evaluation import schedule
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
                            _data_interfaces, _data_trace, _direct, _early_share, _file_table,
                            _interface, _min_rank_coverage,
-                           _own_shares, _record_length, _sample_spread, _shuffle, _stem, _timeline,
+                           _own_shares, _read_shift, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first)
 from dlio_mpi_analysis.fitting.fit_patterns import framing, traits, whole_fields
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
@@ -579,6 +579,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         epochs = MAX_EPOCHS
     io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs,
                             read_type)
+    if io_extra.get("write_first"):
+        shift = _read_shift(job, set(data.index), job.nprocs, notes, evidence)
+        if shift:
+            reader_extra["rank_shift"] = shift
     reads = None
     if trace is not None:
         ordered = trace.sort_values("start", kind="stable")

@@ -24,6 +24,8 @@ WRITTEN_SHARE = 0.9
 # syncs of the data files at least this share of their writes: a sync after every write (IOR's
 # -Y calls fsync twice a write)
 PER_WRITE_SYNCS = 0.9
+# the share of the bytes read back that one shift between writer and reader must have
+SHIFT_SHARE = 0.9
 # bytes/s under which reads of data the reading process has just written cannot have come
 # from the page cache (a copy from memory runs at several GiB/s)
 PAGE_CACHE_RATE = 2 << 30
@@ -32,6 +34,10 @@ SHUFFLED_SEQ = 0.75      # halfway between a random order's sequential share (0.
 STEP_GAP = 1e-3
 SIZE_SPREAD = 0.1       # relative spread of the samples' sizes above which they vary
 STEP_GAP_RATIO = 2.5
+# lower jumps between pauses still tried as a step's end, and how much more even (the share of
+# steps of the median batch) their batches must be to be taken
+CANDIDATE_GAP_RATIO = 1.5
+EVENNESS_GAIN = 0.25
 TIME_RESOLUTION = 1e-6
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
 
@@ -118,6 +124,60 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs=1
         notes.append(f"the data files were written {times} times over and read {epochs} "
                      "times: io.write_first writes them once")
     return out
+
+
+def _read_shift(job, ids, nprocs, notes, evidence):
+    """reader.rank_shift of a job that wrote its data files and read them back: the shift k,
+    when at least SHIFT_SHARE of the bytes a rank read back were written by rank (r - k) mod n
+    (IOR's -C and -Z read another rank's data, so that the page cache of the writer does not
+    serve it), else 0. From the DXT_POSIX trace (each read's bytes matched with the writes of
+    the same file that covered them), else from the POSIX records of files each written by one
+    rank and read by one (a file per process); 0 without either."""
+    if nprocs < 2:
+        return 0
+    trace = (job.dxt_segments or {}).get("DXT_POSIX")
+    shifts = {}
+    if trace is not None and not trace.empty:
+        mine = trace[trace["id"].isin(list(ids)) & (trace["length"] > 0)]
+        writes, reads = mine[mine["op"] == "write"], mine[mine["op"] == "read"]
+        for fid, w in writes.groupby("id"):
+            r = reads[reads["id"] == fid]
+            if r.empty:
+                continue
+            w = w.sort_values("offset")
+            starts, ends = w["offset"].to_numpy(), (w["offset"] + w["length"]).to_numpy()
+            writer = w["rank"].to_numpy()
+            k = np.searchsorted(starts, r["offset"].to_numpy(), side="right") - 1
+            inside = (k >= 0) & (r["offset"].to_numpy() < ends[np.clip(k, 0, None)])
+            for reader, who, n in zip(r["rank"].to_numpy()[inside], writer[k[inside]],
+                                      r["length"].to_numpy()[inside]):
+                shift = int(reader - who) % nprocs
+                shifts[shift] = shifts.get(shift, 0) + int(n)
+    else:
+        posix = job.records.get("POSIX")
+        if posix is None or posix.empty:
+            return 0
+        rows = posix[posix["id"].isin(list(ids)) & (posix["rank"] >= 0)]
+        for fid, recs in rows.groupby("id"):
+            wrote = recs[recs["POSIX_BYTES_WRITTEN"] > 0]
+            read = recs[recs["POSIX_BYTES_READ"] > 0]
+            if len(wrote) == 1 and len(read) == 1:
+                shift = int(read["rank"].iloc[0] - wrote["rank"].iloc[0]) % nprocs
+                shifts[shift] = shifts.get(shift, 0) + int(read["POSIX_BYTES_READ"].iloc[0])
+    total = sum(shifts.values())
+    if not total:
+        return 0
+    shift = max(shifts, key=shifts.get)
+    evidence["read_shift"] = {str(k): v for k, v in sorted(shifts.items())}
+    if shift and shifts[shift] >= SHIFT_SHARE * total:
+        notes.append(f"each rank read back the data rank (r - {shift}) mod {nprocs} wrote "
+                     f"({shifts[shift] / total:.0%} of the bytes read back; IOR's -C or -Z): "
+                     f"reader.rank_shift {shift}")
+        return shift
+    if len(shifts) > 1:
+        notes.append(f"the ranks read back data of several other ranks ({len(shifts)} shifts "
+                     "between writer and reader, none of most bytes): each reads its own")
+    return 0
 
 
 def _write_order(job, ids, rows, basis):
@@ -516,23 +576,36 @@ def _collective_order(job, data, shuffle, notes, evidence):
     return order
 
 
-def _step_gap(gaps):
-    """The shortest pause that ends a step: STEP_GAP, or, when the pauses of STEP_GAP or more
-    fall in two groups (a loader's own pauses between the files of a step, and the steps'
-    compute) with a jump of STEP_GAP_RATIO or more between them and at least a fifth of the
-    pauses above it (an epoch's end alone is not the steps), the geometric middle of the
-    jump. Of several such jumps, the highest: the pauses below it are all within steps (a
-    loader's pauses between files, and under them a slow collective call's)."""
+def _step_gaps(gaps):
+    """(the shortest pause that ends a step, the other candidates): STEP_GAP, or, when the
+    pauses of STEP_GAP or more fall in two groups (a loader's own pauses between the files of a
+    step, and the steps' compute) with a jump of STEP_GAP_RATIO or more between them and at
+    least a fifth of the pauses above it (an epoch's end alone is not the steps), the
+    geometric middle of the jump. Of several such jumps, the highest: the pauses below it are
+    all within steps (a loader's pauses between files, and under them a slow collective
+    call's). The candidates are the middles of the lower jumps, down to CANDIDATE_GAP_RATIO,
+    that leave a fifth of the pauses above them (_timeline keeps one that cuts the reads
+    into equal batches where the first does not)."""
     long = np.sort(gaps[gaps >= STEP_GAP])
     if len(long) < 4:
-        return STEP_GAP
+        return STEP_GAP, []
     ratios = long[1:] / long[:-1]
     ok = np.arange(1, len(long)) <= len(long) - max(1, len(long) // 5)
+    middles = np.sqrt(long[:-1] * long[1:])
     jumps = np.flatnonzero(ok & (ratios >= STEP_GAP_RATIO))
-    if len(jumps) == 0:
-        return STEP_GAP
-    k = int(jumps[-1])
-    return float(np.sqrt(long[k] * long[k + 1]))
+    first = float(middles[int(jumps[-1])]) if len(jumps) else STEP_GAP
+    others = [float(middles[k]) for k in np.flatnonzero(ok & (ratios >= CANDIDATE_GAP_RATIO))
+              if float(middles[k]) > first]
+    return first, others
+
+
+def _batch_evenness(per_step):
+    """The share of a rank's steps (all but its last) that read the median step's samples
+    (within half a sample): a batch is a fixed number of samples."""
+    inner = per_step[:-1] if len(per_step) > 2 else per_step
+    if not len(inner):
+        return 0.0
+    return float(np.mean(np.abs(inner - np.median(inner)) <= 0.5))
 
 
 def _timeline(trace, record, sample_starts=None):
@@ -545,18 +618,25 @@ def _timeline(trace, record, sample_starts=None):
         end_by_start = reads["end"].to_numpy()[np.argsort(reads["start"].to_numpy())]
         busy_end = np.maximum.accumulate(end_by_start)
         gaps = start[1:] - busy_end[:-1]
-        is_step = gaps >= _step_gap(gaps)
-        steps = gaps[is_step]
-        gaps_all.append(steps)
         # a step's samples: the bytes read between two step pauses, in records (the median
         # over the rank's steps: an epoch's end or a slow step does not skew it)
         by_start = np.argsort(reads["start"].to_numpy())
-        segment = np.concatenate([[0], np.cumsum(is_step)])
-        if sample_starts is not None:
-            per_step = np.bincount(segment, weights=sample_starts(reads)[by_start])
-        else:
-            per_step = np.bincount(segment, weights=reads["length"].to_numpy()[by_start]) \
-                / max(record, 1)
+        weights = sample_starts(reads)[by_start] if sample_starts is not None else \
+            reads["length"].to_numpy()[by_start] / max(record, 1)
+        first, others = _step_gaps(gaps)
+        best = None
+        # the first threshold unless a higher one cuts the reads into batches more even by
+        # EVENNESS_GAIN (the pauses between a loader's per-sample opens, longer than its
+        # reads' own, are no step's end)
+        for threshold in [first] + others:
+            is_step = gaps >= threshold
+            per_step = np.bincount(np.concatenate([[0], np.cumsum(is_step)]), weights=weights)
+            even = _batch_evenness(per_step)
+            if best is None or even >= best[0] + EVENNESS_GAIN:
+                best = (even, is_step, per_step)
+        _, is_step, per_step = best
+        steps = gaps[is_step]
+        gaps_all.append(steps)
         batches.append(float(np.median(per_step)))
         ends = np.sort(reads["end"].to_numpy())
         # a read ending within TIME_RESOLUTION of another's start does not overlap it
@@ -611,7 +691,11 @@ def _direct(job, data, notes, evidence):
     reads = trace[trace["op"] == "read"]
     reads = reads[[(int(r), i) in mine for r, i in zip(reads["rank"], reads["id"])]]
     seconds = (reads["end"] - reads["start"]).to_numpy()
-    if reads.empty or (seconds <= 0).all():
+    if reads.empty:
+        notes.append(f"{unseen} and the trace shows no rank reading back data it wrote "
+                     "itself: io.interface posix")
+        return False
+    if (seconds <= 0).all():
         notes.append(f"{unseen}; the reads' times are unknown: io.interface posix")
         return False
     rate = float(np.median(reads["length"].to_numpy()[seconds > 0] / seconds[seconds > 0]))

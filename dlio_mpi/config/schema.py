@@ -156,6 +156,10 @@ SCHEMA = {
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
+        "rank_shift": Key("int", 0, "rank r reads the share of rank (r + rank_shift) mod "
+                          "ranks, the data another rank wrote with io.write_first (IOR's -C "
+                          "read-back, which defeats the writer's page cache); 0: its own",
+                          minimum=0),
         "hdf5_reads": Key("enum", "batch", "HDF5 read by samples: a batch's rows of a file in "
                           "one H5Dread, a union of hyperslabs (batch), or one H5Dread per "
                           "sample (sample: h5py indexing a row per item, as a Dataset's "

@@ -40,7 +40,7 @@ def load_into_memory(cfg, comm, reader, log):
     """io.read_type=memory: the rank reads its whole input at start, file by file, in
     transfer-size pieces, as applications that load a CSV or NPZ dataset do. Returns the load
     phase's numbers, as an epoch entry with epoch=-1."""
-    share = sampler.memory_share(cfg.num_samples, comm.Get_size(), comm.Get_rank(),
+    share = sampler.memory_share(cfg.num_samples, comm.Get_size(), reading_rank(cfg, comm),
                                  cfg.io.layout)
     files, local = reader.data.locate(share)
     comm.Barrier()
@@ -62,10 +62,16 @@ def _phase(phase, epoch, plan, wall, io_wait, compute, first_io, waits, log):
             "latency_hist": hist, "step_wait_hist": step_histogram(waits)}
 
 
+def reading_rank(cfg, comm):
+    """The rank whose share this rank reads (reader.rank_shift)."""
+    return (comm.Get_rank() + cfg.reader.rank_shift) % comm.Get_size()
+
+
 def epoch_plan(cfg, comm, reader, batch, epoch, shuffle):
     """(plan, files): the (steps, batch) samples this rank consumes in an epoch, and with
-    reader.access=stream the files it streams, in order."""
-    rank, size = comm.Get_rank(), comm.Get_size()
+    reader.access=stream the files it streams, in order (those of the rank reader.rank_shift
+    names)."""
+    rank, size = reading_rank(cfg, comm), comm.Get_size()
     data = reader.data
     if cfg.reader.access == "stream":
         files = access.stream_files(data.num_files, size, rank, epoch, cfg.train.seed,

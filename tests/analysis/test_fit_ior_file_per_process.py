@@ -1,6 +1,7 @@
 """IOR's file-per-process runs through MPI-IO and HDF5, and its MMAP backend, on real logs
 (truth.json): ior_mpiio_fpp, ior_hdf5_fpp (its reads a burst after its writes: a load at
-start in one H5Dread a transfer, as IOR's), ior_mmap (no read Darshan sees)."""
+start in one H5Dread a transfer, as IOR's), ior_mmap (no read Darshan sees), ior_fsync_each
+(-Y), ior_random_task and ior_reorder (-Z and -C: each rank reads back another's data)."""
 import pytest
 
 from dlio_mpi_analysis.errors import FitError
@@ -91,3 +92,28 @@ def test_a_replay_that_syncs_each_file_once_costs_the_syncs(tmp_path):
     assert c.row("syncs") == (256, 2)
     row = c.table[(c.table["metric"] == "syncs") & (c.table["job"] == "emulated")]
     assert float(row["similarity"].iloc[0]) == 0.0
+
+
+@pytest.mark.parametrize("name,layout", [("ior_random_task", "multi"),
+                                         ("ior_reorder", "shared")])
+def test_reading_back_another_ranks_data(tmp_path, name, layout):
+    """IOR -Z on a file per process and -C on a shared file (-O numTasksOnNode0=1 so that one
+    host shifts): each rank reads back what the other wrote, in DXT; reader.rank_shift 1.
+    Replayed each reading its own, the files were shared by no rank where both were (0.00)."""
+    truth = TRUTH[name]
+    f = fit(log(name))
+    w = f.workload
+    assert (w["reader"]["rank_shift"], w["io"]["layout"]) == (1, layout)
+    assert f.evidence["read_shift"] == {"1": truth["bytes_read"]}
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.comparison.row("shared_file_fraction") == (1.0, 1.0)
+    assert r.emulated["bytes_read"] == r.real["bytes_read"] == truth["bytes_read"]
+
+
+def test_a_replay_reading_its_own_data_back_scores_low(tmp_path):
+    def own(w):
+        w["reader"].pop("rank_shift")
+    c = run_changed("ior_random_task", tmp_path, own)
+    assert c.row("shared_file_fraction") == (1.0, 0.0)
+    assert c.score < 0.6, c.table

@@ -174,3 +174,22 @@ def test_writing_each_epoch_needs_a_write_first_and_reads_on_demand(tmp_path):
     with pytest.raises(ConfigError, match="io.read_type must be on_demand"):
         config.load(["workload=default"] + _args(tmp_path, "io.write_each_epoch=true",
                                                   "io.read_type=memory"))
+
+
+def test_a_rank_shift_reads_back_what_another_rank_wrote(tmp_path):
+    """reader.rank_shift=1 (IOR's -C): each rank writes its own share of the files and reads
+    back the share of the next rank, every byte of it, none of its own."""
+    n = 3
+    args = _args(tmp_path, "io.interface=posix", "reader.rank_shift=1", "train.epochs=1",
+                 "reader.sample_shuffle=off")
+    run_mpi(n, "run_cli.py", "run", *args, timeout=240)
+    wrote, read = {}, {}
+    for r in range(n):
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
+        for e, mine in ((0, wrote), (1, read)):
+            op, fl, nb = (z[f"e{e}_{k}"] for k in ("op", "file", "bytes"))
+            moved = (op == (1 if e == 0 else 0)) & (nb > 0)
+            mine[r] = (set(fl[moved].tolist()), int(nb[moved].sum()))
+    for r in range(n):
+        assert read[r] == wrote[(r + 1) % n]
+        assert not read[r][0] & wrote[r][0]
