@@ -385,14 +385,17 @@ def round_robin(trace, record, ranks):
 
 
 def hdf5_libver(trace):
-    """The HDF5 file format from the superblock read at an open: libhdf5 reads the signature,
-    then the rest of the superblock from offset 16: 32 bytes for versions 2 and 3 (h5py's
-    libver="latest"), 80 for version 0 (the default). None when neither shows."""
+    """The HDF5 file format from the superblock read at an open: libhdf5 1.10 reads the
+    signature, then the rest of the superblock from offset 16: 32 bytes for versions 2 and 3
+    (h5py's libver="latest"), 80 for version 0 (the default); libhdf5 2.0 reads a version 2
+    or 3 superblock whole, 48 bytes from offset 0. None when neither shows."""
     at16 = trace.loc[trace["offset"] == 16, "length"]
     if (at16 == 32).any():
         return "latest"
     if (at16 == 80).any():
         return "earliest"
+    if (trace.loc[trace["offset"] == 0, "length"] == 48).any():
+        return "latest"
     return None
 
 

@@ -18,7 +18,9 @@ resource tracker. Two things tell them apart:
 A set without workers (a one-process job, or plain processes started as ranks) may hold the log
 of a command the program ran (Python's platform module runs ``uname -p``): a process of another
 program than those that did I/O, with no I/O beyond its standard streams, is a helper, not a
-rank.
+rank. A program is its command's first word, and for a Python interpreter the script or module
+it runs: torchrun, itself a Python program that starts each rank as a new Python program and
+does no I/O of its own, is a helper too.
 
 Which main process spawned which worker is not in the logs. A spawned worker runs its parent's
 interpreter and lives within its parent's lifetime; among the main processes alive when it
@@ -100,6 +102,23 @@ def _interpreter(exe):
     return words[0] if words else ""
 
 
+def _program(exe):
+    """What a command line runs: its first word, and for a Python interpreter the script or
+    module it runs (its options skipped), so that a launcher in Python (torchrun, which starts
+    its ranks as new Python programs) is another program than its ranks."""
+    words = (exe or "").split()
+    if not words:
+        return ""
+    if not os.path.basename(words[0]).startswith("python"):
+        return words[0]
+    k = 1
+    while k < len(words) and words[k].startswith("-"):
+        if words[k] in ("-c", "-m"):
+            return " ".join(words[:k + 2])
+        k += 2 if words[k] in ("-W", "-X", "-Q") else 1
+    return " ".join(words[:1] + words[k:k + 1])
+
+
 def _files(log):
     return {int(i) for f in log.records.values() if "id" in f for i in f["id"]}
 
@@ -119,7 +138,7 @@ def roles_of(logs):
     fork_parent = {p for p in parents if p is not None}
     workers_present = bool(spawned) or bool(fork_parent)
     # the programs of the processes that did I/O beyond their standard streams
-    programs = {_interpreter(log.exe) for log in logs if _has_io(log)}
+    programs = {_program(log.exe) for log in logs if _has_io(log)}
     kept = []
     for i, log in enumerate(logs):
         if role[i] is None:
@@ -132,7 +151,7 @@ def roles_of(logs):
             main = (log.nprocs > 1 or i in fork_parent or _has_io(log)
                     or _interpreter(log.exe) in interpreters
                     or (not workers_present
-                        and (not programs or _interpreter(log.exe) in programs)))
+                        and (not programs or _program(log.exe) in programs)))
             role[i] = MAIN if main else HELPER
         kept.append(role[i] in (MAIN, FORKED, SPAWNED) or (role[i] == TRACKER and _has_io(log)))
     parent = list(parents)

@@ -114,7 +114,7 @@ def test_h5py_samples_read_by_forked_workers():
 @pytest.mark.parametrize("name", ["ior_fpp_random", "ior_mpiio_random", "ior_segments_16",
                                   "indexed_pread", "h5py_workers", "buffered_records",
                                   "ior_coll_segments", "ior_hdf5_segments",
-                                  "ior_fpp_segments_random", "read_whole"])
+                                  "ior_fpp_segments_random", "read_whole", "torchrun_ddp"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table

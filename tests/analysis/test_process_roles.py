@@ -71,3 +71,24 @@ def test_forked_workers_load_as_before(name, roles):
     assert list(job.workers) == [0] and len(job.workers[0]) == roles["forked worker"]
     assert set(job.records["POSIX"]["rank"]) == {0}
 
+
+
+def test_a_python_launcher_that_starts_its_ranks_as_new_programs_is_a_helper():
+    """torchrun (a Python program) starts 2 ranks as new Python programs (their own job ids: no
+    fork parentage), with no I/O of its own; the same interpreter, another program: a helper,
+    not a third rank (the replay spread the 64 files over 3 ranks and dropped 4 an epoch)."""
+    from dlio_mpi_analysis.loading.process_roles import _program
+
+    assert _program("/v/bin/python3 /v/bin/torchrun --nproc_per_node=2 t.py") \
+        == "/v/bin/python3 /v/bin/torchrun"
+    assert _program("/v/bin/python3 -u t.py d") == "/v/bin/python3 t.py"
+    assert _program("python -m torch.distributed.run t.py") == "python -m torch.distributed.run"
+    assert _program("python -W ignore t.py") == "python t.py"
+    assert _program("uname -p") == "uname"
+    job = load(os.path.join(HERE, "torchrun_ddp"))
+    assert job.nprocs == 2 and job.process_roles == {"main": 2, "helper": 1}
+    f = analysis.fit(os.path.join(HERE, "torchrun_ddp"))
+    t = TRUTH["torchrun_ddp"]
+    assert f.ranks == 2
+    assert (f.workload["dataset"]["num_files_train"], f.workload["reader"]["batch_size"]) \
+        == (t["num_files"], t["batch_size"])
