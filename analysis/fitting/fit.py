@@ -130,10 +130,13 @@ from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_
                            _interface, _min_rank_coverage,
                            _own_shares, _read_shift, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first)
-from dlio_mpi_analysis.fitting.fit_patterns import framing, traits, whole_fields
+from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
+                                                    whole_fields)
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
 
 SHARED_SHARE = 0.5
+# Parquet footer reads at most this many a file and epoch: each file opened once an epoch
+PARQUET_FILE_OPENS = 1.1
 REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
 MAX_EPOCHS = 1000
@@ -577,6 +580,16 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
         epochs = MAX_EPOCHS
+    if traits(fmt).access == "parquet" and trace is not None:
+        footers, chunks = parquet_footer_reads(
+            trace, {int(i): int(v) for i, v in data["size"].items()})
+        opened_files = len(data) * epochs
+        evidence["parquet_footer_reads"] = {"footers": footers, "chunks": chunks}
+        if footers <= PARQUET_FILE_OPENS * opened_files < chunks / max(batch, 1):
+            reader_extra["parquet_open"] = "file"
+            notes.append(f"{footers} footer reads for {chunks} row-group reads of "
+                         f"{len(data)} files in {epochs} epochs: a file opened once while its "
+                         "row groups are read, batch after batch (reader.parquet_open file)")
     io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs,
                             read_type)
     if io_extra.get("write_first"):
@@ -603,6 +616,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                     **({"num_subfolders_train": subfolders} if subfolders else {}),
                     **({"num_files_eval": eval_keys["files"]} if eval_keys else {}),
                     "num_samples_per_file": spf, "record_length": record,
+                    # a fitted sample is one column-chunk read: a row group of its own
+                    **({"parquet_row_group_size": 1}
+                       if traits(fmt).access == "parquet" else {}),
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
                                                  "record_length_stdev") if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}

@@ -384,6 +384,14 @@ def round_robin(trace, record, ranks):
     return len(residues) == trace["rank"].nunique() == ranks
 
 
+def parquet_footer_reads(trace, sizes):
+    """(footer reads, other reads) of Parquet files' data reads: pyarrow opens a file by
+    reading its end (formats/parquet.footer_reads), a read that ends at the file's end."""
+    size = trace["id"].map(lambda i: sizes.get(int(i), -1)).to_numpy()
+    footer = (trace["offset"] + trace["length"]).to_numpy() == size
+    return int(footer.sum()), int((~footer).sum())
+
+
 def hdf5_libver(trace):
     """The HDF5 file format from the superblock read at an open: libhdf5 1.10 reads the
     signature, then the rest of the superblock from offset 16: 32 bytes for versions 2 and 3

@@ -105,6 +105,9 @@ def validate_access(cfg):
         raise ConfigError("dataset.npz_layout=shot holds one shot per file: it needs "
                           "dataset.format=npz, reader.access=numpy, no compression and "
                           "dataset.num_samples_per_file=1")
+    if rd.parquet_open != "batch" and rd.access != "parquet":
+        raise ConfigError(f"reader.parquet_open={rd.parquet_open} is how reader.access=parquet "
+                          f"opens its files, not reader.access={rd.access}")
     if rd.buffer_size and rd.access not in ("numpy", "image", "buffered"):
         raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy, "
                           "image or buffered; other patterns read in reader.transfer_size "

@@ -156,6 +156,12 @@ SCHEMA = {
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
+        "parquet_open": Key("enum", "batch", "reader.access=parquet: each batch opens the "
+                            "files it reads, their footers read again (batch: the DLIO "
+                            "benchmark's parquet reader), or a file is opened when the batches "
+                            "move on to it and kept while they read on in it (file: a loader "
+                            "holding one pyarrow ParquetFile while it reads its row groups)",
+                            ("batch", "file")),
         "rank_shift": Key("int", 0, "rank r reads the share of rank (r + rank_shift) mod "
                           "ranks, the data another rank wrote with io.write_first (IOR's -C "
                           "read-back, which defeats the writer's page cache); 0: its own",

@@ -111,11 +111,12 @@ def footer_reads(size, metadata_bytes):
     return offs, lens
 
 
-def batch_reads(idx, metadata_bytes, local):
+def batch_reads(idx, metadata_bytes, local, opened=True):
     """(offsets, lengths) of a batch's samples `local` of one file, as the DLIO benchmark's
-    parquet reader makes pyarrow read them: the footer (the file opened), then each row
-    group's column chunk when a sample lies in another row group than the one before."""
-    offs, lens = footer_reads(idx.file_size, metadata_bytes)
+    parquet reader makes pyarrow read them: the footer (the file opened; not when ``opened``
+    is False, a ParquetFile kept from the batch before), then each row group's column chunk
+    when a sample lies in another row group than the one before."""
+    offs, lens = footer_reads(idx.file_size, metadata_bytes) if opened else ([], [])
     last = None
     for s in np.asarray(local, np.int64).tolist():
         here = int(idx.offsets[s])

@@ -66,6 +66,7 @@ class PatternReader(Reader):
         self.planned = False            # plan_epoch ran for the next start_epoch
         self._sizes = None              # a stream's files' sizes this epoch (file -> bytes)
         self._parquet_meta = {}         # a Parquet file's footer metadata bytes (file -> bytes)
+        self._parquet_last = None       # the file the batches read on in (parquet_open=file)
         self._buffered = {}             # a file's buffered-file state (access=buffered)
 
     def _ring(self):
@@ -135,7 +136,12 @@ class PatternReader(Reader):
                                              self.cfg.reader.interleave)
         else:
             # numpy.load and an image decoder open the file for every sample they read
-            if self.access == "parquet":    # a batch opens each of its files (the footer)
+            if self.access == "parquet" and self.cfg.reader.parquet_open == "file":
+                # a file opened (its footer read) when a batch moves on to it, kept while
+                # the batches read on in it
+                self._parquet_last = None
+                self.reads = access.sample_reads(plan, self.data.spf, self._parquet_kept)
+            elif self.access == "parquet":    # a batch opens each of its files (the footer)
                 self.reads = access.sample_reads(plan, self.data.spf, self._parquet_ranges,
                                                  per_file=True)
             elif self.access == "buffered":     # the files stay open, their buffers too
@@ -229,12 +235,18 @@ class PatternReader(Reader):
         k = len(np.asarray(local))
         return np.tile(o, k), np.tile(n, k)
 
-    def _parquet_ranges(self, f, local):
+    def _parquet_ranges(self, f, local, opened=True):
         """pyarrow's reads of file f for the batch's samples `local` (formats/parquet)."""
         meta = self._parquet_meta.get(f)
         if meta is None:
             meta = self._parquet_meta[f] = parquet.metadata_bytes(self.path(f))
-        return parquet.batch_reads(self.data.index(f), meta, local)
+        return parquet.batch_reads(self.data.index(f), meta, local, opened)
+
+    def _parquet_kept(self, f, local):
+        """As _parquet_ranges, the footer read only when the batches move on to file f
+        (reader.parquet_open=file)."""
+        opened, self._parquet_last = f != self._parquet_last, f
+        return self._parquet_ranges(f, local, opened)
 
     def _whole_load(self, f):
         """(file_size, offsets, lengths) of a sample's load from a stacked or shot file."""

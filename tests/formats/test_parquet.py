@@ -128,3 +128,31 @@ def test_run_at_two_ranks_reads_every_row_group(tmp_path):
             seen |= got & chunks
         assert s["epochs"][e]["samples"] == files * spf
         assert seen == chunks          # every row group of every file read this epoch
+
+
+def test_a_file_kept_open_reads_its_footer_once_an_epoch(tmp_path):
+    """reader.parquet_open=file: the batches read on in a file through the ParquetFile opened
+    when they moved on to it, its footer read once an epoch; batch (the default) reads it again
+    for every batch."""
+    files, spf = 4, 6
+    footers = {}
+    for way in ("file", "batch"):
+        data, out = tmp_path / way / "data", tmp_path / way / "out"
+        run_mpi(1, "run_cli.py", "run", "workload=default", "dataset.format=parquet",
+                f"dataset.data_folder={data}", f"output.folder={out}",
+                f"dataset.num_files_train={files}", f"dataset.num_samples_per_file={spf}",
+                "dataset.record_length=5000", "dataset.parquet_row_group_size=1",
+                "reader.batch_size=2", "train.epochs=1", "train.computation_time=0",
+                "reader.sample_shuffle=off", f"reader.parquet_open={way}",
+                "io.keep_oplog=true", "workflow.generate_data=true", timeout=180)
+        z = load_npz(out / "latest" / "oplog_rank00000.npz")
+        reads = z["e0_op"] == 0
+        ends = z["e0_offset"][reads] + z["e0_bytes"][reads]
+        sizes = {f: (data / "train" / name).stat().st_size for f, name in
+                 enumerate(sorted(p.name for p in (data / "train").iterdir()))}
+        at_end = ends == [sizes[int(f)] for f in z["e0_file"][reads]]
+        footers[way] = int(at_end.sum())
+        assert int((~at_end).sum()) == files * spf        # every row group once
+    assert footers == {"file": files, "batch": files * spf // 2}
+    with pytest.raises(config.ConfigError, match="reader.parquet_open=file is how"):
+        config.load(["workload=default", "reader.parquet_open=file"])
