@@ -622,7 +622,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
                                                  "record_length_stdev") if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
-                       if "hdf5_chunk" in evidence else {})},
+                       if "hdf5_chunk" in evidence else {}),
+                    **({"compression": evidence["compression"]}
+                       if "compression" in evidence else {})},
         "reader": {"batch_size": batch, **({"batch_size_eval": eval_keys["batch"]}
                                            if eval_keys else {}),
                    "read_threads": threads,

@@ -356,6 +356,36 @@ def hdf5_chunk(trace, per_read):
     return size
 
 
+def h5d_chunk_bytes(job, data_names):
+    """The bytes of a chunk of the data files' datasets from Darshan's H5D record (the chunk's
+    dimensions, H5D_CHUNK_SIZE_D1..D5, times H5D_DATATYPE_SIZE), the largest over them; None
+    without H5D records or for contiguous datasets (no chunk dimension)."""
+    h5d = job.records.get("H5D")
+    dims = [f"H5D_CHUNK_SIZE_D{k}" for k in range(1, 6)]
+    if h5d is None or h5d.empty or not all(d in h5d for d in dims + ["H5D_DATATYPE_SIZE"]):
+        return None
+    names = [job.names.get(int(i), "") for i in h5d["id"]]
+    mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+    best = 0
+    for _, row in mine.iterrows():
+        sizes = [int(row[d]) for d in dims if int(row[d]) > 0]
+        if sizes:
+            best = max(best, int(np.prod(sizes)) * max(1, int(row["H5D_DATATYPE_SIZE"])))
+    return best or None
+
+
+def compressed_chunks(trace, chunk):
+    """Whether the data reads of a chunked dataset are of other sizes than its chunks: the
+    read size that moves the most bytes neither the chunk's bytes nor a multiple of them (a
+    filter such as gzip stores each chunk in its own size)."""
+    moved = trace.groupby("length")["length"].sum()
+    moved = moved[moved.index > 0]
+    if moved.empty:
+        return False
+    size = int(moved.idxmax())
+    return size % chunk != 0 and chunk % size != 0
+
+
 def h5d_bytes_per_read(job, data_names):
     """Bytes per H5Dread over the datasets of the data files (None without H5D records)."""
     h5d = job.records.get("H5D")
@@ -614,7 +644,17 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         if per_read:
             evidence["h5d_bytes_per_read"] = per_read
             chunk = hdf5_chunk(trace, per_read)
-            if chunk is not None:
+            recorded = h5d_chunk_bytes(job, set(names.values()))
+            if recorded is not None and recorded != per_read:
+                evidence["hdf5_chunk"] = recorded
+                notes.append(f"Darshan's H5D record gives the datasets' chunks: "
+                             f"{recorded} bytes (dataset.chunk_size={recorded})")
+                if compressed_chunks(trace, recorded):
+                    evidence["compression"] = "gzip"
+                    notes.append("the chunks were read in sizes of their own, not "
+                                 f"{recorded} bytes: stored through a filter; Darshan does "
+                                 "not record which, gzip is taken (dataset.compression gzip)")
+            elif chunk is not None:
                 evidence["hdf5_chunk"] = chunk
                 notes.append(f"libhdf5 read the samples in {chunk}-byte pieces: a chunked "
                              f"dataset (dataset.chunk_size={chunk}; the chunk's shape cannot "
