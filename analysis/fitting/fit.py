@@ -231,6 +231,32 @@ def _ids(ids):
     return np.array(sorted(ids), dtype=np.uint64)
 
 
+def _phases_joined(trace, phases):
+    """The evaluation reads with each rank's phases moved up to the one before: the phases-1
+    longest pauses of a rank's reads (the training epochs between its evaluations) made as long
+    as its longest other pause, so that the timeline of its steps sees an evaluation's steps
+    only (a phase of two steps would otherwise be one step, its compute the training's)."""
+    if phases < 2 or trace.empty:
+        return trace
+    start = trace["start"].to_numpy().astype(float).copy()
+    end = trace["end"].to_numpy().astype(float).copy()
+    for rank in np.unique(trace["rank"].to_numpy()):
+        mine = np.flatnonzero(trace["rank"].to_numpy() == rank)
+        mine = mine[np.argsort(start[mine], kind="stable")]
+        if len(mine) < phases:
+            continue
+        gaps = start[mine][1:] - np.maximum.accumulate(end[mine])[:-1]
+        cuts = np.sort(np.argsort(gaps)[-(phases - 1):])
+        rest = np.delete(gaps, cuts)
+        keep = float(rest.max()) if len(rest) else 0.0
+        shift = np.zeros(len(mine))
+        for c in cuts:
+            shift[c + 1:] += max(0.0, gaps[c] - keep)
+        start[mine] -= shift
+        end[mine] -= shift
+    return trace.assign(start=start, end=end)
+
+
 def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes, evidence):
     """The workload's evaluation keys from the evaluation set (fit_evaluation): its files,
     its batch and compute per step from its own reads' timeline, its schedule; {} when the
@@ -247,7 +273,8 @@ def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes
                      + " epochs of the training set: no evaluation schedule (after an epoch, "
                      "then every N epochs) places them so; fitted without evaluation")
         return {}
-    compute, batch, _, _ = _timeline(evaluation["trace"], record, starts)
+    compute, batch, _, _ = _timeline(_phases_joined(evaluation["trace"],
+                                                    evaluation["phases"]), record, starts)
     sizes = eval_files["size"].to_numpy()
     if abs(float(np.median(sizes)) - file_size) > 0.05 * max(file_size, 1):
         notes.append(f"the evaluation files' median size "

@@ -33,6 +33,20 @@ def test_the_evaluation_set_and_its_schedule_are_fitted(tmp_path):
     assert f.evidence["evaluation"]["phases"] == len(truth["evaluations_after_epochs"])
 
 
+def test_an_evaluation_of_two_steps_a_phase(tmp_path):
+    """dlio_eval_batch: 2 evaluation steps of 2 samples a rank and phase, 0.01 s each, after
+    every epoch: the pauses between the phases (the training epochs) are no evaluation step's
+    (before: a phase was one step of 4, with 0.107 s of compute)."""
+    truth = TRUTH["dlio_eval_batch"]
+    w = fit(log("dlio_eval_batch"), data_folder=str(tmp_path / "d"),
+            output_folder=str(tmp_path / "o")).workload
+    assert (w["reader"]["batch_size"], w["reader"]["batch_size_eval"]) \
+        == (truth["batch_size"], truth["batch_size_eval"])
+    ev = w["evaluation"]
+    assert (ev["eval_after_epoch"], ev["epochs_between_evals"]) == (1, 1)
+    assert ev["eval_time"] == pytest.approx(truth["eval_time_per_step_s"], rel=0.3)
+
+
 def test_the_replay_evaluates_as_the_job_did_and_reading_it_as_training_fails(tmp_path):
     """The replay reads the same bytes in as many calls, its evaluation phases where the
     job's were; the same files read as one training set (no evaluation) falls to the
