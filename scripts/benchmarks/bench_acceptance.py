@@ -212,7 +212,7 @@ def figures(m):
     if not m:
         return None
     au = m["au_percentage"]
-    return {"cpu_s": round(m["cpu_s"], 2), "wall_s": round(m["wall_s"], 2),
+    return {"cpu_s": round(m["cpu_s"], 3), "wall_s": round(m["wall_s"], 3),
             "peak_rss_mib": round(m["peak_rss_mib"], 1),
             "accelerator_steps": m["accelerator_steps"], "launches": m["launches"],
             "cpu_ms_per_accelerator_step": round(1000 * m["cpu_s"] / m["accelerator_steps"], 3),

@@ -347,7 +347,7 @@ def main():
         f"evicted before reads ({cache.method})" if residue else
         f"evicted before reads ({cache.method}, not checked: no fincore)",
         "settle_s": args.settle, "back_memory_bytes": int(args.back_memory * size),
-        "back_memory_s": round(statistics.median(backing), 3) if backing else None,
+        "back_memory_s": round(statistics.median(backing), 6) if backing else None,
         "emulator_startup_s": round(statistics.median(STARTUP), 2) if STARTUP else None,
         "tool_delay_s": round(tool_delay(), 2), "free_page_reporting": free_page_reporting(),
         "ranks": n, "size_bytes": size, "transfer_bytes": XFER, "chunk_bytes": CHUNK,

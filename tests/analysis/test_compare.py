@@ -23,8 +23,8 @@ def test_metric_set_and_weights_are_the_documented_ones():
         ("rank_imbalance", "ratio", 0.5), ("interfaces", "set", 2.0),
         ("checkpoint_files", "ratio", 0.5),
         ("read_order", "order", 1.0), ("write_order", "order", 1.0),
-        ("evaluation_phases", "ratio", 0.5)]
-    assert TOTAL_WEIGHT == 20.0
+        ("syncs", "ratio", 0.5), ("evaluation_phases", "ratio", 0.5)]
+    assert TOTAL_WEIGHT == 20.5
 
 
 def test_per_metric_similarities():
@@ -82,10 +82,11 @@ def test_score_is_the_weighted_mean_of_the_documented_formula(tmp_path):
     """The same 1000 bytes read as ten 100-byte reads or as one 1000-byte read. Differing:
     read calls (x10: 0), mean read size (x10: 0), size histogram (other bucket: 0),
     consecutive reads (9/10 against 0/1: 0.1). Everything else is equal, the read order too
-    (every read forward); the write order of jobs without writes is left out."""
+    (every read forward); the write order of jobs without writes, and the syncs of jobs that
+    synced nothing, are left out."""
     small, large = _reads(tmp_path, "small", 100, 10), _reads(tmp_path, "large", 1000, 1)
     result = analysis.compare([small, large], labels=["small", "large"])
-    known = TOTAL_WEIGHT - 1.0
+    known = TOTAL_WEIGHT - 1.0 - 0.5
     expected = (known - 1.0 - 2.0 - 2.0 - 2.0 * 0 - 1.0 * (1 - 0.1)) / known
     assert result.score == pytest.approx(expected, rel=1e-12)
     table = result.table.set_index(["metric", "job"])
@@ -158,7 +159,7 @@ def test_text_names_units_and_what_cost_the_score(tmp_path):
     mean_size = next(line for line in lines if line.startswith("mean_read_size"))
     assert mean_size.split()[3:] == ["bytes", "100", "B", "1,000", "B", "(+900.0%)"]
     assert next(line for line in lines if line.startswith("read_ops")).split()[3] == "calls"
-    known = TOTAL_WEIGHT - 1.0      # all but write_order (no writes); read_order from the traces
+    known = TOTAL_WEIGHT - 1.5      # all but write_order (no writes) and syncs (none)
     costs = next(line for line in lines if line.startswith("  cost most: "))
     assert costs == (f"  cost most: mean_read_size -{2 / known:.3f}, read_size_histogram "
                      f"-{2 / known:.3f}, read_ops -{1 / known:.3f}")
