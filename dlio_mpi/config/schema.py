@@ -227,7 +227,9 @@ SCHEMA = {
         "epochs": Key("int", 1, "epochs", minimum=1),
         "computation_time": Key("time", 0.0, "emulated compute per step (s), or a distribution"),
         "computation_time_stdev": Key("float", 0.0, "its standard deviation", minimum=0.0),
-        "total_training_steps": Key("int", -1, "stop after this many steps (-1: epochs)"),
+        "total_training_steps": Key("int", -1, "at most this many steps in each epoch (the "
+                                     "DLIO benchmark's count, which starts again with every "
+                                     "epoch; -1: whole epochs)"),
         "seed_change_epoch": Key("bool", True, "shuffle differently every epoch"),
         "seed": Key("int", 123, "random seed"),
     },

@@ -197,8 +197,6 @@ def run_epochs(cfg, comm, log, progress=None):
     if in_memory:
         close_phase(load_into_memory(cfg, comm, reader, log))
     for epoch in range(cfg.train.epochs):
-        if 0 <= max_steps <= done_steps:
-            break
         if cfg.io.write_each_epoch and epoch > 0:
             # the files are made anew: the reader's handles of the old ones are given back
             reader.close()
@@ -209,8 +207,8 @@ def run_epochs(cfg, comm, log, progress=None):
         seed_epoch = epoch if cfg.train.seed_change_epoch else 0
         plan, files = epoch_plan(cfg, comm, reader, cfg.reader.batch_size, seed_epoch,
                                  shuffle)
-        if max_steps >= 0:
-            plan = plan[:max_steps - done_steps]
+        if max_steps >= 0:      # steps of each epoch, as the DLIO benchmark counts them
+            plan = plan[:max_steps]
         sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
                              cfg.train.computation_time_stdev)
         reader.plan_epoch(plan, files)      # the emulator's bookkeeping, untimed

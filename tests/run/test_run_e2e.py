@@ -240,6 +240,19 @@ def test_evaluations_follow_the_dlio_benchmarks_schedule(tmp_path):
                                     "train4"]
 
 
+def test_total_training_steps_caps_each_epoch(tmp_path):
+    """train.total_training_steps counts the steps of each epoch, as the DLIO benchmark's step
+    count starts again with every epoch: 3 of the 8 steps in each of 2 epochs."""
+    s, out = run_small(tmp_path, 1, "dataset.num_files_train=8", "dataset.num_samples_per_file=4",
+                       "reader.batch_size=4", "train.epochs=2", "train.total_training_steps=3",
+                       "reader.sample_shuffle=off")
+    assert [e["steps"] for e in s["epochs"]] == [3, 3]
+    z = load_npz(out / "latest" / "oplog_rank00000.npz")
+    for e in (0, 1):
+        reads = z[f"e{e}_op"] == 0
+        assert int(z[f"e{e}_bytes"][reads].sum()) == 3 * 4 * REC
+
+
 @pytest.mark.parametrize("threads", [0, 2])
 def test_preprocessing_time_is_spent(tmp_path, threads):
     """A lower bound only (sleeps are never shorter): each rank spends at least its samples
