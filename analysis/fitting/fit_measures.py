@@ -688,6 +688,15 @@ def _direct(job, data, notes, evidence):
                      "by the rank that wrote it): io.interface posix")
         return False
     mine = set(zip(own["rank"].astype(int), own["id"].astype("uint64")))
+    if (own["rank"] < 0).any():
+        # a shared file's record reduced over the ranks (rank -1): the trace tells which
+        # rank wrote and read it
+        shared = {int(i) for i in own.loc[own["rank"] < 0, "id"]}
+        traced = trace[trace["id"].isin(list(shared))]
+        pairs = {op: set(zip(traced.loc[traced["op"] == op, "rank"].astype(int),
+                             traced.loc[traced["op"] == op, "id"].astype("uint64")))
+                 for op in ("read", "write")}
+        mine |= pairs["read"] & pairs["write"]
     reads = trace[trace["op"] == "read"]
     reads = reads[[(int(r), i) in mine for r, i in zip(reads["rank"], reads["id"])]]
     seconds = (reads["end"] - reads["start"]).to_numpy()

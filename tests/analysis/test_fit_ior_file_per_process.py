@@ -117,3 +117,32 @@ def test_a_replay_reading_its_own_data_back_scores_low(tmp_path):
     c = run_changed("ior_random_task", tmp_path, own)
     assert c.row("shared_file_fraction") == (1.0, 0.0)
     assert c.score < 0.6, c.table
+
+
+def test_o_direct_on_a_shared_file_from_the_read_back_rate():
+    """IOR --posix.odirect on one shared file at 4 ranks: Darshan reduces the file's record over
+    the ranks (rank -1), so which rank wrote and read what comes from the trace; each rank's
+    own block read back at 0.3 GiB/s, no page cache's: posix_direct (buffered before)."""
+    f = fit(log("ior_posix_direct_shared"))
+    assert (f.workload["io"]["interface"], f.workload["io"]["layout"]) \
+        == ("posix_direct", "shared")
+    assert f.evidence["readback_rate"] < 2 << 30
+    assert f.ranks == TRUTH["ior_posix_direct_shared"]["ranks"]
+
+
+def test_syncs_after_every_collective_write():
+    """IOR -a MPIIO -c -e -Y: 16 MPI_File_sync after the writes and 2 at close, as the replay
+    makes them (io.write_fsync_per_write through MPI-IO)."""
+    io = fit(log("ior_mpiio_fsync")).workload["io"]
+    assert (io["interface"], io["write_fsync"], io["write_fsync_per_write"]) \
+        == ("mpiio_coll", True, True)
+
+
+@pytest.mark.parametrize("name", ["ior_posix_direct_shared", "ior_fpp_random_reps",
+                                  "ior_mpiio_fsync", "ior_hdf5_coll_reorder",
+                                  "mdtest_small_files"])
+def test_more_ior_programs_replay(tmp_path, name):
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for key in ("files", "interfaces", "bytes_written", "bytes_read"):
+        assert r.emulated[key] == r.real[key], key
