@@ -275,7 +275,7 @@ def profile(c, layer="POSIX"):
         "rank_imbalance": balanced.max_bytes / balanced.mean_bytes
         if balanced is not None and balanced.mean_bytes > 0
         and balanced.shared_bytes <= balanced.mean_bytes * balanced.ranks else None,
-        "interfaces": sorted(interfaces_at(c, layer)),
+        "interfaces": sorted(_moved_data(interfaces_at(c, layer), parts)),
         "checkpoint_files": _checkpoint_files(parts, c.roles),
         "read_order": _posix_read_order(posix, c.dxt_segments) if layer == "POSIX" else read_order(
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
@@ -284,6 +284,15 @@ def profile(c, layer="POSIX"):
         "syncs": syncs,
         "evaluation_phases": _evaluation_phases(c, parts),
     }
+
+
+def _moved_data(interfaces, parts):
+    """The interfaces without POSIX or STDIO when that module moved no byte of the data and
+    checkpoint files (numpy.fromfile opens a file and seeks through POSIX, and reads it
+    through C stdio: an interface the job read nothing through is none of its data's)."""
+    moved = {spec.name for spec, f in parts
+             if counter_sum(f, [spec.bytes_read]) + counter_sum(f, [spec.bytes_written]) > 0}
+    return [i for i in interfaces if i not in ("POSIX", "STDIO") or i in moved]
 
 
 def _posix_read_order(posix, segments=None):

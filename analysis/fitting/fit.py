@@ -516,6 +516,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # a sample is a load: its first read (the header's, the file's start, an image's
             # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
+        elif traits(fmt).rows and evidence.get("h5d_bytes_per_read") \
+                and "hdf5_chunk" not in evidence:
+            held = fit_patterns.h5d_datasets(job, set(data["name"]))
+            asked = sum(v[1] for v in held.values())
+            big = trace[trace["length"] > 2 * record]
+            if asked and len(big) >= fit_patterns.STREAM_SHARE * len(trace):
+                # libhdf5's sieve buffer: most reads are its 64 KiB fills, each about one
+                # selection of a shuffled order; a step's samples are its reads' share of
+                # the H5Dread samples, not its bytes over a sample's
+                per_read = asked / evidence["h5d_bytes_per_read"] / len(trace)
+                evidence["h5d_samples_per_read"] = per_read
+                starts = (lambda r: np.full(len(r), per_read))
         steps = trace
         if traits(fmt).rows and share >= DOMINANT_SHARE and transfer == record \
                 and "hdf5_chunk" not in evidence:
@@ -592,6 +604,19 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     dataset_bytes = num_files * file_size * (ranks if layout == "replicated" else 1)
     epochs = 1 if read_type == "memory" else max(
         1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
+    if traits(fmt).rows and read_type != "memory":
+        # the datasets' own bytes: libhdf5's sieve buffer reads 64 KiB about a small
+        # selection of a contiguous dataset, many times the bytes asked for
+        held = fit_patterns.h5d_datasets(job, set(data["name"]))
+        asked, holds = (sum(v[k] for v in held.values()) for k in (1, 2))
+        if asked and holds:
+            by_h5d = max(1, int(round(asked / holds)))
+            if by_h5d != epochs:
+                notes.append(f"the H5Dread calls asked for {units.size(asked)} of datasets "
+                             f"holding {units.size(holds)}: {by_h5d} epochs (libhdf5 read "
+                             f"{units.size(int(data['bytes_read'].sum()))} beneath them)")
+            evidence["h5d_epochs"] = by_h5d
+            epochs = by_h5d
     if epochs_fixed is not None:
         epochs = epochs_fixed
     steps_read = _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch,
@@ -607,7 +632,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
         epochs = MAX_EPOCHS
-    if traits(fmt).access == "parquet" and trace is not None:
+    if traits(fmt).row_groups and trace is not None:
         footers, chunks = parquet_footer_reads(
             trace, {int(i): int(v) for i, v in data["size"].items()})
         opened_files = len(data) * epochs
@@ -645,7 +670,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                     "num_samples_per_file": spf, "record_length": record,
                     # a fitted sample is one column-chunk read: a row group of its own
                     **({"parquet_row_group_size": 1}
-                       if traits(fmt).access == "parquet" else {}),
+                       if traits(fmt).row_groups else {}),
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
                                                  "record_length_stdev") if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}

@@ -270,9 +270,20 @@ def _file_table(job, roles=None):
     characterize gave them, else classified here alike), format, ranks reading it, bytes read,
     size, module.
     With POSIX records, a file's STDIO reads count too (C stdio's reads are below Darshan's
-    POSIX wrappers); the counters returned (reading) are the basis module's."""
-    basis = next((m for m in ("POSIX", "STDIO", "MPI-IO")
-                  if m in job.records and not job.records[m].empty), None)
+    POSIX wrappers); the counters returned (reading) are the basis module's: the first of
+    POSIX, STDIO and MPI-IO that read bytes of a data file (numpy.fromfile leaves POSIX
+    records of its opens and seeks, its reads in STDIO's), else the first with records."""
+    if roles is None:
+        roles = file_roles(job.names, job.records)
+    present = [m for m in ("POSIX", "STDIO", "MPI-IO")
+               if m in job.records and not job.records[m].empty]
+
+    def reads_data(module):
+        frame = job.records[module]
+        column = SPECS[module].bytes_read
+        ids = frame.loc[frame[column] > 0, "id"] if column in frame else []
+        return any(roles.get(int(i), "data") == "data" for i in ids)
+    basis = next((m for m in present if reads_data(m)), present[0] if present else None)
     if basis is None:
         return (pd.DataFrame(columns=["name", "data", "format", "ranks", "bytes_read", "size"]),
                 None, None)
@@ -309,8 +320,6 @@ def _file_table(job, roles=None):
             "ranks": both["rank"].agg(lambda r: job.nprocs if (r < 0).any() else r.nunique()),
         })
     table["name"] = [job.names.get(int(i), "") for i in table.index]
-    if roles is None:
-        roles = file_roles(job.names, job.records)
     table["data"] = [roles.get(int(i), "data") == "data" for i in table.index]
     table["format"] = [file_format(n, int(i) in hdf5) for i, n in zip(table.index,
                                                                        table["name"])]
@@ -499,7 +508,11 @@ def _shuffle(trace, basis, reading, sample_piece=None):
         pieces = trace[trace["length"] == sample_piece]
         if len(pieces) >= 2:
             return _shuffle(pieces, None, None)
-    if basis == "POSIX":
+    reduced = basis == "POSIX" and reading is not None and "rank" in reading \
+        and (reading["rank"] < 0).any()
+    if basis == "POSIX" and not (reduced and trace is not None):
+        # (a shared file's record reduced over the ranks sums their counters: a rank's first
+        # read, far into the file, counts as a jump; the trace tells each rank's order)
         rows = reading
         n = int(rows["POSIX_READS"].clip(lower=0).sum())
         seq = int(rows["POSIX_SEQ_READS"].clip(lower=0).sum())
@@ -507,10 +520,15 @@ def _shuffle(trace, basis, reading, sample_piece=None):
         records = int((rows["POSIX_READS"] > 0).sum())
     elif trace is not None:
         group, order = _record_order(trace)
-        is_seq, is_consec = sequential_flags(group, trace["offset"].to_numpy()[order],
-                                             trace["length"].to_numpy()[order])
+        offsets = trace["offset"].to_numpy()[order]
+        is_seq, is_consec = sequential_flags(group, offsets, trace["length"].to_numpy()[order])
         n, seq, consec = len(group), int(is_seq.sum()), int(is_consec.sum())
-        records = int(len(np.unique(group)))
+        # a read back at where a rank's reads of the file began starts a new pass (an epoch
+        # over a block read in order), as a record's first read does: no jump of an order
+        first = np.r_[True, group[1:] != group[:-1]]
+        began = offsets[np.flatnonzero(first)][np.cumsum(first) - 1]
+        restarts = int((~first & (offsets == began) & ~is_seq & ~is_consec).sum())
+        records = int(len(np.unique(group))) + restarts
     else:
         return "off", None
     jumps = n - consec - records

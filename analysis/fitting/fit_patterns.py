@@ -374,6 +374,17 @@ def h5d_chunk_bytes(job, data_names):
     return best or None
 
 
+def _wrote_data(job, ids):
+    """Whether the job wrote bytes to any of the files ``ids`` (POSIX or MPI-IO records)."""
+    for module, column in (("POSIX", "POSIX_BYTES_WRITTEN"), ("MPI-IO", "MPIIO_BYTES_WRITTEN")):
+        frame = job.records.get(module)
+        if frame is not None and not frame.empty and column in frame:
+            mine = np.isin(np.asarray(frame["id"]), np.array(sorted(ids), dtype=np.uint64))
+            if (np.asarray(frame[column])[mine] > 0).any():
+                return True
+    return False
+
+
 def compressed_chunks(trace, chunk):
     """Whether the data reads of a chunked dataset are of other sizes than its chunks: the
     read size that moves the most bytes neither the chunk's bytes nor a multiple of them (a
@@ -387,15 +398,48 @@ def compressed_chunks(trace, chunk):
 
 
 def h5d_bytes_per_read(job, data_names):
-    """Bytes per H5Dread over the datasets of the data files (None without H5D records)."""
-    h5d = job.records.get("H5D")
-    if h5d is None or h5d.empty:
+    """Bytes of a sample's H5Dread calls over the datasets of the data files (None without H5D
+    records): one H5Dread's bytes, or, where a file's datasets were all read as many times,
+    each read of its own size (a sample's image and its label, each a dataset of as many
+    rows), the sum of one read of each (see h5d_datasets)."""
+    per_dataset = h5d_datasets(job, data_names)
+    if not per_dataset:
         return None
-    names = [job.names.get(int(i), "") for i in h5d["id"]]
-    mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
-    reads = int(mine["H5D_READS"].clip(lower=0).sum()) if "H5D_READS" in mine else 0
-    nbytes = int(mine["H5D_BYTES_READ"].clip(lower=0).sum()) if "H5D_BYTES_READ" in mine else 0
+    reads = sum(r for r, _, _ in per_dataset.values())
+    nbytes = sum(b for _, b, _ in per_dataset.values())
+    by_file = {}
+    for name, (r, b, _) in per_dataset.items():
+        by_file.setdefault(name.split(":", 1)[0], []).append((r, b))
+    # a sample's fields: datasets read as many times each, of different sizes a read (an
+    # image and its label); datasets alike are parts of the rows (IOR's one a segment)
+    if all(len(v) > 1 and len({r for r, _ in v}) == 1 and v[0][0] > 0
+           and len({round(b / r) for r, b in v}) == len(v) for v in by_file.values()):
+        sums = [sum(b / r for r, b in v) for v in by_file.values()]
+        return int(round(float(np.median(sums))))
     return int(round(nbytes / reads)) if reads else None
+
+
+def h5d_datasets(job, data_names):
+    """Dataset name -> (H5Dread calls, bytes read, bytes the dataset holds) over the data
+    files' H5D records that read (the ranks' records summed; the bytes held from
+    H5D_DATASPACE_NPOINTS times H5D_DATATYPE_SIZE)."""
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty or "H5D_READS" not in h5d:
+        return {}
+    n = len(h5d)
+    column = (lambda c: np.asarray(h5d[c]) if c in h5d else np.zeros(n, np.int64))
+    points, size = column("H5D_DATASPACE_NPOINTS"), column("H5D_DATATYPE_SIZE")
+    out = {}
+    for i, reads, nbytes, p, t in zip(np.asarray(h5d["id"]).tolist(),
+                                      column("H5D_READS").tolist(),
+                                      column("H5D_BYTES_READ").tolist(), points.tolist(),
+                                      size.tolist()):
+        name = job.names.get(int(i), "")
+        if name.split(":", 1)[0] not in data_names or int(reads) <= 0:
+            continue
+        r, b, h = out.get(name, (0, 0, 0))
+        out[name] = (r + int(reads), b + max(0, int(nbytes)), max(h, int(p) * max(1, int(t))))
+    return out
 
 
 def round_robin(trace, record, ranks):
@@ -540,8 +584,9 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "then a read at its end that returns nothing), opened for it: a "
                          "sample a file (reader.access=file; dataset.record_length the mean "
                          f"file size, record_length_stdev {spread} their spread)")
+            # a sample a file: the samples' order is the files'
             return (int(round(float(size.mean()))), 1, 0, {"access": "file"},
-                    max(1, int(round(loads / files))), None)
+                    max(1, int(round(loads / files))), ascending)
     if t.opaque and not t.companions and layout == "multi":
         decoder = t.decoder
         image = image_pattern(trace, sizes, decoder)
@@ -645,6 +690,14 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             evidence["h5d_bytes_per_read"] = per_read
             chunk = hdf5_chunk(trace, per_read)
             recorded = h5d_chunk_bytes(job, set(names.values()))
+            if recorded is not None and recorded < per_read \
+                    and _wrote_data(job, set(names)):
+                # the job wrote its rows in chunks smaller than a row (IOR's HDF5 datasets,
+                # chunked by transfer): the emulator writes whole rows a chunk
+                notes.append(f"Darshan's H5D record gives chunks of {recorded} bytes, less "
+                             f"than a row ({per_read} bytes) of files the job wrote: fitted "
+                             "contiguous")
+                recorded = None
             if recorded is not None and recorded != per_read:
                 evidence["hdf5_chunk"] = recorded
                 notes.append(f"Darshan's H5D record gives the datasets' chunks: "

@@ -19,7 +19,7 @@ from dlio_mpi.formats.traits import FormatTraits
 
 NAME = "parquet"
 EXTENSION = ".parquet"
-TRAITS = FormatTraits(NAME, EXTENSION, aligned=False, access="parquet")
+TRAITS = FormatTraits(NAME, EXTENSION, aligned=False, access="parquet", row_groups=True)
 COLUMN = "data"
 # pyarrow's first read of a file's end (parquet-cpp's default footer read size)
 FOOTER_READ = 64 << 10

@@ -38,7 +38,9 @@ class FormatTraits:
                      record reader, pandas' csv reader), whatever the samples
     framing          bytes its files hold per sample beyond the sample's own (a record's
                      header and checksum; an npz member's zip and npy headers)
-    field_bytes      a sample is a whole number of fields of this many bytes"""
+    field_bytes      a sample is a whole number of fields of this many bytes
+    row_groups       its samples lie in row groups, a group's column read in one call after
+                     the file's footer (pyarrow's Parquet)"""
     name: str
     extension: str
     library: str = None
@@ -60,6 +62,7 @@ class FormatTraits:
     streamed: bool = False
     framing: int = 0
     field_bytes: int = 1
+    row_groups: bool = False
 
     @property
     def rows(self):

@@ -1,0 +1,66 @@
+"""Fit and replay of small programs' logs (tests/fixtures/darshan, Darshan 3.5.0 with DXT, 2
+ranks, the programs beside them, truth in truth.json) that read their data as no fixture before:
+one preadv of a batch's records in each rank's half of a shared file, numpy.fromfile with an
+offset (a POSIX open and seek, the read through C stdio), and h5py reading a sample's image and
+label from two datasets of a contiguous file (libhdf5's sieve buffer reading 64 KiB about each)."""
+import pytest
+
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays.replay import replay
+
+from fitted_runs import TRUTH, log, run_changed
+
+pytestmark = pytest.mark.mpi      # the replays launch ranks under mpiexec
+
+
+def test_a_ranks_half_read_in_order_through_a_shared_record():
+    """Darshan reduced the shared file's record over the ranks: its counters count rank 1's
+    first read, half way in, and each epoch's new pass as jumps back (fitted as a shuffle,
+    0.52); the trace shows each rank's half read in order, a pass an epoch."""
+    f = analysis.fit(log("c_preadv_batches"))
+    w = f.workload
+    assert (w["reader"]["sample_shuffle"], w["io"]["layout"]) == ("off", "shared")
+    assert w["train"]["epochs"] == TRUTH["c_preadv_batches"]["epochs"]
+
+
+def test_numpy_fromfile_reads_through_stdio():
+    """numpy.fromfile leaves POSIX records of its opens and seeks and no read: the read size is
+    STDIO's (1-byte samples before, 0.18), and POSIX, which moved no byte, is no interface of
+    the data."""
+    t = TRUTH["py_fromfile_offsets"]
+    f = analysis.fit(log("py_fromfile_offsets"))
+    ds, io = f.workload["dataset"], f.workload["io"]
+    assert (ds["num_files_train"], ds["num_samples_per_file"], ds["record_length"]) \
+        == (t["num_files"], t["samples_per_file"], t["sample_bytes"])
+    assert io["interface"] == "stdio"
+
+
+def test_a_sample_of_two_datasets_under_the_sieve_buffer():
+    """256 rows of a 4 KiB image and an 8-byte label, two H5Dread a sample: a sample is one read
+    of each (4104 bytes); the epochs are the H5Dread bytes over the datasets' (libhdf5 read 15
+    times more beneath them: 30 epochs before); a step's samples are its reads' share of them
+    (batch 479 before)."""
+    t = TRUTH["py_h5py_compound"]
+    f = analysis.fit(log("py_h5py_compound"))
+    w = f.workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"],
+            w["dataset"]["record_length"]) == (t["num_files"], t["samples_per_file"], 4104)
+    assert (w["train"]["epochs"], w["reader"]["batch_size"]) == (t["epochs"], t["batch_size"])
+    assert f.evidence["h5d_epochs"] == t["epochs"]
+
+
+@pytest.mark.parametrize("name", ["c_preadv_batches", "py_fromfile_offsets",
+                                  "py_h5py_compound"])
+def test_replay_looks_like_the_real_program(tmp_path, name):
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for key in ("files", "interfaces", "bytes_written"):
+        assert r.emulated[key] == r.real[key], key
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.05)
+
+
+def test_a_shuffled_replay_of_the_halves_read_in_order_scores_low(tmp_path):
+    def shuffled(w):
+        w["reader"]["sample_shuffle"] = "seed"
+    c = run_changed("c_preadv_batches", tmp_path, shuffled)
+    assert c.score < 0.6, c.table
