@@ -617,6 +617,22 @@ def _step_gaps(gaps):
     return first, others
 
 
+def _steps_by(gaps, weights):
+    """(evenness, is_step, samples per step, gaps) of the pauses ``gaps`` between a rank's
+    reads (weights: each read's samples): the first threshold of _step_gaps unless a higher one
+    cuts the reads into batches more even by EVENNESS_GAIN (the pauses between a loader's
+    per-sample opens, longer than its reads' own, are no step's end)."""
+    first, others = _step_gaps(gaps)
+    best = None
+    for threshold in [first] + others:
+        is_step = gaps >= threshold
+        per_step = np.bincount(np.concatenate([[0], np.cumsum(is_step)]), weights=weights)
+        even = _batch_evenness(per_step)
+        if best is None or even >= best[0] + EVENNESS_GAIN:
+            best = (even, is_step, per_step, gaps)
+    return best
+
+
 def _batch_evenness(per_step):
     """The share of a rank's steps (all but its last) that read the median step's samples
     (within half a sample): a batch is a fixed number of samples."""
@@ -641,26 +657,22 @@ def _timeline(trace, record, sample_starts=None):
         by_start = np.argsort(reads["start"].to_numpy())
         weights = sample_starts(reads)[by_start] if sample_starts is not None else \
             reads["length"].to_numpy()[by_start] / max(record, 1)
-        first, others = _step_gaps(gaps)
-        best = None
-        # the first threshold unless a higher one cuts the reads into batches more even by
-        # EVENNESS_GAIN (the pauses between a loader's per-sample opens, longer than its
-        # reads' own, are no step's end)
-        for threshold in [first] + others:
-            is_step = gaps >= threshold
-            per_step = np.bincount(np.concatenate([[0], np.cumsum(is_step)]), weights=weights)
-            even = _batch_evenness(per_step)
-            if best is None or even >= best[0] + EVENNESS_GAIN:
-                best = (even, is_step, per_step)
-        _, is_step, per_step = best
-        steps = gaps[is_step]
-        gaps_all.append(steps)
-        batches.append(float(np.median(per_step)))
         ends = np.sort(reads["end"].to_numpy())
         # a read ending within TIME_RESOLUTION of another's start does not overlap it
         in_flight = np.searchsorted(start, start, side="right") \
             - np.searchsorted(ends, start + TIME_RESOLUTION, side="right")
         concurrency.append(float(np.percentile(in_flight, 95)))
+        best = _steps_by(gaps, weights)
+        if concurrency[-1] >= 2:
+            # reads in flight over the pauses (POSIX aio, a loader's threads): the pauses
+            # of the submissions, start to start, where they cut more even batches
+            by_starts = _steps_by(np.diff(start), weights)
+            if by_starts[0] >= best[0] + EVENNESS_GAIN:
+                best = by_starts
+        _, is_step, per_step, gaps = best
+        steps = gaps[is_step]
+        gaps_all.append(steps)
+        batches.append(float(np.median(per_step)))
     steps_per_rank = float(np.median([len(g) for g in gaps_all]))
     joined = np.concatenate(gaps_all) if gaps_all else np.zeros(0)
     compute = float(np.median(joined)) if steps_per_rank >= 2 and len(joined) else 0.0

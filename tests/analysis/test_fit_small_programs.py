@@ -2,7 +2,8 @@
 ranks, the programs beside them, truth in truth.json) that read their data as no fixture before:
 one preadv of a batch's records in each rank's half of a shared file, numpy.fromfile with an
 offset (a POSIX open and seek, the read through C stdio), and h5py reading a sample's image and
-label from two datasets of a contiguous file (libhdf5's sieve buffer reading 64 KiB about each)."""
+label from two datasets of a contiguous file (libhdf5's sieve buffer reading 64 KiB about each),
+and POSIX aio with reads in flight over the compute pauses."""
 import pytest
 
 import dlio_mpi_analysis as analysis
@@ -49,8 +50,20 @@ def test_a_sample_of_two_datasets_under_the_sieve_buffer():
     assert f.evidence["h5d_epochs"] == t["epochs"]
 
 
+def test_pauses_of_reads_in_flight_are_the_submissions():
+    """POSIX aio, 4 reads in flight, a 10 ms pause every 8 records: Darshan times an aio read
+    from aio_read to aio_return, so reads in flight cover the pauses (batch 20 before, 0.84);
+    the pauses of the submissions, start to start, cut even batches of 8."""
+    t = TRUTH["c_aio_reads"]
+    w = analysis.fit(log("c_aio_reads")).workload
+    assert (w["reader"]["batch_size"], w["reader"]["read_threads"]) == (8, 4)
+    assert (w["dataset"]["num_samples_per_file"], w["dataset"]["record_length"]) \
+        == (t["samples_per_file"], t["sample_bytes"])
+    assert w["train"]["computation_time"] == pytest.approx(0.01, rel=0.2)
+
+
 @pytest.mark.parametrize("name", ["c_preadv_batches", "py_fromfile_offsets",
-                                  "py_h5py_compound"])
+                                  "py_h5py_compound", "c_aio_reads"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table
