@@ -320,7 +320,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
     back = read_back(job, char.roles, {int(i) for i in data.index})
+    unseen = unseen_io_line(opened_without_io(job.records, job.names, char.roles))
     if back or (data.empty and checkpoint_files(job, char.roles)):
+        if unseen:
+            notes.append(f"{unseen}: its data reads cannot be fitted, the checkpoints "
+                         "alone are (workflow.train false)")
         model, checkpoint = checkpoint_only(job, char.roles, back, output_folder, notes,
                                             evidence)
         evidence["data_files"] = {"format": None, "files": 0, "bytes_read": 0,
@@ -331,7 +335,6 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         return Fit(workload=workload, ranks=job.nprocs, evidence=evidence, notes=notes,
                    sources=list(job.paths) if job.source == "darshan"
                    else [os.path.dirname(job.paths[0])])
-    unseen = unseen_io_line(opened_without_io(job.records, job.names, char.roles))
     if data.empty:
         empty = not any(len(frame) for frame in job.records.values())
         raise FitError(f"{', '.join(job.paths)}: no data file was read"
@@ -593,6 +596,15 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
+    if layout == "multi" and ranks > 1 and batch < per_rank and per_rank % batch \
+            and bool((data["ranks"] == 1).all()) and num_files % ranks == 0:
+        # each file read by one rank: a batch that leaves part of a rank's share over would
+        # have the emulator's ranks share files the job's did not; the largest batch under
+        # it that divides the share (a cache hiding most reads can make the batch unclear)
+        fits = max(b for b in range(1, batch + 1) if per_rank % b == 0)
+        notes.append(f"reader.batch_size {batch} lowered to {fits}, which divides a rank's "
+                     f"{per_rank} samples: each file stays one rank's, as in the job")
+        batch = fits
     if per_rank < batch:
         if per_rank >= 1:
             notes.append(f"reader.batch_size {batch} lowered to {per_rank}, a rank's share")

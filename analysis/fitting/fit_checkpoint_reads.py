@@ -33,6 +33,18 @@ def _file_size(job, trace, fid):
     return int(posix[posix["id"] == fid]["POSIX_BYTES_WRITTEN"].clip(lower=0).sum())
 
 
+def zip_read(job, fid):
+    """Whether the DXT trace shows file ``fid`` read as a zip: the end-of-central-directory
+    record read, 22 bytes ending where the job's writes of it ended."""
+    trace = (job.dxt_segments or {}).get("DXT_POSIX")
+    if trace is None or trace.empty:
+        return False
+    reads = _reads_of(trace, fid)
+    size = _file_size(job, trace, fid)
+    return bool(size > 0 and ((reads["length"] == END_RECORDS[0])
+                              & (reads["offset"] + reads["length"] == size)).any())
+
+
 def zip_read_back(job, back, ck_format, notes, evidence):
     """The checkpoint keys of how the files ``back`` were read (module docstring): {} for
     pieces, and for a job that read none back."""

@@ -20,8 +20,8 @@ give:
 - which ranks: rank 0 alone (checkpoint.writers=rank0), or every rank its share (all);
 - how big: model.model_size_bytes is the median checkpoint's bytes (over its writers; the
   emulator splits them evenly among checkpoint.writers);
-- files: the emulator writes one file per writer (checkpoint.format=file_per_rank); more files
-  per writer are written as one file of their total size (a note says so), except two files
+- files: the emulator writes a writer's share in files of equal parts (checkpoint.format=
+  file_per_rank, checkpoint.files_per_rank the median files a writer, at most 8), except two files
   a rank, each of its own (a model file and an optimizer file: _model_optimizer), whose
   writers are rank 0 or every rank: checkpoint.format=model_optimizer with model.model_size_bytes
   the model part, checkpoint.optimizer_multiplier the optimizer part over it, and each part's
@@ -49,8 +49,10 @@ import re
 
 import numpy as np
 
+from dlio_mpi.run.oplog_format import CHECKPOINT_FILES
+
 from dlio_mpi_analysis.characterization.layers import dataset_file
-from dlio_mpi_analysis.fitting.fit_checkpoint_reads import zip_read_back
+from dlio_mpi_analysis.fitting.fit_checkpoint_reads import zip_read, zip_read_back
 
 EPOCH_TOLERANCE = 0.1
 SIZE_SPREAD = 0.05
@@ -224,8 +226,14 @@ def read_back(job, roles, read_ids):
     written and never read."""
     posix = job.records.get("POSIX")
     never_read = {i for i, role in roles.items() if role == "checkpoint"}
-    if posix is None or posix.empty or not read_ids or not never_read:
+    if posix is None or posix.empty or not read_ids:
         return set()
+    if not never_read:
+        # every checkpoint read back: files the job wrote before reading them, each read as
+        # torch.load reads the zip torch.save makes (its end record first: no data reader
+        # looks for a zip's end)
+        return set(read_ids) if _written_then_read(posix, read_ids) \
+            and all(zip_read(job, i) for i in read_ids) else set()
     mine = posix[posix["id"].isin(list(read_ids | never_read))]
     by_id = mine.groupby("id")
     written = by_id["POSIX_BYTES_WRITTEN"].sum()
@@ -243,6 +251,18 @@ def read_back(job, roles, read_ids):
         if not (np.abs(sizes - written[i]) <= SIZE_SPREAD * written[i]).any():
             return set()
     return set(read_ids)
+
+
+def _written_then_read(posix, ids):
+    """Whether each of the files ``ids`` was written by the job, its first write before its
+    first read."""
+    mine = posix[posix["id"].isin(list(ids))]
+    for _, rows in mine.groupby("id"):
+        w, r = rows["POSIX_F_WRITE_START_TIMESTAMP"], rows["POSIX_F_READ_START_TIMESTAMP"]
+        if rows["POSIX_BYTES_WRITTEN"].clip(lower=0).sum() <= 0 or not (w > 0).any() \
+                or not (r > 0).any() or w[w > 0].min() >= r[r > 0].min():
+            return False
+    return mine["id"].nunique() == len(ids)
 
 
 def checkpoint_only(job, roles, back, output_folder, notes, evidence):
@@ -338,8 +358,12 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
                          "emulated by rank 0 writing each whole (checkpoint.format="
                          "file_per_rank has a file per writer)")
         if files_per_writer > 1:
-            notes.append(f"{files_per_writer} checkpoint files per writing rank: written as "
-                         "one file of their total size (checkpoint.format=file_per_rank)")
+            kept = min(files_per_writer, CHECKPOINT_FILES)
+            checkpoint["files_per_rank"] = kept
+            notes.append(f"{files_per_writer} checkpoint files per writing rank (the median): "
+                         f"checkpoint.files_per_rank {kept}, equal parts of its share"
+                         + (f" ({files_per_writer} is more than the emulator's "
+                            f"{CHECKPOINT_FILES})" if kept < files_per_writer else ""))
         notes.append(f"{len(groups)} checkpoint(s) of {size} bytes written by "
                      f"{'every rank' if all_ranks else 'one rank'} in {writes} write calls "
                      f"(checkpoint.transfer_size {mean_write}, the mean write)")

@@ -32,6 +32,7 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
 """
 
 import os
+import re
 
 import numpy as np
 
@@ -277,12 +278,20 @@ def file_order_ascending(trace, names, at_once=1):
     their first pass must come in the turns of their names' order (the order within a turn,
     and a first block read ahead of the turn, tell nothing). A name's order is its path's, or
     its base name's (the DLIO benchmark sorts a dataset of subfolders by base name, and the
-    emulator numbers its files so): either, the same on every rank."""
+    emulator numbers its files so), or its path's with numbers taken as numbers (zarr's
+    chunk files): any of them, the same on every rank."""
     orders = [order for order in _rank_file_orders(trace, names, at_once) if order]
     if not orders:
         return None
     return any(all(_in_turns(order, at_once, key) for order in orders)
-               for key in (lambda name: name, os.path.basename))
+               for key in (lambda name: name, os.path.basename, _natural))
+
+
+def _natural(name):
+    """A path's order with its numbers as numbers (zarr's chunk files c/2/0/0 before
+    c/10/0/0)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in re.split(r"(\d+)", name)]
 
 
 def _rank_file_orders(trace, names, at_once):
@@ -419,6 +428,17 @@ def h5d_bytes_per_read(job, data_names):
     return int(round(nbytes / reads)) if reads else None
 
 
+def _rows(job, data_names, sample_bytes, file_size):
+    """Samples a file holds: its datasets' bytes (Darshan's H5D records) over a sample's, the
+    median over the files; without them, the file's size over a sample's (libhdf5's metadata
+    counted in)."""
+    by_file = {}
+    for name, (_, _, held) in h5d_datasets(job, data_names).items():
+        by_file[name.split(":", 1)[0]] = by_file.get(name.split(":", 1)[0], 0) + held
+    rows = [held // sample_bytes for held in by_file.values() if held >= sample_bytes]
+    return int(np.median(rows)) if rows else max(1, file_size // sample_bytes)
+
+
 def h5d_datasets(job, data_names):
     """Dataset name -> (H5Dread calls, bytes read, bytes the dataset holds) over the data
     files' H5D records that read (the ranks' records summed; the bytes held from
@@ -506,6 +526,9 @@ def image_pattern(trace, sizes, decoder=None):
             except ValueError:      # not chunked as Pillow chunks a file
                 continue
         else:
+            if off[1] + ln[1] >= size:
+                # the file's rest in one read: PIL asked for more than there was
+                request = max(request, PIL_BLOCK)
             o, n = image_reads(size, buffer, request)
         got = np.clip(np.minimum(o + n, size) - o, 0, None)
         one = list(zip(o.tolist(), got.tolist()))
@@ -718,7 +741,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             if opens and reads and opens >= 0.9 * reads and layout == "multi":
                 extra["reopen"] = True
                 evidence["opens_per_h5d_read"] = opens / reads
-            return (per_read, max(1, file_size // per_read), 0, extra, None, ascending)
+            return (per_read, _rows(job, set(names.values()), per_read, file_size), 0, extra,
+                    None, ascending)
     return None if ascending is None else (None, None, None, {}, None, ascending)
 
 

@@ -113,7 +113,7 @@ def checkpoint_files(table, summary, ranks):
             owner = rank if w else (rank + shift) % max(ranks, 1)
             ext = f".{CHECKPOINT_FOUR_FILES[number]}" if ck_format == "four_files" else \
                 f".{CHECKPOINT_MODEL_OPTIMIZER_FILES[number]}.bin" if ck_format == "model_optimizer" \
-                else ".bin"
+                else f"-{number:02d}.bin" if int(ck.get("files_per_rank", 1)) > 1 else ".bin"
             path = f"{base}-r{owner:06d}{ext}"
         if w:
             path += ".part"

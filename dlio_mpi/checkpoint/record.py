@@ -14,7 +14,8 @@ RECORD = "dlio_mpi_checkpoints.txt"
 HEADER = "# checkpoint files written by dlio_mpi runs, one per line\n"
 MADE = "folder made by dlio_mpi: "
 # the names the checkpointer gives its files (checkpoint.Checkpointer.paths)
-NAME = re.compile(r"^ckpt-\d{6}(-r\d{6})?\.((model|optim)\.bin|bin|h5|data|meta|index|state)$")
+NAME = re.compile(r"^ckpt-\d{6}(-r\d{6}(-\d{2})?)?"
+                  r"\.((model|optim)\.bin|bin|h5|data|meta|index|state)$")
 
 
 class RecordError(ValueError):

@@ -87,7 +87,8 @@ def make(cfg, comm, log):
         sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log,
         record=True, read_pattern=ck.read_pattern, tensors=ck.tensors_per_file,
         **({"chunk": ck.collective_transfer_size, "collective": ck.collective}
-                        if ck.format in ("mpiio", "hdf5") else {}))
+                        if ck.format in ("mpiio", "hdf5") else {}),
+        **({"files": ck.files_per_rank} if ck.format == "file_per_rank" else {}))
 
     def mark_failed(message):      # before a checkpoint error ends the job (HDF5 + ROMIO)
         mark_stopped(cfg, "failed", message, rank=comm.Get_rank())

@@ -17,7 +17,7 @@ from dlio_mpi.checkpoint.content import Content
 from dlio_mpi.checkpoint.posix_io import PosixFiles
 from dlio_mpi.checkpoint.shared_io import SharedFile
 from dlio_mpi.checkpoint.size import PAGE
-from dlio_mpi.run.oplog_format import checkpoint_id
+from dlio_mpi.run.oplog_format import CHECKPOINT_FILES, checkpoint_id
 
 
 class _Stopped(str):
@@ -48,7 +48,7 @@ class Checkpointer(PosixFiles, SharedFile):
     def __init__(self, comm, directory, fmt="file_per_rank", *, direct=False, xfer=1 << 20,
                  chunk=64 << 20, sync="fsync", sync_dir=True, hints=None, oplog=None,
                  prefix="ckpt", record=False, read_pattern="pieces", tensors=(),
-                 collective=True):
+                 collective=True, files=1):
         if fmt not in FORMATS:
             raise ValueError(f"unknown checkpoint format {fmt!r}: use one of {', '.join(FORMATS)}")
         if direct and fmt not in ("file_per_rank", "four_files", "model_optimizer"):
@@ -70,6 +70,12 @@ class Checkpointer(PosixFiles, SharedFile):
         self.shared = fmt in ("mpiio", "hdf5")
         # the shared formats' calls: collective, or independent (shared_io)
         self.collective = bool(collective)
+        # file_per_rank: a writer's share in this many files of equal parts
+        self.files = int(files)
+        if not 1 <= self.files <= CHECKPOINT_FILES or (self.files > 1
+                                                       and fmt != "file_per_rank"):
+            raise ValueError(f"{self.files} files a writer: file_per_rank takes 1 to "
+                             f"{CHECKPOINT_FILES}, the other formats their own")
         self.xfer = int(xfer)
         self.chunk = -(-int(chunk) // self.xfer) * self.xfer \
             if fmt in ("file_per_rank", "model_optimizer") else int(chunk)
@@ -94,6 +100,8 @@ class Checkpointer(PosixFiles, SharedFile):
         """Final paths of the files rank (default: this rank) writes in checkpoint index."""
         r = self.rank if rank is None else rank
         base = os.path.join(self.directory, f"{self.prefix}-{index:06d}")
+        if self.fmt == "file_per_rank" and self.files > 1:
+            return [f"{base}-r{r:06d}-{j:02d}.bin" for j in range(self.files)]
         if self.fmt == "file_per_rank":
             return [f"{base}-r{r:06d}.bin"]
         if self.fmt == "four_files":
@@ -107,7 +115,11 @@ class Checkpointer(PosixFiles, SharedFile):
         parts: the rank's (model, optimizer) bytes, for model_optimizer (else all model)."""
         fid = checkpoint_id(index)
         if self.fmt == "file_per_rank":
-            return [(self.paths(index, rank)[0], 0, n, fid, False)] if n else []
+            # equal parts, the remainder's bytes one each to the first files
+            sizes = [n // self.files + (j < n % self.files) for j in range(self.files)]
+            starts = np.cumsum([0] + sizes)
+            return [(p, int(starts[j]), sizes[j], fid + j, False)
+                    for j, p in enumerate(self.paths(index, rank)) if sizes[j]]
         if self.fmt == "model_optimizer":
             sizes = parts or (n, 0)
             starts = (0, sizes[0])

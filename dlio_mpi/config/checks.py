@@ -102,6 +102,12 @@ def validate(cfg):
 
 
 def _check_checkpoint_calls(ck):
+    from dlio_mpi.run.oplog_format import CHECKPOINT_FILES
+    if ck.files_per_rank != 1 and (ck.format != "file_per_rank"
+                                   or ck.files_per_rank > CHECKPOINT_FILES):
+        raise ConfigError(f"checkpoint.files_per_rank={ck.files_per_rank}: checkpoint.format "
+                          f"file_per_rank takes 1 to {CHECKPOINT_FILES} files a writer, "
+                          f"{ck.format} its own")
     if not ck.collective and ck.format not in ("mpiio", "hdf5"):
         raise ConfigError(f"checkpoint.collective=false makes the calls of the shared formats "
                           f"(mpiio, hdf5) independent: not checkpoint.format={ck.format}")

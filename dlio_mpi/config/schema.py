@@ -288,6 +288,9 @@ SCHEMA = {
         "transfer_size": Key("size", 1 << 20, "bytes per write/read call", minimum=1),
         "collective_transfer_size": Key("size", 64 << 20, "mpiio and hdf5 formats: bytes a "
                                         "rank moves per collective call", minimum=1),
+        "files_per_rank": Key("int", 1, "file_per_rank: a writer's share in this many files "
+                              "of equal parts (a framework's several files a rank: layers, "
+                              "model and optimizer states), 1 to 8", minimum=1),
         "collective": Key("bool", True, "mpiio and hdf5 formats: collective calls "
                           "(MPI_File_write_at_all, H5Dwrite with MPI-IO collective transfers), "
                           "or independent ones (MPI_File_write_at, H5Dwrite independent), "

@@ -82,6 +82,31 @@ def test_checkpoint_only_job_that_reads_none_back():
     assert e["files"] == [t["files"] // t["count"]] * t["count"]
 
 
+def test_checkpoint_only_job_that_reads_every_checkpoint_back():
+    """2 checkpoints written, both read back by torch.load: no checkpoint is left never read,
+    and every file read was written before and read as a zip (its end record first): the
+    checkpoints, not a dataset (fitted as 6 raw files of 3 samples before, 0.50)."""
+    t = TRUTH["dlio_llama_ckpt_read"]["checkpoints"]
+    f = analysis.fit(log("dlio_llama_ckpt_read"))
+    ck = f.workload["checkpoint"]
+    assert f.workload["workflow"]["train"] is False and "dataset" not in f.workload
+    assert (ck["num_checkpoints_write"], ck["num_checkpoints_read"]) == (t["written"],
+                                                                         t["read_back"])
+    assert (ck["format"], ck["read_pattern"]) == ("model_optimizer", "torch_zip")
+
+
+def test_checkpoints_of_a_job_whose_data_darshan_did_not_see():
+    """Megatron-DeepSpeed's indexed data read through a memory mapping (no read Darshan saw)
+    and 5 checkpoint files a checkpoint over 2 ranks: the checkpoints alone, said so, in 2
+    files a writer (checkpoint.files_per_rank; one before: 4 files for 10)."""
+    f = analysis.fit(log("dlio_megatron"))
+    ck = f.workload["checkpoint"]
+    assert (ck["format"], ck["files_per_rank"], ck["num_checkpoints_write"]) \
+        == ("file_per_rank", 2, 2)
+    assert any("opened with no read or write" in n and "checkpoints alone" in n
+               for n in f.notes)
+
+
 def test_checkpoints_every_n_steps_of_each_epoch():
     """steps_between_checkpoints=3 at 8 steps an epoch: the DLIO benchmark counts its steps
     from 1 in each epoch (checkpoints after steps 3 and 6 of each, 4 in all); counted over the
@@ -193,7 +218,7 @@ def test_a_log_the_forked_workers_left_empty():
 @pytest.mark.parametrize("name", ["dlio_llm_ckpt", "dlio_npy_shuffle", "dlio_ckpt_only",
                                   "dlio_ckpt_write_only", "dlio_npz_ckpt_steps",
                                   "dlio_npz_subfolders_shuffle", "dlio_hdf5_multi",
-                                  "dlio_hdf5_chunked_gzip"])
+                                  "dlio_hdf5_chunked_gzip", "dlio_llama_ckpt_read"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table

@@ -3,7 +3,8 @@ ranks, the programs beside them, truth in truth.json) that read their data as no
 one preadv of a batch's records in each rank's half of a shared file, numpy.fromfile with an
 offset (a POSIX open and seek, the read through C stdio), and h5py reading a sample's image and
 label from two datasets of a contiguous file (libhdf5's sieve buffer reading 64 KiB about each),
-and POSIX aio with reads in flight over the compute pauses."""
+POSIX aio with reads in flight over the compute pauses, zarr's chunk files, h5py behind its chunk
+cache, and PIL's loads of JPEG files smaller than its request."""
 import pytest
 
 import dlio_mpi_analysis as analysis
@@ -62,8 +63,39 @@ def test_pauses_of_reads_in_flight_are_the_submissions():
     assert w["train"]["computation_time"] == pytest.approx(0.01, rel=0.2)
 
 
+def test_chunk_files_in_numeric_order():
+    """zarr's chunk files c/0/0/0, c/1/0/0 .. c/10/0/0, each rank its half in order: in order
+    with their numbers taken as numbers (as strings, c/10 comes before c/2: a shuffle, 0.55)."""
+    f = analysis.fit(log("zarr_chunks"))
+    assert f.evidence["files_in_name_order"] is True
+    assert f.workload["reader"]["sample_shuffle"] == "off"
+    assert f.workload["dataset"]["num_files_train"] == 32
+
+
+def test_rows_from_the_datasets_and_a_batch_that_keeps_files_to_their_rank():
+    """A chunked dataset of 1024 rows a file, most reads served by libhdf5's chunk cache: the
+    rows are the datasets' bytes over a row's (1028 from the file's size before, metadata
+    counted), and a batch the reads cannot show (28) lowered to one that divides a rank's
+    share (16), so that each file stays one rank's (a shared file halved the score)."""
+    t = TRUTH["h5py_chunk_cache"]
+    w = analysis.fit(log("h5py_chunk_cache")).workload
+    assert (w["dataset"]["num_samples_per_file"], w["dataset"]["record_length"]) \
+        == (t["samples_per_file"], t["sample_bytes"])
+    assert w["reader"]["batch_size"] == t["batch_size"]
+
+
+def test_images_smaller_than_pils_request():
+    """PIL asks a 64 KiB block of files of about 50 KB: the second read reaches the file's
+    end, whatever the request (taken as the file's size, the image pattern did not match:
+    0.36 with raw samples and no shuffle)."""
+    f = analysis.fit(log("torch_imagefolder_ddp"))
+    assert (f.workload["dataset"]["format"], f.workload["reader"]["access"]) == ("jpeg", "image")
+    assert f.evidence["image_reads"] == {"buffer_size": 4096, "request": 65536}
+
+
 @pytest.mark.parametrize("name", ["c_preadv_batches", "py_fromfile_offsets",
-                                  "py_h5py_compound", "c_aio_reads"])
+                                  "py_h5py_compound", "c_aio_reads", "zarr_chunks",
+                                  "h5py_chunk_cache", "torch_imagefolder_ddp"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table

@@ -235,12 +235,33 @@ def test_independent_calls_of_a_shared_checkpoint(tmp_path, fmt, layer, module):
     assert f.stat().st_size >= 2 << 20
 
 
+def test_several_files_a_writer(tmp_path):
+    """checkpoint.files_per_rank=3: a writer's share of a 3 MiB checkpoint in 3 files of equal
+    parts (512 KiB each at 2 writers), read back and verified, named in the folder's record
+    (clean removes them)."""
+    _, s = run(tmp_path, 2, "workflow.train=false", "workflow.checkpoint=true",
+               "model.model_size_bytes=3m", "checkpoint.writers=all",
+               "checkpoint.files_per_rank=3", "checkpoint.num_checkpoints_write=2",
+               "checkpoint.num_checkpoints_read=1", "checkpoint.verify=true",
+               "io.keep_oplog=true")
+    assert [c["op"] for c in s["checkpoints"]] == ["write", "write", "read"]
+    files = checkpoint_files(tmp_path / "c")
+    assert len(files) == 2 * 2 * 3
+    assert all(f.stat().st_size == (3 << 20) // 6 for f in files)
+    assert sorted(f.name for f in files)[:3] == [f"ckpt-000000-r000000-{j:02d}.bin"
+                                                for j in range(3)]
+
+
 def test_independent_calls_need_a_shared_format(tmp_path):
     p, _ = run(tmp_path, 2, "workflow.checkpoint=true", "model.model_size_bytes=1m",
                "checkpoint.collective=false", check=False)
     assert p.returncode == 2
     assert "checkpoint.collective=false makes the calls of the shared formats (mpiio, hdf5) " \
         "independent: not checkpoint.format=file_per_rank" in p.stdout
+    p, _ = run(tmp_path, 2, "workflow.checkpoint=true", "model.model_size_bytes=1m",
+               "checkpoint.format=mpiio", "checkpoint.files_per_rank=2", check=False)
+    assert p.returncode == 2 and "checkpoint.files_per_rank=2: checkpoint.format " \
+        "file_per_rank takes 1 to 8 files a writer, mpiio its own" in p.stdout
 
 
 def test_checkpoint_read_back_as_torch_load_reads_a_zip(tmp_path):
