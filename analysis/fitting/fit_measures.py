@@ -598,7 +598,7 @@ def _step_gaps(gaps):
     """(the shortest pause that ends a step, the other candidates): STEP_GAP, or, when the
     pauses of STEP_GAP or more fall in two groups (a loader's own pauses between the files of a
     step, and the steps' compute) with a jump of STEP_GAP_RATIO or more between them and at
-    least a fifth of the pauses above it (an epoch's end alone is not the steps), the
+    least a fifth of the pauses, and two, above it (an epoch's end alone is not the steps), the
     geometric middle of the jump. Of several such jumps, the highest: the pauses below it are
     all within steps (a loader's pauses between files, and under them a slow collective
     call's). The candidates are the middles of the lower jumps, down to CANDIDATE_GAP_RATIO,
@@ -608,7 +608,8 @@ def _step_gaps(gaps):
     if len(long) < 4:
         return STEP_GAP, []
     ratios = long[1:] / long[:-1]
-    ok = np.arange(1, len(long)) <= len(long) - max(1, len(long) // 5)
+    # at least two pauses and a fifth above a jump: one alone is an epoch's end
+    ok = np.arange(1, len(long)) <= len(long) - max(2, len(long) // 5)
     middles = np.sqrt(long[:-1] * long[1:])
     jumps = np.flatnonzero(ok & (ratios >= STEP_GAP_RATIO))
     first = float(middles[int(jumps[-1])]) if len(jumps) else STEP_GAP

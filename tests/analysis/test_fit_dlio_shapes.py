@@ -107,6 +107,17 @@ def test_checkpoints_of_a_job_whose_data_darshan_did_not_see():
                for n in f.notes)
 
 
+def test_the_default_workloads_few_steps_an_epoch():
+    """The DLIO benchmark's default workload shrunk: 4 steps a rank an epoch, 2 epochs, an
+    evaluation after each: 6 compute pauses and one longer at the epochs' end; one pause above
+    a jump is an epoch's end, not the steps (batch 1 and no compute before)."""
+    t = TRUTH["dlio_default"]
+    w = analysis.fit(log("dlio_default")).workload
+    assert w["reader"]["batch_size"] == t["batch_size"]
+    assert w["train"]["computation_time"] == pytest.approx(t["computation_time_per_step_s"],
+                                                           rel=0.3)
+
+
 def test_checkpoints_every_n_steps_of_each_epoch():
     """steps_between_checkpoints=3 at 8 steps an epoch: the DLIO benchmark counts its steps
     from 1 in each epoch (checkpoints after steps 3 and 6 of each, 4 in all); counted over the
