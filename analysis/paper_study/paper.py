@@ -233,7 +233,10 @@ def run_paper(out_dir, ranks=2, launcher=None, python=None, apps=APPS, calibrate
         row["computation_time"] = runs[chosen]["computation_time"]
         row["io_share_target"] = share
         row["calibration"] = {"runs": runs, "chosen": chosen,
-                              "within": within_share(row["io_share"], share)}
+                              "within": within_share(row["io_share"], share),
+                              # short of the share with no compute left to take away
+                              "at_floor": row["computation_time"] <= MIN_COMPUTE_S
+                              and (row["io_share"] or 0) < share}
         if progress:
             progress(f"{app}: I/O share {100 * (row['io_share'] or 0):.2f} % (run {chosen + 1} "
                      f"of {len(runs)}), target {100 * share:.2f} %"

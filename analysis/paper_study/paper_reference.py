@@ -158,4 +158,7 @@ def calibration_line(row):
     if row["calibration"]["within"]:
         return f"{head}: within {TARGETS['io_share'][1]:.0%}"
     return (f"{head}: NOT within {TARGETS['io_share'][1]:.0%}; shares of the runs: "
-            + ", ".join(_fmt("io_share", r["io_share"]) for r in runs))
+            + ", ".join(_fmt("io_share", r["io_share"]) for r in runs)
+            + ("; the compute at its floor: the reads take less of a step on this storage "
+               "than the loop's own work leaves them" if row["calibration"].get("at_floor")
+               else ""))

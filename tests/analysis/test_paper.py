@@ -98,14 +98,23 @@ def test_paper_table_at_two_ranks(paper_run):
     assert rows["candle_nt3"]["input_read"] == "at start"
     # the access patterns the real applications' logs show, within the targets: TensorFlow's
     # and pandas' 256 KiB streams, libhdf5's small chunk reads
+    def within(app):
+        """The comparison's targets met; the I/O share may be short of the real one only
+        where no compute is left to take away (the row's compute at the floor, said NOT
+        within): the machine's reads from its page cache too quick beside the loop's own
+        work, as CosmicTagger's gzip crops on a fast machine."""
+        floor = rows[app]["computation_time"] == analysis.paper_study.paper.MIN_COMPUTE_S \
+            and rows[app]["io_share"] < REAL[app]["io_share"]
+        return all(v for k, v in last[app]["within"].items() if k != "io_share" or not floor)
+
     for app in ("imagenet", "cosmoflow_paper", "candle_nt3"):
-        assert all(last[app]["within"].values()), (app, last[app])
+        assert within(app), (app, last[app])
         assert rows[app]["transfer_sizes"][2] == 262144
     # CosmicTagger: each event a crop of six gzip volumes (two products, three planes)
-    assert all(last["cosmic_tagger"]["within"].values()), last["cosmic_tagger"]
+    assert within("cosmic_tagger"), last["cosmic_tagger"]
     # FFN: 49^3 crops of a gzip label volume (small chunks) and image volume (large ones),
     # the chunks in the files in row-major order
-    assert all(last["ffn"]["within"].values()), last["ffn"]
+    assert within("ffn"), last["ffn"]
     # FRNN: a shot file loaded through a 4 MiB buffer: the real run's transfer sizes
     assert {k: last["frnn"]["within"][k] for k in ("xfer_mean", "xfer_median")} == {
         "xfer_mean": True, "xfer_median": True}
@@ -125,11 +134,15 @@ def test_paper_table_at_two_ranks(paper_run):
         c = analysis.characterize(out / "runs" / app)
         assert row["io_share"] == pytest.approx(
             c.totals.io_time.slowest_rank / training_time(out / "runs" / app))
-        assert row["calibration"]["within"] == last[app]["within"]["io_share"] is True, (
+        assert row["calibration"]["within"] == last[app]["within"]["io_share"], app
+        assert row["calibration"]["within"] or row["calibration"]["at_floor"], (
             app, row["calibration"])
     text = (out / "paper.txt").read_text()
     assert text == render_paper(analysis.paper_study.paper.PaperStudy(
         ranks=2, rows=study["rows"], run_dirs=study["run_dirs"]))
+    for app, row in rows.items():
+        line = text.split(f"{app}: I/O share")[1].splitlines()[0]
+        assert ("the compute at its floor" in line) is row["calibration"]["at_floor"], app
     assert "real (512 ranks)" in text and "emulated (2 ranks)" in text
 
 
