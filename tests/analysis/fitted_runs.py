@@ -3,11 +3,13 @@ and a fitted workload, changed, run on the emulator and compared with the real l
 import json
 import os
 
+import pytest
 import yaml
 
 from dlio_mpi_analysis.comparison.compare import compare
 from dlio_mpi_analysis.fitting.fit import fit
 from dlio_mpi_analysis.replays.launch import run_emulator
+from dlio_mpi_analysis.replays.replay import replay
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
                     "darshan")
@@ -32,3 +34,14 @@ def run_changed(name, tmp_path, change):
     run_emulator("changed", fitted.ranks, ["run", "--config", str(path), "io.keep_oplog=true",
                                            "workflow.generate_data=true"])
     return compare([log(name), str(tmp_path / "run")], labels=["real", "emulated"])
+
+
+def replay_like(name, tmp_path, equal=("files", "interfaces", "bytes_written"), bytes_rel=0.01):
+    """The replay of log ``name``, checked to look like the real program: a score of 0.95 or
+    more, the ``equal`` figures the same, the bytes read within ``bytes_rel``."""
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for key in equal:
+        assert r.emulated[key] == r.real[key], key
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=bytes_rel)
+    return r
