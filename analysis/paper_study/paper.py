@@ -232,10 +232,12 @@ def run_paper(out_dir, ranks=2, launcher=None, python=None, apps=APPS, calibrate
         chars[app], row, _ = _measure(app, run_dirs[app])
         row["computation_time"] = runs[chosen]["computation_time"]
         row["io_share_target"] = share
-        row["calibration"] = {"runs": runs, "chosen": chosen,
-                              "within": within_share(row["io_share"], share),
-                              # short of the share with no compute left to take away
-                              "at_floor": row["computation_time"] <= MIN_COMPUTE_S
+        within = within_share(row["io_share"], share)
+        row["calibration"] = {"runs": runs, "chosen": chosen, "within": within,
+                              # not within, short of the share with no compute left to take
+                              # away
+                              "at_floor": not within
+                              and row["computation_time"] <= MIN_COMPUTE_S
                               and (row["io_share"] or 0) < share}
         if progress:
             progress(f"{app}: I/O share {100 * (row['io_share'] or 0):.2f} % (run {chosen + 1} "
