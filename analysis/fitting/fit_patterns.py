@@ -18,6 +18,11 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
   over the data files' datasets); the file format from the superblock read (``hdf5_libver``);
   a chunked dataset from reads of one size other than a sample's (``hdf5_chunk``).
+- A stream that loads a file whole for each of its samples (``pass_runs``): a rank's passes
+  over its files come in runs of one file, the file read whole again as soon as it was read
+  (the DLIO benchmark's CSV reader: pandas.read_csv of the file for every sample): a run's
+  length is the samples in the file, where a stream read once an epoch moves on to its next
+  file.
 - Whole-file loads (``whole_file_loads``): each file read by one rank, every pass over it (an
   open) from its start to (nearly) its end in blocks of one size: the sample is the file.
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
@@ -143,6 +148,30 @@ def stream_block(trace, sizes):
     values, counts = np.unique(blocks, return_counts=True)
     return (int(values[np.argmax(counts)]), int(round(float(np.median(eofs)))),
             _at_once(spans))
+
+
+def pass_runs(trace, sizes):
+    """(run, passes): the median number of whole passes (WHOLE_SHARE of the file's bytes or
+    more) a rank makes over one file in a row, before it reads another, over the ranks that
+    read two files or more (with one file a run cannot be told from epochs), and the whole
+    passes over all files; run 1 when no rank read two files."""
+    runs, passes = [], 0
+    for rank, mine in trace.groupby("rank", sort=False):
+        found = []
+        for fid, reads in mine.groupby("id", sort=False):
+            reads = reads.sort_values("start", kind="stable")
+            off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+            t0 = reads["start"].to_numpy()
+            for a, b in _passes(off, ln):
+                if int(ln[a:b].sum()) >= WHOLE_SHARE * sizes.get(int(fid), 0) > 0:
+                    found.append((float(t0[a]), int(fid)))
+        passes += len(found)
+        ids = np.array([f for _, f in sorted(found)], np.uint64)
+        if len(set(ids.tolist())) < 2:
+            continue
+        cut = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        runs += np.diff(np.concatenate([[0], cut, [len(ids)]])).tolist()
+    return (int(round(float(np.median(runs)))) if runs else 1), passes
 
 
 def whole_file_loads(trace, sizes):
@@ -690,16 +719,29 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 notes.append(f"a rank reads {at_once} of its files at once, a sample from "
                              "each in turn (reader.interleave; tf.data's num_parallel_reads "
                              "may be more, a rank with fewer files cannot show it)")
-            notes.append("files read front to back in fixed blocks: a stream; its records "
-                         "cannot be seen, samples of about one block are chosen, as many "
-                         "as keep the files their size; nor can a shuffle buffer: "
-                         "reader.sample_shuffle off")
+            run, passes = pass_runs(trace, sizes) if at_once == 1 else (1, 0)
+            evidence["passes_in_a_row"] = run
             ascending = file_order_ascending(trace, names, at_once)
             evidence["files_in_name_order"] = ascending
             if ascending is False:
                 extra["file_shuffle"] = "seed"
                 notes.append("a rank takes its files out of their names' order: "
                              "reader.file_shuffle seed")
+            if run > 1:
+                # each sample loads its whole file, the file's samples one after another
+                extra["stream_pass"] = "sample"
+                epochs = max(1, int(round(passes / (files * run))))
+                notes.append(f"each file was read whole {run} times in a row, from a new open "
+                             f"each time, before its rank read another: {run} samples a file, "
+                             "each loading the whole file (reader.stream_pass=sample, as "
+                             f"pandas.read_csv in the DLIO benchmark's CSV reader), {epochs} "
+                             "epochs")
+                record = whole_fields(fmt, max(1, file_size // run - framing(fmt)))
+                return record, run, block, extra, epochs, True
+            notes.append("files read front to back in fixed blocks: a stream; its records "
+                         "cannot be seen, samples of about one block are chosen, as many "
+                         "as keep the files their size; nor can a shuffle buffer: "
+                         "reader.sample_shuffle off")
             # samples of about one block, as many as keep the file its real size
             spf = max(1, int(round(file_size / block)))
             record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))

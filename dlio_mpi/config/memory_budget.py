@@ -165,6 +165,8 @@ def pattern_step_bytes(cfg, data, batch):
     largest = pattern_largest_read(cfg, data)
     if rd.access == "stream":
         lead = rd.shuffle_size if rd.sample_shuffle != "off" else 0
+        if rd.stream_pass == "sample":      # each sample its whole file
+            return (batch + lead) * (data.spf * sample + (1 + rd.eof_reads) * largest)
         return (batch + lead) * sample + (rd.interleave + rd.eof_reads) * largest
     if rd.access == "numpy" and not data.traits.numpy_fromfile \
             and cfg.dataset.npz_layout != "stacked":

@@ -202,6 +202,12 @@ SCHEMA = {
                           "sample from each in turn, a file that ends giving its place to the "
                           "next (tf.data's interleave: TFRecordDataset's num_parallel_reads, "
                           "which the DLIO benchmark sets to reader.read_threads)", minimum=1),
+        "stream_pass": Key("enum", "epoch", "reader.access=stream: a file's pass front to back "
+                           "once an epoch, its samples taken from it in turn (epoch: TFRecord), "
+                           "or a pass over the whole file, opened anew, for each of its samples "
+                           "(sample: the DLIO benchmark's CSV reader, whose pandas.read_csv "
+                           "loads the file for every sample it takes; one file at a time)",
+                           ("epoch", "sample")),
         "shuffle_size": Key("int", 0, "reader.access=stream with sample_shuffle: samples in "
                             "the shuffle buffer (reads run this far ahead)", minimum=0),
         "preprocess_time": Key("time", 0.0, "emulated preprocessing per sample (s)"),

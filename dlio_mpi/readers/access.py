@@ -14,6 +14,8 @@ reader.access chooses how the application's input library reaches the file syste
   training step (the buffer is filled before the first step, as tf.data's shuffle does).
   A block is read when the stream first needs a byte of it; the bytes of a file after its last
   sample are read when the stream moves on to the next file.
+  With reader.stream_pass=sample each sample is a pass over its whole file instead
+  (sample_passes), as a reader that loads the file for every sample it takes.
 - numpy: NPZ files as numpy.load issues the reads through Python's buffered file object (see
   dlio_mpi.readers.numpy_reads): the zip directory at open, then per sample its member's local header
   and its data in numpy's read sizes.
@@ -192,6 +194,23 @@ def stream_reads(files, file_sizes, sample_ends, steps, batch, lead, xfer, align
     step_of, fi, offs, lens = step_of[srt], fi[srt], offs[srt], lens[srt]
     first = np.searchsorted(step_of, np.arange(steps + 1), side="left").astype(np.int64)
     return ReadPlan(first, files[live[fi]], offs, lens)
+
+
+def sample_passes(files, file_sizes, counts, steps, batch, lead, xfer, align=1, eof=0):
+    """The ReadPlan of a rank streaming `files` (in order, counts[i] samples in files[i]) for
+    `steps` steps of `batch` samples, each sample a pass over its whole file from a new open:
+    the file's blocks of xfer bytes and its eof reads at the end, when the sample is needed
+    (`lead` samples ahead), as a reader that loads the whole file for every sample it takes
+    (pandas.read_csv in the DLIO benchmark's CSV reader). The passes are stream_reads' of
+    files of one sample each, the same file repeated counts[i] times."""
+    files = np.asarray(files, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    sizes = np.repeat(np.asarray(file_sizes, dtype=np.int64), counts)
+    plan = stream_reads(np.repeat(files, counts), sizes, [[s] for s in sizes.tolist()],
+                        steps, batch, lead, xfer, align, eof)
+    # a pass starts with its block at offset 0 (an eof read is at the file's end)
+    opens = (plan.offset == 0) & (plan.length > 0)
+    return ReadPlan(plan.first, plan.file, plan.offset, plan.length, opens)
 
 
 def sample_reads(plan_samples, spf, ranges_of, per_sample=False, per_file=False):

@@ -116,7 +116,7 @@ class PatternReader(Reader):
     def _builds(self):
         """Whether the epoch's requests are built (see the module)."""
         return (self.threads >= 1 and self.access == "stream" and self.align == 1
-                and not self.pre.active)
+                and self.reads.opens is None and not self.pre.active)
 
     def _plan(self, plan, files):
         self._drain()
@@ -130,10 +130,15 @@ class PatternReader(Reader):
             lead = self.cfg.reader.shuffle_size if self.cfg.reader.sample_shuffle != "off" \
                 else 0
             self._sizes = dict(zip(files.tolist(), sizes))
-            self.reads = access.stream_reads(files, sizes, ends, len(plan), self.batch, lead,
-                                             self.xfer, self.align,
-                                             self.cfg.reader.eof_reads,
-                                             self.cfg.reader.interleave)
+            if self.cfg.reader.stream_pass == "sample":
+                self.reads = access.sample_passes(files, sizes, [len(e) for e in ends],
+                                                  len(plan), self.batch, lead, self.xfer,
+                                                  self.align, self.cfg.reader.eof_reads)
+            else:
+                self.reads = access.stream_reads(files, sizes, ends, len(plan), self.batch,
+                                                 lead, self.xfer, self.align,
+                                                 self.cfg.reader.eof_reads,
+                                                 self.cfg.reader.interleave)
         else:
             # numpy.load and an image decoder open the file for every sample they read
             if self.access == "parquet" and self.cfg.reader.parquet_open == "file":
@@ -316,10 +321,11 @@ class PatternReader(Reader):
         """The epoch's reads as read-ahead requests of at most a slot's bytes each."""
         self.requests.clear()
         for k in range(self.reads.steps):
-            for f, offs, lens, _ in self.reads.groups(k):
+            for f, offs, lens, reopen in self.reads.groups(k):
                 if self._npy():     # a load's header and array through their own handles
                     for j in range(len(offs)):
-                        self.requests.append((k, f, offs[j:j + 1], lens[j:j + 1]))
+                        self.requests.append((k, f, offs[j:j + 1], lens[j:j + 1],
+                                              reopen and j == 0))
                     continue
                 ends = np.cumsum(lens)
                 cut = [0]
@@ -328,7 +334,7 @@ class PatternReader(Reader):
                     j = int(np.searchsorted(ends, base + self.slot, side="right"))
                     cut.append(max(j, cut[-1] + 1))
                 for a, b in zip(cut[:-1], cut[1:]):
-                    self.requests.append((k, f, offs[a:b], lens[a:b]))
+                    self.requests.append((k, f, offs[a:b], lens[a:b], reopen and a == 0))
 
     def refill(self):
         """The next requests queued while the step computes."""
@@ -342,7 +348,9 @@ class PatternReader(Reader):
         while self.requests and len(self.pending) < self.ra.depth:
             if any(p[2] == self.requests[0][1] for p in self.pending):
                 break           # its file's previous request first: reads stay in order
-            k, f, offs, lens = self.requests.popleft()
+            k, f, offs, lens, reopen = self.requests.popleft()
+            if reopen:      # no request of f is pending (above): its handle can go
+                self.reopen(f)
             size = self._file_size(f)
             want = int(np.minimum(offs + lens, size).sum() - offs.sum())
             stream = self._stdio(f) if self._npy() and offs[0] > 0 else None

@@ -210,13 +210,25 @@ def test_npy_files_under_dlio_shuffle_settings():
 
 
 def test_csv_files_loaded_whole_by_each_sample():
-    """pandas loads the whole file for each of its 2 samples: the file's passes are its
-    loads (4: 2 samples x 2 epochs), fitted as a stream read 4 times (the same reads; the
-    emulator has no CSV sample that loads its whole file, so epochs are the loads per file)."""
+    """pandas loads the whole file for each of its 2 samples: a rank's passes over a file come
+    two in a row before it reads its next file, so a pass is a sample's load, not an epoch
+    (fitted before as a stream read once an epoch: 4 epochs, the samples a file only by the
+    block size's chance)."""
     t = TRUTH["dlio_csv"]
     f, w = _data_shape("dlio_csv")
-    assert w["reader"]["access"] == "stream"
-    assert w["train"]["epochs"] * 1 == t["loads_per_file"]
+    assert (w["reader"]["access"], w["reader"]["stream_pass"]) == ("stream", "sample")
+    assert w["train"]["epochs"] == t["epochs"]
+    assert w["train"]["epochs"] * t["samples_per_file"] == t["loads_per_file"]
+    assert f.evidence["passes_in_a_row"] == t["samples_per_file"]
+
+
+@pytest.mark.parametrize("name", ["dlio_tfrecord", "tfdata_list_files_interleave"])
+def test_a_stream_read_once_an_epoch_is_no_load_per_sample(name):
+    """TFRecord files streamed once an epoch (a rank moves on to its next file after each
+    pass): no reader.stream_pass."""
+    f = analysis.fit(log(name))
+    assert f.workload["reader"]["access"] == "stream"
+    assert "stream_pass" not in f.workload["reader"]
 
 
 def test_a_log_the_forked_workers_left_empty():

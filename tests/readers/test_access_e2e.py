@@ -199,3 +199,39 @@ def test_stream_of_csv_files_is_pandas_read_csv(tmp_path):
             with io.BufferedReader(_Recorder(data.path(f), log, empty=True)) as fh:
                 pd.read_csv(fh, header=None)
             assert [(o, n) for ff, o, n in got if ff == f] == log
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_csv_loaded_whole_for_each_sample(tmp_path, threads):
+    """reader.stream_pass=sample (the DLIO benchmark's CSV reader: pandas.read_csv of the whole
+    file for every sample it takes): per sample an open of its file and pandas' reads of all of
+    it, read for read, the samples in the rank's stream order, also with read-ahead threads."""
+    import pandas as pd
+    from dlio_mpi_analysis.loading.oplog_records import OPEN, READ
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.format=csv", "dataset.num_files_train=4", "dataset.num_samples_per_file=3",
+            "dataset.record_length=100k", "reader.batch_size=2", "train.epochs=2",
+            "train.computation_time=0", "reader.access=stream", "reader.transfer_size=256k",
+            "reader.eof_reads=2", "reader.stream_pass=sample", "reader.sample_shuffle=off",
+            f"reader.read_threads={threads}", "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    s = own_summary(tmp_path / "out")
+    assert s["steps_per_epoch"] == 3        # 2 files of 3 samples a rank, batch 2
+    for r in range(2):
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
+        for e in range(2):
+            files = access.stream_files(4, 2, r, e, cfg.train.seed, False)
+            want = []
+            for f in files.tolist():
+                log = []
+                with io.BufferedReader(_Recorder(data.path(f), log, empty=True)) as fh:
+                    pd.read_csv(fh, header=None)
+                want += [(f, o, n) for o, n in log] * 3     # the whole file for each sample
+            got = _reads(z, e)
+            assert got == want
+            op, fl = z[f"e{e}_op"], z[f"e{e}_file"]
+            for f in files.tolist():       # an open for each sample's load
+                assert int(((op == OPEN) & (fl == f)).sum()) == 3
+            assert int((op == READ).sum()) == len(want)
