@@ -37,8 +37,10 @@ directory. Each value is derived as follows (the thresholds are the constants be
   DXT trace (a sample read in transfer-size pieces is one run; a pause of STEP_GAP ends a run),
   less the format's framing (TFRecord 16 B, NPZ member header 128 B), at least the transfer size
   and at most the file size; without DXT, or with the input read at start, the transfer size.
-  Samples read in file order cannot be told apart: a step's consecutive samples are then fitted
-  as one sample per step (the same I/O). When no read size moves DOMINANT_SHARE of the bytes
+  Samples read in file order cannot be told apart by their I/O: when ONE_SIZE of the reads
+  are of one size and a file's consecutive reads run on across the steps' pauses (a file's
+  samples read in order, a batch at a time), a read is a sample, as loaders read records;
+  otherwise a step's consecutive samples are fitted as one sample per step. When no read size moves DOMINANT_SHARE of the bytes
   and those runs differ in size by more than SIZE_SPREAD (relative standard deviation), the
   samples are of varied sizes (documents read by index): ``dataset.record_length`` is the runs'
   mean and ``dataset.record_length_stdev`` their standard deviation.

@@ -33,6 +33,7 @@ FORWARD_SHARE = 0.8
 SHUFFLED_SEQ = 0.75      # halfway between a random order's sequential share (0.5) and in order
 STEP_GAP = 1e-3
 SIZE_SPREAD = 0.1       # relative spread of the samples' sizes above which they vary
+ONE_SIZE = 0.95         # share of the reads of the one size for a read to be a sample
 STEP_GAP_RATIO = 2.5
 # lower jumps between pauses still tried as a step's end, and how much more even (the share of
 # steps of the median batch) their batches must be to be taken
@@ -404,6 +405,12 @@ def _record_length(trace, fmt, transfer, file_size, read_type):
         return int(min(max(transfer, 1), file_size))
     runs = _runs(trace)
     median = int(round(float(np.median(runs)))) - framing(fmt)
+    if transfer > 0 and float(np.mean(trace["length"].to_numpy() == transfer)) >= ONE_SIZE \
+            and float(np.median(_runs(trace, pauses=False))) > median + framing(fmt):
+        # reads of one size, a file's consecutive reads cut by the steps' pauses: a batch's
+        # samples read one after another, a read each (a sample read in several reads
+        # would be the same I/O; one read a sample is how loaders read records)
+        return int(min(max(transfer - framing(fmt), 1), file_size))
     return int(min(max(median, transfer, 1), file_size))
 
 
@@ -423,16 +430,16 @@ def _sample_spread(trace, fmt, read_type):
     return int(round(mean)), int(round(std))
 
 
-def _runs(trace):
-    """Lengths of the runs of consecutive reads per (rank, file), in start order; a pause of
-    STEP_GAP or more (a step's compute) ends a run too."""
+def _runs(trace, pauses=True):
+    """Lengths of the runs of consecutive reads per (rank, file), in start order; with pauses,
+    a pause of STEP_GAP or more (a step's compute) ends a run too."""
     key, order = _record_order(trace)
     offset = trace["offset"].to_numpy()[order]
     length = trace["length"].to_numpy()[order]
     start, end = trace["start"].to_numpy()[order], trace["end"].to_numpy()[order]
     new = np.ones(len(key), bool)
     new[1:] = (key[1:] != key[:-1]) | (offset[1:] != offset[:-1] + length[:-1]) \
-        | (start[1:] - end[:-1] >= STEP_GAP)
+        | ((start[1:] - end[:-1] >= STEP_GAP) & pauses)
     run = np.cumsum(new) - 1
     return np.bincount(run, weights=length)
 

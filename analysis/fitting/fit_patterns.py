@@ -205,17 +205,24 @@ def whole_file_loads(trace, sizes):
 def _loads_apart(spans):
     """True when a load is one piece of work: the pauses between a rank's loads (passes:
     rank, start, end, the gaps between their reads' starts) are longer than those inside a
-    load (median against median). A single pass over a file read step by step is a stream of
-    samples, not a load."""
-    between, inside = [], []
+    load (median against median), and a load's longest pause (median over the loads) is less
+    than half of those between loads. A single pass over a file read step by step is a stream
+    of samples, not a load; nor is a pass that the steps' compute pauses cut into pieces (a
+    file's samples read in order, a batch at a time)."""
+    between, inside, longest = [], [], []
     for rank in {r for r, _, _, _ in spans}:
         mine = sorted((a, b) for r, a, b, _ in spans if r == rank)
         between += [a2 - b1 for (_, b1), (a2, _) in zip(mine[:-1], mine[1:])]
     for _, _, _, gaps in spans:
         inside += gaps.tolist()
+        if len(gaps):
+            longest.append(float(gaps.max()))
     if not between:
         return False
-    return not inside or float(np.median(between)) > float(np.median(inside))
+    apart = float(np.median(between))
+    if longest and float(np.median(longest)) >= 0.5 * apart:
+        return False
+    return not inside or apart > float(np.median(inside))
 
 
 def size_seed(files, per_file, total, spread, mean, stdev, start=123):

@@ -112,8 +112,9 @@ def test_sequential_order_is_no_shuffle_and_steps_give_the_compute_time(tmp_path
     assert w["reader"]["sample_shuffle"] == "off" and fitted.evidence["forward_jump_share"] == 1
     assert w["train"]["computation_time"] == pytest.approx(0.02, rel=0.01)
     assert w["reader"]["read_threads"] == 0 and w["reader"]["transfer_size"] == 4096
-    # samples read in file order: a step's two samples are one sample of the step's bytes
-    assert (w["reader"]["batch_size"], w["dataset"]["record_length"]) == (1, 8192)
+    # samples read in file order, a read each, a file's reads cut by the steps' pauses: a
+    # step's two reads are two samples (the same I/O as one sample of the step's bytes)
+    assert (w["reader"]["batch_size"], w["dataset"]["record_length"]) == (2, 4096)
     assert (w["dataset"]["num_files_train"], w["io"]["layout"]) == (1, "multi")
 
 

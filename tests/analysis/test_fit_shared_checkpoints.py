@@ -51,9 +51,9 @@ def test_hdf5_checkpoints_are_one_shared_file_of_collective_h5dwrites():
     assert e["datasets"] == [t["datasets_per_file"]] * t["count"]
     assert e["write_calls"] == t["h5d"]["H5D_WRITES"]
     assert e["names"] == t["names"]
-    # every 0.75 epoch: in the fitted steps (a whole file a sample, 4 steps a rank an epoch)
+    # every 0.75 epoch: every 6 of a rank's 8 steps an epoch (a read a sample, 2 a step)
     assert e["epochs_done"] == pytest.approx([0.75, 1.5, 2.25, 3.0], abs=0.01)
-    assert ck["steps_between_checkpoints"] == 3
+    assert ck["steps_between_checkpoints"] == 6
     assert any("4 datasets per checkpoint file" in n for n in f.notes)
     assert w["io"]["interface"] == "posix"
 
