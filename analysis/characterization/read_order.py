@@ -18,7 +18,9 @@ The measure, ``continuity``: the pieces each call reads (all ranks together, ove
 touching pieces merged) are put in file order and compared with the previous call's, the
 i-th with the i-th (a lane: a rank's stream when each rank reads its own place): the share
 of the pieces that lie at or after their lane's previous piece, over every call but the first
-of each file (a call whose pieces are not as many as the previous call's counts none). Ranks
+of each file (when two calls' pieces are not as many, a piece's lane is its place in its
+call's order scaled to the other call's: random draws of pieces that sometimes touch and
+merge move about half of them forward, as those that do not). Ranks
 that each read their block in order, whatever the layout (contiguous blocks, IOR's segments,
 every ranks-th sample), move every lane forward: 1. A shuffled sample order moves a lane
 forward about half of the time."""
@@ -43,8 +45,10 @@ def continuity(calls):
             continue
         if previous is not None:
             total += len(starts)
-            if len(starts) == len(previous):
-                in_order += int((starts >= previous).sum())
+            # lane i of this call against the previous call's at the same place in its
+            # order (the i-th when both have as many pieces)
+            lane = (np.arange(len(starts)) * len(previous)) // len(starts)
+            in_order += int((starts >= previous[lane]).sum())
         previous = starts
     return in_order, total
 

@@ -128,7 +128,7 @@ from dlio_mpi_analysis.fitting.fit_checkpoints import (checkpoint_files, checkpo
                                                        fit_checkpoints, read_back)
 from dlio_mpi_analysis.fitting.fit_evaluation import schedule
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
-                           _data_interfaces, _data_trace, _direct, _early_share, _file_table,
+                           FORWARD_SHARE, _data_interfaces, _data_trace, _direct, _early_share, _file_table,
                            _interface, _min_rank_coverage,
                            _own_shares, _read_shift, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first)
@@ -146,6 +146,7 @@ INDEX_SHARE = 0.01
 OPEN_PER_READ = 0.9
 # a job that read less than this share of its data files' bytes read a part of them, once
 PARTIAL_SHARE = 0.75
+SAMPLE_SLACK = 0.02   # how far from a whole number of samples a collective call may move
 
 
 @dataclass
@@ -310,6 +311,38 @@ def _subfolders(names):
     folders = {os.path.dirname(n) for n in names}
     parents = {os.path.dirname(f) for f in folders}
     return len(folders) if len(folders) > 1 and len(parents) == 1 else 0
+
+
+def _collective_calls(job, data):
+    """The data files' collective read calls in the DXT_MPIIO trace (each rank's own, timed;
+    Darshan records no offset for them: -1), or None without them."""
+    frame = (job.dxt_segments or {}).get("DXT_MPIIO")
+    if frame is None:
+        return None
+    calls = frame[(frame["op"] == "read") & frame["id"].isin(list(data.index))
+                  & (frame["offset"] < 0)]
+    return None if calls.empty else calls
+
+
+def _collective_batch(job, data, record):
+    """Samples (of ``record`` bytes) each collective read call of the data files moved a rank,
+    when every read was collective, the calls moved several samples each (within
+    SAMPLE_SLACK of a whole number, two or more) and the job set a file view for each call (a
+    batch's scattered samples described to MPI-IO); else None."""
+    mpiio = job.records.get("MPI-IO")
+    if mpiio is None or mpiio.empty or record <= 0:
+        return None
+    mine = mpiio[mpiio["id"].isin(list(data.index))]
+    total = (lambda c: int(mine[c].clip(lower=0).sum()) if c in mine else 0)
+    calls, views = total("MPIIO_COLL_READS"), total("MPIIO_VIEWS")
+    if not calls or total("MPIIO_INDEP_READS") or views < calls:
+        return None
+    # a record reduced over the ranks sums their calls: a rank's call is its share
+    per_call = total("MPIIO_BYTES_READ") / calls / record
+    k = int(round(per_call))
+    if k < 2 or abs(per_call - k) > SAMPLE_SLACK * k:
+        return None
+    return k
 
 
 def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fitted",
@@ -540,9 +573,40 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # opening, its object header) are no step's samples, and their few bytes cut a
             # compute pause in two
             steps = trace[trace["length"] == transfer]
+        calls = _collective_calls(job, data) \
+            if interface in ("mpiio_coll", "hdf5_coll") else None
+        if calls is not None:
+            # under collective calls the POSIX reads are the aggregators', a piece of every
+            # rank's request in each call: a rank's own steps are its collective calls
+            steps, starts = calls, None
+            evidence["timeline_from"] = "DXT_MPIIO"
         compute, batch, threads, timing = _timeline(steps if len(steps) else trace, record,
                                                     starts)
         evidence["timeline"] = timing
+        per_call = _collective_batch(job, data, record) if interface == "mpiio_coll" \
+            else None
+        if per_call is not None:
+            # each collective call read a batch's scattered samples through a file view
+            evidence["collective_call_samples"] = per_call
+            transfer_size, batch = 0, max(batch, per_call)
+            notes.append(f"each collective read call moved {per_call} samples of {record} "
+                         "bytes a rank, a file view set for each call: a batch's samples in "
+                         "one collective call (reader.transfer_size 0), batch at least "
+                         f"{per_call}")
+        rows = evidence.get("h5d_scattered_rows")
+        if rows is not None:
+            # an H5Dread's union is a batch's rows of a file, read in the file's order
+            # within it: the batch at least that many rows, the order that of the unions
+            per_batch = max(1, evidence["h5d_bytes_per_read"] // rows["row"])
+            batch = max(batch, per_batch)
+            forward = fit_patterns.batch_forward_share(trace, per_batch)
+            evidence["batch_forward_share"] = forward
+            if forward is not None:
+                shuffle = "off" if forward >= FORWARD_SHARE else "seed"
+                notes.append(f"{forward:.0%} of a rank's H5Dread unions begin past the one "
+                             f"before (their rows in the file's order within each): "
+                             f"reader.sample_shuffle {shuffle}, batch at least {per_batch} "
+                             "rows")
         if compute > 0:
             notes.append(f"a log records no batches: reader.batch_size {batch} is the samples "
                          f"read between two compute pauses (median), train.computation_time "

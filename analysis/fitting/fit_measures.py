@@ -129,9 +129,9 @@ def _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs=1
 
 def _read_shift(job, ids, nprocs, notes, evidence):
     """reader.rank_shift of a job that wrote its data files and read them back: the shift k,
-    when at least SHIFT_SHARE of the bytes a rank read back were written by rank (r - k) mod n
-    (IOR's -C and -Z read another rank's data, so that the page cache of the writer does not
-    serve it), else 0. From the DXT_POSIX trace (each read's bytes matched with the writes of
+    when at least SHIFT_SHARE of the bytes a rank r read back were written by rank (r + k) mod
+    n, the share the emulator's rank r reads (IOR's -C and -Z read another rank's data, so that
+    the page cache of the writer does not serve it), else 0. From the DXT_POSIX trace (each read's bytes matched with the writes of
     the same file that covered them), else from the POSIX records of files each written by one
     rank and read by one (a file per process); 0 without either."""
     if nprocs < 2:
@@ -152,7 +152,7 @@ def _read_shift(job, ids, nprocs, notes, evidence):
             inside = (k >= 0) & (r["offset"].to_numpy() < ends[np.clip(k, 0, None)])
             for reader, who, n in zip(r["rank"].to_numpy()[inside], writer[k[inside]],
                                       r["length"].to_numpy()[inside]):
-                shift = int(reader - who) % nprocs
+                shift = int(who - reader) % nprocs
                 shifts[shift] = shifts.get(shift, 0) + int(n)
     else:
         posix = job.records.get("POSIX")
@@ -163,7 +163,7 @@ def _read_shift(job, ids, nprocs, notes, evidence):
             wrote = recs[recs["POSIX_BYTES_WRITTEN"] > 0]
             read = recs[recs["POSIX_BYTES_READ"] > 0]
             if len(wrote) == 1 and len(read) == 1:
-                shift = int(read["rank"].iloc[0] - wrote["rank"].iloc[0]) % nprocs
+                shift = int(wrote["rank"].iloc[0] - read["rank"].iloc[0]) % nprocs
                 shifts[shift] = shifts.get(shift, 0) + int(read["POSIX_BYTES_READ"].iloc[0])
     total = sum(shifts.values())
     if not total:
@@ -171,7 +171,7 @@ def _read_shift(job, ids, nprocs, notes, evidence):
     shift = max(shifts, key=shifts.get)
     evidence["read_shift"] = {str(k): v for k, v in sorted(shifts.items())}
     if shift and shifts[shift] >= SHIFT_SHARE * total:
-        notes.append(f"each rank read back the data rank (r - {shift}) mod {nprocs} wrote "
+        notes.append(f"each rank read back the data rank (r + {shift}) mod {nprocs} wrote "
                      f"({shifts[shift] / total:.0%} of the bytes read back; IOR's -C or -Z): "
                      f"reader.rank_shift {shift}")
         return shift

@@ -16,7 +16,9 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
   files at once, the ends of the files' first passes, C files to a turn (a reader that opens
   its next files ahead reads their first block early, out of the turns' order).
 - HDF5 samples (``h5d_bytes_per_read``): the bytes of one H5Dread (H5D_BYTES_READ / H5D_READS
-  over the data files' datasets); the file format from the superblock read (``hdf5_libver``);
+  over the data files' datasets), or a row when the H5Dread calls select scattered rows of a
+  contiguous dataset (``h5d_scattered_share``: a batch's rows in one union, each row read on
+  its own beneath); the file format from the superblock read (``hdf5_libver``);
   a chunked dataset from reads of one size other than a sample's (``hdf5_chunk``).
 - A stream that loads a file whole for each of its samples (``pass_runs``): a rank's passes
   over its files come in runs of one file, the file read whole again as soon as it was read
@@ -762,6 +764,20 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             evidence["h5d_bytes_per_read"] = per_read
             chunk = hdf5_chunk(trace, per_read)
             recorded = h5d_chunk_bytes(job, set(names.values()))
+            scattered = h5d_scattered_share(job, set(names.values()))
+            if recorded is None and chunk is not None and chunk < per_read \
+                    and scattered >= STREAM_SHARE:
+                # each H5Dread selected scattered rows of a contiguous dataset (a batch's
+                # rows by index, h5py's dset[[i, j, ...]]): libhdf5 read each row on its own,
+                # and a row is the sample; the H5Dread is a batch's union of rows
+                evidence["h5d_scattered_rows"] = {"row": chunk, "share": scattered}
+                notes.append(f"{scattered:.0%} of the H5Dread calls selected scattered rows "
+                             f"(an irregular hyperslab), each read by libhdf5 on its own in "
+                             f"{chunk}-byte pieces: a sample is a row of {chunk} bytes and an "
+                             f"H5Dread of {per_read} bytes a batch's rows in one union "
+                             "(reader.hdf5_reads batch)")
+                return (chunk, _rows(job, set(names.values()), chunk, file_size), 0, {},
+                        None, ascending)
             if recorded is not None and recorded < per_read \
                     and _wrote_data(job, set(names)):
                 # the job wrote its rows in chunks smaller than a row (IOR's HDF5 datasets,
@@ -863,6 +879,37 @@ def _opens(job, data):
         return 0
     rows = posix[posix["id"].isin(list(data.index))]
     return int(rows["POSIX_OPENS"].clip(lower=0).sum())
+
+
+def h5d_scattered_share(job, data_names):
+    """The share of the data datasets' H5Dread calls whose selection was scattered: an
+    irregular hyperslab (a union of separate blocks, as h5py's dset[[i, j, ...]] makes) or a
+    point selection; 0 without H5D records."""
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty or "H5D_IRREGULAR_HYPERSLAB_SELECTS" not in h5d:
+        return 0.0
+    names = [job.names.get(int(i), "") for i in h5d["id"]]
+    mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
+    reads = int(mine["H5D_READS"].clip(lower=0).sum())
+    scattered = int(mine["H5D_IRREGULAR_HYPERSLAB_SELECTS"].clip(lower=0).sum())
+    if "H5D_POINT_SELECTS" in mine:
+        scattered += int(mine["H5D_POINT_SELECTS"].clip(lower=0).sum())
+    return min(1.0, scattered / reads) if reads else 0.0
+
+
+def batch_forward_share(trace, per_batch):
+    """The share of a rank's batches (its reads in time order, per_batch at a time: a union's
+    rows, read in the file's order within it) that begin past where the batch before began,
+    over the ranks: about a half for batches drawn at random, 1 in order."""
+    forward, pairs = 0, 0
+    for _, reads in trace.groupby("rank", sort=False):
+        off = reads.sort_values("start", kind="stable")["offset"].to_numpy()
+        firsts = np.array([off[a:a + per_batch].min()
+                           for a in range(0, len(off) - per_batch + 1, per_batch)])
+        if len(firsts) > 1:
+            forward += int((np.diff(firsts) > 0).sum())
+            pairs += len(firsts) - 1
+    return forward / pairs if pairs else None
 
 
 def _h5d_reads(job, data_names):

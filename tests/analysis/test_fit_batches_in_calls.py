@@ -1,0 +1,85 @@
+"""A batch read in one call, and reads of one size that run on across the steps (real logs,
+Darshan 3.5.0 with DXT, truth in truth.json): a batch's scattered samples in one collective
+MPI-IO call through a file view (mpiio_coll_view_batches), a batch's scattered rows of an HDF5
+dataset in one H5Dread, independent and collective (h5py_mpio_scattered_rows,
+h5py_mpio_coll_scattered_rows), a file's samples read in order a pread each, four to a step
+(c_pread_batches_in_order), and IOR's -C on four ranks (ior_fpp_reorder_4r: the shift's
+direction, which two ranks cannot show)."""
+import pytest
+
+import dlio_mpi_analysis as analysis
+
+from fitted_runs import TRUTH, log, replay_like, run_changed
+
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
+
+def _shape(name):
+    f = analysis.fit(log(name))
+    w = f.workload
+    ds, rd = w["dataset"], w["reader"]
+    t = TRUTH[name]
+    assert f.ranks == t["ranks"]
+    assert (ds["num_files_train"], ds["num_samples_per_file"], ds["record_length"]) \
+        == (t["num_files"], t["samples_per_file"], t["sample_bytes"])
+    assert (rd["batch_size"], rd["read_threads"]) == (t["batch_size"], t["read_threads"])
+    assert w["train"]["epochs"] == t["epochs"]
+    return f, w
+
+
+def test_a_batch_of_scattered_samples_in_one_collective_call():
+    """Each rank's batch of 8 shuffled samples in one MPI_File_read_all through a view: the
+    MPI-IO counters give 8 samples a call a rank, and the steps are the ranks' own calls
+    (DXT_MPIIO), not the aggregator's reads of every rank's samples (fitted before as one
+    collective call a sample, batch 32: 1536 calls for 192, 0.46)."""
+    f, w = _shape("mpiio_coll_view_batches")
+    assert (w["io"]["interface"], w["reader"]["transfer_size"]) == ("mpiio_coll", 0)
+    assert w["reader"]["sample_shuffle"] == "seed"
+    assert f.evidence["collective_call_samples"] == 8
+    assert w["train"]["computation_time"] == pytest.approx(0.01, rel=0.1)
+
+
+@pytest.mark.parametrize("name", ["h5py_mpio_scattered_rows", "h5py_mpio_coll_scattered_rows"])
+def test_a_batch_of_scattered_rows_in_one_h5dread(name):
+    """dset[sorted(idx)] of 16 shuffled rows: H5D_IRREGULAR_HYPERSLAB_SELECTS on every
+    H5Dread of a contiguous dataset, each row read on its own beneath: a row is the sample and
+    the H5Dread a batch's union (fitted before as 64 samples of 256 KiB of a chunked dataset,
+    read in order)."""
+    f, w = _shape(name)
+    ds, rd = w["dataset"], w["reader"]
+    assert "enable_chunking" not in ds and "chunk_size" not in ds
+    assert rd.get("hdf5_reads", "batch") == "batch" and rd["sample_shuffle"] == "seed"
+    assert f.evidence["h5d_scattered_rows"]["row"] == TRUTH[name]["sample_bytes"]
+    assert w["io"]["interface"] == ("hdf5_coll" if "coll" in name else "hdf5")
+
+
+def test_a_files_samples_read_in_order_a_read_each():
+    """A pread a sample, 4 to a step with 5 ms between: a file read whole across 16 pauses
+    is its 64 samples, not one whole-file load (fitted before as 8 samples of 8 MiB, a pause
+    a file)."""
+    f, w = _shape("c_pread_batches_in_order")
+    assert "whole_file_loads" not in f.evidence
+    assert w["train"]["computation_time"] == pytest.approx(0.005, rel=0.1)
+
+
+def test_ior_reorder_shift_is_the_rank_read():
+    """IOR -C on 4 ranks: rank r reads back the file rank r + 1 wrote; the emulator's rank r
+    reads the share of rank (r + rank_shift) mod 4: 1 (3 before, rank r - 1's)."""
+    f = analysis.fit(log("ior_fpp_reorder_4r"))
+    assert f.workload["reader"]["rank_shift"] == 1
+    assert f.evidence["read_shift"] == {"1": TRUTH["ior_fpp_reorder_4r"]["bytes_read_total"]}
+
+
+@pytest.mark.parametrize("name", ["mpiio_coll_view_batches", "h5py_mpio_scattered_rows"])
+def test_replay_looks_like_the_real_program(tmp_path, name):
+    replay_like(name, tmp_path)
+
+
+def test_a_collective_call_a_sample_scores_low(tmp_path):
+    """The batch's samples in a collective call each (the fit before): 8 times the calls of an
+    eighth of the size (the same bytes, files and order: read calls, their mean size and
+    histogram cost it)."""
+    def change(w):
+        w["reader"]["transfer_size"] = w["dataset"]["record_length"]
+    wrong = run_changed("mpiio_coll_view_batches", tmp_path, change)
+    assert wrong.score < 0.75, wrong.table
