@@ -21,8 +21,11 @@ with, for the first job's value a and job j's value b:
   keeping too, several times the system call's own time. Shares of 0.05 and 0.10 give 0.74,
   of 0.2 and 0.4 0.71.
 - "fraction" metrics (values in [0, 1]): s = 1 - |a - b|.
-- "order" (the read and write orders, shares in [0, 1]): s = 1 - max(0, |a - b| - ORDER_NOISE):
-  two draws of the same random order differ by a few points, which is no difference.
+- "order" (the read and write orders, shares in [0, 1]): s = 1 - max(0, |a - b| - ORDER_NOISE)
+  / ORDER_SPAN: two draws of the same random order differ by a few points, which is no
+  difference; a random order moves about half of the reads forward and an order none goes
+  back all of them, so the difference is counted over that span (in order against random:
+  about 0.1).
 - "file_share" (the share of the data files several ranks opened): s = 1 - max(0, |a - b| -
   2 sqrt(a (1 - a) / n)), n the first job's data files: where ranks take files at random
   (a shuffle over epochs), which files end up shared is a draw, whose share varies by that
@@ -187,6 +190,7 @@ READ_SHAPE = ("mean_read_size", "read_size_histogram", "sequential_read_fraction
 # the difference of two orders' shares taken as none: a random order's share over a few hundred
 # calls varies by a few points (a binomial's standard deviation, 0.031 for 256 calls)
 ORDER_NOISE = 0.05
+ORDER_SPAN = 0.5        # between a random order's share (about a half) and in order (1)
 # added to both shares of run time before their ratio (module docstring)
 SHARE_FLOOR = 0.01
 
@@ -408,7 +412,7 @@ def similarity(kind, a, b, files=None):
     if kind == "fraction":
         return 1.0 - min(1.0, abs(a - b))
     if kind == "order":
-        return 1.0 - min(1.0, max(0.0, abs(a - b) - ORDER_NOISE))
+        return 1.0 - min(1.0, max(0.0, abs(a - b) - ORDER_NOISE) / ORDER_SPAN)
     if kind == "file_share":
         noise = 2 * math.sqrt(a * (1 - a) / files) if files else 0.0
         return 1.0 - min(1.0, max(0.0, abs(a - b) - noise))

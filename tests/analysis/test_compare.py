@@ -33,9 +33,11 @@ def test_per_metric_similarities():
     assert similarity("ratio", 1, 10) == 0.0 and similarity("ratio", 1, 1000) == 0.0
     assert similarity("ratio", 0, 0) == 1.0 and similarity("ratio", 0, 5) == 0.0
     assert similarity("fraction", 0.25, 0.75) == 0.5
-    # two draws of a random order differ by a few points: no difference; beyond, as fraction
+    # two draws of a random order differ by a few points: no difference; beyond, over the
+    # span from a random order (a half) to in order (1)
     assert similarity("order", 0.49, 0.53) == 1.0
-    assert similarity("order", 0.5, 1.0) == pytest.approx(0.55)
+    assert similarity("order", 0.5, 1.0) == pytest.approx(0.1)
+    assert similarity("order", 0.9, 1.0) == pytest.approx(0.9)
     # which of 64 files shuffled ranks share is a draw: 0.625 against 0.53 is no difference;
     # none shared against all has no spread
     assert similarity("file_share", 0.625, 0.53125, 64) == 1.0
