@@ -19,7 +19,8 @@ from dlio_mpi_analysis.characterization.counters import SPECS, counter_sum
 from dlio_mpi_analysis.characterization.data_io import DataFigures, data_figures, role_totals
 from dlio_mpi_analysis.characterization.dxt_metrics import dxt_metrics
 from dlio_mpi_analysis.errors import InvalidCounterWarning
-from dlio_mpi_analysis.characterization.file_roles import DATA_IO, file_roles, keep_roles
+from dlio_mpi_analysis.characterization.file_roles import (DATA_IO, file_roles, keep_roles,
+                                                            program_files)
 from dlio_mpi_analysis.characterization.files import file_format, is_tool_file
 from dlio_mpi_analysis.characterization.job_summary import JobInfo, job_info, module_summaries, mount_use, mpiio_hints
 from dlio_mpi_analysis.characterization.layers import parts_at
@@ -204,7 +205,7 @@ def characterize(source, *, dxt=False, overview=True):
                                 timeline=overview)
               for name, frame in (job.dxt_segments or {}).items()}
     basis, time_basis = parts_at(records, job.names, job.layers)
-    roles = file_roles(job.names, records)
+    roles = file_roles(job.names, records, program_files(job.exe))
     return Characterization(
         logs=list(job.paths),
         exe=job.exe,

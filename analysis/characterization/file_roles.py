@@ -17,14 +17,16 @@ use to tell a job's data I/O from the rest.
     * companions made beside a file the job opened: ompio's lock test
       ``<file>.locktest.<rank>``, ROMIO's shared file pointer ``<dir>/.<name>.shfp.<n>``.
       A companion needs its file among the job's files: the library made it for that file.
-- "other": code, libraries, configuration, logs and system files
+- "other": code (the program and script the job's command line names among them),
+  libraries, configuration, logs and system files
   (:func:`dlio_mpi_analysis.characterization.files.is_data_file`), files only written whose names say they are a
-  report (``.txt``, ``.out``, ...), and Python's probe of a temporary directory: the first
+  report (``.txt``, ``.out``, ...), multiprocessing's temporary directory of a process
+  (``<tmp>/pymp-XXXXXXXX``), and Python's probe of a temporary directory: the first
   ``tempfile`` call of a process (TensorFlow's import makes one) creates a file of 8 random
   characters in each candidate directory, writes 4 bytes to it and removes it, to see that it
   can; no model state.
 
-``file_roles(names, records)`` gives every record id of the job its role (an H5D record, named
+``file_roles(names, records, programs)`` gives every record id of the job its role (an H5D record, named
 ``file:/dataset``, takes its file's role). ``DATA_IO`` are the roles whose I/O is the job's
 data I/O, the one that a characterization's data figures, a comparison and a fit count.
 """
@@ -57,6 +59,9 @@ REPORT_EXTENSIONS = frozenset({".txt", ".out", ".err", ".md", ".html"})
 # Python's tempfile probe (module docstring): its random name, and the bytes it writes
 TEMPFILE_PROBE = re.compile(r"^[a-z0-9_]{8}$")
 TEMPFILE_PROBE_BYTES = 4
+# the temporary directory Python's multiprocessing makes for a process (tempfile.mkdtemp with
+# prefix "pymp-"; a data loader's workers each open theirs) and what lies in it
+MULTIPROCESSING_DIRECTORY = re.compile(r"/pymp-[A-Za-z0-9_]+(/|$)")
 # the temporary name a writer gives a file until it renames it (the name without it tells
 # what the file is)
 TEMPORARY = re.compile(r"\.(part|tmp)(\.\d+)?$")
@@ -109,6 +114,8 @@ def role_of(name, job_files, read, written):
         return "stream"
     if mpi_library_file(name, job_files):
         return "mpi"
+    if MULTIPROCESSING_DIRECTORY.search(name or ""):
+        return "other"
     written_only = written > 0 and read == 0
     # a file written under a temporary name is what its final name says
     final = TEMPORARY.sub("", name or "") if written_only else name
@@ -121,9 +128,30 @@ def role_of(name, job_files, read, written):
     return "data"
 
 
-def file_roles(names, records):
+def program_files(exe):
+    """The files a command line names as its program: its first word, and for a Python
+    interpreter the script it runs (its first word that is no option; none with -c or -m).
+    Darshan in non-MPI mode starts with the process and sees the interpreter read its script
+    (an entry point such as ``bin/dlio_benchmark``): code, not data."""
+    words = (exe or "").split()
+    if not words:
+        return set()
+    found = {words[0]}
+    if os.path.basename(words[0]).startswith("python"):
+        k = 1
+        while k < len(words) and words[k].startswith("-"):
+            if words[k] in ("-c", "-m"):
+                return found
+            k += 2 if words[k] in ("-W", "-X", "-Q") else 1
+        if k < len(words):
+            found.add(words[k])
+    return found
+
+
+def file_roles(names, records, programs=()):
     """Record id -> role for every record of ``records`` (module -> loader Table) and every
-    named id (module docstring)."""
+    named id (module docstring); the files of ``programs`` (program_files of the job's command
+    lines) are code ("other")."""
     moved = moved_bytes(names, records)
     file_names = {dataset_file(n) for n in names.values()} | set(moved)
     ids = {int(i) for frame in records.values() if "id" in frame for i in frame["id"].tolist()}
@@ -136,7 +164,8 @@ def file_roles(names, records):
         base = dataset_file(name)
         if base not in by_name:
             read, written = moved.get(base, (0, 0))
-            by_name[base] = role_of(base, file_names, read, written)
+            by_name[base] = "other" if base in programs \
+                else role_of(base, file_names, read, written)
         roles[i] = by_name[base]
     return roles
 

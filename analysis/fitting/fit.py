@@ -503,7 +503,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         interface = "posix"     # numpy's own mix: header through POSIX, array through STDIO
     if interface == "posix" and _direct(job, data, notes, evidence):
         interface = "posix_direct"
-    if pattern is None and trace is not None and read_type == "on_demand" and transfer_size \
+    if (pattern is None or pattern[0] is None) and trace is not None \
+            and read_type == "on_demand" and transfer_size \
             and spread is None and not traits(fmt).rows and interface in ("posix", "stdio") \
             and fit_patterns._opens(job, data) >= OPEN_PER_READ * len(trace):
         # every read in an open of its own: a loader that opens a sample's file, reads the

@@ -13,7 +13,7 @@ from dlio_mpi.display import units
 
 from dlio_mpi_analysis.characterization.counters import SPECS
 from dlio_mpi_analysis.characterization.dxt_metrics import EARLY_PERIOD
-from dlio_mpi_analysis.characterization.file_roles import file_roles
+from dlio_mpi_analysis.characterization.file_roles import file_roles, program_files
 from dlio_mpi_analysis.characterization.files import file_format
 from dlio_mpi_analysis.fitting.fit_patterns import framing, traits
 from dlio_mpi_analysis.characterization.layers import dataset_file
@@ -275,7 +275,7 @@ def _file_table(job, roles=None):
     POSIX, STDIO and MPI-IO that read bytes of a data file (numpy.fromfile leaves POSIX
     records of its opens and seeks, its reads in STDIO's), else the first with records."""
     if roles is None:
-        roles = file_roles(job.names, job.records)
+        roles = file_roles(job.names, job.records, program_files(job.exe))
     present = [m for m in ("POSIX", "STDIO", "MPI-IO")
                if m in job.records and not job.records[m].empty]
 

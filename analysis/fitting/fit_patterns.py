@@ -65,6 +65,7 @@ def whole_fields(fmt, record):
     return max(unit, record - record % unit) if unit > 1 else record
 STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
 WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
+SPREAD_SHARE = 0.1  # relative spread of the files' arrays above which they vary in size
 SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
 SEED_CLOSE = 0.005  # relative difference of the totals at which the search stops
 PIL_BLOCK = 65536   # the block a PIL decoder asks its file for (ImageFile's MAXBLOCK)
@@ -406,7 +407,8 @@ def hdf5_chunk(trace, per_read):
 def h5d_chunk_bytes(job, data_names):
     """The bytes of a chunk of the data files' datasets from Darshan's H5D record (the chunk's
     dimensions, H5D_CHUNK_SIZE_D1..D5, times H5D_DATATYPE_SIZE), the largest over them; None
-    without H5D records or for contiguous datasets (no chunk dimension)."""
+    without H5D records that give chunk dimensions, 0 when they say the datasets are
+    contiguous (every chunk dimension 0)."""
     h5d = job.records.get("H5D")
     dims = [f"H5D_CHUNK_SIZE_D{k}" for k in range(1, 6)]
     if h5d is None or h5d.empty or not all(d in h5d for d in dims + ["H5D_DATATYPE_SIZE"]):
@@ -418,7 +420,7 @@ def h5d_chunk_bytes(job, data_names):
         sizes = [int(row[d]) for d in dims if int(row[d]) > 0]
         if sizes:
             best = max(best, int(np.prod(sizes)) * max(1, int(row["H5D_DATATYPE_SIZE"])))
-    return best or None
+    return best if len(mine) else None
 
 
 def _wrote_data(job, ids):
@@ -612,6 +614,21 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 else:
                     spf, epochs = 1, max(1, int(round(count / files)))
                     record = _npz_member_bytes(file_size)
+                    members = np.array([_npz_member_bytes(v) for v in
+                                        data["size"].to_numpy().tolist()], np.float64)
+                    mean, spread = float(members.mean()), float(members.std())
+                    if spread > SPREAD_SHARE * mean:
+                        # files of arrays of their own sizes (the DLIO benchmark's
+                        # record_length_bytes_stdev): their mean and spread
+                        record, stdev = int(round(mean)), int(round(spread))
+                        evidence["record_length_stdev"] = stdev
+                        seed, off = size_seed(len(members), 1, float(members.sum()), spread,
+                                              mean, stdev)
+                        evidence["size_seed"] = {"seed": seed, "total_difference": off}
+                        notes.append(f"the files' arrays differ in size: dataset.record_length "
+                                     f"{record} their mean, record_length_stdev {stdev} "
+                                     f"their spread; train.seed {seed} draws sizes that total "
+                                     f"the arrays' bytes within {off:.1%}")
                 return record, spf, 0, extra, epochs, ascending
             else:
                 spf = max(1, int(round(file_size / per_load)))
@@ -625,6 +642,19 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             count, buffer, array = loads
             evidence["npy_loads"] = {"loads": count, "buffer_size": buffer,
                                      "array_bytes": array}
+            heads = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
+            run = start_runs(trace, heads)
+            evidence["loads_in_a_row"] = run
+            if run > 1:
+                # each of a file's samples loads all of it, one after another (the DLIO
+                # benchmark's NPY reader: np.load of the file for every sample it takes)
+                notes.append(f"numpy.load of .npy files: the header through a buffered file, "
+                             f"the array through C stdio; each file was loaded whole {run} "
+                             f"times in a row before its rank loaded another: {run} samples "
+                             "a file, each loading the whole array")
+                return (max(1, array // run), run, 0,
+                        {"access": "numpy", "buffer_size": buffer},
+                        max(1, int(round(count / (files * run)))), ascending)
             notes.append("numpy.load of .npy files: the header through a buffered file, the "
                          "array through C stdio; a load reads the whole array, so the samples "
                          "in it cannot be told apart: one sample per file")
@@ -765,7 +795,7 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             chunk = hdf5_chunk(trace, per_read)
             recorded = h5d_chunk_bytes(job, set(names.values()))
             scattered = h5d_scattered_share(job, set(names.values()))
-            if recorded is None and chunk is not None and chunk < per_read \
+            if not recorded and chunk is not None and chunk < per_read \
                     and scattered >= STREAM_SHARE:
                 # each H5Dread selected scattered rows of a contiguous dataset (a batch's
                 # rows by index, h5py's dset[[i, j, ...]]): libhdf5 read each row on its own,
@@ -778,15 +808,14 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              "(reader.hdf5_reads batch)")
                 return (chunk, _rows(job, set(names.values()), chunk, file_size), 0, {},
                         None, ascending)
-            if recorded is not None and recorded < per_read \
-                    and _wrote_data(job, set(names)):
+            if recorded and recorded < per_read and _wrote_data(job, set(names)):
                 # the job wrote its rows in chunks smaller than a row (IOR's HDF5 datasets,
                 # chunked by transfer): the emulator writes whole rows a chunk
                 notes.append(f"Darshan's H5D record gives chunks of {recorded} bytes, less "
                              f"than a row ({per_read} bytes) of files the job wrote: fitted "
                              "contiguous")
                 recorded = None
-            if recorded is not None and recorded != per_read:
+            if recorded and recorded != per_read:
                 evidence["hdf5_chunk"] = recorded
                 notes.append(f"Darshan's H5D record gives the datasets' chunks: "
                              f"{recorded} bytes (dataset.chunk_size={recorded})")
@@ -795,7 +824,9 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                     notes.append("the chunks were read in sizes of their own, not "
                                  f"{recorded} bytes: stored through a filter; Darshan does "
                                  "not record which, gzip is taken (dataset.compression gzip)")
-            elif chunk is not None:
+            elif chunk is not None and recorded is None:
+                # (a dataset Darshan records as contiguous is read in libhdf5's sieve
+                # buffer's fills, not in chunks)
                 evidence["hdf5_chunk"] = chunk
                 notes.append(f"libhdf5 read the samples in {chunk}-byte pieces: a chunked "
                              f"dataset (dataset.chunk_size={chunk}; the chunk's shape cannot "
@@ -835,6 +866,21 @@ def load_starts(reads, sizes):
     """True for the reads (a DXT frame) that are a numpy.load's zip end-record read."""
     size = reads["id"].map(sizes).to_numpy()
     return (reads["length"].to_numpy() == EOCD) & (reads["offset"].to_numpy() + EOCD == size)
+
+
+def start_runs(trace, starts):
+    """The median number of loads of one file in a row by a rank (a load begins at a read
+    starts(reads) marks, in time order), over the ranks that loaded two files or more (with
+    one file a run cannot be told from epochs); 1 without such ranks."""
+    runs = []
+    for _, reads in trace.groupby("rank", sort=False):
+        reads = reads.sort_values("start", kind="stable")
+        ids = reads["id"].to_numpy()[starts(reads)]
+        if len(set(ids.tolist())) < 2:
+            continue
+        cut = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        runs += np.diff(np.concatenate([[0], cut, [len(ids)]])).tolist()
+    return int(round(float(np.median(runs)))) if runs else 1
 
 
 def load_runs(trace, sizes):

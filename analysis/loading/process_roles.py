@@ -34,9 +34,8 @@ import os
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
-from dlio_mpi_analysis.characterization.file_roles import STREAM_NAMES
+from dlio_mpi_analysis.characterization.file_roles import (is_stream, moved_bytes,
+                                                           mpi_library_file)
 
 MAIN, FORKED, SPAWNED, TRACKER, HELPER = (
     "main", "forked worker", "spawned worker", "resource tracker", "helper")
@@ -88,13 +87,16 @@ def fork_parents(logs):
 
 
 def _has_io(log):
-    """Whether the process moved bytes to or from a file other than its standard streams (a
-    command a program runs, such as the ``uname -p`` Python's platform module starts, writes
-    its answer to its stdout, a pipe: no I/O of the job)."""
+    """Whether the process moved bytes to or from a file other than its standard streams and
+    the MPI library's own files (a command a program runs, such as the ``uname -p`` Python's
+    platform module starts, writes its answer to its stdout, a pipe: no I/O of the job; Open
+    MPI's ``orted``, which MPI_Init starts beside a process run without mpiexec, makes its
+    session files and opens the hardware's files without reading them)."""
     names = getattr(log, "names", None) or {}
-    frames = list(log.records.values()) + list(log.dxt_segments.values())
-    return any(names.get(int(i), "") not in STREAM_NAMES
-               for f in frames if not f.empty and "id" in f for i in np.unique(f["id"]))
+    moved = moved_bytes(names, log.records)
+    files = set(moved)
+    return any(sum(rw) > 0 and not is_stream(name) and not mpi_library_file(name, files)
+               for name, rw in moved.items())
 
 
 def _interpreter(exe):

@@ -1,0 +1,79 @@
+"""The DLIO benchmark's loaders in shapes the other fixtures do not have, and a PyTorch
+DataLoader's forked workers over h5py (real logs, Darshan 3.5.0 with DXT, truth in
+truth.json): the benchmark run without mpiexec (an Open MPI singleton: MPI_Init starts orted,
+and Darshan sees Python read the entry script), NPY files of 4 samples each loaded whole for
+every sample, NPZ files of arrays of their own sizes, indexed binary files whose samples are
+each read in an open of their own, and libhdf5's sieve buffer over a contiguous dataset."""
+import pytest
+
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.characterization.characterize import characterize
+
+from fitted_runs import TRUTH, log, replay_like
+
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
+
+def _shape(name):
+    f = analysis.fit(log(name))
+    w = f.workload
+    ds, rd = w["dataset"], w["reader"]
+    t = TRUTH[name]
+    assert f.ranks == t["ranks"]
+    assert (ds["num_files_train"], ds["num_samples_per_file"]) \
+        == (t["num_files"], t["samples_per_file"])
+    assert (rd["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
+    return f, w
+
+
+def test_a_singleton_run_is_one_rank_with_its_workers():
+    """orted (its session files and an unread hardware walk, no data byte) is a helper, not a
+    second rank, and the entry script Python read is code (fitted before as 2 ranks, with the
+    script a data file: 0.46)."""
+    f, w = _shape("dlio_npz_workers_singleton")
+    assert w["reader"]["read_threads"] == TRUTH["dlio_npz_workers_singleton"]["read_threads"]
+    c = characterize(log("dlio_npz_workers_singleton"))
+    assert c.process_roles == {"main": 1, "forked worker": 2, "helper": 2}
+    script = [i for i, n in c.names.items() if n.endswith("/bin/dlio_benchmark")]
+    assert script and all(c.roles[i] == "other" for i in script)
+
+
+def test_npy_files_loaded_whole_for_each_sample():
+    """np.load of the file for every sample, 4 in a row: 4 samples of a quarter of the array
+    (fitted before as 1 sample a file, 8 epochs for 2)."""
+    f, w = _shape("dlio_npy_samples_per_file")
+    assert w["dataset"]["record_length"] == TRUTH["dlio_npy_samples_per_file"]["sample_bytes"]
+    assert f.evidence["loads_in_a_row"] == 4
+
+
+def test_npz_files_of_their_own_sizes():
+    """record_length_bytes_stdev: the arrays' mean and spread (fitted before as the median
+    file's, bytes -3 %)."""
+    f, w = _shape("dlio_unet3d_sizes")
+    sizes = TRUTH["dlio_unet3d_sizes"]["sample_bytes"]
+    assert w["dataset"]["record_length"] == pytest.approx(sizes["mean_x_array_bytes"], rel=0.01)
+    assert w["dataset"]["record_length_stdev"] == pytest.approx(sizes["stdev_x_array_bytes"],
+                                                                rel=0.01)
+
+
+def test_indexed_binary_samples_each_in_an_open():
+    """8 opens of a file, a 64 KiB read each, 30 ms apart: 8 samples, each file opened for its
+    sample (fitted before as one sample of the whole file)."""
+    f, w = _shape("dlio_dlrm")
+    assert w["dataset"]["record_length"] == TRUTH["dlio_dlrm"]["sample_bytes"]
+    assert w["reader"].get("reopen") is True and "whole_file_loads" not in f.evidence
+
+
+def test_a_contiguous_dataset_read_through_the_sieve_buffer():
+    """H5D_CHUNK_SIZE_D1..D5 = 0: the 64 KiB reads are libhdf5's sieve buffer, not chunks
+    (fitted before as 64 KiB chunks, batch 64 for 16)."""
+    f, w = _shape("torch_h5py_fork_workers")
+    assert "enable_chunking" not in w["dataset"] and "hdf5_chunk" not in f.evidence
+    assert w["reader"]["read_threads"] == 2
+    assert w["dataset"]["record_length"] == TRUTH["torch_h5py_fork_workers"]["sample_bytes"]
+
+
+@pytest.mark.parametrize("name", ["dlio_npz_workers_singleton", "dlio_npy_samples_per_file",
+                                  "dlio_unet3d_sizes", "dlio_dlrm"])
+def test_replay_looks_like_the_real_program(tmp_path, name):
+    replay_like(name, tmp_path)
