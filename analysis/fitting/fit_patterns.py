@@ -30,6 +30,8 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
 - Files read whole by Python's f.read() (``python_reads_whole``): the file in one read, then
   a read at its end that returns nothing.
+- Files loaded whole by pickle.load through Python's buffered file (``pickle_loads``): a
+  buffer fill at offset 0, the rest in whole buffers read straight in, a fill of the tail.
 - Samples read by seek and read through Python's buffered file (``buffered_samples``): reads
   of one size (the buffer) at multiples of a smaller record size, which divides the files.
 - A step's samples read in an order of the reader's own (``batch_order``): every step takes
@@ -270,6 +272,36 @@ def python_reads_whole(trace, sizes):
     if not pairs or matched < STREAM_SHARE * pairs:
         return None
     return loads
+
+
+def pickle_loads(trace, sizes):
+    """(loads, buffer size) when at least STREAM_SHARE of the (rank, file) pairs read their
+    file whole as pickle.load does through Python's buffered file (a buffer fill at offset 0,
+    the rest asked for at once: whole buffers read straight in, then a fill of the tail;
+    numpy_reads.pickle_reads), once per load; else None."""
+    from dlio_mpi.readers.numpy_reads import pickle_reads
+
+    pairs = loads = matched = 0
+    buffers = []
+    for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        reads = reads.sort_values("start", kind="stable")
+        size = sizes.get(int(fid))
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        if not size or len(off) < 2 or off[0] != 0 or ln[0] >= size:
+            continue
+        o, n = pickle_reads(size, int(ln[0]))
+        one = list(zip(o.tolist(), np.clip(np.minimum(o + n, size) - o, 0, None).tolist()))
+        seen = list(zip(off.tolist(), ln.tolist()))
+        if len(one) > 1 and len(seen) % len(one) == 0 \
+                and seen == one * (len(seen) // len(one)):
+            matched += 1
+            loads += len(seen) // len(one)
+            buffers.append(int(ln[0]))
+    if not pairs or matched < STREAM_SHARE * pairs:
+        return None
+    values, counts = np.unique(buffers, return_counts=True)
+    return loads, int(values[np.argmax(counts)])
 
 
 def buffered_samples(trace, sizes):
@@ -677,6 +709,27 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          f"file size, record_length_stdev {spread} their spread)")
             # a sample a file: the samples' order is the files'
             return (int(round(float(size.mean()))), 1, 0, {"access": "file"},
+                    max(1, int(round(loads / files))), ascending)
+    if t.opaque and t.decoder is None and not t.companions and layout == "multi":
+        found = pickle_loads(trace, sizes)
+        if found is not None:
+            loads, buffer = found
+            size = data["size"].to_numpy()
+            spread = int(round(float(size.std())))
+            evidence["pickle_loads"] = {"loads": loads, "buffer_size": buffer}
+            if spread:
+                evidence["record_length_stdev"] = spread
+                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
+                                      float(size.mean()), spread)
+                evidence["size_seed"] = {"seed": seed, "total_difference": off}
+            notes.append(f"each file loaded whole as pickle.load reads it through a buffered "
+                         f"file of {buffer} bytes (a fill at its start, the rest asked for at "
+                         "once: whole buffers read straight in, then a fill of the tail), "
+                         "opened for it: a sample a file (reader.access=pickle; "
+                         f"dataset.record_length the mean file size, record_length_stdev "
+                         f"{spread} their spread)")
+            return (int(round(float(size.mean()))), 1, 0,
+                    {"access": "pickle", "buffer_size": buffer},
                     max(1, int(round(loads / files))), ascending)
     if t.opaque and not t.companions and layout == "multi":
         decoder = t.decoder

@@ -108,10 +108,10 @@ def validate_access(cfg):
     if rd.parquet_open != "batch" and rd.access != "parquet":
         raise ConfigError(f"reader.parquet_open={rd.parquet_open} is how reader.access=parquet "
                           f"opens its files, not reader.access={rd.access}")
-    if rd.buffer_size and rd.access not in ("numpy", "image", "buffered"):
+    if rd.buffer_size and rd.access not in ("numpy", "image", "buffered", "pickle"):
         raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy, "
-                          "image or buffered; other patterns read in reader.transfer_size "
-                          "pieces")
+                          "image, buffered or pickle; other patterns read in "
+                          "reader.transfer_size pieces")
     if rd.reopen:
         if rd.access != "sample" or io.read_type != "on_demand":
             raise ConfigError("reader.reopen opens a file per sample read on demand: it needs "
@@ -210,7 +210,7 @@ def validate_access(cfg):
             raise ConfigError(f"{where}: the buffered file chooses the reads' sizes "
                               "(reader.buffer_size): reader.transfer_size=0, and there is no "
                               "shuffle buffer")
-    elif rd.access == "file":
+    elif rd.access in ("file", "pickle"):
         if not formats.traits(ds.format).byte_ranges or ds.num_samples_per_file != 1 \
                 or not backends.of(cfg).buffered:
             raise ConfigError(f"{where} reads a sample's file whole through Python's file: "

@@ -145,6 +145,8 @@ def pattern_largest_read(cfg, data):
         return max(blk, sample)
     if rd.access == "file":
         return whole + 1
+    if rd.access == "pickle":
+        return max(blk, whole)
     if data.traits.numpy_fromfile or ds.npz_layout == "stacked":
         return max(blk, whole)
     return _numpy_load(cfg, data)[0]

@@ -151,8 +151,13 @@ SCHEMA = {
                       "Dataset over binary shards; a sample shorter than the buffer fills it "
                       "from the sample's offset), or each sample a file read whole by "
                       "Python's f.read() (file: opened for it, the whole file asked for and "
-                      "one byte more, then a read at its end that returns nothing)",
-                      ("sample", "stream", "numpy", "image", "parquet", "buffered", "file")),
+                      "one byte more, then a read at its end that returns nothing), or each "
+                      "sample a file loaded whole by pickle.load through Python's buffered file "
+                      "(pickle: opened for it, a buffer fill at its start, then the rest asked "
+                      "for at once: read straight in whole buffers, the tail through a buffer "
+                      "fill)",
+                      ("sample", "stream", "numpy", "image", "parquet", "buffered", "file",
+                       "pickle")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
@@ -191,7 +196,8 @@ SCHEMA = {
                              ("global", "rank")),
         "reopen": Key("bool", False, "open a sample's file for its read and close it after "
                       "(loaders that open a file per sample); reader.access=numpy always does"),
-        "buffer_size": Key("size", 0, "reader.access=numpy, image and buffered: the buffered "
+        "buffer_size": Key("size", 0, "reader.access=numpy, image, buffered and pickle: the "
+                           "buffered "
                            "file's size "
                            "(0: the file system's st_blksize, as Python's open uses)",
                            minimum=0),

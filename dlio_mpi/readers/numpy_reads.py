@@ -236,6 +236,23 @@ class BufferedSamples:
         return _arrays(self._raw.reads)
 
 
+def pickle_reads(file_size, blksize=4096, head=11):
+    """(offsets, lengths) pickle.load of a whole file of file_size bytes issues through Python's
+    buffered file of blksize: its first `head` bytes (the protocol and the frame's header: a
+    buffer fill), then the rest asked for at once, which the buffered file reads straight in
+    whole buffers and ends with a buffer fill of the tail. (A pickle within one frame, 64 KiB:
+    larger objects are written outside frames and read in reads of their own sizes.)"""
+    sink = _Sink()
+    sink.size = int(file_size)
+    raw = _Virtual(sink)
+    with io.BufferedReader(raw, buffer_size=blksize) as f:
+        first = min(int(head), int(file_size))
+        f.read(first)
+        if file_size > first:
+            f.read(int(file_size) - first)
+    return _arrays(raw.reads)
+
+
 def whole_file_reads(file_size):
     """(offsets, lengths) Python's f.read() of a whole file issues (FileIO.readall: the file's
     size from fstat, one read asking for it and one byte more, then a read at its end, which

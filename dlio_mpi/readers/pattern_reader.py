@@ -154,6 +154,9 @@ class PatternReader(Reader):
             elif self.access == "file":     # a file opened and read whole for each sample
                 self.reads = access.sample_reads(plan, self.data.spf, self._whole_ranges,
                                                  per_sample=True)
+            elif self.access == "pickle":   # a file opened and loaded by pickle a sample
+                self.reads = access.sample_reads(plan, self.data.spf, self._pickle_ranges,
+                                                 per_sample=True)
             else:
                 ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
                 self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
@@ -237,6 +240,16 @@ class PatternReader(Reader):
     def _whole_ranges(self, f, local):
         """Python's f.read() of file f, once per sample (numpy_reads.whole_file_reads)."""
         o, n = numpy_reads.whole_file_reads(self.data.index(f).file_size)
+        k = len(np.asarray(local))
+        return np.tile(o, k), np.tile(n, k)
+
+    def _pickle_ranges(self, f, local):
+        """pickle.load of file f through Python's buffered file, once per sample
+        (numpy_reads.pickle_reads)."""
+        if self._blksize is None:
+            self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
+                or 4096
+        o, n = numpy_reads.pickle_reads(self.data.index(f).file_size, self._blksize)
         k = len(np.asarray(local))
         return np.tile(o, k), np.tile(n, k)
 

@@ -3,7 +3,8 @@ DataLoader's forked workers over h5py (real logs, Darshan 3.5.0 with DXT, truth 
 truth.json): the benchmark run without mpiexec (an Open MPI singleton: MPI_Init starts orted,
 and Darshan sees Python read the entry script), NPY files of 4 samples each loaded whole for
 every sample, NPZ files of arrays of their own sizes, indexed binary files whose samples are
-each read in an open of their own, and libhdf5's sieve buffer over a contiguous dataset."""
+each read in an open of their own, libhdf5's sieve buffer over a contiguous dataset, and a
+file a sample loaded by pickle."""
 import pytest
 
 import dlio_mpi_analysis as analysis
@@ -77,3 +78,14 @@ def test_a_contiguous_dataset_read_through_the_sieve_buffer():
                                   "dlio_unet3d_sizes", "dlio_dlrm"])
 def test_replay_looks_like_the_real_program(tmp_path, name):
     replay_like(name, tmp_path)
+
+
+def test_pickle_loads_a_file_a_sample(tmp_path):
+    """pickle.load(open(f, 'rb')) of a file a sample: the buffer fill at its start, 32 KiB
+    straight in, the tail's fill (fitted before as raw samples read in 32 KiB pieces: 1,024
+    reads for 1,536, 0.93)."""
+    f, w = _shape("pickle_samples")
+    assert (w["reader"]["access"], w["reader"]["buffer_size"]) == ("pickle", 4096)
+    assert f.evidence["pickle_loads"]["loads"] == TRUTH["pickle_samples"]["num_files"] * 2
+    replay = replay_like("pickle_samples", tmp_path)
+    assert replay.emulated["read_ops"] == replay.real["read_ops"]

@@ -188,6 +188,9 @@ def test_numpy_reads_wider_dtype(tmp_path):
     (["reader.interleave=4"], "it needs reader.access=stream"),
     (["reader.access=stream", "reader.interleave=0"], "reader.interleave=0"),
     (["reader.stream_pass=sample"], "it needs reader.access=stream"),
+    (["reader.access=pickle", "dataset.num_samples_per_file=2"], "num_samples_per_file=1"),
+    (["reader.access=pickle", "dataset.num_samples_per_file=1", "reader.transfer_size=64k"],
+     "reader.transfer_size=0"),
     (["reader.access=stream", "reader.stream_pass=sample", "reader.interleave=2"],
      "reader.interleave 1"),
     (["reader.access=image", "dataset.num_samples_per_file=2"], "an image per file"),
@@ -275,6 +278,25 @@ def test_image_reads_are_a_buffered_decoders():
     offs, lens = numpy_reads.image_reads(200000, 8192, 65536)
     got = returned(offs, lens, 200000)
     assert offs.tolist()[:3] == [0, 8192, 65536] and got.sum() == 200000 and got[-1] == 0
+
+
+@pytest.mark.parametrize("nbytes", [2000, 30000, 36465, 60000])
+@pytest.mark.parametrize("blksize", [4096, 8192])
+def test_pickle_reads_are_pickle_loads(tmp_path, nbytes, blksize):
+    """pickle.load of a dict of a numpy array (as a loader's per-sample pickle, within
+    pickle's 64 KiB frame) on the real file, through a buffered file of blksize: the same
+    reads, in the same order, as dlio_mpi.readers.numpy_reads.pickle_reads plans for a file
+    of its size."""
+    import pickle
+    path = tmp_path / "sample.pkl"
+    with open(path, "wb") as f:
+        pickle.dump({"x": np.arange(nbytes, dtype=np.uint8), "y": 3}, f, protocol=4)
+    size = path.stat().st_size
+    log = []
+    with io.BufferedReader(_Recorder(path, log), buffer_size=blksize) as fh:
+        pickle.load(fh)
+    offs, lens = numpy_reads.pickle_reads(size, blksize)
+    assert list(zip(offs.tolist(), returned(offs, lens, size).tolist())) == log
 
 
 def test_stacked_npz_reads_are_numpys(tmp_path):

@@ -235,3 +235,35 @@ def test_csv_loaded_whole_for_each_sample(tmp_path, threads):
             for f in files.tolist():       # an open for each sample's load
                 assert int(((op == OPEN) & (fl == f)).sum()) == 3
             assert int((op == READ).sum()) == len(want)
+
+
+def test_pickle_access_loads_each_sample_as_pickle_load(tmp_path):
+    """reader.access=pickle: per sample an open of its file and pickle.load's reads through a
+    buffered file of reader.buffer_size (a fill at the start, the rest straight in whole
+    buffers, a fill of the tail), every file of the epoch once."""
+    from dlio_mpi.readers.numpy_reads import pickle_reads
+    from dlio_mpi_analysis.loading.oplog_records import OPEN
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.num_files_train=8", "dataset.num_samples_per_file=1",
+            "dataset.record_length=40561", "reader.batch_size=2", "train.epochs=1",
+            "train.computation_time=0", "reader.access=pickle", "reader.buffer_size=4096",
+            "reader.transfer_size=0", "reader.read_threads=0", "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    seen = set()
+    for r in range(2):
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
+        got = _reads(z, 0)
+        files = list(dict.fromkeys(f for f, _, _ in got))
+        seen |= set(files)
+        want = []
+        for f in files:
+            size = data.index(f).file_size
+            o, n = pickle_reads(size, 4096)
+            n = np.minimum(o + n, size) - o       # what each read returned
+            want += list(zip([f] * len(o), o.tolist(), n.tolist()))
+        assert got == want
+        op, fl = z["e0_op"], z["e0_file"]
+        assert all(int(((op == OPEN) & (fl == f)).sum()) == 1 for f in files)
+    assert seen == set(range(8))
