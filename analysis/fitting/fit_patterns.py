@@ -68,6 +68,9 @@ def whole_fields(fmt, record):
 STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
 WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
 SPREAD_SHARE = 0.1  # relative spread of the files' arrays above which they vary in size
+# a rank's files nearly in their names' order: the share of steps up, over at least so many
+NEARLY_ASCENDING = 0.8
+MIN_NEARLY = 8
 SEED_TRIES = 2000   # seeds tried for drawn file sizes that total the real files' bytes
 SEED_CLOSE = 0.005  # relative difference of the totals at which the search stops
 PIL_BLOCK = 65536   # the block a PIL decoder asks its file for (ImageFile's MAXBLOCK)
@@ -354,8 +357,21 @@ def file_order_ascending(trace, names, at_once=1):
     orders = [order for order in _rank_file_orders(trace, names, at_once) if order]
     if not orders:
         return None
-    return any(all(_in_turns(order, at_once, key) for order in orders)
-               for key in (lambda name: name, os.path.basename, _natural))
+    keys = (lambda name: name, os.path.basename, _natural)
+    return any(all(_in_turns(order, at_once, key) for order in orders) for key in keys) \
+        or any(all(_nearly_ascending(order, key) for order in orders) for key in keys)
+
+
+def _nearly_ascending(order, key):
+    """Whether NEARLY_ASCENDING of the steps from a file to the next in ``order`` go up in
+    ``key``'s order, over MIN_NEARLY files or more: a reader that opens its first few files
+    together (tf.data's prefetch at the start of a pass) takes them out of turn and the rest
+    in order, where a shuffle goes up half of the time."""
+    if len(order) < MIN_NEARLY:
+        return False
+    ranks = [key(name) for name in order]
+    up = sum(1 for a, b in zip(ranks[:-1], ranks[1:]) if a < b)
+    return up >= NEARLY_ASCENDING * (len(order) - 1)
 
 
 def _natural(name):
