@@ -489,6 +489,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             spread = None           # the library's pattern tells the samples
         if order_off is not None and (p_record is not None or order_off):
             shuffle = "off" if order_off else "seed"
+        elif order_off is False and spf == 1 and layout == "multi" and shuffle == "off":
+            # a file a sample: the files' order is the samples'
+            shuffle = "seed"
+            notes.append("a file a sample, taken out of the files' names' order: "
+                         "reader.sample_shuffle seed")
     if spread is not None:
         evidence["record_length_stdev"] = spread[1]
         seed, off = fit_patterns.size_seed(num_files, spf, num_files * file_size, spread[1],
@@ -506,6 +511,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     if (pattern is None or pattern[0] is None) and trace is not None \
             and read_type == "on_demand" and transfer_size \
             and spread is None and not traits(fmt).rows and interface in ("posix", "stdio") \
+            and traits(fmt).access is None and "access" not in reader_extra \
             and fit_patterns._opens(job, data) >= OPEN_PER_READ * len(trace):
         # every read in an open of its own: a loader that opens a sample's file, reads the
         # sample and closes it; the read is the sample (consecutive samples would otherwise

@@ -105,3 +105,13 @@ def test_tfrecord_shards_in_name_order():
 def test_file_order_replays(tmp_path, name):
     """In name order, and (tf.data's list_files(shuffle=True)) in a new order every epoch."""
     replay_like(name, tmp_path, bytes_rel=0.12)
+
+
+def test_whole_files_in_a_new_order_every_epoch():
+    """pandas.read_parquet of each file whole, the files in a shuffled order each epoch: a
+    file a sample, shuffled (fitted before in order: no metric sees the files' order across
+    a rank's files)."""
+    f = analysis.fit(log("parquet_whole_files"))
+    w = f.workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"]) == (8, 1)
+    assert w["reader"]["sample_shuffle"] == "seed" and f.evidence["files_in_name_order"] is False
