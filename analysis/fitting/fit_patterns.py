@@ -291,7 +291,7 @@ def pickle_loads(trace, sizes):
         reads = reads.sort_values("start", kind="stable")
         size = sizes.get(int(fid))
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
-        if not size or len(off) < 2 or off[0] != 0 or ln[0] >= size:
+        if not size or len(off) < 2 or off[0] != 0 or not 0 < ln[0] < size:
             continue
         o, n = pickle_reads(size, int(ln[0]))
         one = list(zip(o.tolist(), np.clip(np.minimum(o + n, size) - o, 0, None).tolist()))

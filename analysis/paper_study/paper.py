@@ -45,7 +45,7 @@ MIN_COMPUTE_S = 0.0005
 # stop at one within SHARE_AIM, closer, so that the next run's noise does not matter
 SHARE_TOLERANCE = TARGETS["io_share"][1]
 SHARE_AIM = 0.10
-CALIBRATION_RUNS = 6
+CALIBRATION_RUNS = 10
 
 
 def scaled_overrides(app, ranks):
