@@ -55,6 +55,8 @@ from dlio_mpi_analysis.characterization.layers import dataset_file
 from dlio_mpi_analysis.fitting.fit_checkpoint_reads import zip_read, zip_read_back
 
 EPOCH_TOLERANCE = 0.1
+# a pause in a checkpoint file's writes after which a last write may be another file's
+STALE_GAP_S = 0.05
 SIZE_SPREAD = 0.05
 
 
@@ -131,7 +133,47 @@ def checkpoint_files(job, roles):
                        syncs=max(row["syncs"], _count(synced, ["MPIIO_SYNCS"])
                                  if synced is not None else 0))
         files.append(row)
+    _stale_writes(job, files)
     return sorted(files, key=lambda f: (f["start"], f["name"]))
+
+
+def _stale_writes(job, files):
+    """Move to their file the writes Darshan counted under another checkpoint file through a
+    reused descriptor number: torch.save writes a file through its stream's descriptor, and
+    C stdio's fclose of that stream is no close Darshan's POSIX module sees, so the number
+    stays mapped to the file and the next save's last write, made with the same number, is
+    counted under the previous file, at its end. Such a write is a file's last one, made after
+    a pause in its writes (of STALE_GAP_S or more) while another checkpoint file (of one
+    writer, POSIX) was being written: it is that file's, and this file's writes end before it.
+    Needs the DXT trace; files of several writers or layers above POSIX are left as they
+    are."""
+    trace = (job.dxt_segments or {}).get("DXT_POSIX")
+    if trace is None or len(files) < 2:
+        return
+    mine = [f for f in files if f["interface"] == "posix" and len(f["ranks"]) == 1]
+    writes = {}
+    for f in mine:
+        w = trace[(trace["id"] == f["id"]) & (trace["op"] == "write")]
+        if len(w) >= 2:
+            writes[f["id"]] = w.sort_values("start", kind="stable")
+    for f in mine:
+        w = writes.get(f["id"])
+        if w is None:
+            continue
+        start, end = w["start"].to_numpy(), w["end"].to_numpy()
+        if start[-1] - end[:-1].max() < STALE_GAP_S:
+            continue
+        for g in mine:
+            if g is f or g["id"] not in writes:
+                continue
+            gw = writes[g["id"]]
+            if gw["start"].min() <= start[-1] <= gw["end"].max() + STALE_GAP_S:
+                n = int(w["length"].to_numpy()[-1])
+                f["bytes"], f["writes"], f["end"] = f["bytes"] - n, f["writes"] - 1, \
+                    float(end[:-1].max())
+                g["bytes"], g["writes"], g["end"] = g["bytes"] + n, g["writes"] + 1, \
+                    max(g["end"], float(end[-1]))
+                break
 
 
 def _kind(name):

@@ -115,3 +115,18 @@ def test_whole_files_in_a_new_order_every_epoch():
     w = f.workload
     assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"]) == (8, 1)
     assert w["reader"]["sample_shuffle"] == "seed" and f.evidence["files_in_name_order"] is False
+
+
+def test_torch_save_checkpoints_through_a_reused_descriptor():
+    """torch.save after every epoch by rank 0: Darshan counts the second save's last write
+    under the first file (its stream's descriptor number, closed by fclose, reused): that
+    write is the second file's (fitted before as 2 checkpoints of 2 files, 0.86)."""
+    t = TRUTH["torch_save_epochs"]
+    f = analysis.fit(log("torch_save_epochs"))
+    ck = f.workload["checkpoint"]
+    e = f.evidence["checkpoint_writes"]
+    assert (e["checkpoints"], e["files"]) == (3, [1, 1, 1])
+    assert (ck["writers"], ck["checkpoint_after_epoch"], ck["epochs_between_checkpoints"]) \
+        == ("rank0", 1, 1)
+    assert f.workload["model"]["model_size_bytes"] == 4202717
+    assert "3 checkpoints" in t["checkpoints"]
