@@ -121,7 +121,8 @@ from dlio_mpi.files.safe_files import write_whole
 from dlio_mpi_analysis.fitting import fit_patterns
 from dlio_mpi_analysis.characterization.characterize import characterize, load_job
 from dlio_mpi_analysis.characterization.dxt_metrics import AT_START_THRESHOLD, load_burst
-from dlio_mpi_analysis.characterization.unseen_io import opened_without_io, unseen_io_line
+from dlio_mpi_analysis.characterization.unseen_io import (header_reads_line, header_reads_only,
+                                                          opened_without_io, unseen_io_line)
 from dlio_mpi_analysis.errors import FitError
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
 from dlio_mpi_analysis.fitting.fit_checkpoints import (checkpoint_files, checkpoint_only,
@@ -354,8 +355,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
+    headers = header_reads_only(job.records, job.names, char.roles)
+    if headers:
+        # a header read before the file was mapped: its data moved unseen
+        data = data[~data["name"].isin(headers)]
     back = read_back(job, char.roles, {int(i) for i in data.index})
-    unseen = unseen_io_line(opened_without_io(job.records, job.names, char.roles))
+    unseen = "; ".join(line for line in (
+        unseen_io_line(opened_without_io(job.records, job.names, char.roles)),
+        header_reads_line(headers)) if line)
     if back or (data.empty and checkpoint_files(job, char.roles)):
         if unseen:
             notes.append(f"{unseen}: its data reads cannot be fitted, the checkpoints "

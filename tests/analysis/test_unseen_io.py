@@ -1,6 +1,6 @@
 """I/O that no Darshan record shows, and fio's forked jobs, on real logs (truth.json):
 fio's libaio engine (io_submit) and a numpy.memmap loader leave data files opened and never
-read in their logs; fio's psync engine with 2 jobs is 1 process with 2 forked readers."""
+read in their logs, numpy.load with mmap_mode a header's read and nothing more; fio's psync engine with 2 jobs is 1 process with 2 forked readers."""
 import subprocess
 import sys
 
@@ -34,6 +34,17 @@ def test_files_opened_and_never_read_are_named_with_why(name, file, tmp_path):
     assert cli.returncode != 0 and len(cli.stderr.strip().splitlines()) == 1, cli.stderr
     assert file in cli.stderr and "Traceback" not in cli.stderr
     assert not (tmp_path / "w.yaml").exists()
+
+
+def test_a_file_mapped_after_its_header_was_read(tmp_path):
+    """numpy.load(mmap_mode="r"): the header's buffer fill at offset 0 (read whole, nothing
+    past it), then the rows copied out of the mapping unseen: the fit refuses in one line
+    naming the file (fitted before as one 4 KiB sample a file, 0.48)."""
+    with pytest.raises(FitError) as refused:
+        fit(log("memmap_after_header"))
+    message = str(refused.value)
+    assert "big.npy" in message and "before the file was mapped" in message
+    assert "numpy.memmap" in message and "\n" not in message
 
 
 def test_fio_jobs_are_one_process_with_forked_readers(tmp_path):
