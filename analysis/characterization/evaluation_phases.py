@@ -7,7 +7,9 @@ different folders (the DLIO benchmark's ``train/`` and ``valid/``, any program's
 module tells them apart by that pattern in time, not by the folders' names:
 
 - the data files are grouped by the first folder below the folder all of them share
-  (``.../data/train/3/f.npz`` and ``.../data/valid/f.npz``: ``train`` and ``valid``);
+  (``.../data/train/3/f.npz`` and ``.../data/valid/f.npz``: ``train`` and ``valid``); more
+  than MAX_SETS such folders are one dataset spread over folders (a zarr array's chunk
+  folders ``c/0/0``, ``c/1/0``, ..., a folder a class), with no evaluation set;
 - the group of the most bytes read is the training set; another group, of fewer bytes, is an
   evaluation set when, on every rank that read it, its reads come in runs that never
   interleave with the training set's reads, each run after some training reads, and as many
@@ -34,6 +36,8 @@ import numpy as np
 # a run of reads of a set shorter than this share of the set's median run on that rank is a
 # stray read at another run's edge (a loader's prefetch), not a phase
 STRAY_RUN_SHARE = 0.1
+# the most folders of data files that may be a training set and evaluation sets
+MAX_SETS = 4
 # how far from the end of a pass over the training set (in passes) a phase may start
 PASS_TOLERANCE = 0.25
 
@@ -118,7 +122,9 @@ def evaluation_phases(trace, names):
     ids = np.asarray(trace["id"]).astype(np.uint64)
     present = {int(i) for i in np.unique(ids)}
     sets = set_of({i: names.get(i, "") for i in present})
-    if len(set(sets.values())) < 2:
+    if not 2 <= len(set(sets.values())) <= MAX_SETS:
+        # more folders than a dataset's training, validation and test sets: a dataset
+        # spread over folders (a zarr array's chunk folders, a folder a class)
         return None
     order = np.argsort(np.asarray(trace["start"]), kind="stable")
     label_of = np.array([sets[int(i)] for i in ids[order]])

@@ -544,6 +544,17 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             notes.append("reads by collective calls, all early: fitted as reads on demand "
                          "with no compute (io.read_type=memory would load by independent "
                          "calls)")
+    if trace is None and layout == "multi" and shuffle == "off" and job.nprocs > 1 \
+            and read_type == "on_demand" and len(data) >= job.nprocs \
+            and float((data["ranks"] > 1).mean()) >= SHARED_SHARE:
+        # no trace to show the order, but the ranks read in each other's files: a rank's
+        # samples spread over the files, as a global shuffle spreads them (in order, each
+        # rank would read files of its own)
+        shuffle = "seed"
+        evidence["files_read_by_several_ranks"] = float((data["ranks"] > 1).mean())
+        notes.append(f"{(data['ranks'] > 1).mean():.0%} of the data files were read by "
+                     "several ranks and no trace shows the order: the samples spread over "
+                     "the ranks as a global shuffle spreads them (reader.sample_shuffle seed)")
     if shuffle != "off" and read_type == "on_demand" and "access" not in reader_extra \
             and job.nprocs > 1:
         own = _own_shares(trace, data, layout, record)
@@ -747,7 +758,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     if trace is not None:
         ordered = trace.sort_values("start", kind="stable")
         reads = (ordered["start"].to_numpy(), ordered["length"].to_numpy())
-    checkpoints = fit_checkpoints(job, char.roles, reads, int(data["bytes_read"].sum()),
+    # the share of the data read before a checkpoint, over the trace's own reads (a trace of
+    # POSIX alone misses numpy.fromfile's STDIO reads, which the counters hold)
+    read_bytes = int(reads[1].sum()) if reads is not None else int(data["bytes_read"].sum())
+    checkpoints = fit_checkpoints(job, char.roles, reads, read_bytes,
                                   epochs, max(1, per_rank // max(batch, 1)), output_folder,
                                   notes, evidence)
     eval_keys = _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes,

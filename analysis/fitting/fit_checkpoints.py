@@ -143,8 +143,8 @@ def _stale_writes(job, files):
     C stdio's fclose of that stream is no close Darshan's POSIX module sees, so the number
     stays mapped to the file and the next save's last write, made with the same number, is
     counted under the previous file, at its end. Such a write is a file's last one, made after
-    a pause in its writes (of STALE_GAP_S or more) while another checkpoint file (of one
-    writer, POSIX) was being written: it is that file's, and this file's writes end before it.
+    a pause in its writes (of STALE_GAP_S or more) while another checkpoint file of the same
+    writer (POSIX) was being written: it is that file's, and this file's writes end before it.
     Needs the DXT trace; files of several writers or layers above POSIX are left as they
     are."""
     trace = (job.dxt_segments or {}).get("DXT_POSIX")
@@ -164,7 +164,7 @@ def _stale_writes(job, files):
         if start[-1] - end[:-1].max() < STALE_GAP_S:
             continue
         for g in mine:
-            if g is f or g["id"] not in writes:
+            if g is f or g["id"] not in writes or g["ranks"] != f["ranks"]:
                 continue
             gw = writes[g["id"]]
             if gw["start"].min() <= start[-1] <= gw["end"].max() + STALE_GAP_S:

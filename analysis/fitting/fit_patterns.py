@@ -285,7 +285,7 @@ def pickle_loads(trace, sizes):
     from dlio_mpi.readers.numpy_reads import pickle_reads
 
     pairs = loads = matched = 0
-    buffers = []
+    found = []
     for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
         pairs += 1
         reads = reads.sort_values("start", kind="stable")
@@ -293,18 +293,24 @@ def pickle_loads(trace, sizes):
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
         if not size or len(off) < 2 or off[0] != 0 or not 0 < ln[0] < size:
             continue
-        o, n = pickle_reads(size, int(ln[0]))
-        one = list(zip(o.tolist(), np.clip(np.minimum(o + n, size) - o, 0, None).tolist()))
         seen = list(zip(off.tolist(), ln.tolist()))
-        if len(one) > 1 and len(seen) % len(one) == 0 \
-                and seen == one * (len(seen) // len(one)):
-            matched += 1
-            loads += len(seen) // len(one)
-            buffers.append(int(ln[0]))
+        # one frame, or a large object outside the frames and a last frame of `tail` bytes
+        tails = [0] + ([int(size - off[2])] if len(off) > 2 and 0 < size - off[2] < ln[0]
+                       else [])
+        for tail in tails:
+            o, n = pickle_reads(size, int(ln[0]), tail=tail)
+            one = list(zip(o.tolist(), np.clip(np.minimum(o + n, size) - o, 0, None).tolist()))
+            if len(one) > 1 and len(seen) % len(one) == 0 \
+                    and seen == one * (len(seen) // len(one)):
+                matched += 1
+                loads += len(seen) // len(one)
+                found.append((int(ln[0]), tail))
+                break
     if not pairs or matched < STREAM_SHARE * pairs:
         return None
-    values, counts = np.unique(buffers, return_counts=True)
-    return loads, int(values[np.argmax(counts)])
+    values, counts = np.unique(np.array(found), axis=0, return_counts=True)
+    buffer, tail = (int(x) for x in values[np.argmax(counts)])
+    return loads, buffer, tail
 
 
 def buffered_samples(trace, sizes):
@@ -729,10 +735,10 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
     if t.opaque and t.decoder is None and not t.companions and layout == "multi":
         found = pickle_loads(trace, sizes)
         if found is not None:
-            loads, buffer = found
+            loads, buffer, tail = found
             size = data["size"].to_numpy()
             spread = int(round(float(size.std())))
-            evidence["pickle_loads"] = {"loads": loads, "buffer_size": buffer}
+            evidence["pickle_loads"] = {"loads": loads, "buffer_size": buffer, "tail": tail}
             if spread:
                 evidence["record_length_stdev"] = spread
                 seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
@@ -744,8 +750,12 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "opened for it: a sample a file (reader.access=pickle; "
                          f"dataset.record_length the mean file size, record_length_stdev "
                          f"{spread} their spread)")
+            if tail:
+                notes.append(f"a large object outside the pickle's frames, read straight in, "
+                             f"then its last frame of {tail} bytes (reader.pickle_tail)")
             return (int(round(float(size.mean()))), 1, 0,
-                    {"access": "pickle", "buffer_size": buffer},
+                    {"access": "pickle", "buffer_size": buffer,
+                     **({"pickle_tail": tail} if tail else {})},
                     max(1, int(round(loads / files))), ascending)
     if t.opaque and not t.companions and layout == "multi":
         decoder = t.decoder
@@ -884,7 +894,9 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              f"than a row ({per_read} bytes) of files the job wrote: fitted "
                              "contiguous")
                 recorded = None
-            if recorded and recorded != per_read:
+            if recorded and (recorded != per_read or compressed_chunks(trace, recorded)):
+                # (a chunk a sample is still a chunked dataset when its chunks were read
+                # through a filter, in sizes of their own)
                 evidence["hdf5_chunk"] = recorded
                 notes.append(f"Darshan's H5D record gives the datasets' chunks: "
                              f"{recorded} bytes (dataset.chunk_size={recorded})")

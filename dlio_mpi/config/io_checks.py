@@ -159,6 +159,9 @@ def validate_access(cfg):
     if rd.interleave > 1 and rd.access != "stream":
         raise ConfigError(f"reader.interleave={rd.interleave} is the files a stream reads at "
                           "once: it needs reader.access=stream")
+    if rd.pickle_tail and rd.access != "pickle":
+        raise ConfigError(f"reader.pickle_tail is a pickle's last frame: it needs "
+                          f"reader.access=pickle, not {rd.access}")
     if rd.stream_pass != "epoch" and (rd.access != "stream" or rd.interleave > 1):
         raise ConfigError(f"reader.stream_pass={rd.stream_pass} is a stream's pass over its "
                           "whole file for each sample, one file at a time: it needs "

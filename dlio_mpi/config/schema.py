@@ -194,6 +194,10 @@ SCHEMA = {
                              "or each rank's own share, the same every epoch, split as if in "
                              "order (rank: IOR's -z, a loader shuffling its own shard)",
                              ("global", "rank")),
+        "pickle_tail": Key("size", 0, "reader.access=pickle: the bytes of a pickle's last "
+                           "frame after a large object written outside its frames (the object "
+                           "read straight in, then this tail through a buffer fill); 0: the "
+                           "pickle is one frame", minimum=0),
         "reopen": Key("bool", False, "open a sample's file for its read and close it after "
                       "(loaders that open a file per sample); reader.access=numpy always does"),
         "buffer_size": Key("size", 0, "reader.access=numpy, image, buffered and pickle: the "

@@ -236,12 +236,20 @@ class BufferedSamples:
         return _arrays(self._raw.reads)
 
 
-def pickle_reads(file_size, blksize=4096, head=11):
+def pickle_reads(file_size, blksize=4096, head=11, tail=0):
     """(offsets, lengths) pickle.load of a whole file of file_size bytes issues through Python's
     buffered file of blksize: its first `head` bytes (the protocol and the frame's header: a
     buffer fill), then the rest asked for at once, which the buffered file reads straight in
-    whole buffers and ends with a buffer fill of the tail. (A pickle within one frame, 64 KiB:
-    larger objects are written outside frames and read in reads of their own sizes.)"""
+    whole buffers and ends with a buffer fill of the tail: a pickle within one frame (64 KiB).
+    With ``tail``, a pickle whose large object is written outside its frames: after the
+    buffer's fill, the object read straight in to ``tail`` bytes before the file's end, then
+    the last frame (``tail`` bytes) through a buffer fill."""
+    if tail:
+        size, blk = int(file_size), int(blksize)
+        body = size - blk - int(tail)
+        if body <= 0:
+            return _arrays([(0, blk)])
+        return _arrays([(0, blk), (blk, body), (size - int(tail), blk)])
     sink = _Sink()
     sink.size = int(file_size)
     raw = _Virtual(sink)

@@ -130,3 +130,56 @@ def test_torch_save_checkpoints_through_a_reused_descriptor():
         == ("rank0", 1, 1)
     assert f.workload["model"]["model_size_bytes"] == 4202717
     assert "3 checkpoints" in t["checkpoints"]
+
+
+def test_stdio_reads_of_files_every_rank_read():
+    """numpy.fromfile at offsets (STDIO, no trace) of 4 files both ranks read: the ranks'
+    samples spread over the files, a global shuffle (fitted before as each rank's own files:
+    no file shared, 0.00)."""
+    f = analysis.fit(log("fromfile_shared_shuffle"))
+    assert f.workload["reader"]["sample_shuffle"] == "seed"
+    assert f.evidence["files_read_by_several_ranks"] == 1.0
+
+
+def test_a_folder_a_chunk_is_one_dataset():
+    """zarr's chunks c/<i>/0, a folder each: 32 folders are no training and evaluation sets
+    (fitted before as 1 training file and 1 evaluation file of 32)."""
+    f = analysis.fit(log("zarr_chunk_folders"))
+    w = f.workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"]) == (32, 1)
+    assert (w["reader"]["batch_size"], w["train"]["epochs"]) == (1, 2)
+    assert "evaluation" not in w and "num_files_eval" not in w["dataset"]
+
+
+def test_torch_save_by_every_rank_after_every_epoch():
+    """Each rank's torch.save after every epoch, a reused descriptor's write on every rank, the
+    data read through STDIO (numpy.load's arrays) beside POSIX headers: 3 checkpoints of a
+    file a rank, after every epoch (fitted before as 2 of 2 files a rank, within epochs)."""
+    f = analysis.fit(log("torch_save_per_rank"))
+    ck = f.workload["checkpoint"]
+    e = f.evidence["checkpoint_writes"]
+    assert (e["checkpoints"], e["files"], e["writer_ranks"]) == (3, [2, 2, 2], [0, 1])
+    assert (ck["writers"], ck["checkpoint_after_epoch"], ck["epochs_between_checkpoints"]) \
+        == ("all", 1, 1)
+
+
+def test_a_pickle_with_an_object_outside_its_frames():
+    """A 200 KiB array pickled outside the frames: the buffer's fill, the array straight in,
+    the last frame's 21 bytes (fitted before as raw reads: 0.91)."""
+    f = analysis.fit(log("pickle_big_samples"))
+    rd = f.workload["reader"]
+    assert (rd["access"], rd["pickle_tail"]) == ("pickle", 21)
+
+
+def test_a_chunk_a_sample_through_gzip():
+    """Chunks of one sample each, read in sizes of their own: a chunked dataset through a
+    filter (fitted before as contiguous: 8 times the bytes through the sieve buffer)."""
+    w = analysis.fit(log("h5py_gzip_workers")).workload
+    assert (w["dataset"]["chunk_size"], w["dataset"]["compression"]) == (16384, "gzip")
+    assert w["dataset"]["record_length"] == 16384
+
+
+@pytest.mark.parametrize("name", ["fromfile_shared_shuffle", "zarr_chunk_folders",
+                                  "torch_save_per_rank", "pickle_big_samples"])
+def test_more_replays_look_like_the_real_programs(tmp_path, name):
+    replay_like(name, tmp_path)

@@ -299,6 +299,25 @@ def test_pickle_reads_are_pickle_loads(tmp_path, nbytes, blksize):
     assert list(zip(offs.tolist(), returned(offs, lens, size).tolist())) == log
 
 
+@pytest.mark.parametrize("nbytes", [100000, 1 << 20])
+def test_pickle_reads_of_an_object_outside_the_frames(tmp_path, nbytes):
+    """A pickle's large object is written outside its frames: pickle.load reads it straight
+    in after the buffer's fill, then its last frame through a buffer fill (pickle_reads with
+    tail, the last frame's bytes)."""
+    import pickle
+    path = tmp_path / "sample.pkl"
+    with open(path, "wb") as f:
+        pickle.dump({"x": np.arange(nbytes, dtype=np.uint8), "y": 3}, f, protocol=4)
+    size = path.stat().st_size
+    log = []
+    with io.BufferedReader(_Recorder(path, log), buffer_size=4096) as fh:
+        pickle.load(fh)
+    tail = size - log[-1][0]
+    offs, lens = numpy_reads.pickle_reads(size, 4096, tail=tail)
+    assert list(zip(offs.tolist(), returned(offs, lens, size).tolist())) == log
+    assert len(log) == 3 and 0 < tail < 4096
+
+
 def test_stacked_npz_reads_are_numpys(tmp_path):
     """dataset.npz_layout=stacked (x: the file's samples side by side, y: labels, as the DLIO
     benchmark writes NPZ): np.load(path)['x'] reads as planned, and the file is what the
