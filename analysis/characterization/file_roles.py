@@ -20,7 +20,7 @@ use to tell a job's data I/O from the rest.
 - "other": code (the program and script the job's command line names among them),
   libraries, configuration, logs and system files
   (:func:`dlio_mpi_analysis.characterization.files.is_data_file`), files only written whose names say they are a
-  report (``.txt``, ``.out``, ...), multiprocessing's temporary directory of a process
+  report (``.txt``, ``.out``, a table of results ``.csv``, ...), multiprocessing's temporary directory of a process
   (``<tmp>/pymp-XXXXXXXX``), and Python's probe of a temporary directory: the first
   ``tempfile`` call of a process (TensorFlow's import makes one) creates a file of 8 random
   characters in each candidate directory, writes 4 bytes to it and removes it, to see that it
@@ -55,7 +55,7 @@ LOCK_TEST = re.compile(r"^(?P<file>.+)\.locktest\.\d+$")
 SHARED_POINTER = re.compile(r"^(?P<dir>.*)/\.(?P<base>[^/]+)\.shfp\.[\d.]+$")
 
 # files only written whose extension says they are a report, not a model state
-REPORT_EXTENSIONS = frozenset({".txt", ".out", ".err", ".md", ".html"})
+REPORT_EXTENSIONS = frozenset({".txt", ".out", ".err", ".md", ".html", ".csv", ".tsv"})
 # Python's tempfile probe (module docstring): its random name, and the bytes it writes
 TEMPFILE_PROBE = re.compile(r"^[a-z0-9_]{8}$")
 TEMPFILE_PROBE_BYTES = 4

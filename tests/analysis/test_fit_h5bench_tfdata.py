@@ -10,7 +10,7 @@ import pytest
 import dlio_mpi_analysis as analysis
 from dlio_mpi_analysis.replays.replay import replay
 
-from fitted_runs import TRUTH, log, run_changed
+from fitted_runs import TRUTH, log, replay_like, run_changed
 
 pytestmark = [
     pytest.mark.mpi,      # its replays launch ranks under mpiexec
@@ -142,3 +142,13 @@ def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
     read at random by sample where TensorFlow streams its files."""
     wrong = run_changed(name, tmp_path, change)
     assert wrong.score < 0.6, wrong.table
+
+
+def test_a_results_table_is_no_checkpoint(tmp_path):
+    """h5bench_read's CSV_FILE (its results, 303 bytes through stdio, never read) is a report,
+    not a checkpoint (the replay, which writes none, scored 0 by the checkpoint files)."""
+    from dlio_mpi_analysis.characterization.characterize import characterize
+    c = characterize(log("h5bench_3d_read_csv"))
+    csv = [i for i, n in c.names.items() if n.endswith("read.csv")]
+    assert csv and all(c.roles[i] == "other" for i in csv)
+    replay_like("h5bench_3d_read_csv", tmp_path, equal=("interfaces", "bytes_written"))
