@@ -576,7 +576,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             starts = (lambda r: r["length"].to_numpy() > 0)
         elif ("npy_loads" in evidence or "whole_file_loads" in evidence
               or "image_reads" in evidence or "python_whole_reads" in evidence
-              or "pickle_loads" in evidence):
+              or "pickle_loads" in evidence or "torch_loads" in evidence):
             # a sample is a load: its first read (the header's, the file's start, an image's
             # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))

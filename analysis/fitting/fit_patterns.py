@@ -30,6 +30,8 @@ dlio_mpi_analysis.fitting.fit: what a log shows of how a program read its sample
 - An image decoder (``image_pattern``) and IOR's interleaved segments (``round_robin``).
 - Files read whole by Python's f.read() (``python_reads_whole``): the file in one read, then
   a read at its end that returns nothing.
+- Files loaded whole by torch.load (``torch_loads``): the zip's end record read, then the
+  file's directory, its start and each tensor in one call.
 - Files loaded whole by pickle.load through Python's buffered file (``pickle_loads``): a
   buffer fill at offset 0, the rest in whole buffers read straight in, a fill of the tail.
 - Samples read by seek and read through Python's buffered file (``buffered_samples``): reads
@@ -311,6 +313,34 @@ def pickle_loads(trace, sizes):
     values, counts = np.unique(np.array(found), axis=0, return_counts=True)
     buffer, tail = (int(x) for x in values[np.argmax(counts)])
     return loads, buffer, tail
+
+
+def torch_loads(trace, sizes):
+    """(loads, tensors) when at least STREAM_SHARE of the (rank, file) pairs read their file
+    as torch.load reads the zip torch.save makes: every load reads the end-of-central-directory
+    record (22 bytes ending at the file's end) and the file's start; loads: those end reads;
+    tensors: a load's reads longer than torch.load's 4 KiB buffer that end before the file's
+    end (a tensor's data in one call; the median per load, at least 1). Else None."""
+    from dlio_mpi.checkpoint.zip_reads import BUFFER, END_RECORDS
+
+    pairs = matched = loads = 0
+    per_load = []
+    for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
+        pairs += 1
+        size = sizes.get(int(fid))
+        if not size:
+            continue
+        off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
+        ends = int(((ln == END_RECORDS[0]) & (off + ln == size)).sum())
+        starts = int(((off == 0) & (ln > 0)).sum())
+        if ends < 1 or starts < ends:
+            continue
+        matched += 1
+        loads += ends
+        per_load.append(int(((ln > BUFFER) & (off + ln < size)).sum()) / ends)
+    if not pairs or matched < STREAM_SHARE * pairs:
+        return None
+    return loads, max(1, int(round(float(np.median(per_load)))))
 
 
 def buffered_samples(trace, sizes):
@@ -733,6 +763,26 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             return (int(round(float(size.mean()))), 1, 0, {"access": "file"},
                     max(1, int(round(loads / files))), ascending)
     if t.opaque and t.decoder is None and not t.companions and layout == "multi":
+        found = torch_loads(trace, sizes)
+        if found is not None:
+            loads, tensors = found
+            size = data["size"].to_numpy()
+            spread = int(round(float(size.std())))
+            evidence["torch_loads"] = {"loads": loads, "tensors": tensors}
+            if spread:
+                evidence["record_length_stdev"] = spread
+                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
+                                      float(size.mean()), spread)
+                evidence["size_seed"] = {"seed": seed, "total_difference": off}
+            notes.append(f"each file loaded whole as torch.load reads the zip torch.save "
+                         f"makes (its end records and directory from the end, then each "
+                         f"tensor in one call), opened for it: a sample a file of {tensors} "
+                         f"tensor(s) (reader.access=torch, reader.torch_tensors {tensors}; "
+                         f"dataset.record_length the mean file size, record_length_stdev "
+                         f"{spread} their spread)")
+            return (int(round(float(size.mean()))), 1, 0,
+                    {"access": "torch", **({"torch_tensors": tensors} if tensors > 1 else {})},
+                    max(1, int(round(loads / files))), ascending)
         found = pickle_loads(trace, sizes)
         if found is not None:
             loads, buffer, tail = found

@@ -159,6 +159,9 @@ def validate_access(cfg):
     if rd.interleave > 1 and rd.access != "stream":
         raise ConfigError(f"reader.interleave={rd.interleave} is the files a stream reads at "
                           "once: it needs reader.access=stream")
+    if rd.torch_tensors != 1 and rd.access != "torch":
+        raise ConfigError(f"reader.torch_tensors is the tensors torch.load reads of a "
+                          f"sample's file: it needs reader.access=torch, not {rd.access}")
     if rd.pickle_tail and rd.access != "pickle":
         raise ConfigError(f"reader.pickle_tail is a pickle's last frame: it needs "
                           f"reader.access=pickle, not {rd.access}")
@@ -213,7 +216,7 @@ def validate_access(cfg):
             raise ConfigError(f"{where}: the buffered file chooses the reads' sizes "
                               "(reader.buffer_size): reader.transfer_size=0, and there is no "
                               "shuffle buffer")
-    elif rd.access in ("file", "pickle"):
+    elif rd.access in ("file", "pickle", "torch"):
         if not formats.traits(ds.format).byte_ranges or ds.num_samples_per_file != 1 \
                 or not backends.of(cfg).buffered:
             raise ConfigError(f"{where} reads a sample's file whole through Python's file: "

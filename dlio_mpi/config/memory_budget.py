@@ -145,7 +145,7 @@ def pattern_largest_read(cfg, data):
         return max(blk, sample)
     if rd.access == "file":
         return whole + 1
-    if rd.access == "pickle":
+    if rd.access in ("pickle", "torch"):
         return max(blk, whole)
     if data.traits.numpy_fromfile or ds.npz_layout == "stacked":
         return max(blk, whole)

@@ -155,9 +155,12 @@ SCHEMA = {
                       "sample a file loaded whole by pickle.load through Python's buffered file "
                       "(pickle: opened for it, a buffer fill at its start, then the rest asked "
                       "for at once: read straight in whole buffers, the tail through a buffer "
-                      "fill)",
+                      "fill), or each sample a file loaded by torch.load (torch: opened for "
+                      "it, the zip's reads torch.save's files take, as "
+                      "checkpoint.read_pattern=torch_zip reads a checkpoint, of a file of "
+                      "reader.torch_tensors tensors)",
                       ("sample", "stream", "numpy", "image", "parquet", "buffered", "file",
-                       "pickle")),
+                       "pickle", "torch")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments)", ("block", "round_robin")),
@@ -194,6 +197,8 @@ SCHEMA = {
                              "or each rank's own share, the same every epoch, split as if in "
                              "order (rank: IOR's -z, a loader shuffling its own shard)",
                              ("global", "rank")),
+        "torch_tensors": Key("int", 1, "reader.access=torch: the tensors a sample's file "
+                             "holds, each read in one call", minimum=1),
         "pickle_tail": Key("size", 0, "reader.access=pickle: the bytes of a pickle's last "
                            "frame after a large object written outside its frames (the object "
                            "read straight in, then this tail through a buffer fill); 0: the "

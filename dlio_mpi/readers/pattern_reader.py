@@ -42,6 +42,7 @@ from dlio_mpi.readers import access
 from dlio_mpi.readers import epoch_requests
 from dlio_mpi.readers import numpy_reads
 from dlio_mpi.formats import parquet, png
+from dlio_mpi.checkpoint import zip_reads
 from dlio_mpi.readers.prefetch import read_ahead_threads
 from dlio_mpi.readers.reader import Reader
 
@@ -157,6 +158,9 @@ class PatternReader(Reader):
             elif self.access == "pickle":   # a file opened and loaded by pickle a sample
                 self.reads = access.sample_reads(plan, self.data.spf, self._pickle_ranges,
                                                  per_sample=True)
+            elif self.access == "torch":    # a file opened and loaded by torch.load a sample
+                self.reads = access.sample_reads(plan, self.data.spf, self._torch_ranges,
+                                                 per_sample=True)
             else:
                 ranges = self._numpy_ranges if self.access == "numpy" else self._image_ranges
                 self.reads = access.sample_reads(plan, self.data.spf, ranges, per_sample=True)
@@ -251,6 +255,16 @@ class PatternReader(Reader):
                 or 4096
         o, n = numpy_reads.pickle_reads(self.data.index(f).file_size, self._blksize,
                                         tail=self.cfg.reader.pickle_tail)
+        k = len(np.asarray(local))
+        return np.tile(o, k), np.tile(n, k)
+
+    def _torch_ranges(self, f, local):
+        """torch.load of file f (a zip of reader.torch_tensors tensors), once per sample
+        (dlio_mpi.checkpoint.zip_reads)."""
+        calls = zip_reads.torch_load_reads(self.data.index(f).file_size,
+                                           self.cfg.reader.torch_tensors)
+        o = np.array([c[0] for c in calls], np.int64)
+        n = np.array([c[1] for c in calls], np.int64)
         k = len(np.asarray(local))
         return np.tile(o, k), np.tile(n, k)
 

@@ -267,3 +267,30 @@ def test_pickle_access_loads_each_sample_as_pickle_load(tmp_path):
         op, fl = z["e0_op"], z["e0_file"]
         assert all(int(((op == OPEN) & (fl == f)).sum()) == 1 for f in files)
     assert seen == set(range(8))
+
+
+def test_torch_access_loads_each_sample_as_torch_load(tmp_path):
+    """reader.access=torch: per sample an open of its file and torch.load's zip reads of a file
+    of reader.torch_tensors tensors (dlio_mpi.checkpoint.zip_reads), every file once."""
+    from dlio_mpi.checkpoint.zip_reads import torch_load_reads
+    from dlio_mpi_analysis.loading.oplog_records import OPEN
+    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
+            "dataset.num_files_train=8", "dataset.num_samples_per_file=1",
+            "dataset.record_length=50814", "reader.batch_size=2", "train.epochs=1",
+            "train.computation_time=0", "reader.access=torch", "reader.torch_tensors=2",
+            "reader.transfer_size=0", "reader.read_threads=0", "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    cfg = config.load(["workload=default"] + args)
+    data = Dataset(cfg)
+    seen = set()
+    for r in range(2):
+        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
+        got = _reads(z, 0)
+        files = list(dict.fromkeys(f for f, _, _ in got))
+        seen |= set(files)
+        want = [(f, o, n) for f in files
+                for o, n in torch_load_reads(data.index(f).file_size, 2)]
+        assert got == want
+        op, fl = z["e0_op"], z["e0_file"]
+        assert all(int(((op == OPEN) & (fl == f)).sum()) == 1 for f in files)
+    assert seen == set(range(8))
