@@ -665,6 +665,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                              + ("until it ended, new workers every epoch: "
                                 if kept == "epoch" else "for the whole run: ")
                              + f"reader.worker_files {kept} (a thread's own handles)")
+    if threads >= 1 and reader_extra.get("reopen"):
+        # the emulator opens a file per sample in the training loop only: the reads'
+        # concurrency is kept, their file's open for each sample is not
+        del reader_extra["reopen"]
+        evidence["reopen_dropped"] = True
+        notes.append(f"each sample's file was opened for its read, by {threads} readers at "
+                     "once: the emulator's read threads keep their files open (no "
+                     "reader.reopen), the opens are not replayed")
     if traits(fmt).rows and read_type == "memory" and "h5d_bytes_per_read" not in evidence:
         per_read = fit_patterns.h5d_bytes_per_read(job, set(data["name"]))
         if per_read:

@@ -9,6 +9,7 @@ import pytest
 
 import dlio_mpi_analysis as analysis
 from dlio_mpi_analysis.characterization.characterize import characterize
+from dlio_mpi_analysis.replays.replay import replay
 
 from fitted_runs import TRUTH, log, replay_like
 
@@ -197,3 +198,15 @@ def test_torch_load_of_a_file_a_sample(tmp_path):
     r = replay_like("torch_load_samples", tmp_path, equal=("interfaces", "bytes_written"),
                     bytes_rel=0.1)
     assert r.emulated["read_ops"] == pytest.approx(r.real["read_ops"], rel=0.05)
+
+
+def test_workers_that_open_a_file_per_sample(tmp_path):
+    """The DLIO benchmark's HDF5 reader in 2 forked workers, each sample's file opened for it:
+    read threads kept, the opens not (the emulator opens per sample in the training loop
+    only; the fitted workload was refused before)."""
+    f, w = _shape("dlio_hdf5_workers_reopen")
+    assert w["reader"]["read_threads"] == 2 and "reopen" not in w["reader"]
+    assert f.evidence["reopen_dropped"] is True
+    r = replay(log("dlio_hdf5_workers_reopen"), tmp_path / "replay")
+    assert r.score >= 0.8, r.comparison.table
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.05)
