@@ -279,6 +279,20 @@ def python_reads_whole(trace, sizes):
     return loads
 
 
+def _file_sizes(data, evidence):
+    """(the data files' sizes, their standard deviation in whole bytes) for a fit of a file a
+    sample; with a spread, its record_length_stdev and the seed whose draws total the files'
+    bytes go to evidence."""
+    size = data["size"].to_numpy()
+    spread = int(round(float(size.std())))
+    if spread:
+        evidence["record_length_stdev"] = spread
+        seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
+                              float(size.mean()), spread)
+        evidence["size_seed"] = {"seed": seed, "total_difference": off}
+    return size, spread
+
+
 def pickle_loads(trace, sizes):
     """(loads, buffer size) when at least STREAM_SHARE of the (rank, file) pairs read their
     file whole as pickle.load does through Python's buffered file (a buffer fill at offset 0,
@@ -747,14 +761,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
     if t.opaque and t.decoder is None and not t.companions and layout == "multi":
         loads = python_reads_whole(trace, sizes)
         if loads is not None:
-            size = data["size"].to_numpy()
-            spread = int(round(float(size.std())))
+            size, spread = _file_sizes(data, evidence)
             evidence["python_whole_reads"] = {"loads": loads}
-            if spread:
-                evidence["record_length_stdev"] = spread
-                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
-                                      float(size.mean()), spread)
-                evidence["size_seed"] = {"seed": seed, "total_difference": off}
             notes.append("each file read whole by Python's f.read() (the file in one read, "
                          "then a read at its end that returns nothing), opened for it: a "
                          "sample a file (reader.access=file; dataset.record_length the mean "
@@ -766,14 +774,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         found = torch_loads(trace, sizes)
         if found is not None:
             loads, tensors = found
-            size = data["size"].to_numpy()
-            spread = int(round(float(size.std())))
+            size, spread = _file_sizes(data, evidence)
             evidence["torch_loads"] = {"loads": loads, "tensors": tensors}
-            if spread:
-                evidence["record_length_stdev"] = spread
-                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
-                                      float(size.mean()), spread)
-                evidence["size_seed"] = {"seed": seed, "total_difference": off}
             notes.append(f"each file loaded whole as torch.load reads the zip torch.save "
                          f"makes (its end records and directory from the end, then each "
                          f"tensor in one call), opened for it: a sample a file of {tensors} "
@@ -786,14 +788,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         found = pickle_loads(trace, sizes)
         if found is not None:
             loads, buffer, tail = found
-            size = data["size"].to_numpy()
-            spread = int(round(float(size.std())))
+            size, spread = _file_sizes(data, evidence)
             evidence["pickle_loads"] = {"loads": loads, "buffer_size": buffer, "tail": tail}
-            if spread:
-                evidence["record_length_stdev"] = spread
-                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
-                                      float(size.mean()), spread)
-                evidence["size_seed"] = {"seed": seed, "total_difference": off}
             notes.append(f"each file loaded whole as pickle.load reads it through a buffered "
                          f"file of {buffer} bytes (a fill at its start, the rest asked for at "
                          "once: whole buffers read straight in, then a fill of the tail), "
@@ -835,14 +831,8 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         whole = whole_file_loads(trace, sizes)
         if whole is not None:
             loads, block, eof = whole
-            size = data["size"].to_numpy()
-            spread = int(round(float(size.std())))
+            size, spread = _file_sizes(data, evidence)
             evidence["whole_file_loads"] = {"loads": loads, "block": block, "eof_reads": eof}
-            if spread:
-                evidence["record_length_stdev"] = spread
-                seed, off = size_seed(len(size), 1, float(size.sum()), float(size.std()),
-                                      float(size.mean()), spread)
-                evidence["size_seed"] = {"seed": seed, "total_difference": off}
             epochs = max(1, int(round(loads / files)))
             notes.append(f"each file was read whole by one rank, {loads / files:.3g} times "
                          f"(an open each), in {block}-byte reads: a sample is the whole file "

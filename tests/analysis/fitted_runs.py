@@ -45,3 +45,22 @@ def replay_like(name, tmp_path, equal=("files", "interfaces", "bytes_written"), 
         assert r.emulated[key] == r.real[key], key
     assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=bytes_rel)
     return r
+
+
+def fitted_shape(name, *also):
+    """The fit of log ``name``, checked against its truth: ranks, files, samples per file,
+    batch and epochs, and each of ``also`` ("sample_bytes": the record length, exactly;
+    "read_threads")."""
+    fitted = fit(log(name))
+    w = fitted.workload
+    ds, rd = w["dataset"], w["reader"]
+    t = TRUTH[name]
+    assert fitted.ranks == t["ranks"]
+    assert (ds["num_files_train"], ds["num_samples_per_file"]) \
+        == (t["num_files"], t["samples_per_file"])
+    assert (rd["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
+    if "sample_bytes" in also:
+        assert ds["record_length"] == t["sample_bytes"]
+    if "read_threads" in also:
+        assert rd["read_threads"] == t["read_threads"]
+    return fitted, w

@@ -9,22 +9,9 @@ import pytest
 
 import dlio_mpi_analysis as analysis
 
-from fitted_runs import TRUTH, log, replay_like, run_changed
+from fitted_runs import TRUTH, fitted_shape, log, replay_like, run_changed
 
 pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
-
-
-def _shape(name):
-    f = analysis.fit(log(name))
-    w = f.workload
-    ds, rd = w["dataset"], w["reader"]
-    t = TRUTH[name]
-    assert f.ranks == t["ranks"]
-    assert (ds["num_files_train"], ds["num_samples_per_file"], ds["record_length"]) \
-        == (t["num_files"], t["samples_per_file"], t["sample_bytes"])
-    assert (rd["batch_size"], rd["read_threads"]) == (t["batch_size"], t["read_threads"])
-    assert w["train"]["epochs"] == t["epochs"]
-    return f, w
 
 
 def test_a_batch_of_scattered_samples_in_one_collective_call():
@@ -32,7 +19,7 @@ def test_a_batch_of_scattered_samples_in_one_collective_call():
     MPI-IO counters give 8 samples a call a rank, and the steps are the ranks' own calls
     (DXT_MPIIO), not the aggregator's reads of every rank's samples (fitted before as one
     collective call a sample, batch 32: 1536 calls for 192, 0.46)."""
-    f, w = _shape("mpiio_coll_view_batches")
+    f, w = fitted_shape("mpiio_coll_view_batches", "sample_bytes", "read_threads")
     assert (w["io"]["interface"], w["reader"]["transfer_size"]) == ("mpiio_coll", 0)
     assert w["reader"]["sample_shuffle"] == "seed"
     assert f.evidence["collective_call_samples"] == 8
@@ -45,7 +32,7 @@ def test_a_batch_of_scattered_rows_in_one_h5dread(name):
     H5Dread of a contiguous dataset, each row read on its own beneath: a row is the sample and
     the H5Dread a batch's union (fitted before as 64 samples of 256 KiB of a chunked dataset,
     read in order)."""
-    f, w = _shape(name)
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
     ds, rd = w["dataset"], w["reader"]
     assert "enable_chunking" not in ds and "chunk_size" not in ds
     assert rd.get("hdf5_reads", "batch") == "batch" and rd["sample_shuffle"] == "seed"
@@ -57,7 +44,7 @@ def test_a_files_samples_read_in_order_a_read_each():
     """A pread a sample, 4 to a step with 5 ms between: a file read whole across 16 pauses
     is its 64 samples, not one whole-file load (fitted before as 8 samples of 8 MiB, a pause
     a file)."""
-    f, w = _shape("c_pread_batches_in_order")
+    f, w = fitted_shape("c_pread_batches_in_order", "sample_bytes", "read_threads")
     assert "whole_file_loads" not in f.evidence
     assert w["train"]["computation_time"] == pytest.approx(0.005, rel=0.1)
 

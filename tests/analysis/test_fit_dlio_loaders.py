@@ -11,28 +11,16 @@ import dlio_mpi_analysis as analysis
 from dlio_mpi_analysis.characterization.characterize import characterize
 from dlio_mpi_analysis.replays.replay import replay
 
-from fitted_runs import TRUTH, log, replay_like
+from fitted_runs import TRUTH, fitted_shape, log, replay_like
 
 pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
-
-
-def _shape(name):
-    f = analysis.fit(log(name))
-    w = f.workload
-    ds, rd = w["dataset"], w["reader"]
-    t = TRUTH[name]
-    assert f.ranks == t["ranks"]
-    assert (ds["num_files_train"], ds["num_samples_per_file"]) \
-        == (t["num_files"], t["samples_per_file"])
-    assert (rd["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
-    return f, w
 
 
 def test_a_singleton_run_is_one_rank_with_its_workers():
     """orted (its session files and an unread hardware walk, no data byte) is a helper, not a
     second rank, and the entry script Python read is code (fitted before as 2 ranks, with the
     script a data file: 0.46)."""
-    f, w = _shape("dlio_npz_workers_singleton")
+    f, w = fitted_shape("dlio_npz_workers_singleton")
     assert w["reader"]["read_threads"] == TRUTH["dlio_npz_workers_singleton"]["read_threads"]
     c = characterize(log("dlio_npz_workers_singleton"))
     assert c.process_roles == {"main": 1, "forked worker": 2, "helper": 2}
@@ -43,7 +31,7 @@ def test_a_singleton_run_is_one_rank_with_its_workers():
 def test_npy_files_loaded_whole_for_each_sample():
     """np.load of the file for every sample, 4 in a row: 4 samples of a quarter of the array
     (fitted before as 1 sample a file, 8 epochs for 2)."""
-    f, w = _shape("dlio_npy_samples_per_file")
+    f, w = fitted_shape("dlio_npy_samples_per_file")
     assert w["dataset"]["record_length"] == TRUTH["dlio_npy_samples_per_file"]["sample_bytes"]
     assert f.evidence["loads_in_a_row"] == 4
 
@@ -51,7 +39,7 @@ def test_npy_files_loaded_whole_for_each_sample():
 def test_npz_files_of_their_own_sizes():
     """record_length_bytes_stdev: the arrays' mean and spread (fitted before as the median
     file's, bytes -3 %)."""
-    f, w = _shape("dlio_unet3d_sizes")
+    f, w = fitted_shape("dlio_unet3d_sizes")
     sizes = TRUTH["dlio_unet3d_sizes"]["sample_bytes"]
     assert w["dataset"]["record_length"] == pytest.approx(sizes["mean_x_array_bytes"], rel=0.01)
     assert w["dataset"]["record_length_stdev"] == pytest.approx(sizes["stdev_x_array_bytes"],
@@ -61,7 +49,7 @@ def test_npz_files_of_their_own_sizes():
 def test_indexed_binary_samples_each_in_an_open():
     """8 opens of a file, a 64 KiB read each, 30 ms apart: 8 samples, each file opened for its
     sample (fitted before as one sample of the whole file)."""
-    f, w = _shape("dlio_dlrm")
+    f, w = fitted_shape("dlio_dlrm")
     assert w["dataset"]["record_length"] == TRUTH["dlio_dlrm"]["sample_bytes"]
     assert w["reader"].get("reopen") is True and "whole_file_loads" not in f.evidence
 
@@ -69,7 +57,7 @@ def test_indexed_binary_samples_each_in_an_open():
 def test_a_contiguous_dataset_read_through_the_sieve_buffer():
     """H5D_CHUNK_SIZE_D1..D5 = 0: the 64 KiB reads are libhdf5's sieve buffer, not chunks
     (fitted before as 64 KiB chunks, batch 64 for 16)."""
-    f, w = _shape("torch_h5py_fork_workers")
+    f, w = fitted_shape("torch_h5py_fork_workers")
     assert "enable_chunking" not in w["dataset"] and "hdf5_chunk" not in f.evidence
     assert w["reader"]["read_threads"] == 2
     assert w["dataset"]["record_length"] == TRUTH["torch_h5py_fork_workers"]["sample_bytes"]
@@ -85,7 +73,7 @@ def test_pickle_loads_a_file_a_sample(tmp_path):
     """pickle.load(open(f, 'rb')) of a file a sample: the buffer fill at its start, 32 KiB
     straight in, the tail's fill (fitted before as raw samples read in 32 KiB pieces: 1,024
     reads for 1,536, 0.93)."""
-    f, w = _shape("pickle_samples")
+    f, w = fitted_shape("pickle_samples")
     assert (w["reader"]["access"], w["reader"]["buffer_size"]) == ("pickle", 4096)
     assert f.evidence["pickle_loads"]["loads"] == TRUTH["pickle_samples"]["num_files"] * 2
     replay = replay_like("pickle_samples", tmp_path)
@@ -204,7 +192,7 @@ def test_workers_that_open_a_file_per_sample(tmp_path):
     """The DLIO benchmark's HDF5 reader in 2 forked workers, each sample's file opened for it:
     read threads kept, the opens not (the emulator opens per sample in the training loop
     only; the fitted workload was refused before)."""
-    f, w = _shape("dlio_hdf5_workers_reopen")
+    f, w = fitted_shape("dlio_hdf5_workers_reopen")
     assert w["reader"]["read_threads"] == 2 and "reopen" not in w["reader"]
     assert f.evidence["reopen_dropped"] is True
     r = replay(log("dlio_hdf5_workers_reopen"), tmp_path / "replay")

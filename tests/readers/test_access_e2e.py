@@ -237,60 +237,42 @@ def test_csv_loaded_whole_for_each_sample(tmp_path, threads):
             assert int((op == READ).sum()) == len(want)
 
 
-def test_pickle_access_loads_each_sample_as_pickle_load(tmp_path):
-    """reader.access=pickle: per sample an open of its file and pickle.load's reads through a
-    buffered file of reader.buffer_size (a fill at the start, the rest straight in whole
-    buffers, a fill of the tail), every file of the epoch once."""
+
+def _pickle_reads(size):
     from dlio_mpi.readers.numpy_reads import pickle_reads
-    from dlio_mpi_analysis.loading.oplog_records import OPEN
-    args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
-            "dataset.num_files_train=8", "dataset.num_samples_per_file=1",
-            "dataset.record_length=40561", "reader.batch_size=2", "train.epochs=1",
-            "train.computation_time=0", "reader.access=pickle", "reader.buffer_size=4096",
-            "reader.transfer_size=0", "reader.read_threads=0", "io.keep_oplog=true"]
-    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
-    cfg = config.load(["workload=default"] + args)
-    data = Dataset(cfg)
-    seen = set()
-    for r in range(2):
-        z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
-        got = _reads(z, 0)
-        files = list(dict.fromkeys(f for f, _, _ in got))
-        seen |= set(files)
-        want = []
-        for f in files:
-            size = data.index(f).file_size
-            o, n = pickle_reads(size, 4096)
-            n = np.minimum(o + n, size) - o       # what each read returned
-            want += list(zip([f] * len(o), o.tolist(), n.tolist()))
-        assert got == want
-        op, fl = z["e0_op"], z["e0_file"]
-        assert all(int(((op == OPEN) & (fl == f)).sum()) == 1 for f in files)
-    assert seen == set(range(8))
+    o, n = pickle_reads(size, 4096)
+    return list(zip(o.tolist(), (np.minimum(o + n, size) - o).tolist()))
 
 
-def test_torch_access_loads_each_sample_as_torch_load(tmp_path):
-    """reader.access=torch: per sample an open of its file and torch.load's zip reads of a file
-    of reader.torch_tensors tensors (dlio_mpi.checkpoint.zip_reads), every file once."""
+def _torch_reads(size):
     from dlio_mpi.checkpoint.zip_reads import torch_load_reads
+    return torch_load_reads(size, 2)
+
+
+@pytest.mark.parametrize("keys,model", [
+    (["reader.access=pickle", "reader.buffer_size=4096", "dataset.record_length=40561"],
+     _pickle_reads),
+    (["reader.access=torch", "reader.torch_tensors=2", "dataset.record_length=50814"],
+     _torch_reads)])
+def test_a_file_a_sample_loaded_by_its_library(tmp_path, keys, model):
+    """reader.access=pickle (pickle.load through a buffered file: a fill at the start, the
+    rest straight in whole buffers, a fill of the tail) and torch (torch.load's zip reads of a
+    file of reader.torch_tensors tensors): per sample an open of its file and the library's
+    reads, as each returns them, every file of the epoch once."""
     from dlio_mpi_analysis.loading.oplog_records import OPEN
     args = [f"dataset.data_folder={tmp_path}/data", f"output.folder={tmp_path}/out",
             "dataset.num_files_train=8", "dataset.num_samples_per_file=1",
-            "dataset.record_length=50814", "reader.batch_size=2", "train.epochs=1",
-            "train.computation_time=0", "reader.access=torch", "reader.torch_tensors=2",
-            "reader.transfer_size=0", "reader.read_threads=0", "io.keep_oplog=true"]
+            "reader.batch_size=2", "train.epochs=1", "train.computation_time=0",
+            "reader.transfer_size=0", "reader.read_threads=0", "io.keep_oplog=true", *keys]
     run_mpi(2, "run_cli.py", "run", *args, timeout=240)
-    cfg = config.load(["workload=default"] + args)
-    data = Dataset(cfg)
+    data = Dataset(config.load(["workload=default"] + args))
     seen = set()
     for r in range(2):
         z = load_npz(tmp_path / "out" / "latest" / f"oplog_rank{r:05d}.npz")
         got = _reads(z, 0)
         files = list(dict.fromkeys(f for f, _, _ in got))
         seen |= set(files)
-        want = [(f, o, n) for f in files
-                for o, n in torch_load_reads(data.index(f).file_size, 2)]
-        assert got == want
+        assert got == [(f, o, n) for f in files for o, n in model(data.index(f).file_size)]
         op, fl = z["e0_op"], z["e0_file"]
         assert all(int(((op == OPEN) & (fl == f)).sum()) == 1 for f in files)
     assert seen == set(range(8))
