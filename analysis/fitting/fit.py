@@ -697,16 +697,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
     if layout == "multi" and ranks > 1 and batch < per_rank and per_rank % batch \
-            and bool((data["ranks"] == 1).all()) and num_files % ranks == 0 \
-            and traits(fmt).rows and "h5d_bytes_per_read" in evidence:
-        # each file read by one rank, its rows known from its datasets: a batch that leaves
-        # part of a rank's share over would have the emulator's ranks share files the job's
-        # did not; the largest batch under it that divides the share (libhdf5's chunk cache,
-        # hiding most reads, can make the batch unclear)
+            and bool((data["ranks"] == 1).all()) and num_files % ranks == 0:
+        # each file read by one rank: a batch that leaves part of a rank's share over would
+        # have the emulator's ranks share files the job's did not (the job read its last,
+        # short batch); the largest batch under it that divides the share, where the rows
+        # are known from the datasets (libhdf5's chunk cache, hiding most reads, can make
+        # the batch unclear) or it is at least half the batch seen
         fits = max(b for b in range(1, batch + 1) if per_rank % b == 0)
-        notes.append(f"reader.batch_size {batch} lowered to {fits}, which divides a rank's "
-                     f"{per_rank} samples: each file stays one rank's, as in the job")
-        batch = fits
+        if (traits(fmt).rows and "h5d_bytes_per_read" in evidence) or 2 * fits >= batch:
+            notes.append(f"reader.batch_size {batch} lowered to {fits}, which divides a "
+                         f"rank's {per_rank} samples: each file stays one rank's, as in the "
+                         "job")
+            batch = fits
     if per_rank < batch:
         if per_rank >= 1:
             notes.append(f"reader.batch_size {batch} lowered to {per_rank}, a rank's share")

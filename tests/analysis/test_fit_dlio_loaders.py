@@ -198,3 +198,14 @@ def test_workers_that_open_a_file_per_sample(tmp_path):
     r = replay(log("dlio_hdf5_workers_reopen"), tmp_path / "replay")
     assert r.score >= 0.8, r.comparison.table
     assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.05)
+
+
+def test_a_rank_s_shards_stay_its_own(tmp_path):
+    """tarfile's stream over each rank's 2 shards, 10 KiB records, the last step short: the
+    batch lowered to divide a rank's records, so that no shard is read by both ranks (a
+    quarter of the files shared before, 0.73)."""
+    f = analysis.fit(log("tar_stream_shards"))
+    rd, ds = f.workload["reader"], f.workload["dataset"]
+    assert (ds["num_files_train"] * ds["num_samples_per_file"] // 2) % rd["batch_size"] == 0
+    r = replay_like("tar_stream_shards", tmp_path)
+    assert r.emulated["shared_files"] == r.real["shared_files"] == 0
