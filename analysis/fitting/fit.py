@@ -767,7 +767,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     reads = None
     if trace is not None:
         ordered = trace.sort_values("start", kind="stable")
-        reads = (ordered["start"].to_numpy(), ordered["length"].to_numpy())
+        reads = (ordered["start"].to_numpy(), ordered["length"].to_numpy(),
+                 ordered["rank"].to_numpy())
     # the share of the data read before a checkpoint, over the trace's own reads (a trace of
     # POSIX alone misses numpy.fromfile's STDIO reads, which the counters hold)
     read_bytes = int(reads[1].sum()) if reads is not None else int(data["bytes_read"].sum())

@@ -212,6 +212,27 @@ def group_checkpoints(files, read_starts):
     return groups
 
 
+def _writers_done(groups, reads, epochs):
+    """Per checkpoint, the epochs its writers had read when they began it: each writer's share
+    of its own data bytes read before its first write of the checkpoint, times the epochs, the
+    mean over the writers (a rank that does not write runs on into its next steps while the
+    writer saves: the whole job's reads would place the checkpoint late); None when a writer
+    read nothing."""
+    starts, lengths, ranks = (np.asarray(a) for a in reads)
+    out = []
+    for g in groups:
+        shares = []
+        for rank in set().union(*(f["ranks"] for f in g)):
+            mine = ranks == rank
+            total = float(lengths[mine].sum())
+            if total <= 0:
+                return None
+            first = min(f["start"] for f in g if rank in f["ranks"])
+            shares.append(float(lengths[mine & (starts < first)].sum()) / total * epochs)
+        out.append(float(np.mean(shares)))
+    return out
+
+
 def _cadence(dones, epochs, steps_per_epoch, notes, evidence):
     """The schedule keys from the epochs done at each checkpoint (None where unknown)."""
     if dones is None:
@@ -335,8 +356,9 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
                     output_folder, notes, evidence, only=False):
     """(model keys, checkpoint keys) for the job's checkpoints (module docstring), or None
     when it wrote none; what was measured goes to evidence["checkpoint_writes"]. read_starts:
-    the data reads' start times and bytes, two arrays in start order, or None without a
-    trace. only: a checkpoint-only job (checkpoint_only gives when)."""
+    the data reads' start times and bytes, two arrays in start order (and, third, each read's
+    rank), or None without a trace. only: a checkpoint-only job (checkpoint_only gives
+    when)."""
     files = checkpoint_files(job, roles)
     if not files:
         return None
@@ -353,6 +375,8 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
         for g in groups:
             before = np.searchsorted(read_starts[0], min(f["start"] for f in g))
             dones.append(float(cum[before - 1] if before else 0) / data_bytes * epochs)
+        if len(read_starts) > 2:
+            dones = _writers_done(groups, read_starts, epochs) or dones
     schedule = {} if only else _cadence(dones, epochs, steps_per_epoch, notes, evidence)
     size = int(round(float(np.median(sizes))))
     writes = sum(f["writes"] for f in files)

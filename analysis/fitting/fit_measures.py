@@ -18,7 +18,7 @@ from dlio_mpi_analysis.characterization.files import file_format
 from dlio_mpi_analysis.fitting.fit_patterns import framing, traits
 from dlio_mpi_analysis.characterization.layers import dataset_file
 from dlio_mpi_analysis.loading.oplog_records import sequential_flags
-from dlio_mpi_analysis.characterization.read_order import read_order
+from dlio_mpi_analysis.characterization.read_order import read_order, write_order
 
 WRITTEN_SHARE = 0.9
 # syncs of the data files at least this share of their writes: a sync after every write (IOR's
@@ -187,7 +187,15 @@ def _write_order(job, ids, rows, basis):
     random order makes about half, IOR's -z 0.48 to 0.51), else "sequential" (in order, or in
     order with gaps as interleaved segments are). From the DXT trace of the writes where there is one (each
     rank's and file's writes in time order), else from the POSIX counters; None with
-    neither. {"order", "seq", "consec", "writes", "from"}."""
+    neither. {"order", "seq", "consec", "writes", "from"}. Collective writes are ordered by
+    their calls (dlio_mpi_analysis.characterization.read_order.write_order: each call's pieces
+    from the aggregators' POSIX writes): an aggregator's writes go back within every call to
+    each rank's piece, in order or not."""
+    calls = _collective_write_order(job, ids)
+    if calls is not None:
+        return {"order": "shuffled" if calls < SHUFFLED_SEQ else "sequential", "seq": calls,
+                "consec": calls, "sequential_after_first": calls, "writes": None,
+                "from": "collective calls (DXT_MPIIO windows)"}
     for name in DXT_PREFERENCE:
         frame = (job.dxt_segments or {}).get(name)
         if frame is None:
@@ -216,6 +224,18 @@ def _write_order(job, ids, rows, basis):
     # a record's first write is sequential when it is past offset 0: at most one a record
     return _order(np.full(n, seq / n), np.full(n, consec / n), max(0, seq - records),
                   max(1, n - records), "POSIX counters")
+
+
+def _collective_write_order(job, ids):
+    """The continuity share of the data files' collective write calls, or None when the job
+    wrote them with no collective call (MPIIO_COLL_WRITES) or no trace shows their order."""
+    mpiio = job.records.get("MPI-IO")
+    if mpiio is None or mpiio.empty or "MPIIO_COLL_WRITES" not in mpiio:
+        return None
+    mine = mpiio[mpiio["id"].isin(list(ids))]
+    if int(mine["MPIIO_COLL_WRITES"].clip(lower=0).sum()) <= 0:
+        return None
+    return write_order(job.dxt_segments, "MPI-IO", ids)
 
 
 def _order(seq, consec, later_seq, later, source):

@@ -70,3 +70,15 @@ def test_a_collective_call_a_sample_scores_low(tmp_path):
         w["reader"]["transfer_size"] = w["dataset"]["record_length"]
     wrong = run_changed("mpiio_coll_view_batches", tmp_path, change)
     assert wrong.score < 0.75, wrong.table
+
+
+@pytest.mark.filterwarnings("ignore::dlio_mpi_analysis.errors.HeatmapMismatchWarning")
+def test_collective_writes_in_order_on_three_ranks(tmp_path):
+    """IOR -c on 3 ranks: the aggregator's POSIX writes go back within every call to each
+    rank's piece (0.745 of them sequential); the calls themselves go forward: written in order
+    (fitted before as shuffled writes: 0.07)."""
+    f = analysis.fit(log("ior_mpiio_coll_3r"))
+    assert "write_order" not in f.workload["io"]
+    assert f.evidence["write_order"]["order"] == "sequential"
+    assert f.evidence["write_order"]["from"].startswith("collective calls")
+    replay_like("ior_mpiio_coll_3r", tmp_path)

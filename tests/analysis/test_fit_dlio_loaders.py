@@ -209,3 +209,16 @@ def test_a_rank_s_shards_stay_its_own(tmp_path):
     assert (ds["num_files_train"] * ds["num_samples_per_file"] // 2) % rd["batch_size"] == 0
     r = replay_like("tar_stream_shards", tmp_path)
     assert r.emulated["shared_files"] == r.real["shared_files"] == 0
+
+
+def test_checkpoints_placed_by_the_writer_s_own_steps(tmp_path):
+    """Rank 0 saves every 4 of its 8 steps an epoch while ranks 1-3 run on a step ahead: the
+    writer's own reads place the checkpoints after steps 4 and 8 (all ranks' reads gave 4.8,
+    8.0, 12.5, 16.0: every 5 steps, 2 checkpoints for 4, 0.67)."""
+    f = analysis.fit(log("dlio_npz_ckpt_steps_4r"))
+    ck = f.workload["checkpoint"]
+    assert (ck["steps_between_checkpoints"], ck["writers"]) == (4, "rank0")
+    assert f.evidence["checkpoint_writes"]["checkpoints"] == 4
+    assert f.evidence["checkpoint_writes"]["epochs_done"] == pytest.approx([0.5, 1, 1.5, 2],
+                                                                          abs=0.01)
+    replay_like("dlio_npz_ckpt_steps_4r", tmp_path)
