@@ -18,6 +18,19 @@ def tasks():
     return {int(t) for t in os.listdir(f"/proc/{os.getpid()}/task")}
 
 
+def started():
+    """The process's tasks as (id, start time in clock ticks) pairs."""
+    out = set()
+    for tid in tasks():
+        try:
+            with open(f"/proc/{os.getpid()}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:       # ended meanwhile
+            continue
+        out.add((tid, int(stat[stat.rindex(")") + 2:].split()[19])))
+    return out
+
+
 def nice_of(tid):
     with open(f"/proc/{os.getpid()}/task/{tid}/stat") as f:
         stat = f.read()
@@ -42,7 +55,7 @@ def make_ra():
 
     def make(nice=None, threads=2):
         """A ReadAhead made by a thread of its own (at nice), and its read threads' ids."""
-        before, box = tasks(), {}
+        before, box = started(), {}
 
         def create():
             box["creator"] = threading.get_native_id()
@@ -54,7 +67,9 @@ def make_ra():
         t.start()
         t.join()
         made.append(box["ra"])
-        tids = tasks() - before - {box["creator"]}
+        # a task is its id and its start time: an id freed since `before` may be taken again
+        # by a new thread (ids wrap at pid_max)
+        tids = {tid for tid, _ in started() - before} - {box["creator"]}
         assert len(tids) == threads, tids
         return box["ra"], tids
 
