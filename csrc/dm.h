@@ -512,7 +512,16 @@ typedef struct {
     int64_t xfer;
     int64_t busy_ns;        /* emulated preprocessing after its reads */
     int ordered;            /* read after the earlier segments of its handle (a stream's reads
-                             * in order, as one reader of the file issues them) */
+                             * in order, as one reader of the file issues them), or of its key */
+    uintptr_t key;          /* with ordered, non-zero: the segments of one key, not of one
+                             * handle, are read one at a time (a file's, whatever handle reads
+                             * it); a small number, never a handle's address */
+    const dm_open_args *open;   /* non-NULL: the handle is closed, and the thread that reads
+                             * the segment opens it with these arguments first and closes it
+                             * after, as a loader's worker that opens a file for each sample
+                             * does (its span is the closed handle's: an HDF5 handle's row
+                             * bytes set beforehand); such a handle is in no other segment,
+                             * and its owner neither closes it nor counts it in flight */
 } dm_ra_seg;
 /* Queue a request of nseg segments (their ranges one after another in off/len) into the next
  * slot of the ring, blocking while that slot is still held. Returns the ticket (>= 0) or -1. */

@@ -97,6 +97,8 @@ def moved_bytes(names, records):
             continue
         read = np.maximum(frame[spec.bytes_read], 0)
         written = np.maximum(frame[spec.bytes_written], 0)
+        if module == "POSIX" and "POSIX_MAX_BYTE_READ" in frame:
+            read = np.where(_read_past_written_end(frame, read, written), 0, read)
         for i, r, w in zip(frame["id"].tolist(), read.tolist(), written.tolist()):
             name = names.get(int(i), "")
             if module == "H5D":
@@ -105,6 +107,17 @@ def moved_bytes(names, records):
             totals[0] += int(r)
             totals[1] += int(w)
     return moved
+
+
+def _read_past_written_end(frame, read, written):
+    """Per POSIX record, True where every byte read lies past the end the job wrote the file
+    to: no read of a regular file returns bytes beyond its end, so those reads were another
+    object's on the file's descriptor number once the file was closed (a pipe's messages
+    from a data loader's workers, which Darshan charges to the last file that number named,
+    at offsets running on from its end)."""
+    end = np.asarray(frame["POSIX_MAX_BYTE_WRITTEN"])
+    last = np.asarray(frame["POSIX_MAX_BYTE_READ"])
+    return (written > 0) & (read > 0) & (last > end) & (last - end >= read)
 
 
 def role_of(name, job_files, read, written):

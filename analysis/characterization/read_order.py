@@ -126,12 +126,47 @@ def write_order(segments, layer, ids=None, names=None):
 
 def call_order(segments, layer, ids, names, op):
     """The continuity share of the calls of ``op`` ("read" or "write"): see read_order."""
+    continued = total = 0
+    for _, pieces in file_calls(segments, layer, ids, names, op):
+        c, t = continuity(pieces)
+        continued, total = continued + c, total + t
+    return continued / total if total else None
+
+
+def collective_lanes(segments, ids, ranks, layer="MPI-IO"):
+    """The ranks' own reads of collective read calls, as an independent job's trace would show
+    them: a DataFrame (rank, offset, length) where each call of a file read by ``ranks``
+    ranks has one piece a rank (the call's pieces in file order, the i-th rank i's: every
+    layout of whole pieces a rank puts the ranks' pieces in rank order within a call, as IOR's
+    segments, contiguous blocks and every ranks-th sample do); None when no file's calls
+    show it (a call whose pieces touch, or no trace)."""
+    import pandas as pd
+    rows = []
+    for _, pieces in file_calls(segments, layer, ids, None, "read"):
+        lanes = []
+        for offs, lens in pieces:
+            starts, stops = _merged(np.asarray(offs, np.int64), np.asarray(lens, np.int64))
+            if len(starts) != ranks:
+                lanes = None
+                break
+            lanes.append((starts, stops - starts))
+        for starts, lens in lanes or ():
+            rows += [(r, int(o), int(n)) for r, (o, n) in enumerate(zip(starts, lens))]
+    if not rows:
+        return None
+    return pd.DataFrame(rows, columns=["rank", "offset", "length"])
+
+
+def file_calls(segments, layer, ids, names, op):
+    """(record id, its calls' pieces) of each file's calls of ``op`` at ``layer``: a list, in
+    call order, of (offsets, lengths) arrays (module docstring: a collective call's from the
+    aggregators' POSIX calls inside it), for the files whose calls can be told."""
     frame = (segments or {}).get(TRACES.get(layer, ""))
     if frame is None and layer == "HDF5":
         frame = (segments or {}).get("DXT_MPIIO")       # libhdf5's MPI-IO calls beneath
     frame = as_trace_table(frame)
     if frame is None or frame.empty:
-        return None
+        return
     code = op_code(op)
     calls = frame[frame["op"] == code]
     if ids is not None:
@@ -144,7 +179,6 @@ def call_order(segments, layer, ids, names, op):
     posix = as_trace_table((segments or {}).get("DXT_POSIX"))
     if posix is not None:
         posix = posix[posix["op"] == code]
-    continued = total = 0
     for fid in np.unique(calls["id"]):
         calls_of_file = calls[calls["id"] == fid]
         blind = calls_of_file["offset"] < 0
@@ -161,8 +195,5 @@ def call_order(segments, layer, ids, names, op):
             pieces = _windowed_calls(data_calls, posix[posix["id"] == fid])
         else:
             pieces = _ranked_calls(calls_of_file)
-        if pieces is None:
-            continue
-        c, t = continuity(pieces)
-        continued, total = continued + c, total + t
-    return continued / total if total else None
+        if pieces is not None:
+            yield int(fid), pieces

@@ -125,6 +125,7 @@ from dlio_mpi_analysis.characterization.unseen_io import (header_reads_line, hea
                                                           opened_without_io, unseen_io_line)
 from dlio_mpi_analysis.errors import FitError
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
+from dlio_mpi_analysis.characterization.read_order import collective_lanes
 from dlio_mpi_analysis.fitting.fit_checkpoints import (checkpoint_files, checkpoint_only,
                                                        fit_checkpoints, read_back)
 from dlio_mpi_analysis.fitting.fit_evaluation import schedule
@@ -530,11 +531,22 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"each read of {record} bytes was its own open of the file: a sample a "
                      "read, its file opened for it (reader.reopen)")
     evidence["record_length"] = record
-    if layout == "shared" and trace is not None and read_type == "on_demand" \
-            and fit_patterns.round_robin(trace, record, job.nprocs):
+    turn = fit_patterns.round_robin_block(trace, record, job.nprocs) \
+        if layout == "shared" and trace is not None and read_type == "on_demand" else 0
+    if not turn and layout == "shared" and interface in ("mpiio_coll", "hdf5_coll"):
+        # collective calls: the ranks' own pieces from the aggregators' reads in each call
+        lanes = collective_lanes(job.dxt_segments, set(data.index), job.nprocs)
+        turn = fit_patterns.round_robin_block(lanes, record, job.nprocs) \
+            if lanes is not None else 0
+    if turn:
         reader_extra["sharding"] = "round_robin"
         shuffle = "off"
         evidence["round_robin"] = True
+        if turn > 1:
+            reader_extra["sharding_block"] = turn
+            notes.append(f"each rank reads every {job.nprocs}th run of {turn} samples of the "
+                         f"file (block-cyclic, IOR's segments of {turn * record}-byte blocks): "
+                         f"reader.sharding round_robin, reader.sharding_block {turn}")
     elif interface in ("mpiio_coll", "hdf5_coll"):
         shuffle = _collective_order(job, data, shuffle, notes, evidence)
         if read_type == "memory":
@@ -656,7 +668,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
                      f"as reader.read_threads {threads}")
         evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}
-        if "access" not in reader_extra and layout == "multi" and read_type == "on_demand":
+        if "access" not in reader_extra and not reader_extra.get("reopen") \
+                and layout == "multi" and read_type == "on_demand":
             kept = _worker_files(job, data, threads)
             evidence["worker_files"] = kept
             if kept is not None:
@@ -666,13 +679,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                                 if kept == "epoch" else "for the whole run: ")
                              + f"reader.worker_files {kept} (a thread's own handles)")
     if threads >= 1 and reader_extra.get("reopen"):
-        # the emulator opens a file per sample in the training loop only: the reads'
-        # concurrency is kept, their file's open for each sample is not
-        del reader_extra["reopen"]
-        evidence["reopen_dropped"] = True
         notes.append(f"each sample's file was opened for its read, by {threads} readers at "
-                     "once: the emulator's read threads keep their files open (no "
-                     "reader.reopen), the opens are not replayed")
+                     "once: the emulator's read threads open a sample's file, read it and "
+                     "close it (reader.reopen with reader.read_threads)")
     if traits(fmt).rows and read_type == "memory" and "h5d_bytes_per_read" not in evidence:
         per_read = fit_patterns.h5d_bytes_per_read(job, set(data["name"]))
         if per_read:

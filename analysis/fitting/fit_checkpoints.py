@@ -17,7 +17,8 @@ give:
   checkpoints where the job wrote them. Without a trace of the reads, a checkpoint per
   epoch is taken when there are as many checkpoints as epochs, else evenly spread (a note
   says so);
-- which ranks: rank 0 alone (checkpoint.writers=rank0), or every rank its share (all);
+- which ranks: rank 0 alone (checkpoint.writers=rank0), every rank its share (all), or every
+  s-th rank from 0 (strided, checkpoint.writer_stride s: one rank a node, a group's first);
 - how big: model.model_size_bytes is the median checkpoint's bytes (over its writers; the
   emulator splits them evenly among checkpoint.writers);
 - files: the emulator writes a writer's share in files of equal parts (checkpoint.format=
@@ -392,11 +393,19 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
                      f"median, {size} bytes")
     all_ranks = len(writers) == job.nprocs and job.nprocs > 1
     who = "all" if all_ranks else "rank0"
-    if not all_ranks and writers != {0}:
+    stride = _stride(writers, job.nprocs)
+    if stride:
+        who = "strided"
+        notes.append(f"checkpoints written by ranks {sorted(writers)}, one in every {stride} "
+                     f"from rank 0: checkpoint.writers strided, checkpoint.writer_stride "
+                     f"{stride}")
+    elif not all_ranks and writers != {0}:
         notes.append(f"checkpoints written by rank(s) {sorted(writers)}: emulated by rank 0")
     # beside the run's output folder
     folder = os.path.join(os.path.dirname(output_folder.rstrip("/")) or ".", "checkpoints")
     checkpoint = {"checkpoint_folder": folder, "writers": who}
+    if stride:
+        checkpoint["writer_stride"] = stride
     shared = _shared_format(files, groups, size, writes, notes, evidence)
     two = None if shared is not None else _model_optimizer(groups, job.nprocs)
     if shared is not None:
@@ -430,14 +439,25 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
                          f"checkpoint.files_per_rank {kept}, equal parts of its share"
                          + (f" ({files_per_writer} is more than the emulator's "
                             f"{CHECKPOINT_FILES})" if kept < files_per_writer else ""))
+        by = "every rank" if all_ranks else f"{len(writers)} ranks" if stride else "one rank"
         notes.append(f"{len(groups)} checkpoint(s) of {size} bytes written by "
-                     f"{'every rank' if all_ranks else 'one rank'} in {writes} write calls "
+                     f"{by} in {writes} write calls "
                      f"(checkpoint.transfer_size {mean_write}, the mean write)")
         checkpoint.update({"format": "file_per_rank", "transfer_size": int(mean_write)})
     checkpoint.update(schedule)
     if any(f["syncs"] for f in files):
         checkpoint["fsync"] = True
     return {"model_size_bytes": size}, checkpoint
+
+
+def _stride(writers, nprocs):
+    """s > 1 when the writing ranks are 0, s, 2s, ... up to the job's last (one rank a node,
+    the first rank of each group of s), else 0."""
+    w = sorted(writers)
+    if len(w) < 2 or w[0] != 0:
+        return 0
+    s = w[1]
+    return s if s > 1 and w == list(range(0, nprocs, s)) else 0
 
 
 _WHO = {"rank0": "rank 0", "all": "every rank"}

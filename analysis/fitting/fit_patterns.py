@@ -600,20 +600,34 @@ def h5d_datasets(job, data_names):
     return out
 
 
-def round_robin(trace, record, ranks):
-    """True when the ranks read a shared file's samples (record bytes each) round robin: every
-    rank's samples fall in one residue class modulo the rank count, a different one per rank
-    (IOR's segments interleave the ranks' blocks)."""
+ROUND_ROBIN_BLOCK = 64     # the most samples in a block of block-cyclic sharding tried
+
+
+def round_robin(trace, record, ranks, block=1):
+    """True when the ranks read a shared file's samples (record bytes each) round robin,
+    `block` samples at a time: every rank's blocks fall in one residue class modulo the rank
+    count, a different one per rank (IOR's segments interleave the ranks' blocks), and a rank
+    reads each of its blocks whole."""
     if ranks < 2 or record <= 0:
         return False
     residues = set()
     for _, reads in trace.groupby("rank", sort=False):
         ids = np.unique(reads["offset"].to_numpy() // record)
-        res = np.unique(ids % ranks)
-        if len(ids) < 2 or len(res) != 1:
+        blocks = np.unique(ids // block)
+        res = np.unique(blocks % ranks)
+        if len(blocks) < 2 or len(res) != 1 or (block > 1 and len(ids) != len(blocks) * block):
             return False
         residues.add(int(res[0]))
     return len(residues) == trace["rank"].nunique() == ranks
+
+
+def round_robin_block(trace, record, ranks):
+    """The samples of a turn when the ranks read a shared file round robin (round_robin), the
+    fewest that show it (1: sample by sample; k: IOR's block of k transfers), else 0."""
+    for k in range(1, ROUND_ROBIN_BLOCK + 1):
+        if round_robin(trace, record, ranks, k):
+            return k
+    return 0
 
 
 def parquet_footer_reads(trace, sizes):

@@ -21,7 +21,13 @@
  * Handles of an engine with a position (ops->ordered: a STDIO stream), and segments asking for
  * it (dm_ra_seg.ordered: a stream's reads of a file, in the order its one reader issues them),
  * take their segments one at a time, in submission order: a thread that claims a segment while
- * an earlier one of the same handle is being read waits for it.
+ * an earlier one of the same handle (or key) is being read waits for it.
+ *
+ * A segment may carry its handle's open (dm_ra_seg.open): the thread opens the file, reads and
+ * closes it, as a loader's worker process that opens a file for each sample. Such segments of
+ * one file share a key, so that one is open at a time: libhdf5 would otherwise hand a second
+ * open of a file already open in the process the first one's state, with no open or metadata
+ * read of its own, where each worker process of a real loader opens and reads them.
  *
  * The threads run as the rank's thread does (the same policy and priority), as a data loader's
  * workers do. Niced or SCHED_BATCH threads were tried: on a node with other busy processes
@@ -82,9 +88,11 @@ void *dm_ra_worker(void *arg) {
         if (s->claimed == s->nseg) ra->next_pick++;
         uint64_t seq = ra->seq++;
         int ordered = g->seg.ops->ordered || g->seg.ordered;
+        const void *turn = g->seg.ordered && g->seg.key ? (const void *)g->seg.key
+                                                        : g->seg.handle;
         if (ordered) {
-            ra->fly[me] = (inflight_t){g->seg.handle, seq, 1};
-            wait_turn(ra, me, g->seg.handle, seq);
+            ra->fly[me] = (inflight_t){turn, seq, 1};
+            wait_turn(ra, me, turn, seq);
         }
         int skip = s->failed;           /* an earlier segment failed: the request has */
         pthread_mutex_unlock(&ra->mu);
@@ -98,14 +106,26 @@ void *dm_ra_worker(void *arg) {
             dm_io io = {.op = DM_OP_READ, .n = g->seg.n, .off = s->off + g->first,
                         .len = s->len + g->first, .buf = dst, .xfer = g->seg.xfer,
                         .discard = own != NULL};
-            rc = dm_engine_io(g->seg.ops, g->seg.handle, &io, &err);
-            got = io.total;
+            const dm_open_args *open = g->seg.open;
+            rc = open ? g->seg.ops->open(g->seg.handle, open, &err) : 0;
+            if (rc == 0) {
+                rc = dm_engine_io(g->seg.ops, g->seg.handle, &io, &err);
+                got = io.total;
+                if (open) {     /* closed as the worker's own open is: the read's error first */
+                    dm_err cerr;
+                    dm_err_clear(&cerr);
+                    if (g->seg.ops->close(g->seg.handle, &cerr) != 0 && rc == 0) {
+                        rc = -1;
+                        err = cerr;
+                    }
+                }
+            }
             /* the worker preprocesses the samples before handing them over */
             if (rc == 0 && g->seg.busy_ns > 0) preprocess(g->seg.busy_ns);
         }
 
         /* the handle is not touched after this: its owner may close it */
-        dm_inflight_done(g->seg.ops->inflight(g->seg.handle));
+        if (!g->seg.open) dm_inflight_done(g->seg.ops->inflight(g->seg.handle));
         pthread_mutex_lock(&ra->mu);
         if (ordered) {
             ra->fly[me].active = 0;
@@ -168,7 +188,7 @@ int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const
         int64_t room = g->ops->cuts ? largest_transfer(g->n, len + n, g->xfer) : span;
         if (room > widest) widest = room;
         n += g->n;
-        dm_oplog *log = g->ops->log(g->handle);
+        dm_oplog *log = g->open ? g->open->log : g->ops->log(g->handle);
         if (log && !log->concurrent) __atomic_store_n(&log->concurrent, 1, __ATOMIC_SEQ_CST);
     }
     int64_t most = ra->keep ? need : widest;
@@ -206,7 +226,8 @@ int64_t dm_ra_submit(dm_readahead *ra, size_t nseg, const dm_ra_seg *segs, const
     }
     /* counted in before any thread can take them: the handles' owners wait for these
      * before closing */
-    for (size_t k = 0; k < nseg; k++) dm_inflight_add(segs[k].ops->inflight(segs[k].handle));
+    for (size_t k = 0; k < nseg; k++)
+        if (!segs[k].open) dm_inflight_add(segs[k].ops->inflight(segs[k].handle));
     s->n = n;
     s->nseg = nseg;
     s->claimed = s->finished = 0;

@@ -63,6 +63,8 @@ int64_t dm_epoch_submit(dm_readahead *ra, dm_epoch *ep, int64_t step, dm_err *e)
         d->xfer = ep->xfer;
         d->busy_ns = ep->seg_busy ? ep->seg_busy[g] : 0;
         d->ordered = ep->ordered;
+        d->key = 0;
+        d->open = NULL;
     }
     ep->want[step] = want;
     return dm_ra_submit(ra, (size_t)(g1 - g0), ep->segs, ep->off, ep->len, e);

@@ -75,29 +75,34 @@ class Backend:
         return self.streams and not self.direct and not self.mapped
 
     def open_read(self, path, *, io, comm=None, file_id=0, oplog=None, dataset=None,
-                  shared=False):
+                  shared=False, deferred=False, row_bytes=0):
         """An engine handle of path for reading: through MPI-IO or libhdf5's MPI-IO driver on
         comm where shared (a file all ranks open together), else on the rank's own; HDF5 opens
-        `dataset` of the file."""
+        `dataset` of the file. deferred (a backend with reopen): a handle the read-ahead thread
+        that reads it opens (HDF5: its rows of row_bytes each)."""
         from dlio_mpi import engines
+        if deferred and not self.reopen:
+            raise ValueError(f"io.interface={self.name} opens no file in a read-ahead thread")
         if self.library == HDF5:
             from mpi4py import MPI
             on = comm if shared else MPI.COMM_SELF
+            extra = {"deferred": True, "row_bytes": row_bytes} if deferred else {}
             return engines.H5Dataset(path, dataset, driver=self.hdf5_driver,
                                      comm=on if self.hdf5_driver == "mpio" else None,
                                      collective=self.collective, hints=io.mpiio_hints,
-                                     file_id=file_id, oplog=oplog)
+                                     file_id=file_id, oplog=oplog, **extra)
         if self.library == MPIIO:
             from mpi4py import MPI
             return engines.MPIFile(comm if shared else MPI.COMM_SELF, path,
                                    hints=io.mpiio_hints, file_id=file_id, oplog=oplog)
         if self.library == STDIO:
             return engines.StdioFile(path, bufsize=io.stdio_buffer, file_id=file_id,
-                                     oplog=oplog)
+                                     oplog=oplog, deferred=deferred)
         if self.library == URING:
             return engines.UringFile(path, depth=io.queue_depth, file_id=file_id, oplog=oplog)
         return engines.PosixFile(path, direct=self.direct, mmap=self.mapped,
-                                 advice=ADVICE[io.fadvise], file_id=file_id, oplog=oplog)
+                                 advice=ADVICE[io.fadvise], file_id=file_id, oplog=oplog,
+                                 deferred=deferred)
 
     def open_write(self, path, *, io, comm=None, file_id=0, oplog=None, shared=False):
         """An engine handle of a byte-range file for writing in place (made if missing, not

@@ -52,7 +52,8 @@ def _whole(cfg, world):
         opt = ck.optimizer_writers if ck.optimizer_writers != "same" else \
             ck.writers if ck.format == "model_optimizer" else ""
         return checkpoint_size.FlatCheckpoint(
-            cfg.model.model_size_bytes, ck.optimizer_multiplier, ck.writers, layout, opt)
+            cfg.model.model_size_bytes, ck.optimizer_multiplier, ck.writers, layout, opt,
+            ck.writer_stride)
     if ck.format == "four_files":
         return 0
     raise ConfigError("workflow.checkpoint=true needs a size: model.model_size_bytes, "

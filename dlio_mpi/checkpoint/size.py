@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 GIB = 1 << 30
 TILE, PAGE, STAMP = 1 << 20, 4096, 16
-WRITER_POLICIES = ("rank0", "all", "model_parallel")
+WRITER_POLICIES = ("rank0", "all", "model_parallel", "strided")
 
 
 def split(total, parts, i):
@@ -90,21 +90,26 @@ class Layout:
         return cls(tp, pp, world // (tp * pp))
 
 
-def writer_ranks(policy, layout):
+def writer_ranks(policy, layout, stride=1):
     """The ranks that write under a policy: "rank0" -> [0]; "all" -> every rank;
-    "model_parallel" -> the ranks of data-parallel replica 0, i.e. 0 .. TP*PP-1."""
+    "model_parallel" -> the ranks of data-parallel replica 0, i.e. 0 .. TP*PP-1; "strided" ->
+    every stride-th rank from 0 (one rank a node of stride ranks, the first rank of each
+    group of stride)."""
     if policy == "rank0":
         return range(1)
     if policy == "all":
         return range(layout.world)
     if policy == "model_parallel":
         return range(layout.model_parallel)
+    if policy == "strided":
+        _positive("the writers' stride", stride)
+        return range(0, layout.world, stride)
     raise ValueError(f"unknown writer policy {policy!r}: use one of {', '.join(WRITER_POLICIES)}")
 
 
-def is_writer(policy, layout, rank):
+def is_writer(policy, layout, rank, stride=1):
     layout.coords(rank)   # range check
-    return rank in writer_ranks(policy, layout)
+    return rank in writer_ranks(policy, layout, stride)
 
 
 class _Sizes:
@@ -135,12 +140,14 @@ class FlatCheckpoint(_Sizes):
     of ``writers`` (a policy of WRITER_POLICIES) in rank order with split(). With
     ``optimizer_writers_policy`` the optimizer state is split over those writers instead and
     the model over ``writers`` alone: data-parallel training that shards its optimizer state
-    over every rank while the first replica alone saves the weights (ZeRO stage 1)."""
+    over every rank while the first replica alone saves the weights (ZeRO stage 1).
+    writer_stride: the stride of the "strided" policy (either part's)."""
     model_bytes: int
     optimizer_multiplier: float = 0.0
     writers_policy: str = "rank0"
     layout: Layout = Layout()
     optimizer_writers_policy: str = ""
+    writer_stride: int = 1
 
     def __post_init__(self):
         if not isinstance(self.model_bytes, int) or self.model_bytes < 0:
@@ -148,9 +155,9 @@ class FlatCheckpoint(_Sizes):
                              f"not {self.model_bytes!r}")
         if self.optimizer_multiplier < 0:
             raise ValueError(f"optimizer_multiplier must be >= 0, not {self.optimizer_multiplier}")
-        writer_ranks(self.writers_policy, self.layout)   # validates the policy
+        writer_ranks(self.writers_policy, self.layout, self.writer_stride)   # validates
         if self.optimizer_writers_policy:
-            writer_ranks(self.optimizer_writers_policy, self.layout)
+            writer_ranks(self.optimizer_writers_policy, self.layout, self.writer_stride)
 
     @property
     def optimizer_bytes(self):
@@ -161,7 +168,7 @@ class FlatCheckpoint(_Sizes):
         return self.model_bytes + self.optimizer_bytes
 
     def _share(self, total, policy, rank):
-        w = writer_ranks(policy, self.layout)
+        w = writer_ranks(policy, self.layout, self.writer_stride)
         return split(total, len(w), w.index(rank)) if rank in w else 0
 
     def rank_parts(self, rank):

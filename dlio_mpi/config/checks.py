@@ -108,6 +108,9 @@ def _check_checkpoint_calls(ck):
         raise ConfigError(f"checkpoint.files_per_rank={ck.files_per_rank}: checkpoint.format "
                           f"file_per_rank takes 1 to {CHECKPOINT_FILES} files a writer, "
                           f"{ck.format} its own")
+    if ck.writer_stride != 1 and ck.writers != "strided":
+        raise ConfigError(f"checkpoint.writer_stride={ck.writer_stride} is the stride of "
+                          f"checkpoint.writers=strided, not checkpoint.writers={ck.writers}")
     if not ck.collective and ck.format not in ("mpiio", "hdf5"):
         raise ConfigError(f"checkpoint.collective=false makes the calls of the shared formats "
                           f"(mpiio, hdf5) independent: not checkpoint.format={ck.format}")
@@ -148,3 +151,14 @@ def check_ranks(cfg, ranks):
         raise ConfigError(
             f"reader.batch_size={cfg.reader.batch_size} is larger than a rank's share of the "
             f"dataset ({per_rank} samples of {cfg.num_samples} on {ranks} ranks)")
+    k = cfg.reader.sharding_block
+    if k > 1:
+        from dlio_mpi.data import sampler
+        rd, io = cfg.reader, cfg.io
+        read = sampler.steps_per_epoch(cfg.num_samples, ranks, rd.batch_size, io.remainder,
+                                       io.layout, io.read_type) * rd.batch_size
+        if read % k:
+            raise ConfigError(
+                f"reader.sharding_block={k} does not divide the {read} samples a rank reads "
+                f"an epoch ({ranks} ranks, reader.batch_size {rd.batch_size}): every rank "
+                "takes whole blocks")

@@ -125,9 +125,12 @@ def validate_access(cfg):
             raise ConfigError("reader.reopen applies to a rank's own files through "
                               f"{backends.listed(lambda b: b.reopen)} (io.layout=multi), or "
                               "to a shared file through those but HDF5")
-        if rd.read_threads:
-            raise ConfigError("reader.reopen reads in the training loop: set "
-                              "reader.read_threads=0")
+        if rd.worker_files != "shared":
+            raise ConfigError(f"reader.worker_files={rd.worker_files} keeps a read thread's "
+                              "files open: with reader.reopen every sample opens its file")
+    if rd.sharding_block != 1 and rd.sharding != "round_robin":
+        raise ConfigError(f"reader.sharding_block={rd.sharding_block} is the turn of "
+                          f"reader.sharding=round_robin, not reader.sharding={rd.sharding}")
     if rd.sharding != "block" and (rd.access != "sample" or io.read_type != "on_demand"
                                    or io.layout == "replicated"):
         raise ConfigError("reader.sharding=round_robin splits an epoch's samples among ranks: "

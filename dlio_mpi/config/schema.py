@@ -163,7 +163,11 @@ SCHEMA = {
                        "pickle", "torch")),
         "sharding": Key("enum", "block", "how an epoch's order is split among ranks: "
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
-                        "IOR's segments)", ("block", "round_robin")),
+                        "IOR's segments), reader.sharding_block samples at a time",
+                        ("block", "round_robin")),
+        "sharding_block": Key("int", 1, "reader.sharding=round_robin: the consecutive samples "
+                              "of an epoch's order a rank takes in its turn (block-cyclic: "
+                              "IOR's block over its transfer, -b over -t)", minimum=1),
         "parquet_open": Key("enum", "batch", "reader.access=parquet: each batch opens the "
                             "files it reads, their footers read again (batch: the DLIO "
                             "benchmark's parquet reader), or a file is opened when the batches "
@@ -294,8 +298,13 @@ SCHEMA = {
                       "weights and its optimizer state in two files (model_optimizer)",
                       ("file_per_rank", "mpiio", "hdf5", "four_files", "model_optimizer")),
         "writers": Key("enum", "rank0", "who writes a model_size_bytes checkpoint (each "
-                       "writer its share of the model's bytes)",
-                       ("rank0", "all", "model_parallel")),
+                       "writer its share of the model's bytes): rank 0, every rank, the "
+                       "ranks of the first model-parallel replica, or every "
+                       "checkpoint.writer_stride-th rank from 0 (strided)",
+                       ("rank0", "all", "model_parallel", "strided")),
+        "writer_stride": Key("int", 1, "checkpoint.writers=strided: ranks 0, stride, "
+                             "2 x stride, ... write (one rank a node of that many ranks, the "
+                             "first of each group)", minimum=1),
         "optimizer_writers": Key("enum", "same", "who writes the optimizer state of a "
                                  "model_size_bytes checkpoint (its optimizer_multiplier "
                                  "share), each writer its share: same (checkpoint.writers, "

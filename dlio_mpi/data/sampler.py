@@ -3,7 +3,8 @@
 On demand (io.read_type=on_demand): the global order of an epoch is a true permutation of all
 samples (seeded, changing with the epoch) or the identity. Rank r takes the r-th contiguous share
 of steps*batch*ranks samples of that order (reader.sharding=block), or every ranks-th sample
-from the r-th on (round_robin, as IOR's segments interleave the ranks' blocks), so every rank
+from the r-th on (round_robin, as IOR's segments interleave the ranks' blocks; with a block of
+k samples, every ranks-th run of k: block-cyclic, IOR's -b of k transfers), so every rank
 runs the same number of steps; the
 remainder (fewer than batch*ranks samples) is dropped, or, with remainder="pad", filled with the
 first samples of the order again. With layout "replicated" every rank takes the whole order.
@@ -65,8 +66,10 @@ def memory_share(num_samples, ranks, rank, layout):
 
 def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainder="drop",
                  layout="multi", read_type="on_demand", samples_per_file=0, file_shuffle=False,
-                 sharding="block", shuffle_scope="global"):
-    """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch)."""
+                 sharding="block", shuffle_scope="global", sharding_block=1):
+    """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch).
+    round_robin sharding deals the order out sharding_block samples at a time (which must
+    divide steps * batch)."""
     steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
     if read_type == "memory":
         share = memory_share(num_samples, ranks, rank, layout)
@@ -84,7 +87,10 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
     if need > order.size:
         order = np.resize(order, need)      # the order again, as often as needed
     if sharding == "round_robin":
-        share = order[rank:need:ranks]
+        k = sharding_block
+        if per_rank % k:
+            raise ValueError(f"a block of {k} samples does not divide a rank's {per_rank}")
+        share = order[:need].reshape(-1, k)[rank::ranks].reshape(-1)
     else:
         share = order[rank * per_rank:(rank + 1) * per_rank]
     return (permute(share) if own else share).reshape(steps, batch)

@@ -96,7 +96,7 @@ def _owners(cfg, comm, data):
                                     cfg.reader.sample_shuffle != "off", cfg.io.remainder,
                                     cfg.io.layout, cfg.io.read_type, data.spf,
                                     cfg.reader.file_shuffle != "off", cfg.reader.sharding,
-                                    cfg.reader.shuffle_scope)
+                                    cfg.reader.shuffle_scope, cfg.reader.sharding_block)
     owner = np.full(n, size, dtype=np.int32)
     owner[np.asarray(read, np.int64).ravel()] = rank
     comm.Allreduce(MPI.IN_PLACE, owner, op=MPI.MIN)

@@ -1,5 +1,5 @@
 # C declarations of csrc/dm.h, the native engines.
-from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t
+from libc.stdint cimport int64_t, int32_t, uint32_t, uint64_t, uint8_t, uintptr_t
 from mpi4py.libmpi cimport MPI_Comm
 
 cdef extern from "dm.h" nogil:
@@ -177,6 +177,8 @@ cdef extern from "dm.h" nogil:
         int64_t xfer
         int64_t busy_ns
         int ordered
+        uintptr_t key
+        const dm_open_args *open
     dm_readahead *dm_ra_create(int nthreads, int depth, size_t slot_bytes, size_t align,
                                int keep, dm_err *e)
     void dm_ra_free(dm_readahead *ra)

@@ -14,6 +14,12 @@ cdef class _Handle:
     cdef const dm_engine_ops *ops
     cdef void *hp
     cdef int pending        # reads and writes submitted and not completed (PendingIO)
+    # deferred: opened by the read-ahead thread that reads it, with these arguments (and
+    # closed by it after the read), never by the program; `keeps` holds what they point into
+    cdef readonly bint deferred
+    cdef bint taken             # a deferred handle queued for its segment
+    cdef dm_open_args deferred_args
+    cdef object keeps
 
     cdef _init(self, path, int32_t file_id, OpLog oplog, const dm_engine_ops *ops, void *hp):
         self.path = os.fspath(path)
@@ -22,13 +28,19 @@ cdef class _Handle:
         self.ops = ops
         self.hp = hp
 
-    cdef int _open(self, dm_open_args *a) except -1:
-        """Open through the table: a's path, file id and op log are the handle's."""
+    cdef int _open(self, dm_open_args *a, keeps=None) except -1:
+        """Open through the table: a's path, file id and op log are the handle's. A deferred
+        handle keeps the arguments (and keeps, the objects they point into) for the read-ahead
+        thread that opens it."""
         cdef dm_err e
         cdef bytes p = _path(self.path)
         a.path = p
         a.file_id = self.file_id
         a.log = _log_of(self.log)
+        if self.deferred:
+            self.deferred_args = a[0]
+            self.keeps = (p, self.log, keeps)
+            return 0
         with nogil:
             CHK(self.ops.open(self.hp, a, &e), &e)
         self.is_open = True
@@ -41,6 +53,9 @@ cdef class _Handle:
 
     cdef int _check(self) except -1:
         if not self.is_open:
+            if self.deferred:
+                raise ValueError(f"{self.path} is opened by the read-ahead thread that reads "
+                                 "it, not by the program")
             raise ValueError(f"I/O on closed file {self.path}")
         return 0
 
@@ -107,6 +122,14 @@ cdef class _Handle:
         self._check()
         with nogil:
             CHK(self.ops.sync(self.hp, data_only, &e), &e)
+
+
+cdef bint _deferrable(bint deferred, mode, path) except -1:
+    """Whether a handle is deferred (opened by its read-ahead thread): reading only."""
+    if deferred and mode != "r":
+        raise ValueError(f"{path}: only a file opened for reading can be opened by a "
+                         "read-ahead thread")
+    return deferred
 
 
 cdef void _io_of(dm_io *io, int op, _Batch b, int64_t xfer, int64_t *got, bint exact,

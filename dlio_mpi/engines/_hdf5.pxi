@@ -13,13 +13,16 @@ cdef class H5Dataset(_Handle):
     """One dataset of an HDF5 file, through the MPI-IO driver ("mpio", collective or
     independent transfers) or sec2. A sample is a row (index along dimension 0). With create
     (the dataset's shape), the file is created: a new one with exclusive=True (failing when any
-    entry, a link included, holds the name), else an existing file is truncated."""
+    entry, a link included, holds the name), else an existing file is truncated. deferred
+    (reading, independent transfers on the rank's own): not opened here but by the read-ahead
+    thread that reads it (ReadAhead), its rows of row_bytes each."""
     cdef dm_h5 h
     cdef readonly object name
 
     def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
                   mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
-                  chunk_rows=0, libver="earliest", bint exclusive=False):
+                  chunk_rows=0, libver="earliest", bint exclusive=False, bint deferred=False,
+                  int64_t row_bytes=0):
         cdef dm_open_args a
         cdef bytes n = str(name).encode()
         cdef _Hints hi = _Hints(hints)
@@ -47,7 +50,13 @@ cdef class H5Dataset(_Handle):
             a.exclusive = exclusive
         self._init(path, file_id, oplog, &dm_h5_ops, &self.h)
         self.name = name
-        self._open(&a)
+        if deferred:
+            if collective or create is not None or row_bytes <= 0:
+                raise ValueError(f"{path}: a deferred HDF5 dataset is read by its rank alone "
+                                 "and needs its row bytes")
+            self.deferred = _deferrable(deferred, mode, path)
+            self.h.row_bytes = row_bytes    # its span in a read-ahead buffer, before the open
+        self._open(&a, (n, hi))
 
     @property
     def shape(self):

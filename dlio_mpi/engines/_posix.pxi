@@ -3,13 +3,15 @@
 
 cdef class PosixFile(_RangeFile):
     """A file through POSIX: buffered pread/pwrite, O_DIRECT (direct=True) or mmap reads
-    (mmap=True). advice: None or a os.POSIX_FADV_* value applied to the whole file at open."""
+    (mmap=True). advice: None or a os.POSIX_FADV_* value applied to the whole file at open.
+    deferred (reading): not opened here but by the read-ahead thread that reads it (ReadAhead)."""
     cdef dm_posix h
 
     def __cinit__(self, path, mode="r", *, bint direct=False, bint mmap=False, advice=None,
-                  int32_t file_id=0, OpLog oplog=None):
+                  int32_t file_id=0, OpLog oplog=None, bint deferred=False):
         cdef dm_open_args a
         memset(&a, 0, sizeof(a))
+        self.deferred = _deferrable(deferred, mode, path)
         a.flags = _mode_flags(mode) | (DM_O_DIRECT if direct else 0)
         a.mmap_mode = 1 if mmap else 0
         a.advice = -1 if advice is None else int(advice)

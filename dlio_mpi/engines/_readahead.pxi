@@ -10,6 +10,29 @@ cdef int _engine_of(handle, const dm_engine_ops **ops, void **hp) except -1:
     return 0
 
 
+cdef int _segment_of(handle, dm_ra_seg *seg, uintptr_t key) except -1:
+    """A segment's engine table and C handle, of an open engine object or of a deferred one
+    (which the reading thread opens and closes: its open's arguments); key non-zero: read after
+    the earlier segments of that key."""
+    cdef _Handle h
+    if not isinstance(handle, _Handle):
+        raise TypeError("read-ahead takes a PosixFile, StdioFile, MPIFile or H5Dataset")
+    h = <_Handle>handle
+    seg.open = NULL
+    if h.deferred:
+        if h.taken:
+            raise ValueError(f"{h.path}: a deferred handle is read by one segment")
+        seg.open = &h.deferred_args
+        h.taken = True          # its thread's from now on: in no other segment
+    else:
+        h._check()
+    seg.ops = h.ops
+    seg.handle = h.hp
+    seg.key = key
+    seg.ordered = 1 if key else 0
+    return 0
+
+
 cdef class ReadAhead:
     """C threads executing a FIFO queue of read requests into a ring of `depth` aligned
     buffers of slot_bytes each. A request is one handle's ranges (submit) or a batch of
@@ -107,20 +130,23 @@ cdef class ReadAhead:
         if off.shape[0] != ln.shape[0]:
             raise ValueError(f"{off.shape[0]} offsets but {ln.shape[0]} lengths")
         self._reserve(1)
-        _engine_of(handle, &self.segs[0].ops, &self.segs[0].handle)
+        _segment_of(handle, &self.segs[0], 0)
         self.segs[0].n = off.shape[0]
         self.segs[0].xfer = xfer
         self.segs[0].busy_ns = <int64_t>(busy * 1e9)
-        self.segs[0].ordered = 0
         t = self._submit(1, off, ln)
         self.handles[t] = handle   # keep the handle alive while its request is queued
         return t
 
-    def submit_batch(self, handles, counts, offsets, lengths, *, int64_t xfer=0, busy=None):
+    def submit_batch(self, handles, counts, offsets, lengths, *, int64_t xfer=0, busy=None,
+                     keys=None):
         """Queue one request of len(handles) segments: segment k reads counts[k] ranges of
         handles[k], the next ones of offsets/lengths, then spends busy[k] seconds (emulated
-        preprocessing; none when busy is None). Blocks while the ring's next slot is still
-        held."""
+        preprocessing; none when busy is None). keys[k] > 0 (a file's number + 1, say): read
+        after every earlier segment of that key, one at a time. A deferred handle is opened by
+        the thread that reads its segment and closed after it, and may be in one segment only
+        (a file opened for each sample: give its segments the file's key, so that one is open
+        at a time). Blocks while the ring's next slot is still held."""
         if self.ra == NULL:
             raise ValueError("read-ahead is closed")
         cdef cnp.ndarray off = _i64(offsets)
@@ -128,16 +154,19 @@ cdef class ReadAhead:
         cdef Py_ssize_t k, nseg = len(handles), n = 0
         if off.shape[0] != ln.shape[0]:
             raise ValueError(f"{off.shape[0]} offsets but {ln.shape[0]} lengths")
-        if len(counts) != nseg or (busy is not None and len(busy) != nseg):
+        if len(counts) != nseg or (busy is not None and len(busy) != nseg) \
+                or (keys is not None and len(keys) != nseg):
             raise ValueError(f"{nseg} handles, {len(counts)} counts"
-                             + ("" if busy is None else f", {len(busy)} busy times"))
+                             + ("" if busy is None else f", {len(busy)} busy times")
+                             + ("" if keys is None else f", {len(keys)} keys"))
+        if keys is not None and any(k < 0 for k in keys):
+            raise ValueError(f"read-ahead keys are 0 (none) or positive: {list(keys)}")
         self._reserve(nseg if nseg > 0 else 1)
         for k in range(nseg):
-            _engine_of(handles[k], &self.segs[k].ops, &self.segs[k].handle)
+            _segment_of(handles[k], &self.segs[k], 0 if keys is None else keys[k])
             self.segs[k].n = counts[k]
             self.segs[k].xfer = xfer
             self.segs[k].busy_ns = 0 if busy is None else <int64_t>(busy[k] * 1e9)
-            self.segs[k].ordered = 0
             n += counts[k]
         if n != off.shape[0]:
             raise ValueError(f"counts add up to {n} ranges, {off.shape[0]} given")

@@ -57,7 +57,9 @@ class PrefetchReader:
     H5Dread). With reader.worker_files, batch k's files are read through handles of the k mod
     read_threads-th worker's own, as a data loader's worker processes each open the files
     they read (and, new every epoch, open them again): closed at an epoch's start (epoch) or
-    kept (run).
+    kept (run). With reader.reopen each sample is a segment whose file the thread reading it
+    opens and closes after the read, one open of a file at a time, as a loader's worker that
+    opens a file for each sample (DLIO's HDF5 reader in its workers).
 
     Byte-range formats read without O_DIRECT build an epoch's requests before it starts
     (plan_epoch; dlio_mpi.readers.epoch_requests, engines.EpochRequests): a step's submit is then one
@@ -88,6 +90,9 @@ class PrefetchReader:
         # reader.worker_files: batch k read through thread k mod read_threads's own handles
         self.workers = cfg.reader.worker_files != "shared"
         self.per_sample = self.h5 and cfg.reader.hdf5_reads == "sample"
+        # reader.reopen: a segment a sample, its file opened by the thread that reads it
+        # and closed after, one open of a file at a time (a loader's worker process)
+        self.reopen = cfg.reader.reopen
         self.batches = 0        # batches queued this epoch
         self.pending = deque()  # per queued batch: ticket, files, bytes wanted, first offsets
         self.queue = self.ep = None   # the epoch's requests, when built (plan_epoch)
@@ -128,7 +133,7 @@ class PrefetchReader:
     def _plan_epoch(self, plan):
         """Build the epoch's requests (epoch_requests.EpochQueue); False where it is queued
         batch by batch instead (see the class)."""
-        if self.h5 or self.workers or self.inner.align != 1 \
+        if self.h5 or self.workers or self.reopen or self.inner.align != 1 \
                 or not epoch_requests.indexed_without_io(self.data):
             return False
         self.queue = epoch_requests.EpochQueue(self, self.inner, plan)
@@ -175,7 +180,7 @@ class PrefetchReader:
             return
         while self.steps and len(self.pending) < self.ahead:
             samples = self.steps.pop()
-            if self.per_sample:     # a segment a sample: one H5Dread each
+            if self.per_sample or self.reopen:     # a segment a sample (HDF5: one H5Dread)
                 order = self.cfg.reader.batch_order
                 if order:           # the reader's own order of a batch's calls
                     samples = samples[[k for k in order if k < len(samples)]]
@@ -190,7 +195,8 @@ class PrefetchReader:
             handles, counts, offs, lens, wants, wheres = [], [], [], [], [], []
             for f, ks in groups:
                 o, n, want, where = self._segment(f, ks)
-                handles.append(self._handle(f, worker, keep))
+                handles.append(self.inner.sample_handle(f) if self.reopen
+                               else self._handle(f, worker, keep))
                 counts.append(len(o))
                 offs += o
                 lens += n
@@ -202,7 +208,9 @@ class PrefetchReader:
                 for _, ks in groups:
                     busy.append(float(draws[at:at + len(ks)].sum()))
                     at += len(ks)
-            t = self.ra.submit_batch(handles, counts, offs, lens, xfer=self.xfer, busy=busy)
+            keys = [f + 1 for f, _ in groups] if self.reopen else None
+            t = self.ra.submit_batch(handles, counts, offs, lens, xfer=self.xfer, busy=busy,
+                                     keys=keys)
             self.pending.append((t, [f for f, _ in groups], wants, wheres))
 
     def _handle(self, f, worker, keep):

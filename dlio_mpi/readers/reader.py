@@ -13,7 +13,7 @@ Every read_batch returns the bytes delivered; short data is an error naming file
 
 import numpy as np
 
-from dlio_mpi import backends, engines
+from dlio_mpi import backends, engines, formats
 from dlio_mpi.readers import access
 from dlio_mpi.run import compute_time as timing
 from dlio_mpi.data.dataset import Dataset
@@ -117,6 +117,14 @@ class Reader:
         if self.backend.library == backends.MPIIO:
             self._check_size(h, i)
         return h
+
+    def sample_handle(self, i):
+        """File i's handle for one sample's read in a read-ahead thread, which opens it and
+        closes it after (reader.reopen with read threads: a loader's worker opening the file
+        for each sample)."""
+        return self.backend.open_read(self.path(i), io=self.cfg.io,
+                                      file_id=self.data.first_id + i, oplog=self.log,
+                                      deferred=True)
 
     def _check_size(self, h, i):
         """An MPI-IO file shorter than its index is truncated: said before any read, as
@@ -320,6 +328,14 @@ class H5Reader(Reader):
         return self.backend.open_read(self.path(i), io=self.cfg.io, comm=self.comm,
                                       file_id=self.data.first_id + i, oplog=self.log,
                                       dataset=self.data.spec.dataset, shared=self.shared)
+
+    def sample_handle(self, i):
+        """As Reader.sample_handle: the dataset of file i, a row a sample."""
+        return self.backend.open_read(self.path(i), io=self.cfg.io, comm=self.comm,
+                                      file_id=self.data.first_id + i, oplog=self.log,
+                                      dataset=self.data.spec.dataset, shared=False,
+                                      deferred=True,
+                                      row_bytes=int(formats.sample_sizes(self.data.spec, i)[0]))
 
     def rows(self, f, local):
         """The dataset rows of samples local of file f: sample i is row i (the layout every

@@ -81,7 +81,8 @@ def epoch_plan(cfg, comm, reader, batch, epoch, shuffle):
     plan = sampler.rank_samples(data.num_samples, size, rank, batch, epoch, cfg.train.seed,
                                 shuffle, cfg.io.remainder, cfg.io.layout, cfg.io.read_type,
                                 data.spf, cfg.reader.file_shuffle != "off",
-                                cfg.reader.sharding, cfg.reader.shuffle_scope)
+                                cfg.reader.sharding, cfg.reader.shuffle_scope,
+                                cfg.reader.sharding_block)
     return plan, None
 
 

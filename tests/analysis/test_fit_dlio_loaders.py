@@ -190,14 +190,14 @@ def test_torch_load_of_a_file_a_sample(tmp_path):
 
 def test_workers_that_open_a_file_per_sample(tmp_path):
     """The DLIO benchmark's HDF5 reader in 2 forked workers, each sample's file opened for it:
-    read threads kept, the opens not (the emulator opens per sample in the training loop
-    only; the fitted workload was refused before)."""
+    read threads that open a sample's file, read it and close it (refused before, then the
+    opens dropped: 0.84, libhdf5's metadata reads after each open missing)."""
     f, w = fitted_shape("dlio_hdf5_workers_reopen")
-    assert w["reader"]["read_threads"] == 2 and "reopen" not in w["reader"]
-    assert f.evidence["reopen_dropped"] is True
+    assert w["reader"]["read_threads"] == 2 and w["reader"]["reopen"] is True
     r = replay(log("dlio_hdf5_workers_reopen"), tmp_path / "replay")
-    assert r.score >= 0.8, r.comparison.table
+    assert r.score >= 0.95, r.comparison.table
     assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.05)
+    assert r.emulated["read_ops"] == pytest.approx(r.real["read_ops"], rel=0.05)
 
 
 def test_a_rank_s_shards_stay_its_own(tmp_path):
@@ -222,3 +222,33 @@ def test_checkpoints_placed_by_the_writer_s_own_steps(tmp_path):
     assert f.evidence["checkpoint_writes"]["epochs_done"] == pytest.approx([0.5, 1, 1.5, 2],
                                                                           abs=0.01)
     replay_like("dlio_npz_ckpt_steps_4r", tmp_path)
+
+
+def test_checkpoints_of_every_other_rank(tmp_path):
+    """mpi4py: ranks 0 and 2 of 4 each save a 2 MiB file of their own after epochs 1 and 3:
+    checkpoint.writers strided, stride 2 (rank 0 alone writing 4 MiB files before: 2 files for
+    4, a write order of 0.75 for 0.5, 0.57)."""
+    f, w = fitted_shape("mpi4py_ckpt_strided_writers")
+    ck = w["checkpoint"]
+    assert ck["writers"] == "strided" and ck["writer_stride"] == 2
+    assert w["model"]["model_size_bytes"] == 2 * 2 * 1024 * 1024
+    assert f.evidence["checkpoint_writes"]["writer_ranks"] == [0, 2]
+    r = replay_like("mpi4py_ckpt_strided_writers", tmp_path)
+    assert r.emulated["write_ops"] == r.real["write_ops"] == 8
+    assert r.comparison.row("checkpoint_files") == (4, 4)
+    assert r.comparison.row("write_order") == (0.5, 0.5)
+
+
+def test_reads_past_a_checkpoint_s_end_are_no_data(tmp_path):
+    """A DataLoader's new workers send their batches through a pipe whose descriptor number
+    the first checkpoint's file had: Darshan charges the pipe's reads to that file, past the
+    end it was written to. No read of a file returns bytes beyond its end: the file is a
+    checkpoint still (a data file before: 1 checkpoint for 2, 0.96)."""
+    c = characterize(log("torch_fork_workers_pipe_reads"))
+    ckpt = sorted(c.names[i] for i, role in c.roles.items() if role == "checkpoint")
+    assert [n.rsplit("/", 1)[-1] for n in ckpt] == ["epoch_1.pt", "epoch_2.pt"]
+    f, w = fitted_shape("torch_fork_workers_pipe_reads")
+    assert f.evidence["checkpoint_writes"]["checkpoints"] == 2
+    r = replay_like("torch_fork_workers_pipe_reads", tmp_path, bytes_rel=0.05)
+    assert r.comparison.row("checkpoint_files") == (2, 2)
+    assert r.emulated["write_ops"] == r.real["write_ops"] == 4

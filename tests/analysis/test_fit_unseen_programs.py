@@ -6,10 +6,12 @@ data loader's forked workers reading h5py samples at random (non-MPI logs, one p
 and a `uname` Python runs at start-up)."""
 import math
 
+import numpy as np
 import pytest
 
 import dlio_mpi_analysis as analysis
 
+from dlio_mpi_analysis.replays.replay import replay
 from fitted_runs import TRUTH, log, replay_like, run_changed
 
 pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
@@ -62,6 +64,29 @@ def test_more_ior_shapes(name, interface, order):
     f, ds, rd, io = _shape(name)
     assert io["interface"] == interface
     assert (rd["sample_shuffle"], rd.get("sharding")) == order
+
+
+def test_collective_segments_of_blocks_are_block_cyclic(tmp_path):
+    """IOR -c -s 2 -b 256k -t 64k on 5 ranks: each collective call reads a 64 KiB piece of
+    every rank's 256 KiB block; the pieces in each call's file order are the ranks' in rank
+    order, and each rank's are every 5th run of 4 transfers (fitted as contiguous shares
+    before: each rank's 4 pieces of a block fell in 4 residues). The replay reads the same
+    places: rank 1 the samples 4-7 and 24-27."""
+    w = analysis.fit(log("ior_mpiio_coll_segments_5r")).workload
+    ds, rd, io = w["dataset"], w["reader"], w["io"]
+    assert (io["interface"], io["layout"]) == ("mpiio_coll", "shared")
+    assert (ds["num_files_train"], ds["num_samples_per_file"]) == (1, 40)
+    assert (rd["sharding"], rd["sharding_block"], rd["sample_shuffle"]) \
+        == ("round_robin", 4, "off")
+    assert ds["record_length"] == rd["transfer_size"] == 65536
+    r = replay(log("ior_mpiio_coll_segments_5r"), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    z = np.load(tmp_path / "replay" / "run" / "latest" / "oplog_rank00001.npz")
+    phase = list(z["phases"]).index("train0")
+    reads = z[f"e{phase}_op"] == 0
+    mpiio = z[f"e{phase}_iface"] == 5
+    assert (z[f"e{phase}_offset"][reads & mpiio] // 65536).tolist() \
+        == [4, 5, 6, 7, 24, 25, 26, 27]
 
 
 def test_samples_of_varied_sizes_read_by_index():

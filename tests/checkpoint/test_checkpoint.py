@@ -50,6 +50,19 @@ def test_writer_policies():
     assert is_writer("model_parallel", lay, 3) and not is_writer("model_parallel", lay, 4)
     with pytest.raises(ValueError, match="unknown writer policy"):
         writer_ranks("some", lay)
+    assert list(writer_ranks("strided", lay, 4)) == [0, 4, 8]
+    assert list(writer_ranks("strided", lay, 5)) == [0, 5, 10]
+    assert is_writer("strided", lay, 8, 4) and not is_writer("strided", lay, 2, 4)
+    with pytest.raises(ValueError, match="stride"):
+        writer_ranks("strided", lay, 0)
+
+
+def test_strided_writers_split_the_model():
+    """Every stride-th rank its equal share, the others none; the shares sum to the model."""
+    c = FlatCheckpoint(4_000_001, 0.0, "strided", Layout(dp=6), writer_stride=2)
+    assert [r for r in range(6) if c.rank_bytes(r)] == [0, 2, 4] == c.writers()
+    assert sum(c.shares()) == 4_000_001
+    assert max(c.shares()) - min(b for b in c.shares() if b) <= 1
 
 
 def test_transformer_params_by_hand():

@@ -145,6 +145,25 @@ def test_batch_larger_than_share():
         config.check_ranks(cfg, 2)
 
 
+def test_sharding_block_and_writer_stride_need_their_policy():
+    """reader.sharding_block is round_robin's turn, whole blocks a rank (checked with the
+    job's size); checkpoint.writer_stride is checkpoint.writers=strided's."""
+    shared = ["workload=default", "io.interface=mpiio", "io.layout=shared",
+              "dataset.num_files_train=1", "dataset.num_samples_per_file=40",
+              "reader.batch_size=1"]
+    with pytest.raises(config.ConfigError, match="reader.sharding_block=4 is the turn"):
+        config.load(shared + ["reader.sharding_block=4"])
+    cfg = config.load(shared + ["reader.sharding=round_robin", "reader.sharding_block=4"])
+    config.check_ranks(cfg, 5)          # 8 samples a rank: 2 blocks of 4
+    with pytest.raises(config.ConfigError, match="does not divide the 6 samples"):
+        config.check_ranks(cfg, 6)
+    with pytest.raises(config.ConfigError, match="checkpoint.writer_stride=2 is the stride"):
+        config.load(["workload=default", "checkpoint.writer_stride=2"])
+    cfg = config.load(["workload=default", "checkpoint.writers=strided",
+                       "checkpoint.writer_stride=2"])
+    assert (cfg.checkpoint.writers, cfg.checkpoint.writer_stride) == ("strided", 2)
+
+
 def test_bad_yaml_file(tmp_path):
     bad = tmp_path / "w.yaml"
     bad.write_text("dataset: [1, 2\n")

@@ -152,6 +152,25 @@ def test_round_robin_sharding_interleaves_ranks():
     assert len(set(got.tolist())) == len(got) == 18      # 3 steps of 2 per rank, no repeats
 
 
+def test_block_cyclic_sharding_deals_runs_of_samples():
+    """reader.sharding_block k: rank r takes the r-th, (r+R)-th, ... runs of k samples of the
+    order (IOR's segments of blocks of k transfers): every sample once an epoch, each rank's
+    in whole runs; k must divide a rank's samples."""
+    plans = [sampler.rank_samples(40, 5, r, 1, 0, 1, False, sharding="round_robin",
+                                  sharding_block=4).reshape(-1) for r in range(5)]
+    assert plans[1].tolist() == [4, 5, 6, 7, 24, 25, 26, 27]
+    assert sorted(np.concatenate(plans).tolist()) == list(range(40))
+    shuffled = [sampler.rank_samples(48, 3, r, 4, 2, 7, True, sharding="round_robin",
+                                     sharding_block=2).reshape(-1) for r in range(3)]
+    got = np.concatenate(shuffled)
+    assert sorted(got.tolist()) == list(range(48))
+    order = sampler.epoch_order(48, 2, 7, True)
+    assert shuffled[2][:4].tolist() == order[[4, 5, 10, 11]].tolist()
+    with pytest.raises(ValueError, match="block of 3"):
+        sampler.rank_samples(40, 5, 0, 2, 0, 1, False, sharding="round_robin",
+                             sharding_block=3)
+
+
 def test_rank_scope_shuffles_each_ranks_own_share():
     """reader.shuffle_scope=rank: a rank keeps the share it would read in order (its block,
     the same every epoch) and reads it in an order of its own, new each epoch (IOR's -z)."""
