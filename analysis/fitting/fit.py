@@ -801,7 +801,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                     **({"parquet_row_group_size": 1}
                        if traits(fmt).row_groups else {}),
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
-                                                 "record_length_stdev") if k in evidence},
+                                                 "record_length_stdev", "content_fill")
+                       if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
                        if "hdf5_chunk" in evidence else {}),
                     **({"compression": evidence["compression"]}

@@ -568,20 +568,29 @@ def _shuffle(trace, basis, reading, sample_piece=None):
 def _own_shares(trace, data, layout, record):
     """True when each rank read a share of the data of its own, the same all job long: with
     several files (io.layout multi), every data file read by one rank; in one shared file (a
-    DXT trace needed), each rank's samples (record bytes each) one contiguous block that no
-    other rank read. None when neither can be seen (a shared file without a trace)."""
+    DXT trace needed), the bytes each rank read one contiguous block (its reads touching or
+    overlapping one another: samples, or the chunks a library reads beneath them, which may
+    be larger than a sample) that no other rank read into. None when neither can be seen (a
+    shared file without a trace)."""
     if layout == "multi":
         return bool((data["ranks"] == 1).all())
     if trace is None or record <= 0:
         return None
     blocks = []
-    for _, reads in trace[trace["length"] > 0].groupby("rank", sort=False):
-        ids = np.unique(reads["offset"].to_numpy(np.int64) // record)
-        if int(ids[-1] - ids[0]) + 1 != len(ids):
+    # the data's reads: a library's small metadata reads (libhdf5's superblock and object
+    # headers, read by every rank at the file's start) are no rank's share
+    lengths = trace["length"].to_numpy()
+    least = max(1.0, 0.5 * float(np.median(lengths[lengths > 0]))) if (lengths > 0).any() else 1
+    for _, reads in trace[trace["length"] >= least].groupby("rank", sort=False):
+        offs = reads["offset"].to_numpy(np.int64)
+        ends = offs + reads["length"].to_numpy(np.int64)
+        order = np.argsort(offs, kind="stable")
+        offs, ends = offs[order], np.maximum.accumulate(ends[order])
+        if (offs[1:] > ends[:-1]).any():        # a hole between a rank's reads
             return False
-        blocks.append((int(ids[0]), int(ids[-1])))
+        blocks.append((int(offs[0]), int(ends[-1])))
     blocks.sort()
-    return len(blocks) > 1 and all(b[1] < a[0] for b, a in zip(blocks[:-1], blocks[1:]))
+    return len(blocks) > 1 and all(b[1] <= a[0] for b, a in zip(blocks[:-1], blocks[1:]))
 
 
 def _worker_files(job, data, threads):

@@ -544,6 +544,17 @@ def compressed_chunks(trace, chunk):
     return size % chunk != 0 and chunk % size != 0
 
 
+def compressed_share(trace, chunk):
+    """The share of a chunk's bytes its stored (compressed) form takes: the median of the
+    chunk reads' sizes over the chunk's bytes (reads of 1/64 of a chunk up to a chunk: a
+    library's small metadata reads left out), or None without such reads."""
+    lengths = trace["length"].to_numpy()
+    stored = lengths[(lengths >= chunk / 64) & (lengths <= 1.1 * chunk)]
+    if not len(stored):
+        return None
+    return min(1.0, float(np.median(stored)) / chunk)
+
+
 def h5d_bytes_per_read(job, data_names):
     """Bytes of a sample's H5Dread calls over the datasets of the data files (None without H5D
     records): one H5Dread's bytes, or, where a file's datasets were all read as many times,
@@ -600,6 +611,9 @@ def h5d_datasets(job, data_names):
     return out
 
 
+# a compressed chunk stored in less than this share of its bytes: content that compresses
+# (dataset.content_fill); above it the emulator's random content is near enough
+CONTENT_FILL_LEAST = 0.9
 ROUND_ROBIN_BLOCK = 64     # the most samples in a block of block-cyclic sharding tried
 
 
@@ -959,6 +973,13 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                     notes.append("the chunks were read in sizes of their own, not "
                                  f"{recorded} bytes: stored through a filter; Darshan does "
                                  "not record which, gzip is taken (dataset.compression gzip)")
+                    share = compressed_share(trace, recorded)
+                    if share is not None and share < CONTENT_FILL_LEAST:
+                        evidence["content_fill"] = round(share, 3)
+                        notes.append(f"a chunk was stored in {share:.0%} of its {recorded} "
+                                     "bytes (the median chunk read): the content compresses "
+                                     f"as much (dataset.content_fill {share:.3f}: that share "
+                                     "of each page random, the rest zeros)")
             elif chunk is not None and recorded is None:
                 # (a dataset Darshan records as contiguous is read in libhdf5's sieve
                 # buffer's fills, not in chunks)

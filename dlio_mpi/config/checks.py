@@ -59,6 +59,9 @@ def validate(cfg):
     if io.layout != "multi" and ds.num_files_train != 1:
         raise ConfigError(f"io.layout={io.layout} is one shared file: dataset.num_files_train "
                           f"must be 1, not {ds.num_files_train}")
+    if not 0.0 < ds.content_fill <= 1.0:
+        raise ConfigError(f"dataset.content_fill={ds.content_fill}: the random share of a "
+                          "page is above 0 and at most 1")
     if ds.compression != "none" and ds.compression not in fmt.compressions:
         raise ConfigError(f"dataset.compression={ds.compression} applies to "
                           f"{formats.listed(lambda t: ds.compression in t.compressions)}, "

@@ -85,6 +85,10 @@ SCHEMA = {
                            ("none", "gzip", "lzf", "zip")),
         "compression_level": Key("int", 4, "gzip level", minimum=0),
         "enable_chunking": Key("bool", False, "HDF5: chunked dataset"),
+        "content_fill": Key("float", 1.0, "share of each 4 KiB page of the generated samples "
+                            "that is random bytes, the rest zeros (1.0: content that hardly "
+                            "compresses; 0.25: gzip and zip store it in about a quarter)",
+                            minimum=0.0),
         # this project's own dataset key
         "volume_shape": Key("list", [], "HDF5 volumes: the N-D shape of every volume in a "
                             "file (a sample is then a crop of each; empty: a dataset of rows)"),

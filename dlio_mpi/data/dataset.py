@@ -61,7 +61,7 @@ def format_spec(cfg):
                       for v in ds.volumes),
         volume_files=tuple(v.get("file", "") for v in ds.volumes)
         if any(v.get("file") for v in ds.volumes) else (),
-        row_group_rows=ds.parquet_row_group_size)
+        row_group_rows=ds.parquet_row_group_size, content_fill=ds.content_fill)
 
 
 class _LoggedFile:

@@ -69,6 +69,7 @@ def manifest_for(cfg):
         "subfolders": d.subfolders,
         "num_files_eval": cfg.dataset.num_files_eval,
         "subfolders_eval": cfg.dataset.num_subfolders_eval,
+        **({"content_fill": spec.content_fill} if spec.content_fill < 1.0 else {}),
     }
 
 

@@ -84,7 +84,7 @@ def _write_rows(cfg, comm, h, spec, f, rows, row_bytes, collective):
         need = len(block) * row_bytes
         if buf is None or len(buf) < need:
             buf = engines.aligned_empty(need, 4096)
-        content.fill(spec.seed, f, block, np.full(len(block), row_bytes, np.int64), buf)
+        content.fill(spec.content, f, block, np.full(len(block), row_bytes, np.int64), buf)
         at = 0
         for first, count in pieces:
             n = count * row_bytes

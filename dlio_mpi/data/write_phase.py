@@ -149,7 +149,7 @@ def _write_file(cfg, comm, h, data, f, local, collective):
         need = int(sizes[lo:hi].sum())
         if buf is None or len(buf) < need:
             buf = engines.aligned_empty(need, 4096)
-        content.fill(data.spec.seed, f, local[lo:hi], sizes[lo:hi], buf)
+        content.fill(data.spec.content, f, local[lo:hi], sizes[lo:hi], buf)
         offs, lens = idx.ranges(local[lo:hi])
         packed = buf
         if shuffled:

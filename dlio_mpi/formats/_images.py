@@ -25,7 +25,7 @@ def pixels(spec, file_index):
     """The image of file file_index: a (side, side) uint8 array of its sample's content."""
     n = int(content.sample_sizes(spec, file_index)[0])
     side = side_of(n)
-    return content.sample_content(spec.seed, file_index, 0, side * side).reshape(side, side)
+    return content.sample_content(spec.content, file_index, 0, side * side).reshape(side, side)
 
 
 def noise_image(side, seed=0):

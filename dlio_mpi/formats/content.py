@@ -3,13 +3,35 @@
 A sample's bytes are made of pieces of at most BLOCK bytes; piece j of sample s of file f is a
 window of a seeded random block (one per seed, made once), starting at a place given by a hash of
 (seed, f, s, j). Making content is therefore a memory copy, any sample's bytes can be rebuilt
-alone, and a read from the wrong file, sample or offset does not match."""
+alone, and a read from the wrong file, sample or offset does not match.
+
+A block of fill f (Content, dataset.content_fill) has in each PAGE bytes f of them random, the
+rest zeros: a compressor (gzip, zip) stores it in about f of its bytes, as real data that
+compresses (images, simulation fields on a grid) is stored, where random bytes hardly
+compress."""
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 BLOCK = 1 << 20
+PAGE = 4096
 _U = np.uint64
+
+
+@dataclass(frozen=True)
+class Content:
+    """What a dataset's content is made from: its seed and the share of each page that is
+    random (the rest zeros)."""
+    seed: int
+    fill: float = 1.0
+
+
+def _key(content):
+    """(seed, fill) of a Content or of a bare seed (fill 1)."""
+    if isinstance(content, Content):
+        return int(content.seed), float(content.fill)
+    return int(content), 1.0
 
 
 def _mix(x):
@@ -32,10 +54,14 @@ def piece_starts(seed, file_index, samples, pieces):
 
 
 @lru_cache(maxsize=4)
-def _block(seed):
-    """The seed's random block, twice over, so that any window of BLOCK bytes is one slice."""
+def _block(seed, fill=1.0):
+    """The seed's random block, twice over, so that any window of BLOCK bytes is one slice;
+    with fill < 1 each page's bytes past its fill share are zeros."""
     rng = np.random.default_rng([seed, 0xB10C])
     half = rng.integers(0, 256, BLOCK, dtype=np.uint8)
+    if fill < 1.0:
+        pages = half.reshape(-1, PAGE)
+        pages[:, max(1, int(round(fill * PAGE))):] = 0
     out = np.concatenate([half, half])
     out.setflags(write=False)
     return out
@@ -62,7 +88,9 @@ def sample_sizes(spec, file_index):
 
 def fill(seed, file_index, samples, nbytes, out):
     """Write the content of the given samples (nbytes[i] bytes of sample samples[i]) one after
-    another into the uint8 array out; returns the number of bytes written."""
+    another into the uint8 array out; returns the number of bytes written. seed: a seed, or a
+    Content (a spec's .content)."""
+    seed, share = _key(seed)
     samples = np.atleast_1d(np.asarray(samples, dtype=np.int64))
     nbytes = np.atleast_1d(np.asarray(nbytes, dtype=np.int64))
     total = int(nbytes.sum())
@@ -74,7 +102,7 @@ def fill(seed, file_index, samples, nbytes, out):
     piece = np.arange(len(which), dtype=np.int64) - first[which]
     lens = np.minimum(BLOCK, nbytes[which] - piece * BLOCK)
     starts = piece_starts(seed, file_index, samples[which], piece)
-    block = _block(seed)
+    block = _block(seed, share)
     pos = 0
     for st, ln in zip(starts.tolist(), lens.tolist()):
         out[pos:pos + ln] = block[st:st + ln]
@@ -105,4 +133,4 @@ def batches(sizes, limit=64 << 20):
 def sample_data(spec, file_index, sample_index):
     """Sample sample_index of file file_index of spec: its size as drawn, its content bytes."""
     n = int(sample_sizes(spec, file_index)[sample_index])
-    return sample_content(spec.seed, file_index, sample_index, n)
+    return sample_content(spec.content, file_index, sample_index, n)

@@ -58,7 +58,7 @@ def write_file(path, file_index, spec):
     with safe_files.create(path) as f:
         for lo, hi in content.batches(idx.sizes, 32 << 20):
             pattern = np.empty(int(fields[lo:hi].sum()), dtype=np.uint8)
-            content.fill(spec.seed, file_index, np.arange(lo, hi), fields[lo:hi], pattern)
+            content.fill(spec.content, file_index, np.arange(lo, hi), fields[lo:hi], pattern)
             write_all(f, _encode(pattern, fields[lo:hi]))
     return idx
 

@@ -60,7 +60,7 @@ def create_options(spec, row_elems):
 
 def _rows(spec, file_index, lo, hi, row_bytes):
     buf = np.empty((hi - lo) * row_bytes, dtype=np.uint8)
-    content.fill(spec.seed, file_index, np.arange(lo, hi), np.full(hi - lo, row_bytes), buf)
+    content.fill(spec.content, file_index, np.arange(lo, hi), np.full(hi - lo, row_bytes), buf)
     return buf.view(np.dtype(spec.dtype)).reshape(hi - lo, row_bytes // spec.itemsize)
 
 

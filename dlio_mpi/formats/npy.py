@@ -51,7 +51,7 @@ def write_file(path, file_index, spec):
     sizes = content.sample_sizes(spec, file_index)
     n, row_bytes = spec.samples_per_file, int(sizes[0])
     data = np.empty(n * row_bytes, dtype=np.uint8)
-    content.fill(spec.seed, file_index, np.arange(n), sizes, data)
+    content.fill(spec.content, file_index, np.arange(n), sizes, data)
     arr = data.view(np.dtype(spec.dtype)).reshape(_shape(spec, row_bytes // spec.itemsize))
     with safe_files.create(path) as f:
         np.save(f, arr, allow_pickle=False)

@@ -58,7 +58,7 @@ def write_file(path, file_index, spec):
         return _write_shot(path, file_index, spec)
     sizes = content.sample_sizes(spec, file_index)
     data = np.empty(int(sizes.sum()), dtype=np.uint8)
-    content.fill(spec.seed, file_index, np.arange(len(sizes)), sizes, data)
+    content.fill(spec.content, file_index, np.arange(len(sizes)), sizes, data)
     dtype = np.dtype(spec.dtype)
     ends = np.cumsum(sizes).tolist()
     arrays = {member_name(i)[:-4]: data[e - n:e].view(dtype)
@@ -176,7 +176,7 @@ def _write_stacked(path, file_index, spec):
     dtype = np.dtype(spec.dtype)
     arrays = stacked_arrays(row // dtype.itemsize, n, dtype)
     data = np.empty(n * row, dtype=np.uint8)
-    content.fill(spec.seed, file_index, np.arange(n), np.full(n, row), data)
+    content.fill(spec.content, file_index, np.arange(n), np.full(n, row), data)
     arrays["x"][:] = data.view(dtype).reshape(n, row // dtype.itemsize).T
     with safe_files.create(path) as f:
         np.savez(f, **arrays)

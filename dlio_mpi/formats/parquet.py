@@ -45,7 +45,7 @@ def _table(spec, file_index):
     import pyarrow as pa
     sizes = content.sample_sizes(spec, file_index)
     buf = np.empty(int(sizes.sum()), np.uint8)
-    content.fill(spec.seed, file_index, np.arange(len(sizes)), sizes, buf)
+    content.fill(spec.content, file_index, np.arange(len(sizes)), sizes, buf)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     column = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(sizes),
                                               [None, pa.py_buffer(offsets),

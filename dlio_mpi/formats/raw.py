@@ -42,7 +42,7 @@ def write_file(path, file_index, spec):
             need = int(sizes[lo:hi].sum())
             if buf is None or len(buf) < need:
                 buf = np.empty(need, dtype=np.uint8)
-            content.fill(spec.seed, file_index, np.arange(lo, hi), sizes[lo:hi], buf)
+            content.fill(spec.content, file_index, np.arange(lo, hi), sizes[lo:hi], buf)
             write_all(f, buf[:need])
     return idx
 

@@ -59,6 +59,7 @@ class FormatSpec:
     # after it (formats/volumes.py companion); empty: every volume in the dataset's file
     volume_files: tuple = ()
     row_group_rows: int = 0       # parquet: rows per row group (0: pyarrow's default)
+    content_fill: float = 1.0     # the random share of the content's pages (the rest zeros)
 
     def __post_init__(self):
         def bad(key, what):
@@ -98,6 +99,19 @@ class FormatSpec:
             bad("libver", "expected earliest or latest")
         if not self.dataset or "/" in self.dataset:
             bad("dataset", "expected a plain dataset name")
+        try:
+            cf = float(self.content_fill)
+        except (TypeError, ValueError):
+            cf = -1.0
+        if not 0.0 < cf <= 1.0:
+            bad("content_fill", "expected a share in (0, 1]")
+
+    @property
+    def content(self):
+        """What fill() makes the samples' bytes from (formats.content): the seed, or with a
+        content fill below 1 the seed and the fill."""
+        from dlio_mpi.formats.content import Content
+        return self.seed if self.content_fill >= 1.0 else Content(self.seed, self.content_fill)
 
     @property
     def itemsize(self):

@@ -75,7 +75,7 @@ def write_file(path, file_index, spec):
             need = int(sizes[lo:hi].sum())
             if buf is None or len(buf) < need:
                 buf = np.empty(need, dtype=np.uint8)
-            content.fill(spec.seed, file_index, np.arange(lo, hi), sizes[lo:hi], buf)
+            content.fill(spec.content, file_index, np.arange(lo, hi), sizes[lo:hi], buf)
             pos = 0
             write, pack, crc = f.write, _CRC.pack, masked_crc
             for n in sizes[lo:hi].tolist():

@@ -160,12 +160,17 @@ def test_a_pickle_with_an_object_outside_its_frames():
     assert (rd["access"], rd["pickle_tail"]) == ("pickle", 21)
 
 
-def test_a_chunk_a_sample_through_gzip():
+def test_a_chunk_a_sample_through_gzip(tmp_path):
     """Chunks of one sample each, read in sizes of their own: a chunked dataset through a
-    filter (fitted before as contiguous: 8 times the bytes through the sieve buffer)."""
+    filter (fitted before as contiguous: 8 times the bytes through the sieve buffer), its
+    chunks stored in a quarter of their bytes (the median chunk read): dataset.content_fill,
+    content that compresses as much (random content hardly did: 4 times the bytes, 0.77)."""
     w = analysis.fit(log("h5py_gzip_workers")).workload
     assert (w["dataset"]["chunk_size"], w["dataset"]["compression"]) == (16384, "gzip")
     assert w["dataset"]["record_length"] == 16384
+    assert w["dataset"]["content_fill"] == pytest.approx(0.25, abs=0.02)
+    r = replay_like("h5py_gzip_workers", tmp_path, bytes_rel=0.05)
+    assert r.emulated["mean_read_size"] == pytest.approx(r.real["mean_read_size"], rel=0.1)
 
 
 @pytest.mark.parametrize("name", ["fromfile_shared_shuffle", "zarr_chunk_folders",

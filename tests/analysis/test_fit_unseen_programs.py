@@ -201,3 +201,15 @@ def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
     HDF5 ones."""
     wrong = run_changed(name, tmp_path, change)
     assert wrong.score < 0.6, wrong.table
+
+
+def test_each_rank_s_half_read_through_chunks_is_its_own():
+    """h5py through the MPI-IO driver: each rank reads 8-row slices of its own half of a
+    chunked dataset in a shuffled order; libhdf5 reads whole chunks (two slices each) and
+    every rank reads the file's metadata at its start. The chunk reads of a rank touch one
+    another in one block, the other rank's elsewhere: reader.shuffle_scope rank (a shuffle
+    over the whole file before: the chunk reads' starts skip every other slice)."""
+    f = analysis.fit(log("h5py_mpio_rows_own_half"))
+    rd = f.workload["reader"]
+    assert (rd["sample_shuffle"], rd["shuffle_scope"]) == ("seed", "rank")
+    assert f.evidence["own_shares"] is True

@@ -164,6 +164,12 @@ def test_sharding_block_and_writer_stride_need_their_policy():
     assert (cfg.checkpoint.writers, cfg.checkpoint.writer_stride) == ("strided", 2)
 
 
+@pytest.mark.parametrize("fill", ["0", "1.5", "-0.25"])
+def test_content_fill_is_a_share(fill):
+    with pytest.raises(config.ConfigError, match="dataset.content_fill"):
+        config.load(["workload=default", f"dataset.content_fill={fill}"])
+
+
 def test_bad_yaml_file(tmp_path):
     bad = tmp_path / "w.yaml"
     bad.write_text("dataset: [1, 2\n")

@@ -46,6 +46,8 @@ CASES = {
     "hdf5-lzf": dict(format="hdf5", samples_per_file=4, record_length=1200, compression="lzf",
                      dtype="uint16"),
     "csv": dict(format="csv", samples_per_file=8, record_length=2000, record_length_stdev=400),
+    "hdf5-gzip-fill": dict(format="hdf5", samples_per_file=6, record_length=20000,
+                           compression="gzip", chunk_rows=1, content_fill=0.25),
 }
 
 
@@ -146,6 +148,29 @@ def test_content_is_deterministic_and_distinct():
     buf = np.empty(3 * len(a), dtype=np.uint8)
     content.fill(5, 3, [0, 1, 2], [len(a)] * 3, buf)
     assert np.array_equal(buf[len(a):2 * len(a)], a)
+
+
+@pytest.mark.parametrize("fill", [0.25, 0.5])
+def test_content_fill_compresses_to_its_share(fill, tmp_path):
+    """dataset.content_fill: each page that share random, the rest zeros: gzip stores it in
+    about that share (random content hardly compresses), and samples stay distinct; a
+    chunked HDF5 file through gzip takes about that share of its rows' bytes on disk."""
+    spec = FormatSpec(format="raw", samples_per_file=4, record_length=256 * 1024, seed=5,
+                      content_fill=fill)
+    a = formats.sample_bytes(spec, 3, 1)
+    ratio = len(zlib.compress(a.tobytes(), 4)) / len(a)
+    assert fill * 0.95 < ratio < fill * 1.1
+    assert len(zlib.compress(formats.sample_bytes(spec.replace(content_fill=1.0), 3, 1)
+                             .tobytes(), 4)) / len(a) > 0.99
+    b = formats.sample_bytes(spec, 3, 2)
+    assert (a != b).mean() > fill * 0.9
+    h5 = FormatSpec(format="hdf5", samples_per_file=32, record_length=16384, seed=5,
+                    compression="gzip", chunk_rows=1, content_fill=fill)
+    path = tmp_path / "f.h5"
+    formats.write_file(str(path), 0, h5)
+    assert fill * 0.9 < os.path.getsize(path) / (32 * 16384) < fill * 1.15
+    with h5py.File(path) as f:
+        assert np.array_equal(f["records"][7], formats.sample_bytes(h5, 0, 7))
 
 
 # -- the index -------------------------------------------------------------------------------
@@ -361,7 +386,8 @@ def test_a_file_of_another_dataset_is_refused(tmp_path):
                                        ("record_length", -1), ("record_length_stdev", -2.0),
                                        ("seed", -1), ("compression", "gzip"),
                                        ("dtype", "object"), ("dataset", "a/b"),
-                                       ("compression_level", 2.5), ("chunk_rows", True)])
+                                       ("compression_level", 2.5), ("chunk_rows", True),
+                                       ("content_fill", 0.0), ("content_fill", 1.5)])
 def test_spec_checks_its_values(key, value):
     with pytest.raises(ValueError, match=f"format spec: {key}="):
         FormatSpec(format="npz", **{key: value}) if key != "format" else FormatSpec(format=value)
