@@ -133,19 +133,24 @@ def call_order(segments, layer, ids, names, op):
     return continued / total if total else None
 
 
-def collective_lanes(segments, ids, ranks, layer="MPI-IO"):
+def collective_lanes(segments, ids, ranks, layer="MPI-IO", piece=None):
     """The ranks' own reads of collective read calls, as an independent job's trace would show
     them: a DataFrame (rank, offset, length) where each call of a file read by ``ranks``
     ranks has one piece a rank (the call's pieces in file order, the i-th rank i's: every
     layout of whole pieces a rank puts the ranks' pieces in rank order within a call, as IOR's
-    segments, contiguous blocks and every ranks-th sample do); None when no file's calls
-    show it (a call whose pieces touch, or no trace)."""
+    segments, contiguous blocks and every ranks-th sample do); with ``piece`` (the bytes of a
+    rank's own call), pieces that touch are cut back into pieces of that size; None when no
+    file's calls show it (a call of another number of pieces, or no trace)."""
     import pandas as pd
     rows = []
     for _, pieces in file_calls(segments, layer, ids, None, "read"):
         lanes = []
         for offs, lens in pieces:
             starts, stops = _merged(np.asarray(offs, np.int64), np.asarray(lens, np.int64))
+            if piece and len(starts) != ranks and not ((stops - starts) % piece).any():
+                cut = [np.arange(a, b, piece) for a, b in zip(starts, stops)]
+                starts = np.concatenate(cut)
+                stops = starts + piece
             if len(starts) != ranks:
                 lanes = None
                 break

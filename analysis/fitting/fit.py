@@ -326,6 +326,28 @@ def _collective_calls(job, data):
     return None if calls.empty else calls
 
 
+def _collective_piece(job, data, interface, transfer):
+    """The bytes of a rank's own collective read call of the data files (the commonest in
+    DXT_MPIIO) when the aggregators' reads are larger, a whole number of them, and no file view
+    was set for each call (a batch's samples in one call: _collective_batch); else None."""
+    if interface != "mpiio_coll" or transfer <= 0:
+        return None
+    calls = _collective_calls(job, data)
+    if calls is None:
+        return None
+    mpiio = job.records.get("MPI-IO")
+    mine = mpiio[mpiio["id"].isin(list(data.index))] if mpiio is not None else None
+    if mine is not None and "MPIIO_VIEWS" in mine \
+            and int(mine["MPIIO_VIEWS"].clip(lower=0).sum()) >= len(calls):
+        return None
+    lengths = calls["length"].to_numpy()
+    sizes, counts = np.unique(lengths[lengths > 0], return_counts=True)
+    if not len(sizes):
+        return None
+    own = int(sizes[int(np.argmax(counts))])
+    return own if transfer > own and transfer % own == 0 else None
+
+
 def _collective_batch(job, data, record):
     """Samples (of ``record`` bytes) each collective read call of the data files moved a rank,
     when every read was collective, the calls moved several samples each (within
@@ -487,6 +509,17 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     spf = max(1, int(round(file_size / (record + framing(fmt)))))
 
     interface = _interface(fmt, layout, data, job, notes)
+    own = _collective_piece(job, data, interface, transfer) if spread is None else None
+    if own is not None and record % own == 0 and record > own:
+        # the aggregators read the pieces of every rank's call side by side in one read (a
+        # rank's pieces adjacent to the next rank's): a rank's own call is the transfer, and
+        # a sample (the runs of the aggregators' reads are no rank's)
+        evidence["collective_piece"] = own
+        notes.append(f"the aggregators read {transfer} bytes at a time, the pieces of "
+                     f"several ranks' collective calls side by side; each rank's call moved "
+                     f"{own} bytes (DXT_MPIIO): a sample and reader.transfer_size {own}")
+        record = transfer_size = own
+        spf = max(1, int(round(file_size / record)))
     pattern = fit_patterns.library_pattern(job, trace, data, fmt, layout, read_type,
                                            file_size, notes, evidence)
     reader_extra, epochs_fixed = {}, None
@@ -535,7 +568,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if layout == "shared" and trace is not None and read_type == "on_demand" else 0
     if not turn and layout == "shared" and interface in ("mpiio_coll", "hdf5_coll"):
         # collective calls: the ranks' own pieces from the aggregators' reads in each call
-        lanes = collective_lanes(job.dxt_segments, set(data.index), job.nprocs)
+        lanes = collective_lanes(job.dxt_segments, set(data.index), job.nprocs,
+                                 piece=evidence.get("collective_piece"))
         turn = fit_patterns.round_robin_block(lanes, record, job.nprocs) \
             if lanes is not None else 0
     if turn:
@@ -567,8 +601,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"{(data['ranks'] > 1).mean():.0%} of the data files were read by "
                      "several ranks and no trace shows the order: the samples spread over "
                      "the ranks as a global shuffle spreads them (reader.sample_shuffle seed)")
-    if shuffle != "off" and read_type == "on_demand" and "access" not in reader_extra \
-            and job.nprocs > 1:
+    if shuffle != "off" and read_type == "on_demand" \
+            and reader_extra.get("access") != "stream" and job.nprocs > 1:
         own = _own_shares(trace, data, layout, record)
         evidence["own_shares"] = own
         if own:
@@ -592,6 +626,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # a sample is a load: its first read (the header's, the file's start, an image's
             # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
+        elif traits(fmt).rows and reader_extra.get("reopen"):
+            # a file opened for each sample: libhdf5 reads its superblock at the file's start
+            # first (its sieve buffer's fills after it may hold more than the sample: bytes
+            # over a sample's would count too many)
+            starts = fit_patterns.open_starts
         elif traits(fmt).rows and evidence.get("h5d_bytes_per_read") \
                 and "hdf5_chunk" not in evidence:
             held = fit_patterns.h5d_datasets(job, set(data["name"]))
@@ -606,7 +645,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                 starts = (lambda r: np.full(len(r), per_read))
         steps = trace
         if traits(fmt).rows and share >= DOMINANT_SHARE and transfer == record \
-                and "hdf5_chunk" not in evidence:
+                and "hdf5_chunk" not in evidence and starts is None:
             # the samples' reads alone: libhdf5's metadata reads between them (a dataset's
             # opening, its object header) are no step's samples, and their few bytes cut a
             # compute pause in two

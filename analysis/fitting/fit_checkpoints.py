@@ -184,16 +184,20 @@ def _kind(name):
     return re.sub(r"\d+", "#", os.path.basename(name))
 
 
-def group_checkpoints(files, read_starts):
+def group_checkpoints(files, read_starts, reads=None):
     """The files of each checkpoint, in time order: a file starts a new checkpoint when a data
     read started between the previous files' last write and its first (read_starts: sorted
-    start times of the data reads), or, without them, when its directory differs (the DLIO
+    start times of the data reads), unless (reads: the data reads' starts, bytes and ranks)
+    its writers had read as far into their own data as the checkpoint's first writers had
+    (ranks that reach the end of an epoch at different times save the same checkpoint apart,
+    the others' reads between), or, without them, when its directory differs (the DLIO
     benchmark's folder a checkpoint) or, all files in one folder, when one of its writers
     already wrote a file of its kind (_kind) in the checkpoint (a checkpoint-only job's
     checkpoints written one after the other into one folder)."""
     groups = []
     one_folder = len({os.path.dirname(f["name"]) for f in files}) == 1
-    for f in files:
+    progress = _progress(files, reads) if reads is not None else None
+    for k, f in enumerate(files):
         if groups:
             last = groups[-1]
             if read_starts is not None:
@@ -201,6 +205,13 @@ def group_checkpoints(files, read_starts):
                 between = np.searchsorted(read_starts, f["start"]) \
                     - np.searchsorted(read_starts, end)
                 together = between <= 0
+                if not together and progress is not None:
+                    first = files.index(last[0])
+                    near = max(progress[k][1], progress[first][1])
+                    kind = _kind(f["name"])
+                    together = abs(progress[k][0] - progress[first][0]) <= near \
+                        and not any(_kind(g["name"]) == kind and g["ranks"] & f["ranks"]
+                                    for g in last)
             else:
                 kind = _kind(f["name"])
                 together = os.path.dirname(f["name"]) == os.path.dirname(last[0]["name"]) \
@@ -211,6 +222,25 @@ def group_checkpoints(files, read_starts):
                 continue
         groups.append([f])
     return groups
+
+
+def _progress(files, reads):
+    """Per file, (the share of its writers' own data bytes they had read when it began, half
+    a read's share: how near two such shares are the same point), or None when a writer read
+    nothing (a checkpoint-only job's writers)."""
+    starts, lengths, ranks = (np.asarray(a) for a in reads)
+    out = []
+    for f in files:
+        shares, halves = [], []
+        for rank in f["ranks"]:
+            mine = ranks == rank
+            total = float(lengths[mine].sum())
+            if total <= 0:
+                return None
+            shares.append(float(lengths[mine & (starts < f["start"])].sum()) / total)
+            halves.append(0.5 * float(np.median(lengths[mine])) / total)
+        out.append((float(np.mean(shares)), max(halves)))
+    return out
 
 
 def _writers_done(groups, reads, epochs):
@@ -364,7 +394,9 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
     if not files:
         return None
     starts = read_starts[0] if read_starts is not None else None
-    groups = group_checkpoints(files, starts)
+    groups = group_checkpoints(files, starts,
+                               read_starts if read_starts is not None and len(read_starts) > 2
+                               else None)
     sizes = [sum(f["bytes"] for f in g) for g in groups]
     writers = set().union(*(f["ranks"] for f in files))
     per_writer = [len(g) / max(1, len(set().union(*(f["ranks"] for f in g)))) for g in groups]

@@ -544,15 +544,31 @@ def compressed_chunks(trace, chunk):
     return size % chunk != 0 and chunk % size != 0
 
 
+def open_starts(reads):
+    """Per read (in the reads' order), True where a file's reads come back to its start after
+    reading elsewhere in it, or begin there: a new open's first read (libhdf5 reads its
+    superblock from offset 0, in two reads there)."""
+    offset = reads["offset"].to_numpy()
+    out = np.zeros(len(offset), bool)
+    order = np.lexsort((reads["start"].to_numpy(), reads["id"].to_numpy()))
+    ids, offs = reads["id"].to_numpy()[order], offset[order]
+    first = np.r_[True, ids[1:] != ids[:-1]]
+    back = np.r_[True, offs[:-1] != 0]
+    out[order] = (offs == 0) & (first | back)
+    return out
+
+
 def compressed_share(trace, chunk):
-    """The share of a chunk's bytes its stored (compressed) form takes: the median of the
-    chunk reads' sizes over the chunk's bytes (reads of 1/64 of a chunk up to a chunk: a
-    library's small metadata reads left out), or None without such reads."""
-    lengths = trace["length"].to_numpy()
-    stored = lengths[(lengths >= chunk / 64) & (lengths <= 1.1 * chunk)]
+    """The share of a chunk's bytes its stored (compressed) form takes: the size of the chunk
+    reads that moves the middle byte (a library's small metadata reads, many but of few bytes,
+    weigh nothing) over the chunk's bytes, of reads up to a chunk's; None without them."""
+    lengths = np.sort(trace["length"].to_numpy())
+    stored = lengths[(lengths > 0) & (lengths <= 1.1 * chunk)]
     if not len(stored):
         return None
-    return min(1.0, float(np.median(stored)) / chunk)
+    moved = np.cumsum(stored)
+    middle = stored[int(np.searchsorted(moved, moved[-1] / 2))]
+    return min(1.0, float(middle) / chunk)
 
 
 def h5d_bytes_per_read(job, data_names):

@@ -150,11 +150,11 @@ def validate_access(cfg):
         raise ConfigError(f"reader.worker_files={rd.worker_files} gives each read thread its "
                           "own open files: it needs reader.read_threads of 1 or more, "
                           "reader.access=sample, io.read_type=on_demand and io.layout=multi")
-    if rd.shuffle_scope != "global" and (rd.access != "sample"
+    if rd.shuffle_scope != "global" and (rd.access == "stream"
                                          or io.read_type != "on_demand"):
         raise ConfigError("reader.shuffle_scope=rank shuffles each rank's share of the samples "
-                          "read on demand: it needs reader.access=sample and "
-                          "io.read_type=on_demand")
+                          "read on demand: it needs io.read_type=on_demand and a reader.access "
+                          "that reads samples (not stream)")
     if rd.eof_reads and (rd.access != "stream" or not backends.of(cfg).reads_past_end):
         raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
                           "reader.access=stream and io.interface "

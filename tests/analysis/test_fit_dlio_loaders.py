@@ -257,3 +257,34 @@ def test_reads_past_a_checkpoint_s_end_are_no_data(tmp_path):
     r = replay_like("torch_fork_workers_pipe_reads", tmp_path, bytes_rel=0.05)
     assert r.comparison.row("checkpoint_files") == (2, 2)
     assert r.emulated["write_ops"] == r.real["write_ops"] == 4
+
+
+def test_own_files_shuffled_and_checkpoints_saved_apart(tmp_path):
+    """mpi4py on 6 ranks: each rank np.loads its own 8 files in a new order every epoch;
+    ranks 0 and 3 save after each epoch, each when it ends its own epoch (the others' reads
+    between the two saves). A rank-local shuffle of numpy loads (a global one before: 40 of
+    52 files read by two ranks, 0.22) and 2 checkpoints of 2 MiB, each file its writer's,
+    placed by how far its writer had read (3 checkpoints of 1 MiB before)."""
+    f, w = fitted_shape("mpi4py_npy_own_files_ckpt_6r")
+    rd, ck = w["reader"], w["checkpoint"]
+    assert (rd["access"], rd["sample_shuffle"], rd["shuffle_scope"]) == ("numpy", "seed", "rank")
+    assert (ck["writers"], ck["writer_stride"]) == ("strided", 3)
+    assert f.evidence["checkpoint_writes"]["checkpoints"] == 2
+    assert w["model"]["model_size_bytes"] == 2 * 1024 * 1024
+    r = replay_like("mpi4py_npy_own_files_ckpt_6r", tmp_path)
+    assert r.emulated["shared_files"] == r.real["shared_files"] == 0
+    assert r.comparison.row("checkpoint_files") == (4, 4)
+
+
+@pytest.mark.parametrize("name", ["dlio_hdf5_workers4_small_samples",
+                                  "dlio_hdf5_workers_reopen"])
+def test_a_step_s_samples_counted_by_their_opens(tmp_path, name):
+    """The DLIO benchmark's HDF5 reader in forked workers, a file opened for each sample:
+    a sample begins where libhdf5 reads the file's start again (the superblock, after an
+    open); its sieve buffer's fills of 64 KiB over 32 KiB samples made a step's bytes worth 7
+    samples (batch 7 for 4, 9 steps an epoch for 16)."""
+    f, w = fitted_shape(name)
+    assert w["reader"]["reopen"] is True
+    assert w["reader"]["read_threads"] == TRUTH[name]["read_threads"]
+    if name == "dlio_hdf5_workers4_small_samples":
+        replay_like(name, tmp_path, bytes_rel=0.05)

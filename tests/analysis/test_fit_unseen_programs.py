@@ -213,3 +213,19 @@ def test_each_rank_s_half_read_through_chunks_is_its_own():
     rd = f.workload["reader"]
     assert (rd["sample_shuffle"], rd["shuffle_scope"]) == ("seed", "rank")
     assert f.evidence["own_shares"] is True
+
+
+def test_collective_pieces_side_by_side(tmp_path):
+    """IOR -c -s 4 -b 64k -t 64k on 3 ranks: the ranks' pieces of a call lie side by side and
+    the one aggregator reads them in one 192 KiB read; each rank's call moved 64 KiB
+    (DXT_MPIIO): a sample and the transfer, every 3rd one a rank's (fitted before as 3
+    samples of 768 KiB in 192 KiB reads: 3 times the bytes, 0.72)."""
+    f = analysis.fit(log("ior_mpiio_coll_adjacent_3r"))
+    ds, rd = f.workload["dataset"], f.workload["reader"]
+    assert f.evidence["collective_piece"] == 65536
+    assert (ds["num_files_train"], ds["num_samples_per_file"], ds["record_length"]) \
+        == (1, 12, 65536)
+    assert (rd["transfer_size"], rd["sharding"], rd["sample_shuffle"]) \
+        == (65536, "round_robin", "off")
+    r = replay_like("ior_mpiio_coll_adjacent_3r", tmp_path, equal=("files", "bytes_written"))
+    assert r.emulated["read_ops"] == r.real["read_ops"]
