@@ -632,6 +632,20 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # over a sample's would count too many)
             starts = fit_patterns.open_starts
         elif traits(fmt).rows and evidence.get("h5d_bytes_per_read") \
+                and evidence.get("compression") and "hdf5_chunk" in evidence:
+            # compressed chunks: a chunk read (in a size of its own, holding one or several
+            # samples, read again for each when libhdf5 does not keep it) is no sample's
+            # bytes; a step's samples are its chunk reads' share of the H5Dread samples
+            held = fit_patterns.h5d_datasets(job, set(data["name"]))
+            asked = sum(v[1] for v in held.values()) / evidence["h5d_bytes_per_read"]
+            stored = evidence["hdf5_chunk"] * evidence.get("content_fill", 1.0)
+            least = max(1024.0, 0.5 * stored)
+            chunk_reads = int((trace["length"].to_numpy() >= least).sum())
+            if asked and chunk_reads:
+                per_read = asked / chunk_reads
+                evidence["h5d_samples_per_read"] = per_read
+                starts = (lambda r: np.where(r["length"].to_numpy() >= least, per_read, 0.0))
+        elif traits(fmt).rows and evidence.get("h5d_bytes_per_read") \
                 and "hdf5_chunk" not in evidence:
             held = fit_patterns.h5d_datasets(job, set(data["name"]))
             asked = sum(v[1] for v in held.values())

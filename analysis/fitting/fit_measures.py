@@ -15,6 +15,7 @@ from dlio_mpi_analysis.characterization.counters import SPECS
 from dlio_mpi_analysis.characterization.dxt_metrics import EARLY_PERIOD
 from dlio_mpi_analysis.characterization.file_roles import file_roles, program_files
 from dlio_mpi_analysis.characterization.files import file_format
+from dlio_mpi_analysis.fitting import fit_patterns
 from dlio_mpi_analysis.fitting.fit_patterns import framing, traits
 from dlio_mpi_analysis.characterization.layers import dataset_file
 from dlio_mpi_analysis.loading.oplog_records import sequential_flags
@@ -579,9 +580,7 @@ def _own_shares(trace, data, layout, record):
     blocks = []
     # the data's reads: a library's small metadata reads (libhdf5's superblock and object
     # headers, read by every rank at the file's start) are no rank's share
-    lengths = trace["length"].to_numpy()
-    least = max(1.0, 0.5 * float(np.median(lengths[lengths > 0]))) if (lengths > 0).any() else 1
-    for _, reads in trace[trace["length"] >= least].groupby("rank", sort=False):
+    for _, reads in fit_patterns.data_reads(trace).groupby("rank", sort=False):
         offs = reads["offset"].to_numpy(np.int64)
         ends = offs + reads["length"].to_numpy(np.int64)
         order = np.argsort(offs, kind="stable")

@@ -288,3 +288,14 @@ def test_a_step_s_samples_counted_by_their_opens(tmp_path, name):
     assert w["reader"]["read_threads"] == TRUTH[name]["read_threads"]
     if name == "dlio_hdf5_workers4_small_samples":
         replay_like(name, tmp_path, bytes_rel=0.05)
+
+
+def test_a_step_s_samples_counted_by_their_compressed_chunk_reads(tmp_path):
+    """h5py rows of a gzip dataset in chunks of 4 rows, read one a sample by 2 forked workers
+    (the chunk read again for each row): a chunk read's bytes are no sample's; a step's
+    samples are its chunk reads' share of the H5Dread calls (batch 11 for 8 before: 173 KB
+    a step over 16 KiB rows), and the content compresses to a third."""
+    f, w = fitted_shape("h5py_gzip_rows_chunk_of_4")
+    assert f.evidence["h5d_samples_per_read"] == pytest.approx(1.0, abs=0.05)
+    assert w["dataset"]["content_fill"] == pytest.approx(0.33, abs=0.03)
+    replay_like("h5py_gzip_rows_chunk_of_4", tmp_path, bytes_rel=0.15)

@@ -229,3 +229,14 @@ def test_collective_pieces_side_by_side(tmp_path):
         == (65536, "round_robin", "off")
     r = replay_like("ior_mpiio_coll_adjacent_3r", tmp_path, equal=("files", "bytes_written"))
     assert r.emulated["read_ops"] == r.real["read_ops"]
+
+
+def test_hdf5_segments_read_by_each_rank_itself_are_round_robin():
+    """IOR -a HDF5 -c -s 4 -b 64k -t 64k on 2 ranks: each rank reads its own pieces inside
+    the collective calls, and both read libhdf5's object headers at the same places; those
+    small reads, more of them than of the data, are no rank's turn (the layout was fitted
+    as two halves before)."""
+    f = analysis.fit(log("ior_hdf5_coll_adjacent_2r"))
+    rd = f.workload["reader"]
+    assert (rd["sharding"], rd["sample_shuffle"]) == ("round_robin", "off")
+    assert "sharding_block" not in rd
