@@ -125,6 +125,14 @@ def checkpoint_files(job, roles):
                "start": float(starts[starts > 0].min()) if (starts > 0).any() else 0.0,
                "end": float(recs["POSIX_F_WRITE_END_TIMESTAMP"].max()),
                "interface": "posix", "collective": False, "datasets": 0}
+        streams = _written(job.records.get("STDIO"), {fid}, "STDIO_BYTES_WRITTEN")
+        if streams is not None and not streams.empty:
+            # numpy.save: the header through Python's file object (POSIX), the array by
+            # ndarray.tofile through a C stream on the same descriptor (STDIO)
+            row.update(bytes=row["bytes"] + _count(streams, ["STDIO_BYTES_WRITTEN"]),
+                       writes=row["writes"] + _count(streams, ["STDIO_WRITES"]),
+                       stream_bytes=_count(streams, ["STDIO_BYTES_WRITTEN"]),
+                       stream_writes=_count(streams, ["STDIO_WRITES"]))
         layer = _interface_of(job, fid, name)
         if layer is not None:
             kind, nbytes, calls, collective, above, datasets = layer
@@ -425,12 +433,12 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
                      f"median, {size} bytes")
     all_ranks = len(writers) == job.nprocs and job.nprocs > 1
     who = "all" if all_ranks else "rank0"
-    stride = _stride(writers, job.nprocs)
+    stride, first = _stride(writers, job.nprocs)
     if stride:
         who = "strided"
-        notes.append(f"checkpoints written by ranks {sorted(writers)}, one in every {stride} "
-                     f"from rank 0: checkpoint.writers strided, checkpoint.writer_stride "
-                     f"{stride}")
+        notes.append(f"checkpoints written by rank(s) {sorted(writers)}, one in every "
+                     f"{stride} from rank {first}: checkpoint.writers strided, "
+                     f"checkpoint.writer_stride {stride}, checkpoint.writer_first {first}")
     elif not all_ranks and writers != {0}:
         notes.append(f"checkpoints written by rank(s) {sorted(writers)}: emulated by rank 0")
     # beside the run's output folder
@@ -438,6 +446,8 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
     checkpoint = {"checkpoint_folder": folder, "writers": who}
     if stride:
         checkpoint["writer_stride"] = stride
+        if first:
+            checkpoint["writer_first"] = first
     shared = _shared_format(files, groups, size, writes, notes, evidence)
     two = None if shared is not None else _model_optimizer(groups, job.nprocs)
     if shared is not None:
@@ -472,6 +482,11 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
                          + (f" ({files_per_writer} is more than the emulator's "
                             f"{CHECKPOINT_FILES})" if kept < files_per_writer else ""))
         by = "every rank" if all_ranks else f"{len(writers)} ranks" if stride else "one rank"
+        pattern = _write_pattern(files, notes)
+        if pattern:
+            checkpoint["write_pattern"] = pattern
+            streamed = sum(f.get("stream_writes", 0) for f in files)
+            mean_write = -(-sum(f.get("stream_bytes", 0) for f in files) // max(streamed, 1))
         notes.append(f"{len(groups)} checkpoint(s) of {size} bytes written by "
                      f"{by} in {writes} write calls "
                      f"(checkpoint.transfer_size {mean_write}, the mean write)")
@@ -483,14 +498,32 @@ def fit_checkpoints(job, roles, read_starts, data_bytes, epochs, steps_per_epoch
 
 
 def _stride(writers, nprocs):
-    """s > 1 when the writing ranks are 0, s, 2s, ... up to the job's last (one rank a node,
-    the first rank of each group of s), else 0."""
+    """(s, f) when the writing ranks are f, f + s, f + 2s, ... up to the job's last (one rank a
+    node, the first rank of each group of s; a lone writer other than rank 0: s the job's
+    size), other than rank 0 alone or every rank; else (0, 0)."""
     w = sorted(writers)
-    if len(w) < 2 or w[0] != 0:
-        return 0
-    s = w[1]
-    return s if s > 1 and w == list(range(0, nprocs, s)) else 0
+    if not w or w == [0] or w == list(range(nprocs)):
+        return 0, 0
+    s = w[1] - w[0] if len(w) > 1 else nprocs
+    return (s, w[0]) if s >= 1 and w == list(range(w[0], nprocs, s)) else (0, 0)
 
+
+def _write_pattern(files, notes):
+    """"numpy" when most checkpoint files were written as numpy.save writes them: a small
+    header through POSIX (at most NUMPY_HEADER bytes, in one write), the rest through a C
+    stream (STDIO); else None."""
+    saved = [f for f in files if f.get("stream_bytes")
+             and f["bytes"] - f["stream_bytes"] <= NUMPY_HEADER]
+    if 2 * len(saved) <= len(files):
+        return None
+    notes.append(f"{len(saved)} of {len(files)} checkpoint files written as numpy.save "
+                 "writes them: the header through POSIX, the array through a C stream "
+                 "(checkpoint.write_pattern numpy)")
+    return "numpy"
+
+
+# numpy.save's header: 128 bytes for format 1.0 (a multiple of 64 in the versions after)
+NUMPY_HEADER = 4096
 
 _WHO = {"rank0": "rank 0", "all": "every rank"}
 

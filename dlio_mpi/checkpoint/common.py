@@ -4,7 +4,8 @@ import os
 from dataclasses import dataclass
 
 from dlio_mpi import engines
-from dlio_mpi.config.schema import CHECKPOINT_READ_PATTERNS, CHECKPOINT_ZIP_FORMATS
+from dlio_mpi.config.schema import (CHECKPOINT_READ_PATTERNS, CHECKPOINT_WRITE_PATTERNS,
+                                    CHECKPOINT_ZIP_FORMATS)
 from dlio_mpi.run import collective
 from dlio_mpi.run.oplog_format import CHECKPOINT_ID_BASE
 
@@ -14,6 +15,9 @@ MODEL_OPTIMIZER_FILES = ("model", "optim")
 FOUR_FILES = (("data", 4 << 20), ("meta", 64 << 10), ("index", 4 << 10), ("state", 1 << 10))
 SYNCS = ("fsync", "fdatasync", "none")
 READ_PATTERNS, ZIP_FORMATS = CHECKPOINT_READ_PATTERNS, CHECKPOINT_ZIP_FORMATS
+WRITE_PATTERNS = CHECKPOINT_WRITE_PATTERNS
+# numpy.save's header (format 1.0: magic, version, header length, the dict padded to 128 B)
+NUMPY_HEADER = 128
 FILE_ID_BASE = CHECKPOINT_ID_BASE     # op-log file ids: oplog_format.checkpoint_id
 
 

@@ -53,7 +53,7 @@ def _whole(cfg, world):
             ck.writers if ck.format == "model_optimizer" else ""
         return checkpoint_size.FlatCheckpoint(
             cfg.model.model_size_bytes, ck.optimizer_multiplier, ck.writers, layout, opt,
-            ck.writer_stride)
+            ck.writer_stride, ck.writer_first)
     if ck.format == "four_files":
         return 0
     raise ConfigError("workflow.checkpoint=true needs a size: model.model_size_bytes, "
@@ -87,6 +87,7 @@ def make(cfg, comm, log):
         comm, ck.checkpoint_folder, ck.format, direct=ck.odirect, xfer=ck.transfer_size,
         sync="fsync" if ck.fsync else "none", hints=cfg.io.mpiio_hints, oplog=log,
         record=True, read_pattern=ck.read_pattern, tensors=ck.tensors_per_file,
+        write_pattern=ck.write_pattern,
         **({"chunk": ck.collective_transfer_size, "collective": ck.collective}
                         if ck.format in ("mpiio", "hdf5") else {}),
         **({"files": ck.files_per_rank} if ck.format == "file_per_rank" else {}))

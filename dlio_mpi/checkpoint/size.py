@@ -90,11 +90,11 @@ class Layout:
         return cls(tp, pp, world // (tp * pp))
 
 
-def writer_ranks(policy, layout, stride=1):
+def writer_ranks(policy, layout, stride=1, first=0):
     """The ranks that write under a policy: "rank0" -> [0]; "all" -> every rank;
     "model_parallel" -> the ranks of data-parallel replica 0, i.e. 0 .. TP*PP-1; "strided" ->
-    every stride-th rank from 0 (one rank a node of stride ranks, the first rank of each
-    group of stride)."""
+    every stride-th rank from rank first (one rank a node of stride ranks, the first rank of
+    each group of stride; a stride of the job's size: rank first alone)."""
     if policy == "rank0":
         return range(1)
     if policy == "all":
@@ -103,13 +103,16 @@ def writer_ranks(policy, layout, stride=1):
         return range(layout.model_parallel)
     if policy == "strided":
         _positive("the writers' stride", stride)
-        return range(0, layout.world, stride)
+        if not isinstance(first, int) or not 0 <= first < layout.world:
+            raise ValueError(f"the first writer, rank {first!r}, is not one of the "
+                             f"{layout.world} ranks")
+        return range(first, layout.world, stride)
     raise ValueError(f"unknown writer policy {policy!r}: use one of {', '.join(WRITER_POLICIES)}")
 
 
-def is_writer(policy, layout, rank, stride=1):
+def is_writer(policy, layout, rank, stride=1, first=0):
     layout.coords(rank)   # range check
-    return rank in writer_ranks(policy, layout, stride)
+    return rank in writer_ranks(policy, layout, stride, first)
 
 
 class _Sizes:
@@ -141,13 +144,15 @@ class FlatCheckpoint(_Sizes):
     ``optimizer_writers_policy`` the optimizer state is split over those writers instead and
     the model over ``writers`` alone: data-parallel training that shards its optimizer state
     over every rank while the first replica alone saves the weights (ZeRO stage 1).
-    writer_stride: the stride of the "strided" policy (either part's)."""
+    writer_stride, writer_first: the stride and first rank of the "strided" policy (either
+    part's)."""
     model_bytes: int
     optimizer_multiplier: float = 0.0
     writers_policy: str = "rank0"
     layout: Layout = Layout()
     optimizer_writers_policy: str = ""
     writer_stride: int = 1
+    writer_first: int = 0
 
     def __post_init__(self):
         if not isinstance(self.model_bytes, int) or self.model_bytes < 0:
@@ -155,9 +160,11 @@ class FlatCheckpoint(_Sizes):
                              f"not {self.model_bytes!r}")
         if self.optimizer_multiplier < 0:
             raise ValueError(f"optimizer_multiplier must be >= 0, not {self.optimizer_multiplier}")
-        writer_ranks(self.writers_policy, self.layout, self.writer_stride)   # validates
+        writer_ranks(self.writers_policy, self.layout, self.writer_stride,
+                     self.writer_first)   # validates the policy
         if self.optimizer_writers_policy:
-            writer_ranks(self.optimizer_writers_policy, self.layout, self.writer_stride)
+            writer_ranks(self.optimizer_writers_policy, self.layout, self.writer_stride,
+                         self.writer_first)
 
     @property
     def optimizer_bytes(self):
@@ -168,7 +175,7 @@ class FlatCheckpoint(_Sizes):
         return self.model_bytes + self.optimizer_bytes
 
     def _share(self, total, policy, rank):
-        w = writer_ranks(policy, self.layout, self.writer_stride)
+        w = writer_ranks(policy, self.layout, self.writer_stride, self.writer_first)
         return split(total, len(w), w.index(rank)) if rank in w else 0
 
     def rank_parts(self, rank):

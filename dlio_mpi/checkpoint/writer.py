@@ -11,6 +11,7 @@ from dlio_mpi.run import sysinfo
 from dlio_mpi.checkpoint import lock as checkpoint_lock
 from dlio_mpi.checkpoint import record as checkpoint_record
 from dlio_mpi.checkpoint.common import (FORMATS, FOUR_FILES, MODEL_OPTIMIZER_FILES,
+                                        WRITE_PATTERNS,
                                         READ_PATTERNS, SYNCS, ZIP_FORMATS,
                                         CheckpointError, CheckpointResult, _line, _unlink)
 from dlio_mpi.checkpoint.content import Content
@@ -43,12 +44,14 @@ class Checkpointer(PosixFiles, SharedFile):
     (mpiio, hdf5). oplog: an engines.OpLog that receives every operation. read_pattern:
     "pieces" (xfer calls front to back) or "torch_zip" (torch.load's calls on a zip,
     checkpoint.zip_reads; file_per_rank and model_optimizer, buffered), tensors: the tensor count
-    of each file of a rank's checkpoint for torch_zip."""
+    of each file of a rank's checkpoint for torch_zip. write_pattern: "pieces" (xfer calls
+    through POSIX) or "numpy" (numpy.save's: the header through POSIX, the rest through a C
+    stream; file_per_rank, buffered)."""
 
     def __init__(self, comm, directory, fmt="file_per_rank", *, direct=False, xfer=1 << 20,
                  chunk=64 << 20, sync="fsync", sync_dir=True, hints=None, oplog=None,
                  prefix="ckpt", record=False, read_pattern="pieces", tensors=(),
-                 collective=True, files=1):
+                 collective=True, files=1, write_pattern="pieces"):
         if fmt not in FORMATS:
             raise ValueError(f"unknown checkpoint format {fmt!r}: use one of {', '.join(FORMATS)}")
         if direct and fmt not in ("file_per_rank", "four_files", "model_optimizer"):
@@ -60,6 +63,12 @@ class Checkpointer(PosixFiles, SharedFile):
             raise ValueError(f"the torch_zip read pattern reads buffered files of "
                              f"{' or '.join(ZIP_FORMATS)}, not {fmt}"
                              f"{' with O_DIRECT' if direct else ''}")
+        if write_pattern not in WRITE_PATTERNS:
+            raise ValueError(f"unknown write pattern {write_pattern!r}: use one of "
+                             f"{', '.join(WRITE_PATTERNS)}")
+        if write_pattern == "numpy" and (direct or fmt != "file_per_rank"):
+            raise ValueError("the numpy write pattern writes buffered file_per_rank files")
+        self.write_pattern = write_pattern
         if sync not in SYNCS:
             raise ValueError(f"unknown sync {sync!r}: use one of {', '.join(SYNCS)}")
         if int(xfer) < 1 or int(chunk) < 1:

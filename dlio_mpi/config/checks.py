@@ -111,6 +111,13 @@ def _check_checkpoint_calls(ck):
         raise ConfigError(f"checkpoint.files_per_rank={ck.files_per_rank}: checkpoint.format "
                           f"file_per_rank takes 1 to {CHECKPOINT_FILES} files a writer, "
                           f"{ck.format} its own")
+    if ck.write_pattern == "numpy" and (ck.format != "file_per_rank" or ck.odirect):
+        raise ConfigError("checkpoint.write_pattern=numpy writes a buffered file a writer as "
+                          "numpy.save does: it needs checkpoint.format=file_per_rank without "
+                          "checkpoint.odirect")
+    if ck.writer_first != 0 and ck.writers != "strided":
+        raise ConfigError(f"checkpoint.writer_first={ck.writer_first} is the first rank of "
+                          f"checkpoint.writers=strided, not checkpoint.writers={ck.writers}")
     if ck.writer_stride != 1 and ck.writers != "strided":
         raise ConfigError(f"checkpoint.writer_stride={ck.writer_stride} is the stride of "
                           f"checkpoint.writers=strided, not checkpoint.writers={ck.writers}")
@@ -154,6 +161,9 @@ def check_ranks(cfg, ranks):
         raise ConfigError(
             f"reader.batch_size={cfg.reader.batch_size} is larger than a rank's share of the "
             f"dataset ({per_rank} samples of {cfg.num_samples} on {ranks} ranks)")
+    if cfg.checkpoint.writers == "strided" and cfg.checkpoint.writer_first >= ranks:
+        raise ConfigError(f"checkpoint.writer_first={cfg.checkpoint.writer_first} is not one "
+                          f"of the {ranks} ranks")
     k = cfg.reader.sharding_block
     if k > 1:
         from dlio_mpi.data import sampler

@@ -32,6 +32,7 @@ SHUFFLE = ("off", "seed", "random")
 # reads the zip torch.save makes (dlio_mpi.checkpoint.zip_reads), for the formats of a file per
 # writer and part
 CHECKPOINT_READ_PATTERNS = ("pieces", "torch_zip")
+CHECKPOINT_WRITE_PATTERNS = ("pieces", "numpy")
 CHECKPOINT_ZIP_FORMATS = ("file_per_rank", "model_optimizer")
 
 SCHEMA = {
@@ -309,6 +310,8 @@ SCHEMA = {
         "writer_stride": Key("int", 1, "checkpoint.writers=strided: ranks 0, stride, "
                              "2 x stride, ... write (one rank a node of that many ranks, the "
                              "first of each group)", minimum=1),
+        "writer_first": Key("int", 0, "checkpoint.writers=strided: the first writing rank "
+                            "(with a stride of the job's size, the one writer)", minimum=0),
         "optimizer_writers": Key("enum", "same", "who writes the optimizer state of a "
                                  "model_size_bytes checkpoint (its optimizer_multiplier "
                                  "share), each writer its share: same (checkpoint.writers, "
@@ -330,6 +333,11 @@ SCHEMA = {
                           "or independent ones (MPI_File_write_at, H5Dwrite independent), "
                           "collective_transfer_size bytes each"),
         "verify": Key("bool", False, "verify content when reading checkpoints back"),
+        "write_pattern": Key("enum", "pieces", "how a checkpoint file is written: in "
+                             "checkpoint.transfer_size calls through POSIX (pieces), or as "
+                             "numpy.save writes it (numpy: a 128-byte header through POSIX, "
+                             "the rest through a C stream in checkpoint.transfer_size calls; "
+                             "checkpoint.format file_per_rank)", CHECKPOINT_WRITE_PATTERNS),
         "read_pattern": Key("enum", "pieces", "how a checkpoint file is read back: front to "
                             "back in transfer_size pieces, or in torch.load's calls on the zip "
                             "torch.save makes (torch_zip: 4 KiB headers, the end records and "

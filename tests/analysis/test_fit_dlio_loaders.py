@@ -5,6 +5,7 @@ and Darshan sees Python read the entry script), NPY files of 4 samples each load
 every sample, NPZ files of arrays of their own sizes, indexed binary files whose samples are
 each read in an open of their own, libhdf5's sieve buffer over a contiguous dataset, and a
 file a sample loaded by pickle."""
+import numpy as np
 import pytest
 
 import dlio_mpi_analysis as analysis
@@ -299,3 +300,31 @@ def test_a_step_s_samples_counted_by_their_compressed_chunk_reads(tmp_path):
     assert f.evidence["h5d_samples_per_read"] == pytest.approx(1.0, abs=0.05)
     assert w["dataset"]["content_fill"] == pytest.approx(0.33, abs=0.03)
     replay_like("h5py_gzip_rows_chunk_of_4", tmp_path, bytes_rel=0.15)
+
+
+def test_checkpoints_saved_by_numpy(tmp_path):
+    """mpi4py, ranks 0 and 2 of 4 np.save a 1.5 MiB array after each epoch: its 128-byte
+    header through Python's file (POSIX), the array through a C stream (STDIO): the
+    checkpoints' bytes counted at both, written as numpy.save writes them
+    (checkpoint.write_pattern numpy; 256-byte checkpoints through POSIX before, the interfaces
+    apart: 0.44)."""
+    f, w = fitted_shape("mpi4py_numpy_save_ckpt")
+    ck = w["checkpoint"]
+    assert (ck["write_pattern"], ck["writers"], ck["writer_stride"]) == ("numpy", "strided", 2)
+    assert w["model"]["model_size_bytes"] == 2 * (128 + 1572864)
+    r = replay_like("mpi4py_numpy_save_ckpt", tmp_path)
+    assert r.emulated["write_ops"] == r.real["write_ops"] == 8
+    assert r.comparison.row("checkpoint_files") == (4, 4)
+
+
+def test_a_lone_checkpoint_writer_other_than_rank_0(tmp_path):
+    """Rank 3 of 4 alone saves after each epoch: checkpoint.writers strided from rank 3 with
+    the job's size as the stride (rank 0 before)."""
+    w = analysis.fit(log("mpi4py_ckpt_last_rank")).workload
+    ck = w["checkpoint"]
+    assert (ck["writers"], ck["writer_stride"], ck["writer_first"]) == ("strided", 4, 3)
+    r = replay(log("mpi4py_ckpt_last_rank"), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    z = np.load(tmp_path / "replay" / "run" / "latest" / "oplog_rank00003.npz")
+    ckpt = [i for i, p in enumerate(z["phases"].tolist()) if p.startswith("checkpoint")]
+    assert ckpt and all((z[f"e{i}_op"] == 1).any() for i in ckpt)

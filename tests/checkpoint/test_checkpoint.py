@@ -55,6 +55,13 @@ def test_writer_policies():
     assert is_writer("strided", lay, 8, 4) and not is_writer("strided", lay, 2, 4)
     with pytest.raises(ValueError, match="stride"):
         writer_ranks("strided", lay, 0)
+    lay = Layout(dp=4)
+    assert list(writer_ranks("strided", lay, 4, 3)) == [3]
+    assert list(writer_ranks("strided", lay, 2, 1)) == [1, 3]
+    with pytest.raises(ValueError, match="first writer"):
+        writer_ranks("strided", lay, 1, 4)
+    c = FlatCheckpoint(1000, 0.0, "strided", lay, writer_stride=4, writer_first=3)
+    assert c.shares() == [0, 0, 0, 1000]
 
 
 def test_strided_writers_split_the_model():

@@ -305,3 +305,41 @@ def test_a_zip_read_back_that_cannot_be_is_a_config_error(tmp_path, args, line):
                check=False)
     assert p.returncode == 2 and line in p.stdout
     assert "Traceback" not in p.stdout + p.stderr
+
+
+def test_numpy_save_pattern_header_through_posix_array_through_a_stream(tmp_path):
+    """checkpoint.write_pattern=numpy: each writer's file as numpy.save writes it, its 128-byte
+    header in one POSIX write, the rest through a C stream in checkpoint.transfer_size calls
+    (STDIO), every byte of the share written once; ranks 0 and 2 of 4 writing (strided), the
+    checkpoint read back and verified."""
+    import numpy as np
+
+    n, size = 4, 3 * (1 << 20) + 256
+    _, s = run(tmp_path, n, "workflow.train=false", "workflow.checkpoint=true",
+               f"model.model_size_bytes={size}", "checkpoint.writers=strided",
+               "checkpoint.writer_stride=2", "checkpoint.write_pattern=numpy",
+               "checkpoint.transfer_size=512k", "checkpoint.num_checkpoints_read=1",
+               "io.keep_oplog=true")
+    files = [p for p in checkpoint_files(tmp_path / "c")]
+    assert len(files) == 2 and sum(p.stat().st_size for p in files) == size
+    for r in range(n):
+        with np.load(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz") as z:
+            names = z["phases"].tolist()
+            i = names.index(next(p for p in names if p.startswith("checkpoint")))
+            op, iface, nb, off = (z[f"e{i}_{k}"] for k in ("op", "iface", "bytes", "offset"))
+            writes = op == 1
+            if r % 2:
+                assert not writes.any()
+                continue
+            posix, stdio = writes & (iface == 0), writes & (iface == 2)
+            assert nb[posix].tolist() == [128] and off[posix].tolist() == [0]
+            share = size // 2
+            assert int(nb[stdio].sum()) == share - 128
+            assert int(stdio.sum()) == -(-(share - 128) // (512 << 10))
+    assert [c["op"] for c in s["checkpoints"]] == ["write", "read"]
+
+
+def test_numpy_write_pattern_needs_a_file_a_writer(tmp_path):
+    with pytest.raises(config.ConfigError, match="write_pattern=numpy"):
+        config.load(["workload=default", "workflow.checkpoint=true",
+                     "checkpoint.write_pattern=numpy", "checkpoint.format=mpiio"])
