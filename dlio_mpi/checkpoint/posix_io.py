@@ -14,33 +14,15 @@ from dlio_mpi.checkpoint.zip_reads import torch_load_reads
 class PosixFiles:
     def _posix_write(self, path, content, start, n, fid, single):
         """Share positions [start, start + n) into path.part (published by write() once every
-        rank's files are whole); returns fsyncs."""
+        rank's files are whole), in pieces (checkpoint.write_pattern pieces) or as numpy.save
+        writes it; returns fsyncs."""
         tmp, step = path + ".part", (n if single else self.chunk)
         fill = Filler(content, self._buffers(min(step, n), False)[0])
-        if self.write_pattern == "numpy":
-            return self._numpy_write(tmp, fill, start, n, fid, step)
-        xfer = 0 if single else self.xfer
-        head = n - n % self._align[1] if self.direct else n
-        written = syncs = 0
+        write = self._numpy_body if self.write_pattern == "numpy" else self._pieces_body
         try:
             # a new file, a stale .part (or a link planted at its name) removed first
             safe_files.remove_entry(tmp)
-            with engines.PosixFile(tmp, "x", direct=self.direct, file_id=fid,
-                                   oplog=self.oplog) as f:
-                for pos in range(0, head, step):
-                    k = min(step, head - pos)
-                    written += f.writev([pos], [k], self._content(fill, start + pos, k),
-                                        xfer=xfer)
-                last = f
-                if head < n:   # O_DIRECT: the unaligned tail through a buffered descriptor
-                    last = engines.PosixFile(tmp, "r+", file_id=fid, oplog=self.oplog)
-                    written += last.writev([head], [n - head],
-                                           self._content(fill, start + head, n - head))
-                if self.sync != "none":
-                    last.sync(data_only=self.sync == "fdatasync")
-                    syncs += 1
-                if last is not f:
-                    last.close()
+            written, syncs = write(tmp, fill, start, n, fid, step, single)
             if written != n:
                 raise OSError(f"wrote {written} of {n} bytes to {tmp}")
         except BaseException:
@@ -48,34 +30,49 @@ class PosixFiles:
             raise
         return syncs
 
-    def _numpy_write(self, tmp, fill, start, n, fid, step):
-        """tmp written as numpy.save writes an array: its header through Python's file object
-        (one POSIX write), then the array by ndarray.tofile through a C stream on the file
-        (STDIO writes of checkpoint.transfer_size); returns fsyncs."""
-        head = min(NUMPY_HEADER, n)
+    def _pieces_body(self, tmp, fill, start, n, fid, step, single):
+        """tmp made and written in pieces of step bytes, each in xfer calls (O_DIRECT: its
+        unaligned tail through a buffered descriptor): (bytes written, fsyncs)."""
+        xfer = 0 if single else self.xfer
+        head = n - n % self._align[1] if self.direct else n
         written = syncs = 0
-        try:
-            safe_files.remove_entry(tmp)
-            with engines.PosixFile(tmp, "x", file_id=fid, oplog=self.oplog) as f:
-                written += f.writev([0], [head], self._content(fill, start, head))
-                if head < n:
-                    with engines.StdioFile(tmp, "c", file_id=fid, oplog=self.oplog) as s:
-                        for pos in range(head, n, step):
-                            k = min(step, n - pos)
-                            written += s.writev([pos], [k], self._content(fill, start + pos, k),
-                                                xfer=self.xfer)
-                        if self.sync != "none":
-                            s.sync(data_only=self.sync == "fdatasync")
-                            syncs += 1
-                elif self.sync != "none":
-                    f.sync(data_only=self.sync == "fdatasync")
-                    syncs += 1
-            if written != n:
-                raise OSError(f"wrote {written} of {n} bytes to {tmp}")
-        except BaseException:
-            _unlink(tmp)
-            raise
-        return syncs
+        with engines.PosixFile(tmp, "x", direct=self.direct, file_id=fid,
+                               oplog=self.oplog) as f:
+            for pos in range(0, head, step):
+                k = min(step, head - pos)
+                written += f.writev([pos], [k], self._content(fill, start + pos, k), xfer=xfer)
+            last = f
+            if head < n:   # O_DIRECT: the unaligned tail through a buffered descriptor
+                last = engines.PosixFile(tmp, "r+", file_id=fid, oplog=self.oplog)
+                written += last.writev([head], [n - head],
+                                       self._content(fill, start + head, n - head))
+            syncs += self._sync(last)
+            if last is not f:
+                last.close()
+        return written, syncs
+
+    def _numpy_body(self, tmp, fill, start, n, fid, step, single):
+        """tmp made and written as numpy.save writes an array: its header through Python's
+        file object (one POSIX write), then the array by ndarray.tofile through a C stream on
+        the file (STDIO writes of checkpoint.transfer_size): (bytes written, fsyncs)."""
+        head = min(NUMPY_HEADER, n)
+        with engines.PosixFile(tmp, "x", file_id=fid, oplog=self.oplog) as f:
+            written = f.writev([0], [head], self._content(fill, start, head))
+            if head == n:
+                return written, self._sync(f)
+            with engines.StdioFile(tmp, "c", file_id=fid, oplog=self.oplog) as stream:
+                for pos in range(head, n, step):
+                    k = min(step, n - pos)
+                    written += stream.writev([pos], [k], self._content(fill, start + pos, k),
+                                             xfer=self.xfer)
+                return written, self._sync(stream)
+
+    def _sync(self, handle):
+        """The written bytes made durable as checkpoint.fsync asks: 1 fsync issued, or 0."""
+        if self.sync == "none":
+            return 0
+        handle.sync(data_only=self.sync == "fdatasync")
+        return 1
 
     def _posix_read(self, path, content, start, n, fid, single, verify):
         if os.stat(path).st_size != n:
