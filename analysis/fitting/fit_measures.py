@@ -678,6 +678,29 @@ def _batch_evenness(per_step):
     return float(np.mean(np.abs(inner - np.median(inner)) <= 0.5))
 
 
+def _worker_batch(reads, weights, by_start):
+    """A rank's batch from its worker processes' own pauses (the median over their steps),
+    when its reads were made by several processes: a data loader's workers, each assembling
+    whole batches, one after another as the loop takes them (a worker's first batches,
+    prefetched back to back, are one run of its reads); their reads interleave in the rank's,
+    where two workers' batches read at once look like one. Else None."""
+    if "process" not in reads or reads["process"].nunique() < 2:
+        return None
+    process = reads["process"].to_numpy()[by_start]
+    start = reads["start"].to_numpy()[by_start]
+    end = reads["end"].to_numpy()[by_start]
+    per_step = []
+    for p in np.unique(process):
+        mine = process == p
+        if mine.sum() < 2:
+            continue
+        gaps = start[mine][1:] - np.maximum.accumulate(end[mine])[:-1]
+        per_step.append(_steps_by(gaps, weights[mine])[2])
+    if len(per_step) < 2:
+        return None
+    return float(np.median(np.concatenate(per_step)))
+
+
 def _timeline(trace, record, sample_starts=None):
     """(computation_time, batch_size, read_threads, evidence) from each rank's reads.
     sample_starts(reads) -> bool array, where given, marks the reads that begin a sample (a
@@ -708,7 +731,8 @@ def _timeline(trace, record, sample_starts=None):
         _, is_step, per_step, gaps = best
         steps = gaps[is_step]
         gaps_all.append(steps)
-        batches.append(float(np.median(per_step)))
+        batches.append(_worker_batch(reads, weights, by_start)
+                       or float(np.median(per_step)))
     steps_per_rank = float(np.median([len(g) for g in gaps_all]))
     joined = np.concatenate(gaps_all) if gaps_all else np.zeros(0)
     compute = float(np.median(joined)) if steps_per_rank >= 2 and len(joined) else 0.0

@@ -328,3 +328,13 @@ def test_a_lone_checkpoint_writer_other_than_rank_0(tmp_path):
     z = np.load(tmp_path / "replay" / "run" / "latest" / "oplog_rank00003.npz")
     ckpt = [i for i, p in enumerate(z["phases"].tolist()) if p.startswith("checkpoint")]
     assert ckpt and all((z[f"e{i}_op"] == 1).any() for i in ckpt)
+
+
+def test_a_batch_from_each_worker_s_own_pauses(tmp_path):
+    """The DLIO benchmark's JPEG reader in 2 forked workers: each worker assembles whole
+    batches, its first two back to back (prefetched), and the two workers' reads interleave
+    in the rank's: a batch is counted between a worker's own pauses (8 for 4 before, two
+    workers' batches read at once taken for one)."""
+    f, w = fitted_shape("dlio_jpeg_workers_prefetch")
+    assert w["reader"]["read_threads"] == 2
+    replay_like("dlio_jpeg_workers_prefetch", tmp_path, bytes_rel=0.05)
