@@ -875,8 +875,20 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 # the format's record length is the decoded image's pixels: those of the
                 # image whose file the format's own encoder makes of the files' median size
                 from dlio_mpi import formats
-                record = formats.get(fmt).record_length_for(file_size)
+                module = formats.get(fmt)
+                fill = 1.0
+                if hasattr(module, "image_for"):
+                    # a lossless format's file size is set to the byte by its content's fill
+                    record, fill = module.image_for(file_size)
+                else:
+                    record = module.record_length_for(file_size)
                 evidence["image_pixels"] = record
+                if fill < 1.0:
+                    evidence["content_fill"] = fill
+                    notes.append(f"the image's content {fill:.2%} random (dataset."
+                                 f"content_fill {fill}): its {fmt} file {file_size} B to "
+                                 "within a few bytes, as the reads of a buffered file split "
+                                 "at its size")
                 notes.append(f"{fmt} files read whole as PIL reads them: one image per file; "
                              f"dataset.record_length {record} is the pixels of the square "
                              f"greyscale image whose {fmt} file has the files' median size "

@@ -28,9 +28,11 @@ def pixels(spec, file_index):
     return content.sample_content(spec.content, file_index, 0, side * side).reshape(side, side)
 
 
-def noise_image(side, seed=0):
-    """A side x side image of seeded content, as the dataset's files hold (for sizing)."""
-    return content.sample_content(seed, 0, 0, side * side).reshape(side, side)
+def noise_image(side, seed=0, fill=1.0):
+    """A side x side image of seeded content, as the dataset's files hold (for sizing); with
+    fill < 1, content of that random share (dataset.content_fill)."""
+    source = seed if fill >= 1.0 else content.Content(seed, fill)
+    return content.sample_content(source, 0, 0, side * side).reshape(side, side)
 
 
 def side_for_file_bytes(file_bytes, encoded_bytes):

@@ -59,9 +59,30 @@ def idat_chunks(size):
         n += 1
 
 
-def file_bytes(side):
-    """The size of the file of a side x side image of the dataset's content."""
-    return len(encode(_images.noise_image(side)))
+def file_bytes(side, fill=1.0):
+    """The size of the file of a side x side image of the dataset's content (of that random
+    share, dataset.content_fill)."""
+    return len(encode(_images.noise_image(side, fill=fill)))
+
+
+def image_for(size):
+    """(dataset.record_length, dataset.content_fill) whose files are `size` bytes, to within
+    a few: the square whose file is the nearest at or above it (record_length_for), its
+    content made a little compressible to take the difference back (the sides' files are
+    hundreds of bytes apart; Python's buffered reads of a PNG split at its exact size)."""
+    side = _images.side_for_file_bytes(size, file_bytes)
+    if file_bytes(side) < size:
+        side += 1
+    if file_bytes(side) == size:
+        return side * side, 1.0
+    lo, hi = 0.5, 1.0           # a share of random bytes whose file is size: bisected
+    for _ in range(12):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if file_bytes(side, mid) < size else (lo, mid)
+    fill = min((lo, hi), key=lambda f: abs(file_bytes(side, f) - size))
+    if abs(file_bytes(side, fill) - size) >= abs(file_bytes(side - 1) - size):
+        return (side - 1) ** 2, 1.0
+    return side * side, round(fill, 4)
 
 
 def record_length_for(size):

@@ -104,6 +104,26 @@ def test_the_pixels_for_a_file_size():
         assert abs(mod.file_bytes(side) - 80_000) < 0.01 * 80_000, fmt
 
 
+@pytest.mark.parametrize("size", [49_353, 30_000, 196_608])
+def test_a_png_of_a_file_size_to_the_byte(tmp_path, size):
+    """A PNG file of a given size to within a byte a 4 KiB page (the squares' files are
+    hundreds of bytes apart): the square at or above it, its content made that much compressible
+    (dataset.content_fill); the dataset's file written with both has that size, and PIL
+    decodes the promised pixels."""
+    pixels, fill = png.image_for(size)
+    side = int(round(pixels ** 0.5))
+    assert side * side == pixels and 0.5 < fill <= 1.0
+    near = 8 + pixels // 4096      # the fill moves a byte a 4 KiB page
+    assert abs(png.file_bytes(side, fill) - size) <= near
+    assert abs(png.file_bytes(int(round(png.record_length_for(size) ** 0.5))) - size) > near
+    spec = FormatSpec(format="png", record_length=pixels, seed=0, content_fill=fill)
+    path = tmp_path / "img.png"
+    formats.write_file(str(path), 0, spec)
+    assert abs(path.stat().st_size - size) <= near
+    with Image.open(path) as im:
+        assert np.array_equal(np.asarray(im), formats.sample_bytes(spec, 0, 0).reshape(side, side))
+
+
 @pytest.mark.parametrize("fmt", ["jpeg", "png"])
 def test_damaged_files_say_where(tmp_path, fmt):
     spec, path, idx = written(tmp_path, fmt, 362)
