@@ -678,6 +678,30 @@ def _batch_evenness(per_step):
     return float(np.mean(np.abs(inner - np.median(inner)) <= 0.5))
 
 
+# a pause k times the shortest steps' (within CACHED_FIT of a whole k) holds k steps
+CACHED_FIT = 0.25
+CACHED_SHARE = 0.25     # of the pauses two steps long or more, for a cache to show
+
+
+def _cached_steps(gaps, weights):
+    """(steps each pause holds, the one step's pause) when a rank's reads each hold more than
+    a sample (a chunk of several, libhdf5 keeping it for the next ones) and its pauses come in
+    whole multiples of the shortest steps' (a step whose samples the cache served reads
+    nothing, its compute joins the next pause): at least CACHED_SHARE of them two steps long
+    or more, all within CACHED_FIT of a whole multiple; else None."""
+    if len(gaps) < 8 or float(np.median(weights[weights > 0])) < 1.2:
+        return None
+    base = float(np.percentile(gaps, 20))
+    if base <= 0:
+        return None
+    ratio = gaps / base
+    k = np.maximum(1, np.rint(ratio))
+    if float(np.mean(k >= 2)) < CACHED_SHARE or float(np.mean(np.abs(ratio - k) <= CACHED_FIT
+                                                              * k)) < 0.9:
+        return None
+    return k, float(np.median(gaps / k))
+
+
 def _worker_batch(reads, weights, by_start):
     """A rank's batch from its worker processes' own pauses (the median over their steps),
     when its reads were made by several processes: a data loader's workers, each assembling
@@ -730,6 +754,14 @@ def _timeline(trace, record, sample_starts=None):
                 best = by_starts
         _, is_step, per_step, gaps = best
         steps = gaps[is_step]
+        cached = _cached_steps(steps, weights)
+        if cached is not None:
+            # reads that each hold more than a sample, the others served from a cache
+            # between them: a pause of k steps' compute holds k steps
+            k, base = cached
+            gaps_all.append(np.repeat(steps / k, k.astype(int)))
+            batches.append(float(weights.sum()) / (float(k.sum()) + 1))
+            continue
         gaps_all.append(steps)
         batches.append(_worker_batch(reads, weights, by_start)
                        or float(np.median(per_step)))
