@@ -66,11 +66,14 @@ def file_bytes(side, fill=1.0):
 
 
 def image_for(size):
-    """(dataset.record_length, dataset.content_fill) whose files are `size` bytes, to within
-    a few: the square whose file is the nearest at or above it (record_length_for), its
-    content made a little compressible to take the difference back (the sides' files are
-    hundreds of bytes apart; Python's buffered reads of a PNG split at its exact size)."""
+    """(dataset.record_length, dataset.content_fill) whose files are `size` bytes to within
+    a byte a 4 KiB page of pixels: the nearest square (record_length_for) where its file is
+    that near, else the square whose file is the nearest above it, its content made a little
+    compressible to take the difference back (the sides' files are hundreds of bytes apart;
+    Python's buffered reads of a PNG split at its exact size)."""
     side = _images.side_for_file_bytes(size, file_bytes)
+    if abs(file_bytes(side) - size) <= 8 + side * side // 4096:
+        return side * side, 1.0
     if file_bytes(side) < size:
         side += 1
     if file_bytes(side) == size:
