@@ -713,23 +713,32 @@ def _worker_batch(reads, weights, by_start):
     process = reads["process"].to_numpy()[by_start]
     start = reads["start"].to_numpy()[by_start]
     end = reads["end"].to_numpy()[by_start]
-    per_step = []
+    per_step, cycles, spans = [], [], []
     for p in np.unique(process):
         mine = process == p
         if mine.sum() < 2:
             continue
         gaps = start[mine][1:] - np.maximum.accumulate(end[mine])[:-1]
-        per_step.append(_steps_by(gaps, weights[mine])[2])
+        _, is_step, steps, _ = _steps_by(gaps, weights[mine])
+        per_step.append(steps)
+        begins = np.concatenate([start[mine][:1], start[mine][1:][is_step]])
+        cycles.append(np.diff(begins))
+        spans.append((float(start[mine][0]), float(end[mine].max())))
     if len(per_step) < 2:
         return None
-    return float(np.median(np.concatenate(per_step)))
+    # a worker's batches come a cycle apart, the loop taking a batch of each worker in turn:
+    # a step is the cycle over the workers at work together
+    together = np.median([sum(a <= (b0 + b1) / 2 <= b for a, b in spans) for b0, b1 in spans])
+    cycle = np.concatenate(cycles)
+    step = float(np.median(cycle)) / max(float(together), 1.0) if len(cycle) else None
+    return float(np.median(np.concatenate(per_step))), step
 
 
 def _timeline(trace, record, sample_starts=None):
     """(computation_time, batch_size, read_threads, evidence) from each rank's reads.
     sample_starts(reads) -> bool array, where given, marks the reads that begin a sample (a
     numpy.load's end-record read): a step's samples are then counted, not sized."""
-    gaps_all, batches, concurrency = [], [], []
+    gaps_all, batches, concurrency, worker_steps = [], [], [], []
     for _, reads in trace.groupby("rank"):
         start = np.sort(reads["start"].to_numpy())
         end_by_start = reads["end"].to_numpy()[np.argsort(reads["start"].to_numpy())]
@@ -763,11 +772,15 @@ def _timeline(trace, record, sample_starts=None):
             batches.append(float(weights.sum()) / (float(k.sum()) + 1))
             continue
         gaps_all.append(steps)
-        batches.append(_worker_batch(reads, weights, by_start)
-                       or float(np.median(per_step)))
+        workers = _worker_batch(reads, weights, by_start)
+        batches.append(workers[0] if workers else float(np.median(per_step)))
+        if workers and workers[1]:
+            worker_steps.append(workers[1])
     steps_per_rank = float(np.median([len(g) for g in gaps_all]))
     joined = np.concatenate(gaps_all) if gaps_all else np.zeros(0)
     compute = float(np.median(joined)) if steps_per_rank >= 2 and len(joined) else 0.0
+    if compute > 0 and worker_steps:
+        compute = float(np.median(worker_steps))
     batch = max(1, int(round(float(np.median(batches))))) if compute > 0 else 1
     in_flight = int(round(float(np.median(concurrency))))
     threads = in_flight if in_flight >= 2 else 0

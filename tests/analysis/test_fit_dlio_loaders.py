@@ -287,6 +287,8 @@ def test_a_step_s_samples_counted_by_their_opens(tmp_path, name):
     f, w = fitted_shape(name)
     assert w["reader"]["reopen"] is True
     assert w["reader"]["read_threads"] == TRUTH[name]["read_threads"]
+    assert w["train"]["computation_time"] \
+        == pytest.approx(TRUTH[name]["computation_time_per_step_s"], rel=0.3)
     if name == "dlio_hdf5_workers4_small_samples":
         replay_like(name, tmp_path, bytes_rel=0.05)
 
@@ -334,7 +336,11 @@ def test_a_batch_from_each_worker_s_own_pauses(tmp_path):
     """The DLIO benchmark's JPEG reader in 2 forked workers: each worker assembles whole
     batches, its first two back to back (prefetched), and the two workers' reads interleave
     in the rank's: a batch is counted between a worker's own pauses (8 for 4 before, two
-    workers' batches read at once taken for one)."""
+    workers' batches read at once taken for one), and a step is a worker's cycle over the
+    workers at work together (0.038 s for 0.02 before: the rank's pauses)."""
     f, w = fitted_shape("dlio_jpeg_workers_prefetch")
     assert w["reader"]["read_threads"] == 2
+    t = TRUTH["dlio_jpeg_workers_prefetch"]
+    assert w["train"]["computation_time"] == pytest.approx(t["computation_time_per_step_s"],
+                                                           rel=0.25)
     replay_like("dlio_jpeg_workers_prefetch", tmp_path, bytes_rel=0.05)
