@@ -60,7 +60,7 @@ class PosixFiles:
             written = f.writev([0], [head], self._content(fill, start, head))
             if head == n:
                 return written, self._sync(f)
-            with engines.StdioFile(tmp, "c", file_id=fid, oplog=self.oplog) as stream:
+            with engines.StdioFile(tmp, "r+", file_id=fid, oplog=self.oplog) as stream:
                 for pos in range(head, n, step):
                     k = min(step, n - pos)
                     written += stream.writev([pos], [k], self._content(fill, start + pos, k),
