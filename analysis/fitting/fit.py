@@ -182,7 +182,9 @@ def _index_files(job, data, basis):
     """The ids of data files that are an index beside the data (the DLIO benchmark's
     indexed_binary .off.idx and .sz.idx, read by every rank when its reader starts): each
     open reads the file whole in one read, and together they hold under INDEX_SHARE of the
-    bytes read, beside larger files read piece by piece; else an empty set."""
+    bytes read, beside larger files read piece by piece, and their names end otherwise than
+    those files' (a small image among images, its buffer's fill holding it, is a sample);
+    else an empty set."""
     if basis != "POSIX" or len(data) < 2:
         return set()
     posix = job.records["POSIX"]
@@ -191,6 +193,9 @@ def _index_files(job, data, basis):
     whole = [i for i in data.index
              if opens.get(i, 0) > 0 and reads.get(i, 0) == opens.get(i, 0)
              and data.loc[i, "bytes_read"] == opens.get(i, 0) * data.loc[i, "size"]]
+    ending = (lambda i: os.path.splitext(str(data.loc[i, "name"]))[1])
+    others = {ending(i) for i in data.index if i not in set(whole)}
+    whole = [i for i in whole if ending(i) not in others]
     if not whole or len(whole) == len(data):
         return set()
     if data.loc[whole, "bytes_read"].sum() >= INDEX_SHARE * data["bytes_read"].sum():

@@ -704,16 +704,20 @@ def image_pattern(trace, sizes, decoder=None):
     their file as an image decoder does through Python's buffered file (PIL: the header's
     buffer fill at offset 0, then requests of one size to the end, and the end-of-file probe;
     for a PNG file (decoder "png"), its IDAT chunks one after another as Pillow writes them;
-    once per open), else None."""
+    once per open; a file smaller than the buffer is its fill alone, read whole in one read,
+    which says nothing of the sizes but agrees with them), else None."""
     from dlio_mpi.formats import png
     from dlio_mpi.readers.numpy_reads import image_reads, png_reads
 
-    found, pairs = [], 0
+    found, pairs, whole = [], 0, 0
     for (_, fid), reads in trace.groupby(["rank", "id"], sort=False):
         pairs += 1
         reads = reads.sort_values("start", kind="stable")
         off, ln = reads["offset"].to_numpy(), reads["length"].to_numpy()
         size = sizes.get(int(fid))
+        if size is not None and len(off) and (off == 0).all() and (ln == size).all():
+            whole += 1          # the buffer's fill held the file
+            continue
         if size is None or len(off) < 2 or off[0] != 0 or off[1] != ln[0]:
             continue
         buffer, request = int(ln[0]), int(ln[0] + ln[1])
@@ -733,7 +737,7 @@ def image_pattern(trace, sizes, decoder=None):
         seen = list(zip(off.tolist(), ln.tolist()))
         if one and len(seen) % len(one) == 0 and seen == one * (len(seen) // len(one)):
             found.append((buffer, request))
-    if not pairs or len(found) < STREAM_SHARE * pairs:
+    if not found or len(found) + whole < STREAM_SHARE * pairs:
         return None
     values, counts = np.unique(np.array(found), axis=0, return_counts=True)
     return tuple(int(x) for x in values[np.argmax(counts)])

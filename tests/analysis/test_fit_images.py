@@ -46,3 +46,16 @@ def test_png_pixels_are_the_real_ones():
     """Pillow's PNG of noise does not compress: the file's size gives the real image's pixels."""
     w = analysis.fit(os.path.join(HERE, "pil_png.darshan")).workload
     assert w["dataset"]["record_length"] == TRUTH["pil_png"]["image_pixels"]
+
+
+def test_pngs_of_mixed_sizes_small_ones_read_in_their_buffer_fill(tmp_path):
+    """32 PNG images of 0.9 to 36 KB read by PIL: the four smallest are held by the buffer's
+    first fill, one read each; they are images among images (their names end as the others'),
+    not an index beside the data, and agree with PIL's pattern (dropped before: 28 files for
+    32, batch 3 for 4, 0.91)."""
+    from fitted_runs import fitted_shape, replay_like
+    f, w = fitted_shape("pil_png_mixed_sizes")
+    assert "index_files" not in f.evidence
+    assert w["reader"]["access"] == "image"
+    # (one image size, the files' median, for sizes spread from 0.9 to 36 KB)
+    replay_like("pil_png_mixed_sizes", tmp_path, bytes_rel=0.15)
