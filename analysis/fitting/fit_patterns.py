@@ -562,13 +562,9 @@ def compressed_share(trace, chunk):
     """The share of a chunk's bytes its stored (compressed) form takes: the size of the chunk
     reads that moves the middle byte (a library's small metadata reads, many but of few bytes,
     weigh nothing) over the chunk's bytes, of reads up to a chunk's; None without them."""
-    lengths = np.sort(trace["length"].to_numpy())
-    stored = lengths[(lengths > 0) & (lengths <= 1.1 * chunk)]
-    if not len(stored):
-        return None
-    moved = np.cumsum(stored)
-    middle = stored[int(np.searchsorted(moved, moved[-1] / 2))]
-    return min(1.0, float(middle) / chunk)
+    lengths = trace["length"].to_numpy()
+    middle = middle_byte_size(lengths[lengths <= 1.1 * chunk])
+    return None if middle is None else min(1.0, middle / chunk)
 
 
 def h5d_bytes_per_read(job, data_names):
@@ -638,12 +634,18 @@ def data_reads(trace):
     small metadata reads (libhdf5's superblock and object headers, which every rank makes
     at the same places, more of them than of the data's reads) left out."""
     lengths = trace["length"].to_numpy()
-    moved = np.sort(lengths[lengths > 0])
+    middle = middle_byte_size(lengths)
+    return trace if middle is None else trace[lengths >= 0.5 * middle]
+
+
+def middle_byte_size(lengths):
+    """The size of the reads that moves the middle byte of those of ``lengths`` (reads of
+    few bytes, however many, weigh little), or None without a read of a byte."""
+    moved = np.sort(np.asarray(lengths)[np.asarray(lengths) > 0])
     if not len(moved):
-        return trace
+        return None
     total = np.cumsum(moved)
-    middle = float(moved[int(np.searchsorted(total, total[-1] / 2))])
-    return trace[lengths >= 0.5 * middle]     # the most samples in a block of block-cyclic sharding tried
+    return float(moved[int(np.searchsorted(total, total[-1] / 2))])     # the most samples in a block of block-cyclic sharding tried
 
 
 def round_robin(trace, record, ranks, block=1):
