@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -35,6 +36,58 @@ def session_processes(sid):
     ps = subprocess.run(["ps", "-s", str(sid), "-L", "-o", "pid,lwp,stat,pcpu,wchan:24,args"],
                         capture_output=True, text=True)
     return "\n".join(line[:160] for line in ps.stdout.splitlines())
+
+
+def _ranks_ended(sid):
+    """True when every process of the launcher's session but the launcher itself (pid sid)
+    has exited: gone, or a zombie the launcher has not reaped."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == sid:
+            continue
+        try:
+            if os.getsid(int(entry)) != sid:
+                continue
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            return False
+    return True
+
+
+# how long the launcher may take to exit once all its ranks have
+LAUNCHER_GRACE_S = 15
+
+
+def communicate_job(p, timeout):
+    """(output, launcher_hung) of the job p launched (mpiexec in a session of its own), or
+    TimeoutExpired after timeout seconds. Open MPI 4.1's mpiexec, signalled while its ranks
+    exit, can deadlock in its own PMIx server's finalize with every rank gone (openpmix issue
+    1244: its main thread joins a progress thread that waits on a lock): the ranks' behaviour
+    is then all there is to check, so mpiexec is killed after LAUNCHER_GRACE_S seconds and
+    launcher_hung is True."""
+    end = time.monotonic() + timeout
+    ended_at = None
+    chunks = []
+    while True:
+        try:
+            out, _ = p.communicate(timeout=0.5)
+            chunks.append(out or "")
+            return "".join(chunks), False
+        except subprocess.TimeoutExpired as e:
+            partial = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
+        now = time.monotonic()
+        if _ranks_ended(p.pid):
+            ended_at = ended_at or now
+            if now - ended_at > LAUNCHER_GRACE_S:
+                os.kill(p.pid, signal.SIGKILL)
+                out, _ = p.communicate()
+                return (out or partial), True
+        else:
+            ended_at = None
+        if now > end:
+            raise subprocess.TimeoutExpired(p.args, timeout, output=partial)
 
 
 def run_mpi(n, script, *args, timeout=120, env=None, check=True, wrap=(), rank_wrap=(),

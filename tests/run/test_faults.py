@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from mpirun import HERE, mpiexec_cmd, run_mpi
+from mpirun import HERE, communicate_job, mpiexec_cmd, run_mpi, session_processes
 from datautil import run_summary
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
@@ -52,11 +52,14 @@ def rank_pids(tmp_path, p):
 
 
 def finish(p, timeout=60):
+    """The job's output once it has ended (mpiexec killed if it hangs in its own finalize
+    with every rank gone: the ranks' exits are what these tests check)."""
     try:
-        out, _ = p.communicate(timeout=timeout)
+        out, _ = communicate_job(p, timeout)
     except subprocess.TimeoutExpired:
+        where = session_processes(p.pid)
         os.killpg(p.pid, signal.SIGKILL)
-        pytest.fail(f"the job hung after the fault (killed after {timeout} s)")
+        pytest.fail(f"the job hung after the fault (killed after {timeout} s):\n{where}")
     return out
 
 
