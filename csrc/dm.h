@@ -340,6 +340,7 @@ typedef struct {
     int64_t row_bytes;
     int32_t file_id;
     int writing;
+    int dset_per_read;       /* the dataset opened anew for each read (its chunk cache empty) */
     dm_oplog *log;
     dm_inflight inflight;   /* read-ahead segments of this handle not done */
     char path[4096];

@@ -99,6 +99,17 @@ directory. Each value is derived as follows (the thresholds are the constants be
   the job read a batch's samples one by one (collective calls too: a call a sample on every
   rank); and ``reader.batch_order`` when, samples in order, every step read them in one order
   of its own (fit_patterns.batch_order).
+- ``reader.hdf5_dataset_open: read`` (HDF5 read independently, files kept open): the data
+  datasets opened once or more for each H5Dread (H5D_OPENS over H5D_READS), as h5py's
+  ``f["x"][i]`` does: libhdf5's chunk cache is then empty at each read.
+- A row the sample where every H5Dread of a dataset of two dimensions or more selected one
+  block of several whole rows (fit_patterns.h5d_row_blocks): the H5Dread a batch's rows read
+  as one slice, the batch at least that many rows, ``reader.shuffle_block`` the rows of a
+  slice when the slices' starts were shuffled.
+- ``io.write_collective``: a shared data file written in collective calls (MPIIO_COLL_WRITES)
+  and read in independent ones; the interface is the reads' (a job's reads and writes may
+  differ: h5py's fast read path drops ``dset.collective``). An HDF5 file written first in
+  H5Dwrite calls of several rows: ``reader.transfer_size`` that size in whole rows.
 - Everything above counts without the I/O that the loader found Darshan had counted under a
   data file through a reused descriptor (dlio_mpi_analysis.loading.reused_descriptors); its note is the fit's
   first note.
@@ -133,7 +144,7 @@ from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_
                            FORWARD_SHARE, _data_interfaces, _data_trace, _direct, _early_share, _file_table,
                            _interface, _min_rank_coverage,
                            _own_shares, _read_shift, _record_length, _sample_spread, _shuffle, _stem, _timeline,
-                           _transfer_size, _worker_files, _write_first)
+                           _transfer_size, _worker_files, _write_first, collective_writes)
 from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
                                                     whole_fields)
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
@@ -637,15 +648,25 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # over a sample's would count too many)
             starts = fit_patterns.open_starts
         elif traits(fmt).rows and evidence.get("h5d_bytes_per_read") \
-                and evidence.get("compression") and "hdf5_chunk" in evidence:
-            # compressed chunks: a chunk read (in a size of its own, holding one or several
-            # samples, read again for each when libhdf5 does not keep it) is no sample's
-            # bytes; a step's samples are its chunk reads' share of the H5Dread samples
+                and "hdf5_chunk" in evidence:
+            # chunks read whole (compressed: in a size of their own; uncompressed, a chunk
+            # holding several samples read again for each where the dataset was opened for
+            # each read, its chunk cache empty) are no sample's bytes; a step's samples are
+            # its chunk reads' share of the H5Dread samples. An uncompressed dataset kept
+            # open serves the samples of a chunk it holds from its cache: a chunk read's
+            # bytes are then its samples. Uncompressed chunks larger than the cache are read
+            # a selection at a time: the share applies only where chunk reads move most of
+            # the bytes.
             held = fit_patterns.h5d_datasets(job, set(data["name"]))
-            asked = sum(v[1] for v in held.values()) / evidence["h5d_bytes_per_read"]
+            asked = sum(v[1] for v in held.values()) / record      # samples the calls asked
             stored = evidence["hdf5_chunk"] * evidence.get("content_fill", 1.0)
             least = max(1024.0, 0.5 * stored)
-            chunk_reads = int((trace["length"].to_numpy() >= least).sum())
+            lengths = trace["length"].to_numpy()
+            chunk_reads = int((lengths >= least).sum())
+            if not evidence.get("compression") and (
+                    lengths[lengths >= least].sum() < fit_patterns.STREAM_SHARE * lengths.sum()
+                    or (fit_patterns.h5d_opens_per_read(job, set(data["name"])) or 0) < 1):
+                chunk_reads = 0
             if asked and chunk_reads:
                 per_read = asked / chunk_reads
                 evidence["h5d_samples_per_read"] = per_read
@@ -659,7 +680,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                 # libhdf5's sieve buffer: most reads are its 64 KiB fills, each about one
                 # selection of a shuffled order; a step's samples are its reads' share of
                 # the H5Dread samples, not its bytes over a sample's
-                per_read = asked / evidence["h5d_bytes_per_read"] / len(trace)
+                per_read = asked / record / len(trace)
                 evidence["h5d_samples_per_read"] = per_read
                 starts = (lambda r: np.full(len(r), per_read))
         steps = trace
@@ -703,6 +724,23 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                              f"before (their rows in the file's order within each): "
                              f"reader.sample_shuffle {shuffle}, batch at least {per_batch} "
                              "rows")
+        blocks = evidence.get("h5d_row_blocks")
+        if blocks is not None:
+            # an H5Dread is a batch's rows read as one slice: the batch at least that many
+            # rows; shuffled, the slices' starts are (reader.shuffle_block)
+            batch = max(batch, blocks["rows"])
+            forward = fit_patterns.batch_forward_share(
+                trace[trace["length"] >= blocks["row"] * blocks["rows"]], 1)
+            evidence["block_forward_share"] = forward
+            if forward is not None:
+                shuffle = "off" if forward >= FORWARD_SHARE else "seed"
+                if shuffle == "seed":
+                    reader_extra["shuffle_block"] = blocks["rows"]
+                notes.append(f"{forward:.0%} of a rank's slices begin past the one before: "
+                             f"reader.sample_shuffle {shuffle}"
+                             + (f", reader.shuffle_block {blocks['rows']} (the slices' starts "
+                                "shuffled, each slice's rows in order)"
+                                if shuffle == "seed" else ""))
         if compute > 0:
             notes.append(f"a log records no batches: reader.batch_size {batch} is the samples "
                          f"read between two compute pauses (median), train.computation_time "
@@ -760,6 +798,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             notes.append(f"every step read its {batch} samples in one order of its own, not "
                          f"the file's: reader.batch_order {order} (the positions in the file's "
                          "order, one H5Dread each)")
+    if traits(fmt).rows and interface in ("hdf5", "hdf5_sec2") \
+            and not reader_extra.get("reopen"):
+        per_read = fit_patterns.h5d_opens_per_read(job, set(data["name"]))
+        if per_read is not None and per_read >= 1 and spf > 1:
+            # the dataset opened for each H5Dread: libhdf5's chunk cache empty at each read
+            # (a chunk of several samples read again for each)
+            evidence["h5d_opens_per_read"] = per_read
+            reader_extra["hdf5_dataset_open"] = "read"
+            notes.append(f"the datasets had {per_read:.2g} opens per H5Dread (H5D_OPENS "
+                         "over H5D_READS), as h5py's f['x'][i] in a Dataset's __getitem__ "
+                         "does: reader.hdf5_dataset_open read (libhdf5's chunk cache empty at "
+                         "each read)")
     ranks = job.nprocs
     samples = num_files * spf
     per_rank = samples if layout == "replicated" else samples // max(ranks, 1)
@@ -827,6 +877,24 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                          "row groups are read, batch after batch (reader.parquet_open file)")
     io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs,
                             read_type)
+    if io_extra.get("write_first") and traits(fmt).rows and not transfer_size:
+        # io.write_first writes an HDF5 rank's runs of rows in reader.transfer_size calls
+        # (HDF5 reads are not cut by it): the job's H5Dwrite size, in whole rows
+        per_write = fit_patterns.h5d_bytes_per_write(job, set(data["name"]))
+        if per_write and per_write >= 2 * record:
+            transfer_size = per_write - per_write % record
+            notes.append(f"the rows were written {per_write // record} to an H5Dwrite call "
+                         f"({per_write} bytes): reader.transfer_size {transfer_size}, the "
+                         "size io.write_first writes a rank's rows in (HDF5 reads are not cut "
+                         "by it)")
+    if io_extra.get("write_first") and interface in ("hdf5", "mpiio") \
+            and layout != "multi" and collective_writes(job, set(data.index)):
+        # written in collective calls, read in independent ones (h5py's fast read path
+        # drops dset.collective): the interface is the reads'
+        io_extra["write_collective"] = True
+        notes.append(f"the shared data file was written in {collective_writes(job, set(data.index))} "
+                     f"collective calls and read in independent ones: io.interface "
+                     f"{interface}, io.write_collective")
     if io_extra.get("write_first"):
         shift = _read_shift(job, set(data.index), job.nprocs, notes, evidence)
         if shift:

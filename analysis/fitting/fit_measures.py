@@ -227,6 +227,15 @@ def _write_order(job, ids, rows, basis):
                   max(1, n - records), "POSIX counters")
 
 
+def collective_writes(job, ids):
+    """The collective write calls to the data files (MPIIO_COLL_WRITES), 0 without MPI-IO
+    records."""
+    mpiio = job.records.get("MPI-IO")
+    if mpiio is None or mpiio.empty or "MPIIO_COLL_WRITES" not in mpiio:
+        return 0
+    return int(mpiio[mpiio["id"].isin(list(ids))]["MPIIO_COLL_WRITES"].clip(lower=0).sum())
+
+
 def _collective_write_order(job, ids):
     """The continuity share of the data files' collective write calls, or None when the job
     wrote them with no collective call (MPIIO_COLL_WRITES) or no trace shows their order."""
@@ -261,7 +270,8 @@ def _hdf5_writes_note(job, data_names):
                     f"{mine['id'].nunique()} datasets)")
     return (f"the HDF5 data files were written in the job before being read{what}: "
             "io.write_first writes them through libhdf5, a row per sample of one dataset per "
-            "file, each row written by the rank that reads it first")
+            "file, each row written by the rank that reads it first, a rank's runs of rows "
+            "in reader.transfer_size calls")
 
 
 def _write_size(job, ids):
@@ -484,11 +494,16 @@ def _data_interfaces(job, data):
     mpiio = job.records.get("MPI-IO")
     if mpiio is not None and not mpiio.empty:
         mine = mpiio[mpiio["id"].isin(list(ids))]
-        for kind in ("independent", "collective"):
-            if sum(int(mine[c].clip(lower=0).sum())
-                   for c in SPECS["MPI-IO"].ops[f"{kind}_reads"]
-                   + SPECS["MPI-IO"].ops[f"{kind}_writes"] if c in mine):
-                used.add(f"MPI-IO {kind}")
+
+        def calls(kind, op):
+            return sum(int(mine[c].clip(lower=0).sum())
+                       for c in SPECS["MPI-IO"].ops[f"{kind}_{op}"] if c in mine)
+        # the reads' calls where the data was read: a dataset the ranks wrote collectively
+        # before reading it independently (h5py drops the collective transfer on its fast
+        # read path) was read independently
+        kinds = ("independent", "collective")
+        op = "reads" if any(calls(k, "reads") for k in kinds) else "writes"
+        used |= {f"MPI-IO {k}" for k in kinds if calls(k, op)}
     for module in ("H5F", "H5D"):
         frame = job.records.get(module)
         if frame is None or frame.empty:

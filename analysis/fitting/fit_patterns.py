@@ -600,6 +600,81 @@ def _rows(job, data_names, sample_bytes, file_size):
     return int(np.median(rows)) if rows else max(1, file_size // sample_bytes)
 
 
+def h5d_bytes_per_write(job, data_names):
+    """Bytes an H5Dwrite call of the data datasets moved (H5D_BYTES_WRITTEN over H5D_WRITES
+    over their records that wrote), or None."""
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty or "H5D_WRITES" not in h5d or "H5D_BYTES_WRITTEN" not in h5d:
+        return None
+    names = [job.names.get(int(i), "").split(":", 1)[0] for i in h5d["id"]]
+    mine = h5d[[n in data_names for n in names] & (np.asarray(h5d["H5D_WRITES"]) > 0)]
+    writes = int(mine["H5D_WRITES"].sum())
+    return int(mine["H5D_BYTES_WRITTEN"].clip(lower=0).sum()) // writes if writes else None
+
+
+# a dataset read in blocks of rows holds at least this many blocks (a batch loop), where one
+# read per rank of a half or a quarter of it is a slab (h5bench), not a batch
+ROW_BLOCKS_LEAST = 8
+
+
+def h5d_row_blocks(job, data_names):
+    """(row bytes, rows a read) when the data datasets, of two dimensions or more, were read
+    in blocks of several whole rows: most H5Dread calls one regular hyperslab
+    (H5D_REGULAR_HYPERSLAB_SELECTS) of the same size (H5D_ACCESS1), H5D_ACCESS1_LENGTH_D5
+    rows along the first dimension (Darshan keeps a selection's dimensions last first, D5
+    the first), the other dimensions' lengths dividing the dataset's points, each dataset
+    holding ROW_BLOCKS_LEAST such blocks or more and read that often: a batch's rows read as
+    one slice (ds[i:i + n]), a row the sample (the dataset's first dimension indexes its
+    samples, as the DLIO benchmark's HDF5 files are laid out). None otherwise, and for a job
+    whose reads a data loader's worker processes made: there each H5Dread is an item of the
+    loader's dataset (its __getitem__ returning the slice), the sample."""
+    if job.workers:
+        return None
+    h5d = job.records.get("H5D")
+    need = ("H5D_ACCESS1_LENGTH_D5", "H5D_DATASPACE_NDIMS", "H5D_ACCESS1_ACCESS",
+            "H5D_ACCESS1_COUNT", "H5D_REGULAR_HYPERSLAB_SELECTS", "H5D_DATASPACE_NPOINTS",
+            "H5D_DATATYPE_SIZE")
+    if h5d is None or h5d.empty or any(c not in h5d for c in need):
+        return None
+    names = [job.names.get(int(i), "").split(":", 1)[0] for i in h5d["id"]]
+    mine = h5d[[n in data_names for n in names] & (np.asarray(h5d["H5D_READS"]) > 0)]
+    if mine.empty:
+        return None
+    found = set()
+    for k in range(len(mine)):
+        ndims, n = int(mine["H5D_DATASPACE_NDIMS"][k]), int(mine["H5D_ACCESS1_LENGTH_D5"][k])
+        reads, size = int(mine["H5D_READS"][k]), int(mine["H5D_DATATYPE_SIZE"][k])
+        if ndims < 2 or n < 2 or size < 1 \
+                or int(mine["H5D_REGULAR_HYPERSLAB_SELECTS"][k]) < STREAM_SHARE * reads \
+                or int(mine["H5D_ACCESS1_COUNT"][k]) < STREAM_SHARE * reads:
+            return None
+        row_points = 1
+        for d in range(5 - ndims + 1, 5):
+            row_points *= max(0, int(mine[f"H5D_ACCESS1_LENGTH_D{d}"][k]))
+        points = int(mine["H5D_DATASPACE_NPOINTS"][k])
+        access = int(mine["H5D_ACCESS1_ACCESS"][k])
+        if row_points < 1 or points % row_points or access != n * row_points * size:
+            return None
+        rows = points // row_points
+        if rows < ROW_BLOCKS_LEAST * n or reads < ROW_BLOCKS_LEAST:
+            return None
+        found.add((row_points * size, n))
+    return found.pop() if len(found) == 1 else None
+
+
+def h5d_opens_per_read(job, data_names):
+    """The data datasets' H5Dopen calls per H5Dread (H5D_OPENS over H5D_READS over their
+    records that read), or None without H5D records: 1 or more when the program opened the
+    dataset for each read (h5py's f["x"][i])."""
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty or "H5D_OPENS" not in h5d or "H5D_READS" not in h5d:
+        return None
+    names = [job.names.get(int(i), "").split(":", 1)[0] for i in h5d["id"]]
+    mine = h5d[[n in data_names for n in names] & (np.asarray(h5d["H5D_READS"]) > 0)]
+    reads = int(mine["H5D_READS"].sum())
+    return int(mine["H5D_OPENS"].clip(lower=0).sum()) / reads if reads else None
+
+
 def h5d_datasets(job, data_names):
     """Dataset name -> (H5Dread calls, bytes read, bytes the dataset holds) over the data
     files' H5D records that read (the ranks' records summed; the bytes held from
@@ -1037,13 +1112,24 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 notes.append(f"libhdf5 read the samples in {chunk}-byte pieces: a chunked "
                              f"dataset (dataset.chunk_size={chunk}; the chunk's shape cannot "
                              "be seen, its bytes are kept)")
+            sample = per_read
+            blocks = h5d_row_blocks(job, set(names.values()))
+            if blocks is not None:
+                # each H5Dread selected a block of whole rows (a batch read as one slice,
+                # ds[i:i + n]): a row is the sample, the H5Dread a batch's rows
+                sample, n = blocks
+                evidence["h5d_row_blocks"] = {"row": sample, "rows": n}
+                notes.append(f"the H5Dread calls each selected {n} whole rows of {sample} "
+                             "bytes in one block (Darshan's H5D_ACCESS1 lengths, a regular "
+                             "hyperslab): a sample is a row, an H5Dread a batch's rows read "
+                             "as one slice")
             extra = {}
             opens = _opens(job, data)
             reads = _h5d_reads(job, set(names.values()))
             if opens and reads and opens >= 0.9 * reads and layout == "multi":
                 extra["reopen"] = True
                 evidence["opens_per_h5d_read"] = opens / reads
-            return (per_read, _rows(job, set(names.values()), per_read, file_size), 0, extra,
+            return (sample, _rows(job, set(names.values()), sample, file_size), 0, extra,
                     None, ascending)
     return None if ascending is None else (None, None, None, {}, None, ascending)
 

@@ -130,7 +130,9 @@ static void close_ids(dm_h5 *h) {
 static void start(dm_h5 *h, const char *path, const char *dset, int driver, int collective,
                   int writing, int32_t file_id, dm_oplog *log) {
     pthread_once(&g_h5_once, h5_init);
+    int per_read = h->dset_per_read;    /* set before the open (a deferred handle's too) */
     memset(h, 0, sizeof *h);
+    h->dset_per_read = per_read;
     h->file = h->dset = h->space = h->dtype = -1;
     snprintf(h->path, sizeof h->path, "%s", path);
     snprintf(h->name, sizeof h->name, "%s", dset);
@@ -274,6 +276,25 @@ int dm_h5_close(dm_h5 *h, dm_err *e) {
     return r < 0 ? -1 : 0;
 }
 
+/* With dset_per_read, the dataset opened for a read and closed after it: a program that
+ * opens the dataset for each read (h5py's f["x"][i] in a Dataset's __getitem__) starts each
+ * with libhdf5's chunk cache empty, so a chunk holding several samples is read again for
+ * each. The cache belongs to the open dataset, which libhdf5 shares among the handles of one
+ * process that open the same file: no handle keeps it open between reads. Called holding
+ * the lock. */
+static int fresh_dataset(dm_h5 *h) {
+    if (!h->dset_per_read || h->writing) return 0;
+    if (h->dset >= 0) H5Dclose(h->dset);
+    h->dset = H5Dopen2(h->file, h->name, H5P_DEFAULT);
+    return h->dset < 0 ? -1 : 0;
+}
+
+static void dataset_done(dm_h5 *h) {
+    if (!h->dset_per_read || h->writing || h->dset < 0) return;
+    H5Dclose(h->dset);
+    h->dset = -1;
+}
+
 typedef struct { int64_t s, c; } rows;
 
 static int cmp_rows(const void *a, const void *b) {
@@ -344,11 +365,13 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
     int64_t first = m > 0 ? r[0].s : -1;
     herr_t rc = 0;
     uint64_t t0 = dm_ticks();
+    if (!writing && fresh_dataset(h) != 0) rc = -1;
     /* an independent read of nothing is skipped; a collective one still joins */
-    if (props && fs >= 0 && ms >= 0 && (nelem > 0 || h->collective)) {
+    else if (props && fs >= 0 && ms >= 0 && (nelem > 0 || h->collective)) {
         if (writing) rc = H5Dwrite(h->dset, h->dtype, ms, fs, dxpl, buf);
         else rc = H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf);
     }
+    if (!writing) dataset_done(h);
     uint64_t t1 = dm_ticks();
     if (!local_fail) {
         if (!made || !props)
@@ -405,7 +428,9 @@ int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *cou
                H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, ct, NULL) >= 0 &&
                (h->driver != DM_H5_MPIO || H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT) >= 0);
     uint64_t t0 = dm_ticks();
-    herr_t rc = made ? H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf) : -1;
+    herr_t rc = made && fresh_dataset(h) == 0 ? H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf)
+                                              : -1;
+    dataset_done(h);
     uint64_t t1 = dm_ticks();
     if (rc < 0) h5_err(e, made ? "H5Dread" : "selecting the box", h, start[0]);
     if (dxpl >= 0) H5Pclose(dxpl);

@@ -128,6 +128,11 @@ def validate_access(cfg):
         if rd.worker_files != "shared":
             raise ConfigError(f"reader.worker_files={rd.worker_files} keeps a read thread's "
                               "files open: with reader.reopen every sample opens its file")
+    if rd.shuffle_block != 1 and (rd.sample_shuffle == "off" or io.read_type != "on_demand"
+                                  or rd.access != "sample"):
+        raise ConfigError(f"reader.shuffle_block={rd.shuffle_block} shuffles runs of samples "
+                          "read on demand: it needs reader.sample_shuffle, "
+                          "io.read_type=on_demand and reader.access=sample")
     if rd.sharding_block != 1 and rd.sharding != "round_robin":
         raise ConfigError(f"reader.sharding_block={rd.sharding_block} is the turn of "
                           f"reader.sharding=round_robin, not reader.sharding={rd.sharding}")
@@ -141,6 +146,15 @@ def validate_access(cfg):
         raise ConfigError(f"reader.batch_order={rd.batch_order!r}: the order of a batch's "
                           "H5Dread calls needs reader.hdf5_reads=sample and a permutation of "
                           f"0 .. {rd.batch_size - 1} (reader.batch_size {rd.batch_size})")
+    def per_read(b):
+        return b.library == backends.HDF5 and not b.collective
+
+    if rd.hdf5_dataset_open != "file" and (cfg.dataset.format != "hdf5"
+                                           or not per_read(backends.of(cfg))):
+        raise ConfigError("reader.hdf5_dataset_open=read opens an HDF5 dataset for each "
+                          "independent H5Dread: it needs dataset.format=hdf5 and io.interface "
+                          f"{backends.listed(per_read)}, not {cfg.dataset.format} through "
+                          f"{cfg.io.interface}")
     if rd.hdf5_reads != "batch" and not formats.traits(cfg.dataset.format).rows:
         raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by one H5Dread a sample: "
                           "it needs an HDF5 dataset.format")

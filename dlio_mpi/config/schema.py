@@ -170,6 +170,10 @@ SCHEMA = {
                         "contiguous shares (block), or every ranks-th sample (round_robin: "
                         "IOR's segments), reader.sharding_block samples at a time",
                         ("block", "round_robin")),
+        "shuffle_block": Key("int", 1, "with reader.sample_shuffle: the runs of this many "
+                             "consecutive samples are shuffled, each run's samples read in "
+                             "order (a loader that reads a batch as one slice ds[i:i + k] at "
+                             "shuffled i); 1: the samples themselves", minimum=1),
         "sharding_block": Key("int", 1, "reader.sharding=round_robin: the consecutive samples "
                               "of an epoch's order a rank takes in its turn (block-cyclic: "
                               "IOR's block over its transfer, -b over -t)", minimum=1),
@@ -189,6 +193,13 @@ SCHEMA = {
                           "__getitem__ does; collective: every rank makes a batch's worth "
                           "of calls); with io.read_type=memory, the load's rows of a file in "
                           "one H5Dread or one each", ("batch", "sample")),
+        "hdf5_dataset_open": Key("enum", "file", "when an HDF5 reader opens the dataset: "
+                                 "with its file, kept open (file), or anew for each H5Dread "
+                                 "(read: h5py's f[\"x\"][i] in a Dataset's __getitem__, the "
+                                 "DLIO benchmark's HDF5 reader), libhdf5's chunk cache then "
+                                 "empty at each read, so a chunk holding several samples is "
+                                 "read again for each; independent reads only",
+                                 ("file", "read")),
         "batch_order": Key("list", [], "with reader.hdf5_reads=sample: the order of a "
                            "batch's H5Dread calls, as positions in the batch (a permutation "
                            "of 0 .. batch_size-1; empty: in order): a reader that takes a "
@@ -418,6 +429,12 @@ SCHEMA = {
                            "reader.transfer_size pieces (HDF5: H5Dwrite calls of whole rows), "
                            "as a write-then-read benchmark (IOR) does"),
         "write_fsync": Key("bool", False, "io.write_first: fsync each file after its writes"),
+        "write_collective": Key("bool", False, "io.write_first on one shared file: collective "
+                                "writes (MPI_File_write_at_all, libhdf5's collective "
+                                "transfer) where io.interface reads independently, as a "
+                                "program that writes its dataset collectively and reads it "
+                                "back independently (h5py's fast read path drops "
+                                "dset.collective)"),
         "write_fsync_per_write": Key("bool", False, "io.write_first: fsync after every write "
                                      "call (each reader.transfer_size piece; MPI_File_sync "
                                      "through MPI-IO), as IOR's -Y does; raw files only"),

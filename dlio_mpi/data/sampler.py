@@ -10,7 +10,9 @@ remainder (fewer than batch*ranks samples) is dropped, or, with remainder="pad",
 first samples of the order again. With layout "replicated" every rank takes the whole order.
 With shuffle_scope "rank" the epoch's order is the identity, split as above, and each rank
 permutes its own share (seeded by the epoch and the rank): a rank keeps the same samples every
-epoch and reads them at random, as IOR's -z reads its own block.
+epoch and reads them at random, as IOR's -z reads its own block. With shuffle_block k either
+shuffle permutes runs of k consecutive samples, each run in order (a loader that reads a batch
+as one slice ds[i:i + k] at shuffled i).
 
 Whole input in memory (io.read_type=memory): a rank first reads its memory share (all samples
 when replicated, else a contiguous block of about N/ranks samples), then trains on a
@@ -41,13 +43,27 @@ def unread_per_epoch(num_samples, ranks, batch, remainder, layout, read_type):
     return num_samples - steps * readers * batch
 
 
-def epoch_order(num_samples, epoch, seed, shuffle, samples_per_file=0, file_shuffle=False):
-    """The global sample order of an epoch: a permutation of all samples (shuffle), or, with
-    file_shuffle only, the files in a permuted order with each file's samples in order, or the
-    identity."""
+def permute_blocks(permutation, items, block=1):
+    """items in the order of permutation (a generator's permutation method) applied to its
+    runs of block consecutive items, each run's items kept in order (the last run shorter when
+    block does not divide them); block 1 permutes the items themselves."""
+    items = np.asarray(items)
+    if block <= 1:
+        return permutation(items)
+    runs = -(-len(items) // block)
+    at = (permutation(runs)[:, None] * block + np.arange(block)).reshape(-1)
+    return items[at[at < len(items)]]
+
+
+def epoch_order(num_samples, epoch, seed, shuffle, samples_per_file=0, file_shuffle=False,
+                shuffle_block=1):
+    """The global sample order of an epoch: a permutation of all samples (shuffle; of runs of
+    shuffle_block consecutive samples, each run in order), or, with file_shuffle only, the
+    files in a permuted order with each file's samples in order, or the identity."""
     if shuffle:
         rng = np.random.default_rng([seed, epoch])
-        return rng.permutation(num_samples).astype(np.int64)
+        return permute_blocks(rng.permutation, np.arange(num_samples, dtype=np.int64),
+                              shuffle_block)
     if file_shuffle and samples_per_file:
         files = -(-num_samples // samples_per_file)
         order = np.random.default_rng([seed, epoch, 1]).permutation(files).astype(np.int64)
@@ -66,10 +82,12 @@ def memory_share(num_samples, ranks, rank, layout):
 
 def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainder="drop",
                  layout="multi", read_type="on_demand", samples_per_file=0, file_shuffle=False,
-                 sharding="block", shuffle_scope="global", sharding_block=1):
+                 sharding="block", shuffle_scope="global", sharding_block=1,
+                 shuffle_block=1):
     """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch).
     round_robin sharding deals the order out sharding_block samples at a time (which must
-    divide steps * batch)."""
+    divide steps * batch); a shuffle permutes runs of shuffle_block consecutive samples, each
+    run in order (a batch read as one slice at a shuffled start)."""
     steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
     if read_type == "memory":
         share = memory_share(num_samples, ranks, rank, layout)
@@ -78,7 +96,7 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
         return share[:steps * batch].reshape(steps, batch)
     own = shuffle and shuffle_scope == "rank"
     order = epoch_order(num_samples, epoch, seed, shuffle and not own, samples_per_file,
-                        file_shuffle)
+                        file_shuffle, shuffle_block)
     permute = np.random.default_rng([seed, epoch, rank, 2]).permutation if own else None
     if layout == "replicated":
         ranks, rank = 1, 0
@@ -93,7 +111,8 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
         share = order[:need].reshape(-1, k)[rank::ranks].reshape(-1)
     else:
         share = order[rank * per_rank:(rank + 1) * per_rank]
-    return (permute(share) if own else share).reshape(steps, batch)
+    return (permute_blocks(permute, share, shuffle_block) if own else share).reshape(steps,
+                                                                                  batch)
 
 
 def locate(samples, samples_per_file, record_bytes):

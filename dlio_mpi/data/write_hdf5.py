@@ -6,8 +6,8 @@ One shared file (io.layout shared or replicated) is created by all ranks through
 driver; each rank then writes the rows (samples) it owns (dlio_mpi.data.write_phase: the ones it reads
 in the first epoch, in the order of reader.sharding), in ascending row order, one H5Dwrite per
 run of consecutive rows of at most reader.transfer_size bytes (at least one row; 0: one row),
-independent under io.interface=hdf5, collective under hdf5_coll (every rank makes as many calls
-as the rank with the most, joining with an empty selection). Under io.layout=multi a file is
+independent under io.interface=hdf5, collective under hdf5_coll or io.write_collective (every
+rank makes as many calls as the rank with the most, joining with an empty selection). Under io.layout=multi a file is
 created and written whole by the rank that owns its first sample (a file per process, as IOR
 writes them), alone (MPI_COMM_SELF or sec2).
 
@@ -102,6 +102,7 @@ def _create(cfg, comm, data, f, rows_total, row_bytes, log):
     from mpi4py import MPI
 
     from dlio_mpi import engines
+    from dlio_mpi.data import write_phase
 
     spec = data.spec
     b = backends.of(cfg)
@@ -109,7 +110,8 @@ def _create(cfg, comm, data, f, rows_total, row_bytes, log):
     return engines.H5Dataset(
         data.path(f), spec.dataset, driver=b.hdf5_driver,
         comm=(comm or MPI.COMM_SELF) if mpio else None,
-        collective=b.collective and comm is not None, hints=cfg.io.mpiio_hints,
+        collective=write_phase.collective_writes(cfg) and comm is not None,
+        hints=cfg.io.mpiio_hints,
         file_id=data.first_id + f, oplog=log, create=(rows_total, row_bytes),
         libver=spec.libver, chunk_rows=spec.chunk_rows if spec.chunked else 0)
 
@@ -117,6 +119,8 @@ def _create(cfg, comm, data, f, rows_total, row_bytes, log):
 def write(cfg, comm, data, owner, log):
     """Write the training files (collective over comm, given every sample's owner rank).
     Returns (bytes written, rows written by this rank)."""
+    from dlio_mpi.data import write_phase
+
     rank = comm.Get_rank()
     spec, spf = data.spec, data.spf
     written, count = 0, 0
@@ -125,7 +129,7 @@ def write(cfg, comm, data, owner, log):
         rows = np.flatnonzero(owner == rank)
         with _create(cfg, comm, data, 0, spf, row_bytes, log) as h:
             written = _write_rows(cfg, comm, h, spec, 0, rows, row_bytes,
-                                  backends.of(cfg).collective)
+                                  write_phase.collective_writes(cfg))
             if cfg.io.write_fsync:
                 h.sync()
         return written, int(rows.size)

@@ -38,6 +38,18 @@ def writes_ranges(b):
     return b.byte_ranges and not b.mapped
 
 
+def writes_collective(b):
+    """Whether the write phase can write one shared file through backend b in collective
+    calls: MPI-IO, or libhdf5's MPI-IO driver."""
+    return b.library == backends.MPIIO or b.hdf5_driver == "mpio"
+
+
+def collective_writes(cfg):
+    """Whether the write phase's transfers on a shared file are collective: under a
+    collective io.interface, or io.write_collective."""
+    return backends.of(cfg).collective or cfg.io.write_collective
+
+
 def check(cfg):
     """The combinations io.write_first cannot do, as ConfigError lines."""
     from dlio_mpi.config.errors import ConfigError
@@ -51,7 +63,15 @@ def check(cfg):
             raise ConfigError("io.write_fsync_per_write=true needs io.write_first=true")
         if cfg.io.write_order != "sequential":
             raise ConfigError(f"io.write_order={cfg.io.write_order} needs io.write_first=true")
+        if cfg.io.write_collective:
+            raise ConfigError("io.write_collective=true needs io.write_first=true")
         return
+    if cfg.io.write_collective and (cfg.io.layout == "multi"
+                                    or not writes_collective(backends.of(cfg))):
+        raise ConfigError("io.write_collective=true writes one shared file in collective "
+                          f"calls: io.layout shared or replicated and io.interface "
+                          f"{backends.listed(writes_collective)}, not {cfg.io.interface} with "
+                          f"io.layout={cfg.io.layout}")
     fmt = formats.traits(cfg.dataset.format)
     if not fmt.written_first:
         raise ConfigError(f"io.write_first writes raw records or HDF5 files: dataset.format "
@@ -96,7 +116,8 @@ def _owners(cfg, comm, data):
                                     cfg.reader.sample_shuffle != "off", cfg.io.remainder,
                                     cfg.io.layout, cfg.io.read_type, data.spf,
                                     cfg.reader.file_shuffle != "off", cfg.reader.sharding,
-                                    cfg.reader.shuffle_scope, cfg.reader.sharding_block)
+                                    cfg.reader.shuffle_scope, cfg.reader.sharding_block,
+                                    cfg.reader.shuffle_block)
     owner = np.full(n, size, dtype=np.int32)
     owner[np.asarray(read, np.int64).ravel()] = rank
     comm.Allreduce(MPI.IN_PLACE, owner, op=MPI.MIN)
@@ -213,7 +234,7 @@ def write_dataset(cfg, comm, log, epoch=-1):
         b = backends.of(cfg)
         # calls every rank enters: collective transfers, or a file made through libhdf5 over
         # MPI-IO
-        collective = shared and (b.collective or b.hdf5_driver == "mpio")
+        collective = shared and (collective_writes(cfg) or b.hdf5_driver == "mpio")
         comm.Barrier()
         t0 = time.perf_counter()
         written, error, count = 0, None, int(mine.size)
@@ -223,7 +244,8 @@ def write_dataset(cfg, comm, log, epoch=-1):
                 written, count = write_hdf5.write(cfg, comm, data, owner, log)
             elif shared:
                 with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
-                    written = _write_file(cfg, comm, h, data, 0, local, collective)
+                    written = _write_file(cfg, comm, h, data, 0, local,
+                                          collective_writes(cfg))
                     if cfg.io.write_fsync:
                         h.sync()
             else:

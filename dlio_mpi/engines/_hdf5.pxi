@@ -15,14 +15,16 @@ cdef class H5Dataset(_Handle):
     (the dataset's shape), the file is created: a new one with exclusive=True (failing when any
     entry, a link included, holds the name), else an existing file is truncated. deferred
     (reading, independent transfers on the rank's own): not opened here but by the read-ahead
-    thread that reads it (ReadAhead), its rows of row_bytes each."""
+    thread that reads it (ReadAhead), its rows of row_bytes each. dataset_per_read (reading):
+    the dataset opened anew before each read, libhdf5's chunk cache then empty (a program
+    indexing h5py's f["x"][i] for each sample)."""
     cdef dm_h5 h
     cdef readonly object name
 
     def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
                   mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
                   chunk_rows=0, libver="earliest", bint exclusive=False, bint deferred=False,
-                  int64_t row_bytes=0):
+                  int64_t row_bytes=0, bint dataset_per_read=False):
         cdef dm_open_args a
         cdef bytes n = str(name).encode()
         cdef _Hints hi = _Hints(hints)
@@ -50,6 +52,9 @@ cdef class H5Dataset(_Handle):
             a.exclusive = exclusive
         self._init(path, file_id, oplog, &dm_h5_ops, &self.h)
         self.name = name
+        if dataset_per_read and (collective or mode != "r"):
+            raise ValueError(f"{path}: a dataset opened for each read is read independently")
+        self.h.dset_per_read = dataset_per_read
         if deferred:
             if collective or create is not None or row_bytes <= 0:
                 raise ValueError(f"{path}: a deferred HDF5 dataset is read by its rank alone "

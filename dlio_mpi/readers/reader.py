@@ -327,7 +327,13 @@ class H5Reader(Reader):
     def _new_handle(self, i):
         return self.backend.open_read(self.path(i), io=self.cfg.io, comm=self.comm,
                                       file_id=self.data.first_id + i, oplog=self.log,
-                                      dataset=self.data.spec.dataset, shared=self.shared)
+                                      dataset=self.data.spec.dataset, shared=self.shared,
+                                      dataset_per_read=self.dataset_per_read)
+
+    @property
+    def dataset_per_read(self):
+        """reader.hdf5_dataset_open=read: the dataset opened for each H5Dread."""
+        return self.cfg.reader.hdf5_dataset_open == "read"
 
     def sample_handle(self, i):
         """As Reader.sample_handle: the dataset of file i, a row a sample."""
@@ -335,7 +341,8 @@ class H5Reader(Reader):
                                       file_id=self.data.first_id + i, oplog=self.log,
                                       dataset=self.data.spec.dataset, shared=False,
                                       deferred=True,
-                                      row_bytes=int(formats.sample_sizes(self.data.spec, i)[0]))
+                                      row_bytes=int(formats.sample_sizes(self.data.spec, i)[0]),
+                                      dataset_per_read=self.dataset_per_read)
 
     def rows(self, f, local):
         """The dataset rows of samples local of file f: sample i is row i (the layout every

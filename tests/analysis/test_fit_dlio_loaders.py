@@ -344,3 +344,39 @@ def test_a_batch_from_each_worker_s_own_pauses(tmp_path):
     assert w["train"]["computation_time"] == pytest.approx(t["computation_time_per_step_s"],
                                                            rel=0.25)
     replay_like("dlio_jpeg_workers_prefetch", tmp_path, bytes_rel=0.05)
+
+
+def test_rows_of_uncompressed_chunks_read_whole_for_each_row(tmp_path):
+    """A DataLoader's 3 workers read f["x"][i], one 16 KiB row, from chunks of 4 rows: the
+    dataset opened for each read (H5D_OPENS = H5D_READS) empties libhdf5's chunk cache, so
+    each row reads its 64 KiB chunk. A step's samples are its chunk reads' share of the
+    H5Dread calls (batch 32 for 8 before: bytes over a row's), and the replay opens the
+    dataset for each read too (5 % fewer bytes before: its cache served some rows)."""
+    name = "torch_h5py_rows_chunk_of_4_workers3"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert f.evidence["h5d_samples_per_read"] == pytest.approx(1.0, abs=0.02)
+    assert f.evidence["h5d_opens_per_read"] == 1.0
+    assert w["reader"]["hdf5_dataset_open"] == "read"
+    r = replay_like(name, tmp_path, bytes_rel=0.01)
+    assert r.emulated["read_ops"] == pytest.approx(r.real["read_ops"], rel=0.05)
+
+
+def test_two_workers_reading_the_halves_of_one_chunk(tmp_path):
+    """batch_size=None, 2 workers, an item the half of a 128 KiB chunk: each item's read
+    reads the whole chunk (the dataset opened for each read). Batch 1 (2 before: a chunk's
+    bytes over the item's), and the replay's bytes those of a chunk an item (20 % fewer
+    before)."""
+    name = "torch_h5py_half_chunk_items"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert w["reader"]["hdf5_dataset_open"] == "read"
+    replay_like(name, tmp_path, bytes_rel=0.01)
+
+
+def test_a_dataset_kept_open_and_one_opened_for_each_read():
+    """h5py reading rows through one dataset object (2 opens, 4096 reads) keeps it open; a
+    DataLoader's workers indexing f["x"][i] open it for each read (H5D_OPENS = H5D_READS)."""
+    kept = analysis.fit(log("h5py_chunk_cache"))
+    assert kept.workload["reader"].get("hdf5_dataset_open", "file") == "file"
+    each = analysis.fit(log("h5py_workers"))
+    assert each.evidence["h5d_opens_per_read"] == 1.0
+    assert each.workload["reader"]["hdf5_dataset_open"] == "read"

@@ -118,6 +118,7 @@ def _npz(w):
     w["dataset"]["format"] = "npz"
     w["io"]["interface"] = "posix"
     w["reader"].pop("hdf5_reads", None)
+    w["reader"].pop("hdf5_dataset_open", None)
     w["train"].pop("total_training_steps", None)
     for key in ("enable_chunking", "chunk_size", "hdf5_libver"):
         w["dataset"].pop(key, None)

@@ -48,8 +48,9 @@ def test_numpy_load_of_npy_files():
 
 def test_h5py_hyperslabs_of_a_chunked_dataset():
     """64-row hyperslabs (256 KiB) of a dataset in 16-row chunks (64 KiB): libhdf5 reads four
-    chunks per H5Dread; the chunk is recovered, and the samples' order without libhdf5's
-    metadata reads is the program's (in order)."""
+    chunks per H5Dread; the chunk is recovered, a row is the sample and a hyperslab a batch of
+    64 rows read as one slice (Darshan's H5D_ACCESS1 lengths), and the samples' order without
+    libhdf5's metadata reads is the program's (in order)."""
     t = TRUTH["h5py_chunked"]
     w = analysis.fit(log("h5py_chunked")).workload
     ds = w["dataset"]

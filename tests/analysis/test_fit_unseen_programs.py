@@ -12,7 +12,7 @@ import pytest
 import dlio_mpi_analysis as analysis
 
 from dlio_mpi_analysis.replays.replay import replay
-from fitted_runs import TRUTH, log, replay_like, run_changed
+from fitted_runs import TRUTH, fitted_shape, log, replay_like, run_changed
 
 pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
 
@@ -183,7 +183,7 @@ def _file_per_rank(w):
 def _npz(w):
     w["dataset"]["format"] = "npz"
     w["io"]["interface"] = "posix"
-    for key in ("hdf5_reads", "worker_files"):
+    for key in ("hdf5_reads", "worker_files", "hdf5_dataset_open"):
         del w["reader"][key]
     w["dataset"].pop("hdf5_libver", None)
 
@@ -214,6 +214,36 @@ def test_each_rank_s_half_read_through_chunks_is_its_own():
     rd = f.workload["reader"]
     assert (rd["sample_shuffle"], rd["shuffle_scope"]) == ("seed", "rank")
     assert f.evidence["own_shares"] is True
+
+
+def test_slices_of_rows_are_batches_of_rows(tmp_path):
+    """Each H5Dread one slice of whole rows, ds[s:s + 8] at shuffled s (Darshan's H5D_ACCESS1
+    lengths: 8 along the first dimension, the row's points along the other): a row is the
+    sample, a slice a batch read as one hyperslab, the slices' starts shuffled
+    (reader.shuffle_block 8; before: 64 KiB samples, batch 2, from a slice's bytes)."""
+    f, w = fitted_shape("h5py_mpio_rows_own_half", "sample_bytes")
+    assert f.evidence["h5d_row_blocks"] == {"row": 8192, "rows": 8}
+    assert (w["reader"]["shuffle_block"], w["reader"]["shuffle_scope"]) == (8, "rank")
+    replay_like("h5py_mpio_rows_own_half", tmp_path, equal=("files", "interfaces"),
+                bytes_rel=0.02)
+
+
+def test_slices_written_collectively_read_independently(tmp_path):
+    """4 ranks write their quarters of a (4096, 1024) float32 dataset in one collective
+    H5Dwrite each, then read 16-row slices of their own quarter at shuffled starts inside
+    dset.collective, which h5py's fast read path drops (MPIIO_COLL_READS 0). Rows of 4 KiB,
+    batch 16, the slices' starts shuffled; read independently (hdf5_coll before, from the
+    writes), written collectively in 4 MiB calls (io.write_collective, reader.transfer_size:
+    256 H5Dwrite calls of a row each before, and 0.959)."""
+    name = "h5py_mpio_row_slices_written_collective"
+    f, w = fitted_shape(name, "sample_bytes")
+    rd, io = w["reader"], w["io"]
+    assert (rd["sample_shuffle"], rd["shuffle_scope"], rd["shuffle_block"]) == ("seed", "rank", 16)
+    assert (io["interface"], io["write_first"], io["write_collective"]) == ("hdf5", True, True)
+    assert rd["transfer_size"] == 4 << 20
+    r = replay_like(name, tmp_path, bytes_rel=0.001)
+    assert r.emulated["write_ops"] == r.real["write_ops"] == 4
+    assert r.emulated["read_ops"] == r.real["read_ops"]
 
 
 def test_collective_pieces_side_by_side(tmp_path):

@@ -185,3 +185,31 @@ def test_rank_scope_shuffles_each_ranks_own_share():
     assert plan(0, 0).tolist() == plan(0, 0).tolist()
     unshuffled = sampler.rank_samples(64, 2, 1, 4, 0, 7, False, shuffle_scope="rank")
     assert unshuffled.reshape(-1).tolist() == list(range(32, 64))
+
+
+@pytest.mark.parametrize("scope", ["global", "rank"])
+def test_a_shuffle_of_blocks_keeps_each_blocks_samples_in_order(scope):
+    """reader.shuffle_block k: the runs of k consecutive samples are shuffled, each run's
+    samples in order (a loader reading a batch as one slice ds[i:i + k] at shuffled i):
+    every sample once an epoch, a new order each epoch, each step's k samples consecutive
+    and starting at a multiple of k; k 1 is the shuffle of samples."""
+    def plans(epoch, block):
+        return [sampler.rank_samples(256, 4, r, 16, epoch, 7, True, shuffle_scope=scope,
+                                     shuffle_block=block) for r in range(4)]
+    for epoch in (0, 1):
+        got = plans(epoch, 16)
+        flat = np.concatenate([p.reshape(-1) for p in got])
+        assert sorted(flat.tolist()) == list(range(256))
+        for p in got:
+            assert (np.diff(p, axis=1) == 1).all() and (p[:, 0] % 16 == 0).all()
+        if scope == "rank":         # each rank keeps its own quarter
+            assert [(p.min(), p.max()) for p in got] == [(64 * r, 64 * r + 63)
+                                                          for r in range(4)]
+    starts = [np.concatenate([p[:, 0] for p in plans(e, 16)]).tolist() for e in (0, 1)]
+    assert starts[0] != starts[1] and starts[0] != sorted(starts[0])
+    samples = [sampler.rank_samples(256, 4, r, 16, 0, 7, True, shuffle_scope=scope)
+               for r in range(4)]
+    assert all(np.array_equal(a, b) for a, b in zip(plans(0, 1), samples))
+    # a block that does not divide the samples: the last run shorter, every sample once
+    odd = sampler.epoch_order(50, 0, 3, True, shuffle_block=16)
+    assert sorted(odd.tolist()) == list(range(50))

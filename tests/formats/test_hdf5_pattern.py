@@ -72,6 +72,53 @@ def test_engine_reads_are_h5pys(tmp_path, libver, chunks):
     assert len(want) > len(rows) and got == want
 
 
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+@pytest.mark.parametrize("chunks", [None, (16, 8192)])
+def test_a_dataset_opened_for_each_read_reads_as_h5pys_indexing(tmp_path, chunks):
+    """h5py's f["records"][i:i+8] opens the dataset for each read (a Dataset's __getitem__):
+    libhdf5's chunk cache is empty each time, so the two halves of a chunk read the chunk
+    twice. The engine with dataset_per_read makes the same preads, call for call; without
+    it the chunk is read once."""
+    import h5py
+
+    path = tmp_path / "f.h5"
+    data = np.random.default_rng(4).integers(0, 255, (64, 8192), dtype=np.uint8)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("records", data=data, chunks=chunks)
+    starts = [8, 0, 40, 16, 32]
+    code = (f"import h5py\nf = h5py.File({str(path)!r}, 'r')\n"
+            + "".join(f"f['records'][{s}:{s + 8}]\n" for s in starts) + "f.close()\n")
+    want = strace_reads(path, code, tmp_path)
+
+    def engine_reads(per_read):
+        log = engines.OpLog(1 << 12)
+        with engines.H5Dataset(path, "records", driver="sec2", oplog=log, file_id=1,
+                               dataset_per_read=per_read) as d:
+            for s in starts:
+                out, n = d.read_rows([s], [8])
+                assert np.array_equal(out[:n].reshape(8, -1), data[s:s + 8])
+        a = log.arrays()
+        mine = (a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["posix"])
+        return list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist()))
+
+    got = engine_reads(True)
+    assert got == want
+    if chunks:
+        whole = [r for r in got if r[1] == 16 * 8192]
+        assert len(whole) == len(starts)        # each read its chunk, 0 and 2 twice
+        # kept open: chunks 0, 2 and 1 once each, from libhdf5's cache after
+        assert len([r for r in engine_reads(False) if r[1] == 16 * 8192]) == 3
+
+
+def test_a_dataset_opened_for_each_read_is_refused_collective_or_writing(tmp_path):
+    import h5py
+    path = tmp_path / "f.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("records", data=np.zeros((4, 16), np.uint8))
+    with pytest.raises(ValueError, match="read independently"):
+        engines.H5Dataset(path, "records", driver="sec2", mode="r+", dataset_per_read=True)
+
+
 def h5py_box_reads(path, name, boxes, tmp_path):
     """The preads of path while h5py opens it and reads boxes of dataset name."""
     code = (f"import h5py\nf = h5py.File({str(path)!r}, 'r')\nd = f[{name!r}]\n"
