@@ -21,11 +21,15 @@ with, for the first job's value a and job j's value b:
   keeping too, several times the system call's own time. Shares of 0.05 and 0.10 give 0.74,
   of 0.2 and 0.4 0.71.
 - "fraction" metrics (values in [0, 1]): s = 1 - |a - b|.
-- "order" (the read and write orders, shares in [0, 1]): s = 1 - max(0, |a - b| - ORDER_NOISE)
+- "order" (the read and write orders, shares in [0, 1]): s = 1 - max(0, |a - b| - noise)
   / ORDER_SPAN: two draws of the same random order differ by a few points, which is no
   difference; a random order moves about half of the reads forward and an order none goes
   back all of them, so the difference is counted over that span (in order against random:
-  about 0.1).
+  about 0.1). The noise is ORDER_NOISE, or, for a job of few calls n, twice the spread of the
+  difference of two random draws: the share of a random permutation's steps that go up has
+  variance about a (1 - a) / 3n (1 / 12n at a half), so noise = 2 sqrt(2 a (1 - a) / 3n)
+  (0.12 for 48 reads at a half, under ORDER_NOISE from about 270 reads; none for an order
+  that never goes back).
 - "file_share" (the share of the data files several ranks opened): s = 1 - max(0, |a - b| -
   2 sqrt(a (1 - a) / n)), n the first job's data files: where ranks take files at random
   (a shuffle over epochs), which files end up shared is a draw, whose share varies by that
@@ -190,6 +194,8 @@ READ_SHAPE = ("mean_read_size", "read_size_histogram", "sequential_read_fraction
 # the difference of two orders' shares taken as none: a random order's share over a few hundred
 # calls varies by a few points (a binomial's standard deviation, 0.031 for 256 calls)
 ORDER_NOISE = 0.05
+# the calls each order metric is a share of
+ORDER_CALLS = {"read_order": "read_ops", "write_order": "write_ops"}
 ORDER_SPAN = 0.5        # between a random order's share (about a half) and in order (1)
 # added to both shares of run time before their ratio (module docstring)
 SHARE_FLOOR = 0.01
@@ -395,10 +401,11 @@ def _shared_fraction(formats, files):
     return files.shared / files.total if files.total else None
 
 
-def similarity(kind, a, b, files=None):
+def similarity(kind, a, b, files=None, calls=None):
     """The similarity in [0, 1] of two values of a metric of ``kind`` (see the module
     docstring); None when either is None. ``files``: the first job's data files (the
-    "file_share" kind's spread)."""
+    "file_share" kind's spread); ``calls``: the first job's calls the share is of (the
+    "order" kind's spread)."""
     if a is None or b is None:
         return None
     if kind == "ratio":
@@ -412,7 +419,10 @@ def similarity(kind, a, b, files=None):
     if kind == "fraction":
         return 1.0 - min(1.0, abs(a - b))
     if kind == "order":
-        return 1.0 - min(1.0, max(0.0, abs(a - b) - ORDER_NOISE) / ORDER_SPAN)
+        noise = ORDER_NOISE
+        if calls:
+            noise = max(noise, 2 * math.sqrt(2 * a * (1 - a) / (3 * calls)))
+        return 1.0 - min(1.0, max(0.0, abs(a - b) - noise) / ORDER_SPAN)
     if kind == "file_share":
         noise = 2 * math.sqrt(a * (1 - a) / files) if files else 0.0
         return 1.0 - min(1.0, max(0.0, abs(a - b) - noise))
@@ -447,7 +457,8 @@ def compare(sources, labels=None, *, dxt=True):
         gate = 1.0
         for metric, kind, weight, _ in METRICS:
             a, b = profiles[0][metric], values[metric]
-            s = similarity(kind, a, b, profiles[0]["files"])
+            calls = profiles[0][ORDER_CALLS[metric]] if metric in ORDER_CALLS else None
+            s = similarity(kind, a, b, profiles[0]["files"], calls)
             if s is None and metric in READ_SHAPE and _reads_one_side(profiles[0], values):
                 s = 0.0
             if s is not None:

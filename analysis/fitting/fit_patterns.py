@@ -852,8 +852,19 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                                  "samples of one stacked array (dataset.npz_layout=stacked)")
                 else:
                     spf, epochs = 1, max(1, int(round(count / files)))
-                    record = _npz_member_bytes(file_size)
-                    members = np.array([_npz_member_bytes(v) for v in
+                    member = _npz_member_bytes
+                    if _stacked_one(trace, data, file_size):
+                        # the load's reads at the places a stacked file of one sample has
+                        # them (x and its labels y: a longer zip directory), not those of
+                        # one member alone
+                        member = (lambda v: _stacked_sample_bytes(v, 1))
+                        evidence["npz_layout"] = "stacked"
+                        notes.append("each load read the zip's directory where a file of "
+                                     "two members has it (x and its labels y, as the DLIO "
+                                     "benchmark saves a file of one sample): "
+                                     "dataset.npz_layout=stacked")
+                    record = member(file_size)
+                    members = np.array([member(v) for v in
                                         data["size"].to_numpy().tolist()], np.float64)
                     mean, spread = float(members.mean()), float(members.std())
                     if spread > SPREAD_SHARE * mean:
@@ -1199,6 +1210,26 @@ def _stacked_sample_bytes(file_bytes, spf):
     guess = max(1, int(file_bytes) // spf)
     overhead = stacked_reads(guess, spf)[0] - guess * spf
     return max(1, (int(file_bytes) - overhead) // spf)
+
+
+def _stacked_one(trace, data, file_size):
+    """Whether the reads of the data file nearest file_size bytes (the median) fall where
+    np.load reads a stacked NPZ file of one sample (x and y) and not where it reads a file of
+    one member: the offsets of each layout's open reads, the directory's among them, against
+    the reads' own."""
+    from dlio_mpi.readers.numpy_reads import npz_reads, stacked_reads
+
+    sizes = {int(i): int(v) for i, v in data["size"].items()}
+    if not sizes:
+        return False
+    fid = min(sizes, key=lambda i: (abs(sizes[i] - file_size), i))      # the median's file
+    size = sizes[fid]
+    seen = set(trace.loc[trace["id"] == fid, "offset"].astype(int).tolist())
+    stacked = stacked_reads(_stacked_sample_bytes(size, 1), 1)
+    one = npz_reads((_npz_member_bytes(size),))
+    if stacked[0] != size:
+        return False
+    return set(stacked[1].tolist()) <= seen and not set(one[1][0].tolist()) <= seen
 
 
 def _npz_member_bytes(file_bytes):

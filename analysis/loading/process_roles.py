@@ -159,22 +159,28 @@ def roles_of(logs):
     parent = list(parents)
     mains = [i for i, r in enumerate(role) if r == MAIN and logs[i].nprocs == 1]
     for kind in (SPAWNED, TRACKER):
-        _attach(logs, [i for i, r in enumerate(role) if r == kind], mains, parent)
-    for i in range(len(logs)):      # a worker of a process without a main is a rank itself
-        if role[i] in (SPAWNED, TRACKER) and parent[i] is None:
-            role[i] = MAIN if role[i] == SPAWNED else role[i]
+        _attach(logs, [i for i, r in enumerate(role) if r == kind], mains, parent,
+                outlives=kind == TRACKER)
+    for i in range(len(logs)):
+        if role[i] == SPAWNED and parent[i] is None:
+            role[i] = MAIN          # a worker of a process without a main is a rank itself
+        elif role[i] == TRACKER and parent[i] is None:
+            # a tracker no main process started (its reads are Python's modules): no rank
+            role[i], kept[i] = HELPER, False
     return ProcessRoles(role=tuple(role), parent=tuple(parent), kept=tuple(kept))
 
 
-def _attach(logs, children, mains, parent):
+def _attach(logs, children, mains, parent, outlives=False):
     """Give each of ``children`` (spawned processes of one kind) a main process: one alive when
-    it started, with the fewest of these children alive then, then the most files in common
-    with its earlier children, then the first."""
+    it started (and, unless ``outlives``, until it ended: a resource tracker ends after its
+    main process, cleaning up what that left), with the fewest of these children alive then,
+    then the most files in common with its earlier children, then the first."""
     given = {m: [] for m in mains}
     for c in sorted(children, key=lambda i: logs[i].start_time):
         start, end = _span(logs[c])
         alive = [m for m in mains if _span(logs[m])[0] - SPAN_SLACK_S <= start
-                 and end <= _span(logs[m])[1] + SPAN_SLACK_S]
+                 and (outlives and start <= _span(logs[m])[1]
+                      or end <= _span(logs[m])[1] + SPAN_SLACK_S)]
         if not alive:
             continue
         files = _files(logs[c])

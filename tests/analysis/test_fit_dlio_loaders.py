@@ -380,3 +380,26 @@ def test_a_dataset_kept_open_and_one_opened_for_each_read():
     each = analysis.fit(log("h5py_workers"))
     assert each.evidence["h5d_opens_per_read"] == 1.0
     assert each.workload["reader"]["hdf5_dataset_open"] == "read"
+
+
+@pytest.mark.parametrize("name", ["dlio_default", "dlio_npz_ckpt_steps_4r", "dlio_unet3d_sizes"])
+def test_one_sample_npz_files_hold_x_and_its_labels(name):
+    """The DLIO benchmark saves a file of one sample as x and its labels y: np.load reads the
+    zip's directory where a file of two members has it (offsets a lone member's file would not
+    show), so the layout is stacked and the sample the array's bytes exactly (the file less
+    one member's headers before, the bytes of y counted as the sample's)."""
+    f = analysis.fit(log(name))
+    ds, t = f.workload["dataset"], TRUTH[name]
+    assert ds["npz_layout"] == "stacked"
+    want = t["sample_bytes"]
+    if isinstance(want, dict):          # arrays of their own sizes: their mean and spread
+        assert (ds["record_length"], ds["record_length_stdev"]) \
+            == (int(want["mean_x_array_bytes"]), int(want["stdev_x_array_bytes"]))
+    else:
+        assert ds["record_length"] == int(str(want).split()[0])
+
+
+def test_a_lone_member_npz_is_not_taken_for_x_and_labels():
+    """np.savez of one array a file (mpi4py_numpy_save_ckpt's data): one member."""
+    f = analysis.fit(log("mpi4py_numpy_save_ckpt"))
+    assert f.workload["dataset"].get("npz_layout", "per_sample") == "per_sample"

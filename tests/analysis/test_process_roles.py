@@ -92,3 +92,17 @@ def test_a_python_launcher_that_starts_its_ranks_as_new_programs_is_a_helper():
     assert f.ranks == 2
     assert (f.workload["dataset"]["num_files_train"], f.workload["reader"]["batch_size"]) \
         == (t["num_files"], t["batch_size"])
+
+
+def test_a_resource_tracker_that_outlives_its_main_process_is_no_rank():
+    """The DLIO benchmark run alone (no launcher), 2 spawned workers: multiprocessing's tracker
+    ends 1.27 s after the main process (it cleans up after it), which no spawned worker may do:
+    it is the main's all the same, 1 rank (2 before: the tracker, reading Python's modules,
+    a rank of its own with no data)."""
+    name = "dlio_npy_spawn_tracker_outlives"
+    job = load(os.path.join(HERE, name))
+    assert job.nprocs == TRUTH[name]["ranks"] == 1
+    assert job.process_roles["main"] == 1 and job.process_roles["spawned worker"] == 2
+    assert job.process_roles["resource tracker"] == 1
+    f = analysis.fit(os.path.join(HERE, name))
+    assert f.ranks == 1 and f.workload["reader"]["read_threads"] == 2
