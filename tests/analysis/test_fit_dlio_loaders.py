@@ -403,3 +403,17 @@ def test_a_lone_member_npz_is_not_taken_for_x_and_labels():
     """np.savez of one array a file (mpi4py_numpy_save_ckpt's data): one member."""
     f = analysis.fit(log("mpi4py_numpy_save_ckpt"))
     assert f.workload["dataset"].get("npz_layout", "per_sample") == "per_sample"
+
+
+def test_unet3d_files_of_their_own_sizes_are_stacked_and_replayed(tmp_path):
+    """The DLIO benchmark's unet3d_a100 workload on 2 ranks: one sample a file of sizes with a
+    spread, each file x and y: stacked, the arrays' mean and spread (the emulator refused
+    stacked files with a spread before, and the replay failed)."""
+    name = "dlio_unet3d_sizes_stacked_2r"
+    f = analysis.fit(log(name))
+    ds = f.workload["dataset"]
+    assert (ds["npz_layout"], ds["num_files_train"], ds["num_samples_per_file"]) \
+        == ("stacked", 28, 1)
+    assert ds["record_length"] == 138807 and ds["record_length_stdev"] == 39509     # 138806.9
+    r = replay_like(name, tmp_path, bytes_rel=0.02)
+    assert r.comparison.row("checkpoint_files") == (1, 1)

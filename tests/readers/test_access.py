@@ -348,6 +348,27 @@ def test_stacked_npz_reads_are_numpys(tmp_path):
         config.load(["workload=default", "dataset.format=npz", "dataset.npz_layout=stacked"])
 
 
+def test_stacked_npz_of_one_sample_a_file_takes_a_size_spread(tmp_path):
+    """The DLIO benchmark's unet3d: one sample a file (x and y) of sizes with a spread: each
+    file's x its own sample's size; with several samples a file, one size (refused)."""
+    from dlio_mpi import formats
+    from dlio_mpi.data.dataset import format_spec
+    keys = ["workload=default", "dataset.format=npz", "reader.access=numpy",
+            "dataset.npz_layout=stacked", "dataset.record_length=100000",
+            "dataset.record_length_stdev=30000"]
+    spec = format_spec(config.load(keys + ["dataset.num_samples_per_file=1"]))
+    sizes = []
+    for f in range(4):
+        idx = formats.write_file(tmp_path / f"{f}.npz", f, spec)
+        with np.load(tmp_path / f"{f}.npz") as z:
+            assert z["x"].shape == (int(idx.sizes[0]), 1) and z["y"].shape == (1,)
+        assert idx.sizes[0] == formats.sample_sizes(spec, f)[0]
+        sizes.append(int(idx.sizes[0]))
+    assert len(set(sizes)) == 4
+    with pytest.raises(config.ConfigError, match="with several samples a file, one sample size"):
+        config.load(keys + ["dataset.num_samples_per_file=2"])
+
+
 @pytest.mark.parametrize("sample,blksize", [(300000, 4096), (2_000_000, 4 << 20),
                                             (5_000_000, 4 << 20)])
 def test_shot_npz_reads_are_numpys(tmp_path, sample, blksize):
