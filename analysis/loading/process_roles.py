@@ -99,6 +99,20 @@ def _has_io(log):
                for name, rw in moved.items())
 
 
+def _data_like_io(log):
+    """Whether the process moved bytes to or from a file of a data role (data or checkpoint,
+    file_roles of its own log: no code, library, configuration, its program's script or
+    Python's tempfile probe; a launcher such as torchrun reads its modules only)."""
+    from dlio_mpi_analysis.characterization.file_roles import (DATA_IO, file_roles,
+                                                               program_files)
+
+    names = getattr(log, "names", None) or {}
+    roles = file_roles(names, log.records, program_files(log.exe))
+    moved = moved_bytes(names, log.records)
+    return any(roles.get(int(i)) in DATA_IO and sum(moved.get(names.get(int(i), ""), (0, 0)))
+               for i in roles)
+
+
 def _interpreter(exe):
     words = (exe or "").split()
     return words[0] if words else ""
@@ -139,8 +153,10 @@ def roles_of(logs):
     interpreters = {_interpreter(logs[i].exe) for i in spawned}
     fork_parent = {p for p in parents if p is not None}
     workers_present = bool(spawned) or bool(fork_parent)
-    # the programs of the processes that did I/O beyond their standard streams
+    # the programs of the processes that did I/O beyond their standard streams, and of
+    # those that forked workers
     programs = {_program(log.exe) for log in logs if _has_io(log)}
+    parent_programs = {_program(logs[p].exe) for p in fork_parent}
     kept = []
     for i, log in enumerate(logs):
         if role[i] is None:
@@ -150,7 +166,12 @@ def roles_of(logs):
             # Without workers, a process of another program than those that did I/O, with
             # none itself, is a helper too (the `uname -p` Python's platform module runs: a
             # one-process job's set is then that process and its helper, not two ranks)
-            main = (log.nprocs > 1 or i in fork_parent or _has_io(log)
+            # A process of another program than the ones that forked the workers, that
+            # touched no data-like file, is a launcher (torchrun, starting the ranks as new
+            # programs, reads its modules and configuration only)
+            launcher = bool(parent_programs) and _program(log.exe) not in parent_programs \
+                and not _data_like_io(log)
+            main = (log.nprocs > 1 or i in fork_parent or (_has_io(log) and not launcher)
                     or _interpreter(log.exe) in interpreters
                     or (not workers_present
                         and (not programs or _program(log.exe) in programs)))

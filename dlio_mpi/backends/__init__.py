@@ -169,6 +169,12 @@ def of(cfg):
     return get(cfg.io.interface)
 
 
+def collective_writes(cfg):
+    """Whether io.write_first's transfers on a shared file are collective: under a collective
+    io.interface, or io.write_collective."""
+    return of(cfg).collective or cfg.io.write_collective
+
+
 def names(where):
     """The names of the backends for which where(backend) holds."""
     return [b.name for b in BACKENDS.values() if where(b)]

@@ -151,10 +151,11 @@ def validate_access(cfg):
     def per_read(b):
         return b.library == backends.HDF5 and not b.collective
 
-    if rd.hdf5_dataset_open != "file" and (cfg.dataset.format != "hdf5"
+    if rd.hdf5_dataset_open != "file" and (not formats.traits(cfg.dataset.format).rows
                                            or not per_read(backends.of(cfg))):
         raise ConfigError("reader.hdf5_dataset_open=read opens an HDF5 dataset for each "
-                          "independent H5Dread: it needs dataset.format=hdf5 and io.interface "
+                          f"independent H5Dread: it needs dataset.format "
+                          f"{formats.listed(lambda t: t.rows)} and io.interface "
                           f"{backends.listed(per_read)}, not {cfg.dataset.format} through "
                           f"{cfg.io.interface}")
     if rd.hdf5_reads != "batch" and not formats.traits(cfg.dataset.format).rows:

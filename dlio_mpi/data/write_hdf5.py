@@ -102,7 +102,6 @@ def _create(cfg, comm, data, f, rows_total, row_bytes, log):
     from mpi4py import MPI
 
     from dlio_mpi import engines
-    from dlio_mpi.data import write_phase
 
     spec = data.spec
     b = backends.of(cfg)
@@ -110,7 +109,7 @@ def _create(cfg, comm, data, f, rows_total, row_bytes, log):
     return engines.H5Dataset(
         data.path(f), spec.dataset, driver=b.hdf5_driver,
         comm=(comm or MPI.COMM_SELF) if mpio else None,
-        collective=write_phase.collective_writes(cfg) and comm is not None,
+        collective=backends.collective_writes(cfg) and comm is not None,
         hints=cfg.io.mpiio_hints,
         file_id=data.first_id + f, oplog=log, create=(rows_total, row_bytes),
         libver=spec.libver, chunk_rows=spec.chunk_rows if spec.chunked else 0)
@@ -119,8 +118,6 @@ def _create(cfg, comm, data, f, rows_total, row_bytes, log):
 def write(cfg, comm, data, owner, log):
     """Write the training files (collective over comm, given every sample's owner rank).
     Returns (bytes written, rows written by this rank)."""
-    from dlio_mpi.data import write_phase
-
     rank = comm.Get_rank()
     spec, spf = data.spec, data.spf
     written, count = 0, 0
@@ -129,7 +126,7 @@ def write(cfg, comm, data, owner, log):
         rows = np.flatnonzero(owner == rank)
         with _create(cfg, comm, data, 0, spf, row_bytes, log) as h:
             written = _write_rows(cfg, comm, h, spec, 0, rows, row_bytes,
-                                  write_phase.collective_writes(cfg))
+                                  backends.collective_writes(cfg))
             if cfg.io.write_fsync:
                 h.sync()
         return written, int(rows.size)

@@ -44,12 +44,6 @@ def writes_collective(b):
     return b.library == backends.MPIIO or b.hdf5_driver == "mpio"
 
 
-def collective_writes(cfg):
-    """Whether the write phase's transfers on a shared file are collective: under a
-    collective io.interface, or io.write_collective."""
-    return backends.of(cfg).collective or cfg.io.write_collective
-
-
 def check(cfg):
     """The combinations io.write_first cannot do, as ConfigError lines."""
     from dlio_mpi.config.errors import ConfigError
@@ -234,7 +228,7 @@ def write_dataset(cfg, comm, log, epoch=-1):
         b = backends.of(cfg)
         # calls every rank enters: collective transfers, or a file made through libhdf5 over
         # MPI-IO
-        collective = shared and (collective_writes(cfg) or b.hdf5_driver == "mpio")
+        collective = shared and (backends.collective_writes(cfg) or b.hdf5_driver == "mpio")
         comm.Barrier()
         t0 = time.perf_counter()
         written, error, count = 0, None, int(mine.size)
@@ -245,7 +239,7 @@ def write_dataset(cfg, comm, log, epoch=-1):
             elif shared:
                 with _open(cfg, comm, data.path(0), True, data.first_id, log) as h:
                     written = _write_file(cfg, comm, h, data, 0, local,
-                                          collective_writes(cfg))
+                                          backends.collective_writes(cfg))
                     if cfg.io.write_fsync:
                         h.sync()
             else:

@@ -106,3 +106,17 @@ def test_a_resource_tracker_that_outlives_its_main_process_is_no_rank():
     assert job.process_roles["resource tracker"] == 1
     f = analysis.fit(os.path.join(HERE, name))
     assert f.ranks == 1 and f.workload["reader"]["read_threads"] == 2
+
+
+def test_a_launcher_beside_ranks_with_forked_workers_is_a_helper():
+    """torchrun starts 2 ranks as new Python programs, each with 2 forked DataLoader workers
+    that make all the reads; the launcher reads its modules (and Python's tempfile probe)
+    only, no file of a data role: a helper, 2 ranks (3 before: the launcher a rank, the 64
+    files spread over 3 in the replay, 6 % fewer bytes)."""
+    name = "torchrun_fork_workers_2r"
+    job = load(os.path.join(HERE, name))
+    assert job.nprocs == TRUTH[name]["ranks"] == 2
+    assert job.process_roles == {"main": 2, "forked worker": 8, "helper": 1}
+    f = analysis.fit(os.path.join(HERE, name))
+    ds, rd = f.workload["dataset"], f.workload["reader"]
+    assert f.ranks == 2 and (ds["num_files_train"], rd["read_threads"]) == (64, 2)

@@ -131,13 +131,18 @@ def test_sizes(text, value):
       "reader.batch_order=[1, 0]"], "needs reader.hdf5_reads=sample"),
     (["reader.hdf5_dataset_open=read"],
      "reader.hdf5_dataset_open=read opens an HDF5 dataset for each independent H5Dread: it "
-     "needs dataset.format=hdf5 and io.interface hdf5 or hdf5_sec2, not raw through posix"),
+     "needs dataset.format hdf5 and io.interface hdf5 or hdf5_sec2, not raw through posix"),
     (["dataset.format=hdf5", "io.interface=hdf5_coll", "io.layout=shared",
       "dataset.num_files_train=1", "reader.hdf5_dataset_open=read"],
      "not hdf5 through hdf5_coll"),
-    (["reader.shuffle_block=16"], "reader.shuffle_block=16 shuffles runs of samples read on "
+    (["reader.shuffle_block=16", "reader.sample_shuffle=off"],
+     "reader.shuffle_block=16 shuffles runs of samples read on "
      "demand: it needs reader.sample_shuffle, io.read_type=on_demand and reader.access=sample"),
     (["reader.shuffle_block=0", "reader.sample_shuffle=seed"], "reader.shuffle_block=0"),
+    (["io.write_collective=true"], "io.write_collective=true needs io.write_first=true"),
+    (["io.write_collective=true", "io.write_first=true", "dataset.format=raw"],
+     "io.write_collective=true writes one shared file in collective calls: io.layout shared "
+     "or replicated"),
     (["reader.worker_files=epoch", "reader.read_threads=0"],
      "reader.worker_files=epoch gives each read thread its own open files"),
 ])
