@@ -65,6 +65,8 @@ MULTIPROCESSING_DIRECTORY = re.compile(r"/pymp-[A-Za-z0-9_]+(/|$)")
 # the temporary name a writer gives a file until it renames it (the name without it tells
 # what the file is)
 TEMPORARY = re.compile(r"\.(part|tmp)(\.\d+)?$")
+# a temporary name's suffix, TensorFlow's too (its checkpoint writer's .tempstate<n>)
+RENAMED = re.compile(r"\.(part|tmp)(\.\d+)?$|\.tempstate\d+$")
 
 
 def is_stream(name):
@@ -180,7 +182,48 @@ def file_roles(names, records, programs=()):
             by_name[base] = "other" if base in programs \
                 else role_of(base, file_names, read, written)
         roles[i] = by_name[base]
+    _read_back(names, records, roles)
     return roles
+
+
+def _first_times(names, records, op):
+    """File name -> the earliest start of its reads ("READ") or writes ("WRITE") over the
+    POSIX and STDIO records (0 timestamps left out)."""
+    out = {}
+    for module in ("POSIX", "STDIO"):
+        frame = records.get(module)
+        column = f"{module}_F_{op}_START_TIMESTAMP"
+        if frame is None or frame.empty or column not in frame:
+            continue
+        for i, t in zip(frame["id"].tolist(), np.asarray(frame[column]).tolist()):
+            name = names.get(int(i), "")
+            if t > 0 and (name not in out or t < out[name]):
+                out[name] = float(t)
+    return out
+
+
+def _read_back(names, records, roles):
+    """A file read only, under the final name of a file the job wrote under a temporary one
+    (``.part``, ``.tmp``, TensorFlow's ``.tempstate<n>``), is the job's own state read back
+    (TensorFlow's checkpoint writer reads its index back to merge it): a checkpoint, no
+    data. A file with no I/O at all in a folder where the job wrote checkpoint files (the
+    final name of one renamed there: its bytes counted under its temporary one) is no data
+    either."""
+    writes = _first_times(names, records, "WRITE")
+    finals = {RENAMED.sub("", name) for name in writes if RENAMED.search(name)}
+    folders = {os.path.dirname(names.get(i, "")) for i, role in roles.items()
+               if role == "checkpoint"}
+    if not finals and not folders:
+        return
+    moved = moved_bytes(names, records)
+    for i, role in roles.items():
+        name = names.get(i, "")
+        if role != "data" or name in writes:
+            continue
+        if name in finals:
+            roles[i] = "checkpoint"
+        elif os.path.dirname(name) in folders and not sum(moved.get(name, (0, 0))):
+            roles[i] = "other"
 
 
 def ids_with(roles, wanted=DATA_IO):

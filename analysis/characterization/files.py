@@ -32,6 +32,13 @@ NOT_DATA_PREFIXES = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/lib", "/usr/shar
                      "<STDIN>", "<STDOUT>", "<STDERR>", "heatmap:")
 
 
+# the system's trees themselves, and a path that walks up (a tool walking a tree by the
+# directories' descriptors, as hwloc walks sysfs; Darshan joins such a relative name to the
+# working directory): no data file
+SYSTEM_ROOTS = frozenset({"/", "/proc", "/sys", "/dev", "/etc"})
+WALKED_UP = re.compile(r"/\.\.(/|$)")
+
+
 def extension(name):
     """The lower-case extension of a file name ("" if none); ``.so.1.2`` counts as ``.so``."""
     base = os.path.basename(name or "")
@@ -74,7 +81,8 @@ def is_data_file(name):
     tools make beside the data (NOT_DATA_NAMES)."""
     if not name:
         return True
-    if name.startswith(NOT_DATA_PREFIXES) or "/site-packages/" in name \
-            or "/__pycache__/" in name or NOT_DATA_NAMES.search(name):
+    if name.startswith(NOT_DATA_PREFIXES) or name in SYSTEM_ROOTS \
+            or "/site-packages/" in name or "/__pycache__/" in name \
+            or NOT_DATA_NAMES.search(name) or WALKED_UP.search(name):
         return False
     return extension(name) not in NOT_DATA_EXTENSIONS

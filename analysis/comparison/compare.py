@@ -337,11 +337,16 @@ def _posix_read_order(posix, segments=None):
 
 def _evaluation_phases(c, parts):
     """The evaluation phases of a job (dlio_mpi_analysis.characterization.evaluation_phases)
-    from its DXT_POSIX reads of the data files: 0 without any, None without a trace."""
+    from its DXT_POSIX reads of the data files it did not write: 0 without any, None without
+    a trace."""
     trace = (c.dxt_segments or {}).get("DXT_POSIX")
     if trace is None:
         return None
-    ids = {int(i) for _, f in parts for i in f["id"]}
+    # the data files the job read without writing them: a checkpoint read back, or a file
+    # it wrote and read back, is no evaluation set
+    ids = {int(i) for _, f in parts for i in f["id"] if c.roles.get(int(i), "data") == "data"}
+    ids -= {int(i) for spec, f in parts if spec.bytes_written in f
+            for i, w in zip(f["id"], f[spec.bytes_written]) if w > 0}
     reads = trace[(trace["op"] == READ_OP)
                   & np.isin(trace["id"], np.array(sorted(ids), dtype=np.uint64))]
     if reads.empty:

@@ -676,10 +676,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             held = fit_patterns.h5d_datasets(job, set(data["name"]))
             asked = sum(v[1] for v in held.values())
             big = trace[trace["length"] > 2 * record]
-            if asked and len(big) >= fit_patterns.STREAM_SHARE * len(trace):
+            fresh = (fit_patterns.h5d_opens_per_read(job, set(data["name"])) or 0) >= 1
+            if asked and (len(big) >= fit_patterns.STREAM_SHARE * len(trace)
+                          or (fresh and len(big))):
                 # libhdf5's sieve buffer: most reads are its 64 KiB fills, each about one
-                # selection of a shuffled order; a step's samples are its reads' share of
-                # the H5Dread samples, not its bytes over a sample's
+                # selection of a shuffled order (or, the dataset opened for each read, every
+                # H5Dread's reads its own: a fill for an image, a read to the file's end for
+                # its label); a step's samples are its reads' share of the H5Dread samples,
+                # not its bytes over a sample's
                 per_read = asked / record / len(trace)
                 evidence["h5d_samples_per_read"] = per_read
                 starts = (lambda r: np.full(len(r), per_read))

@@ -108,15 +108,24 @@ def checkpoint_files(job, roles):
     ids = {i for i, role in roles.items() if role == "checkpoint"}
     rows = _written(posix, ids, "POSIX_BYTES_WRITTEN")
     mpiio = _written(job.records.get("MPI-IO"), ids, "MPIIO_BYTES_WRITTEN")
+    stdio = _written(job.records.get("STDIO"), ids, "STDIO_BYTES_WRITTEN")
     found = set() if rows is None else {int(i) for i in rows["id"]}
     found |= set() if mpiio is None else {int(i) for i in mpiio["id"]}
+    found |= set() if stdio is None else {int(i) for i in stdio["id"]}
     files = []
     for fid in found:
         name = job.names.get(fid, "")
         recs = rows[rows["id"] == fid] if rows is not None else None
-        if recs is None or recs.empty:      # no POSIX record of it: its MPI-IO ones
+        if (recs is None or recs.empty) and mpiio is not None \
+                and (mpiio["id"] == fid).any():     # no POSIX record of it: its MPI-IO ones
             recs = mpiio[mpiio["id"] == fid].rename(columns=lambda c: c.replace("MPIIO_",
                                                                                 "POSIX_"))
+        elif recs is None or recs.empty:
+            # written through C stdio alone (TensorFlow's checkpoint writer, fwrite): its
+            # STDIO records, their bytes counted below as the stream's
+            recs = stdio[stdio["id"] == fid].rename(columns=lambda c: c.replace("STDIO_",
+                                                                                "POSIX_"))
+            recs = recs.assign(POSIX_BYTES_WRITTEN=0, POSIX_WRITES=0)
         starts = recs["POSIX_F_WRITE_START_TIMESTAMP"]
         row = {"id": fid, "name": name, "ranks": _ranks(recs, job.nprocs),
                "bytes": _count(recs, ["POSIX_BYTES_WRITTEN"]),
@@ -509,9 +518,15 @@ def _stride(writers, nprocs):
 
 
 def _write_pattern(files, notes):
-    """"numpy" when most checkpoint files were written as numpy.save writes them: a small
-    header through POSIX (at most NUMPY_HEADER bytes, in one write), the rest through a C
-    stream (STDIO); else None."""
+    """"stream" when most checkpoint files were written through a C stream alone (STDIO:
+    TensorFlow's checkpoint writer); "numpy" when most were written as numpy.save writes
+    them: a small header through POSIX (at most NUMPY_HEADER bytes, in one write), the rest
+    through a C stream; else None."""
+    streamed = [f for f in files if f.get("stream_bytes") and f["bytes"] == f["stream_bytes"]]
+    if 2 * len(streamed) > len(files):
+        notes.append(f"{len(streamed)} of {len(files)} checkpoint files written through a C "
+                     "stream alone (checkpoint.write_pattern stream)")
+        return "stream"
     saved = [f for f in files if f.get("stream_bytes")
              and f["bytes"] - f["stream_bytes"] <= NUMPY_HEADER]
     if 2 * len(saved) <= len(files):

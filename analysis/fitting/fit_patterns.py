@@ -127,7 +127,7 @@ def stream_block(trace, sizes):
     it (an epoch; a pass may stop early), one of them to its end; E the median number of reads
     that returned nothing at the end of a pass, C the files a rank reads at once (_at_once:
     tf.data's interleave); else None. A file read whole in one read tells no block size."""
-    blocks, eofs, spans, pairs, streamed = [], [], [], 0, 0
+    blocks, whole, eofs, spans, pairs, streamed = [], [], [], [], 0, 0
     for (rank, fid), reads in trace.groupby(["rank", "id"], sort=False):
         pairs += 1
         reads = reads.sort_values("start", kind="stable")
@@ -151,10 +151,15 @@ def stream_block(trace, sizes):
             continue
         streamed += 1
         blocks.append(found.pop())
+        whole.append(blocks[-1] >= sizes.get(int(fid), 0) > 0)
         eofs += tails
         spans += mine
     if not pairs or streamed < STREAM_SHARE * pairs or not blocks:
         return None
+    if all(whole):
+        # every pass one read of its whole file (TensorFlow's reader on files of their own
+        # sizes): a read as large as the largest file holds each
+        return max(blocks), int(round(float(np.median(eofs)))), _at_once(spans)
     values, counts = np.unique(blocks, return_counts=True)
     return (int(values[np.argmax(counts)]), int(round(float(np.median(eofs)))),
             _at_once(spans))
@@ -413,15 +418,17 @@ def file_order_ascending(trace, names, at_once=1):
 
 
 def _nearly_ascending(order, key):
-    """Whether NEARLY_ASCENDING of the steps from a file to the next in ``order`` go up in
-    ``key``'s order, over MIN_NEARLY files or more: a reader that opens its first few files
-    together (tf.data's prefetch at the start of a pass) takes them out of turn and the rest
-    in order, where a shuffle goes up half of the time."""
+    """Whether NEARLY_ASCENDING of the pairs of files of ``order`` come in ``key``'s order,
+    over MIN_NEARLY files or more: a reader that opens its first few files together (tf.data's
+    prefetch and interleave at the start of a pass) takes them out of turn and the rest in
+    order (4 files of 8 taken 0, 3, 2, 1: 25 pairs of 28 in order, where the steps from a
+    file to the next go up 5 times of 7), and a shuffle orders half of the pairs."""
     if len(order) < MIN_NEARLY:
         return False
     ranks = [key(name) for name in order]
-    up = sum(1 for a, b in zip(ranks[:-1], ranks[1:]) if a < b)
-    return up >= NEARLY_ASCENDING * (len(order) - 1)
+    n = len(ranks)
+    up = sum(1 for i in range(n) for j in range(i + 1, n) if ranks[i] < ranks[j])
+    return up >= NEARLY_ASCENDING * n * (n - 1) / 2
 
 
 def _natural(name):
@@ -446,9 +453,23 @@ def _rank_file_orders(trace, names, at_once):
             ids = sorted(ends, key=ends.get)
         else:
             ids = [int(i) for i in reads.drop_duplicates("id")["id"]]
+            seq = reads["id"].to_numpy()
+            runs = 1 + int((seq[1:] != seq[:-1]).sum()) if len(seq) else 0
+            if runs >= HOPS_PER_FILE * len(ids) and len(seq) < HOP_RUN * runs:
+                # the reads hop from file to file, a sample or two at a time (files opened
+                # together at the start, samples drawn over all of them): the order of the
+                # files' first reads is that of their opens, no order the samples took
+                out.append([])
+                continue
         order = [names.get(i, "") for i in ids]
         out.append(order if len(order) >= 2 else [])
     return out
+
+
+# a process's reads hop between files when its runs of reads of one file number this many a
+# file or more, each of fewer than HOP_RUN reads on average
+HOPS_PER_FILE = 4
+HOP_RUN = 4
 
 
 def _in_turns(order, at_once, key):

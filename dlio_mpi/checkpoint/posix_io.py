@@ -14,11 +14,11 @@ from dlio_mpi.checkpoint.zip_reads import torch_load_reads
 class PosixFiles:
     def _posix_write(self, path, content, start, n, fid, single):
         """Share positions [start, start + n) into path.part (published by write() once every
-        rank's files are whole), in pieces (checkpoint.write_pattern pieces) or as numpy.save
-        writes it; returns fsyncs."""
+        rank's files are whole), in pieces (checkpoint.write_pattern pieces), through a C
+        stream (stream), or as numpy.save writes it (numpy); returns fsyncs."""
         tmp, step = path + ".part", (n if single else self.chunk)
         fill = Filler(content, self._buffers(min(step, n), False)[0])
-        write = self._numpy_body if self.write_pattern == "numpy" else self._pieces_body
+        write = self._pieces_body if self.write_pattern == "pieces" else self._stream_body
         try:
             # a new file, a stale .part (or a link planted at its name) removed first
             safe_files.remove_entry(tmp)
@@ -51,13 +51,15 @@ class PosixFiles:
                 last.close()
         return written, syncs
 
-    def _numpy_body(self, tmp, fill, start, n, fid, step, single):
-        """tmp made and written as numpy.save writes an array: its header through Python's
-        file object (one POSIX write), then the array by ndarray.tofile through a C stream on
-        the file (STDIO writes of checkpoint.transfer_size): (bytes written, fsyncs)."""
-        head = min(NUMPY_HEADER, n)
+    def _stream_body(self, tmp, fill, start, n, fid, step, single):
+        """tmp made and written through a C stream (STDIO writes of checkpoint.transfer_size),
+        as TensorFlow's checkpoint writer writes (write_pattern stream), or as numpy.save
+        writes an array (numpy): its header through Python's file object first (one POSIX
+        write), then the array by ndarray.tofile through the stream: (bytes written,
+        fsyncs)."""
+        head = min(NUMPY_HEADER, n) if self.write_pattern == "numpy" else 0
         with engines.PosixFile(tmp, "x", file_id=fid, oplog=self.oplog) as f:
-            written = f.writev([0], [head], self._content(fill, start, head))
+            written = f.writev([0], [head], self._content(fill, start, head)) if head else 0
             if head == n:
                 return written, self._sync(f)
             with engines.StdioFile(tmp, "r+", file_id=fid, oplog=self.oplog) as stream:

@@ -45,8 +45,8 @@ class Checkpointer(PosixFiles, SharedFile):
     "pieces" (xfer calls front to back) or "torch_zip" (torch.load's calls on a zip,
     checkpoint.zip_reads; file_per_rank and model_optimizer, buffered), tensors: the tensor count
     of each file of a rank's checkpoint for torch_zip. write_pattern: "pieces" (xfer calls
-    through POSIX) or "numpy" (numpy.save's: the header through POSIX, the rest through a C
-    stream; file_per_rank, buffered)."""
+    through POSIX), "stream" (all through a C stream) or "numpy" (numpy.save's: the header
+    through POSIX, the rest through a C stream); stream and numpy file_per_rank, buffered."""
 
     def __init__(self, comm, directory, fmt="file_per_rank", *, direct=False, xfer=1 << 20,
                  chunk=64 << 20, sync="fsync", sync_dir=True, hints=None, oplog=None,
@@ -66,8 +66,9 @@ class Checkpointer(PosixFiles, SharedFile):
         if write_pattern not in WRITE_PATTERNS:
             raise ValueError(f"unknown write pattern {write_pattern!r}: use one of "
                              f"{', '.join(WRITE_PATTERNS)}")
-        if write_pattern == "numpy" and (direct or fmt != "file_per_rank"):
-            raise ValueError("the numpy write pattern writes buffered file_per_rank files")
+        if write_pattern in ("numpy", "stream") and (direct or fmt != "file_per_rank"):
+            raise ValueError(f"the {write_pattern} write pattern writes buffered "
+                             "file_per_rank files")
         self.write_pattern = write_pattern
         if sync not in SYNCS:
             raise ValueError(f"unknown sync {sync!r}: use one of {', '.join(SYNCS)}")

@@ -111,10 +111,10 @@ def _check_checkpoint_calls(ck):
         raise ConfigError(f"checkpoint.files_per_rank={ck.files_per_rank}: checkpoint.format "
                           f"file_per_rank takes 1 to {CHECKPOINT_FILES} files a writer, "
                           f"{ck.format} its own")
-    if ck.write_pattern == "numpy" and (ck.format != "file_per_rank" or ck.odirect):
-        raise ConfigError("checkpoint.write_pattern=numpy writes a buffered file a writer as "
-                          "numpy.save does: it needs checkpoint.format=file_per_rank without "
-                          "checkpoint.odirect")
+    if ck.write_pattern != "pieces" and (ck.format != "file_per_rank" or ck.odirect):
+        raise ConfigError(f"checkpoint.write_pattern={ck.write_pattern} writes a buffered "
+                          "file a writer through a C stream: it needs "
+                          "checkpoint.format=file_per_rank without checkpoint.odirect")
     if ck.writer_first != 0 and ck.writers != "strided":
         raise ConfigError(f"checkpoint.writer_first={ck.writer_first} is the first rank of "
                           f"checkpoint.writers=strided, not checkpoint.writers={ck.writers}")

@@ -32,7 +32,7 @@ SHUFFLE = ("off", "seed", "random")
 # reads the zip torch.save makes (dlio_mpi.checkpoint.zip_reads), for the formats of a file per
 # writer and part
 CHECKPOINT_READ_PATTERNS = ("pieces", "torch_zip")
-CHECKPOINT_WRITE_PATTERNS = ("pieces", "numpy")
+CHECKPOINT_WRITE_PATTERNS = ("pieces", "numpy", "stream")
 CHECKPOINT_ZIP_FORMATS = ("file_per_rank", "model_optimizer")
 
 SCHEMA = {
@@ -347,8 +347,10 @@ SCHEMA = {
         "write_pattern": Key("enum", "pieces", "how a checkpoint file is written: in "
                              "checkpoint.transfer_size calls through POSIX (pieces), or as "
                              "numpy.save writes it (numpy: a 128-byte header through POSIX, "
-                             "the rest through a C stream in checkpoint.transfer_size calls; "
-                             "checkpoint.format file_per_rank)", CHECKPOINT_WRITE_PATTERNS),
+                             "the rest through a C stream in checkpoint.transfer_size calls), "
+                             "or all through a C stream (stream: TensorFlow's checkpoint "
+                             "writer, fwrite); numpy and stream with checkpoint.format "
+                             "file_per_rank", CHECKPOINT_WRITE_PATTERNS),
         "read_pattern": Key("enum", "pieces", "how a checkpoint file is read back: front to "
                             "back in transfer_size pieces, or in torch.load's calls on the zip "
                             "torch.save makes (torch_zip: 4 KiB headers, the end records and "

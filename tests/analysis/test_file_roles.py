@@ -278,3 +278,14 @@ def test_a_replay_is_not_parted_from_the_real_job_by_what_is_not_data(tmp_path, 
         assert r.emulated[key] == r.real[key], (key, r.comparison.table)
     assert similarity(r.comparison, "files") == 1.0
     assert r.score >= 0.95, r.comparison.table
+
+
+def test_a_tree_walked_by_its_descriptors_is_no_data():
+    """hwloc walks sysfs by directory descriptors; Darshan joins the relative names to the
+    working directory (<cwd>/block/../../devices/...): a path that walks up, and the system's
+    roots themselves, are no data files."""
+    from dlio_mpi_analysis.characterization.files import is_data_file
+    assert not is_data_file("/work/run/block/../../devices/pci0000:00")
+    assert not is_data_file("/work/run/block/..")
+    assert not is_data_file("/sys") and not is_data_file("/")
+    assert is_data_file("/data/..train/img_01.npz") and is_data_file("/data/a..b.bin")

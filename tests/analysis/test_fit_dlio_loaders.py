@@ -91,7 +91,20 @@ def test_tfrecord_shards_in_name_order():
     assert f.workload["reader"]["access"] == "stream"
 
 
-@pytest.mark.parametrize("name", ["dlio_resnet50_tf_shard", "tfdata_list_files_interleave"])
+def test_tfrecord_shards_whole_files_of_their_own_sizes():
+    """The DLIO benchmark's cosmoflow_a100 (TensorFlow) on 2 ranks: each rank its round-robin
+    half of 16 files, every pass the first four opened together, out of turn (0, 6, 4, 2,
+    then 8 to 14: 25 of 28 pairs in order, 5 of 7 steps up), each file one read of its own
+    size. In name order (a file shuffle before, 15 of 16 files read by both ranks: 0.054),
+    one read a file (reads of the smallest file's size before: two a file)."""
+    f = analysis.fit(log("dlio_cosmoflow_tf_2r"))
+    rd = f.workload["reader"]
+    assert f.evidence["files_in_name_order"] is True and "file_shuffle" not in rd
+    assert rd["access"] == "stream" and rd["transfer_size"] == 67659     # the largest file
+
+
+@pytest.mark.parametrize("name", ["dlio_resnet50_tf_shard", "tfdata_list_files_interleave",
+                                  "dlio_cosmoflow_tf_2r"])
 def test_file_order_replays(tmp_path, name):
     """In name order, and (tf.data's list_files(shuffle=True)) in a new order every epoch."""
     replay_like(name, tmp_path, bytes_rel=0.12)
@@ -417,3 +430,37 @@ def test_unet3d_files_of_their_own_sizes_are_stacked_and_replayed(tmp_path):
     assert ds["record_length"] == 138807 and ds["record_length_stdev"] == 39509     # 138806.9
     r = replay_like(name, tmp_path, bytes_rel=0.02)
     assert r.comparison.row("checkpoint_files") == (1, 1)
+
+
+def test_images_and_labels_read_for_each_sample_at_random(tmp_path):
+    """One process, 8 HDF5 files opened at the start, each with datasets image (16 KiB rows)
+    and label (int64), each sample f["image"][i] and f["label"][i] (the datasets looked up
+    each time) in a global shuffle, batches of 16. The files' first reads are their opens,
+    in name order: the reads hop between files a sample at a time, so no file order is taken
+    from them (in order before); a step's samples are its reads' share of the H5Dread samples
+    (65 before: a sieve fill a row and the label's read to the file's end, over a sample's
+    bytes). The label's own read is not replayed (a dataset a file): 0.90 (0.10 before)."""
+    name = "h5py_images_labels_shuffled"
+    f, w = fitted_shape(name, "sample_bytes")
+    assert w["reader"]["sample_shuffle"] == "seed"
+    assert w["reader"]["hdf5_dataset_open"] == "read"
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.85, r.comparison.table
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.03)
+
+
+def test_tensorflow_checkpoints_written_through_c_streams(tmp_path):
+    """The DLIO benchmark's bert_v100 (TensorFlow) alone, 2 read threads: tf.train.Checkpoint
+    writes each checkpoint through C stdio alone, under temporary names (.tempstate<n>), and
+    reads its index back under the final name to merge it. The 16 files are checkpoint files
+    written through a stream (no checkpoint before: 0.000, the checkpoint files' gate), the
+    index read back is the checkpoint's own, no evaluation set (4 phases before)."""
+    name = "dlio_bert_tf_checkpoints_stdio"
+    f = analysis.fit(log(name))
+    ck = f.workload["checkpoint"]
+    assert (ck["write_pattern"], ck["files_per_rank"], ck["writers"]) == ("stream", 4, "rank0")
+    r = replay(log(name), tmp_path / "replay")
+    assert r.comparison.row("checkpoint_files") == (16, 16)
+    assert r.comparison.row("evaluation_phases") == (0, 0)
+    assert r.emulated["bytes_written"] == pytest.approx(r.real["bytes_written"], rel=0.01)
+    assert r.score >= 0.9, r.comparison.table

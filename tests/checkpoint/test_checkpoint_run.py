@@ -339,7 +339,32 @@ def test_numpy_save_pattern_header_through_posix_array_through_a_stream(tmp_path
     assert [c["op"] for c in s["checkpoints"]] == ["write", "read"]
 
 
-def test_numpy_write_pattern_needs_a_file_a_writer(tmp_path):
-    with pytest.raises(config.ConfigError, match="write_pattern=numpy"):
+def test_stream_pattern_writes_every_byte_through_a_stream(tmp_path):
+    """checkpoint.write_pattern=stream (TensorFlow's checkpoint writer): each file made, then
+    written whole through a C stream in checkpoint.transfer_size calls, no POSIX write; the
+    checkpoint read back and verified."""
+    import numpy as np
+
+    n, size = 2, 2 * (1 << 20) + 100
+    _, s = run(tmp_path, n, "workflow.train=false", "workflow.checkpoint=true",
+               f"model.model_size_bytes={size}", "checkpoint.write_pattern=stream",
+               "checkpoint.transfer_size=256k", "checkpoint.num_checkpoints_read=1",
+               "checkpoint.verify=true", "io.keep_oplog=true")
+    files = [p for p in checkpoint_files(tmp_path / "c")]
+    assert sum(p.stat().st_size for p in files) == size
+    with np.load(tmp_path / "o" / "latest" / "oplog_rank00000.npz") as z:
+        names = z["phases"].tolist()
+        i = names.index(next(p for p in names if p.startswith("checkpoint")))
+        op, iface, nb = (z[f"e{i}_{k}"] for k in ("op", "iface", "bytes"))
+        writes = op == 1
+        assert not (writes & (iface == 0)).any()
+        stdio = writes & (iface == 2)
+        assert int(nb[stdio].sum()) == size and int(stdio.sum()) == -(-size // (256 << 10))
+    assert [c["op"] for c in s["checkpoints"]] == ["write", "read"]
+
+
+@pytest.mark.parametrize("pattern", ["numpy", "stream"])
+def test_stream_write_patterns_need_a_file_a_writer(tmp_path, pattern):
+    with pytest.raises(config.ConfigError, match=f"write_pattern={pattern}"):
         config.load(["workload=default", "workflow.checkpoint=true",
-                     "checkpoint.write_pattern=numpy", "checkpoint.format=mpiio"])
+                     f"checkpoint.write_pattern={pattern}", "checkpoint.format=mpiio"])
