@@ -592,6 +592,13 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         reader_extra["sharding"] = "round_robin"
         shuffle = "off"
         evidence["round_robin"] = True
+        if read_type == "memory":
+            # a load at start takes a rank's one block of the file: the ranks' turns are
+            # replayed as reads on demand, with no compute
+            read_type = "on_demand"
+            notes.append("the ranks read the file in turns, all early: fitted as reads on "
+                         "demand with no compute (io.read_type=memory would load a block a "
+                         "rank)")
         if turn > 1:
             reader_extra["sharding_block"] = turn
             notes.append(f"each rank reads every {job.nprocs}th run of {turn} samples of the "
@@ -752,6 +759,24 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         else:
             notes.append("a log records no batches and the reads show no compute pauses: "
                          "reader.batch_size 1 and no compute per step")
+    elif trace is None and (opens := fit_patterns.first_opens(job, data)) is not None \
+            and spf == 1 and layout == "multi":
+        # no trace of the reads (numpy.fromfile's C stdio), one sample a file: the files'
+        # first opens (POSIX_F_OPEN_START_TIMESTAMP, an epoch's) are the samples' order and
+        # pace
+        compute, batch, _, timing = _timeline(opens, record,
+                                              lambda r: np.ones(len(r), np.float64))
+        evidence["timeline"] = {**timing, "from": "first opens"}
+        ascending = fit_patterns.file_order_ascending(opens, dict(data["name"].items()))
+        evidence["first_opens_in_name_order"] = ascending
+        if ascending is not None:
+            shuffle = "off" if ascending else "seed"
+        if shuffle != "off" and job.nprocs > 1 and bool((data["ranks"] == 1).all()):
+            reader_extra["shuffle_scope"] = "rank"      # each rank its own files
+        notes.append("no trace of the reads (C stdio's): a sample a file, each file's first "
+                     "open (an epoch's) gives the samples' order and pace: "
+                     f"reader.sample_shuffle {shuffle}, reader.batch_size {batch}, "
+                     f"train.computation_time {compute:.6g} s (an open's gap, its read in it)")
     elif trace is None:
         notes.append("without a DXT trace of the reads on demand, batches, compute and read "
                      "concurrency cannot be seen: reader.batch_size 1, no compute, no read "
@@ -916,6 +941,20 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                                   notes, evidence)
     eval_keys = _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes,
                             evidence) if evaluation is not None else {}
+    chunk = evidence.get("hdf5_chunk")
+    if chunk and chunk >= record and chunk % record:
+        # a sample of several datasets' fields (an image and its label, read together): the
+        # largest dataset's chunk in whole samples, as the emulator's one dataset holds them
+        evidence["hdf5_chunk"] = max(1, int(round(chunk / record))) * record
+        notes.append(f"the datasets' chunks of {chunk} bytes hold about "
+                     f"{evidence['hdf5_chunk'] // record} samples of {record} bytes (a sample "
+                     "the fields of several datasets): dataset.chunk_size "
+                     f"{evidence['hdf5_chunk']}")
+    elif chunk and chunk < record and evidence.get("record_length_stdev"):
+        # a chunk cutting samples of their own sizes: the emulator's chunks hold whole ones
+        del evidence["hdf5_chunk"]
+        notes.append(f"chunks of {chunk} bytes cut samples of their own sizes: fitted "
+                     "contiguous")
     workload = {
         "model": {"name": name or f"fitted_{_stem(job)}",
                   **(checkpoints[0] if checkpoints else {})},

@@ -399,6 +399,27 @@ def buffered_samples(trace, sizes):
     return record, buffer
 
 
+def first_opens(job, data):
+    """A trace-like frame (rank, id, start, end, offset, length) of each data file's first
+    open by each rank (POSIX_F_OPEN_START_TIMESTAMP), for a job whose reads no trace holds
+    (C stdio's: numpy.fromfile): None unless every data file has a rank's own POSIX record
+    with an open time."""
+    import pandas as pd
+
+    posix = job.records.get("POSIX")
+    if posix is None or posix.empty or "POSIX_F_OPEN_START_TIMESTAMP" not in posix:
+        return None
+    rows = posix[posix["id"].isin(list(data.index))]
+    if rows.empty or (rows["rank"] < 0).any() or rows["id"].nunique() < len(data):
+        return None
+    start = np.asarray(rows["POSIX_F_OPEN_START_TIMESTAMP"], dtype=np.float64)
+    if (start <= 0).any():
+        return None
+    return pd.DataFrame({"rank": np.asarray(rows["rank"]), "id": np.asarray(rows["id"]),
+                         "start": start, "end": start, "offset": 0,
+                         "length": np.ones(len(start), np.int64)})
+
+
 def file_order_ascending(trace, names, at_once=1):
     """True when every rank (every process, where a rank's worker processes read) takes its
     files in the ascending order of their names (each file's first read, in time order), None

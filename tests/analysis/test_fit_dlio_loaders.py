@@ -464,3 +464,33 @@ def test_tensorflow_checkpoints_written_through_c_streams(tmp_path):
     assert r.comparison.row("evaluation_phases") == (0, 0)
     assert r.emulated["bytes_written"] == pytest.approx(r.real["bytes_written"], rel=0.01)
     assert r.score >= 0.9, r.comparison.table
+
+
+def test_reads_through_c_stdio_timed_by_the_files_first_opens(tmp_path):
+    """mpi4py, 2 ranks, each np.fromfile's its own 16 files in a new order every epoch, 4 ms a
+    step: the reads are C stdio's (no DXT trace), each file opened once an epoch; the files'
+    first opens (an epoch's) give the order and the pace: shuffled within each rank's files, a
+    file a step, about 4 ms (in order and no compute before)."""
+    name = "mpi4py_fromfile_own_files_h5ckpt"
+    f = analysis.fit(log(name))
+    rd, tr = f.workload["reader"], f.workload["train"]
+    assert (rd["sample_shuffle"], rd["shuffle_scope"], rd["batch_size"]) == ("seed", "rank", 1)
+    assert 0.004 <= tr["computation_time"] <= 0.006
+    assert f.evidence["first_opens_in_name_order"] is False
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.comparison.row("checkpoint_files") == (3, 3)
+
+
+def test_a_chunk_of_images_beside_labels_in_whole_samples(tmp_path):
+    """A DataLoader's 2 workers read f["images"][i] (12 KiB rows in chunks of 4) and
+    f["labels"][i] for each item: a sample is both (12,296 bytes), the images' 49,152-byte
+    chunk 4 samples (49,184 bytes: the emulator refused 49,152, no whole number of samples,
+    and the replay had no score)."""
+    name = "torch_h5py_images_labels_chunked_workers2"
+    f = analysis.fit(log(name))
+    ds = f.workload["dataset"]
+    assert (ds["record_length"], ds["chunk_size"]) == (12296, 4 * 12296)
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.85, r.comparison.table
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.1)
