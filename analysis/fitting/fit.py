@@ -472,6 +472,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                          "type, order and timing come from the counters")
             evidence["partial_trace"] = {"traced": len(trace), "counted": counted}
             trace = None
+    footers = trace
+    if trace is not None and traits(fmt).row_groups:
+        # pyarrow opens a file by reading its end: those footer reads are no sample's (a
+        # loader that opens the file for each row group reads one before every sample)
+        ends = fit_patterns.footer_reads(trace, {int(i): int(v) for i, v in data["size"].items()})
+        if ends.any() and not ends.all():
+            evidence["footer_reads_apart"] = int(ends.sum())
+            trace = trace[~ends]
     early = _early_share(job, trace, data, basis, reading)
     burst = trace is not None and load_burst(trace, job.run_time)
     read_type = "memory" if early is not None and (early >= AT_START_THRESHOLD or burst) \
@@ -643,9 +651,13 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
         elif "buffered_reads" in evidence:   # a sample a buffer fill
             starts = (lambda r: r["length"].to_numpy() > 0)
+        elif "torch_loads" in evidence:
+            # a sample is a load: a run of reads of one file from its start (torch.load
+            # reads the file's start again within a load)
+            starts = fit_patterns.run_starts
         elif ("npy_loads" in evidence or "whole_file_loads" in evidence
               or "image_reads" in evidence or "python_whole_reads" in evidence
-              or "pickle_loads" in evidence or "torch_loads" in evidence):
+              or "pickle_loads" in evidence):
             # a sample is a load: its first read (the header's, the file's start, an image's
             # buffer fill) at offset 0
             starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
@@ -866,6 +878,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     dataset_bytes = num_files * file_size * (ranks if layout == "replicated" else 1)
     epochs = 1 if read_type == "memory" else max(
         1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
+    if "footer_reads_apart" in evidence and read_type != "memory":
+        # the samples' reads alone over the samples' bytes: the footers read before each
+        # (a file opened for every row group) are no pass over the data
+        epochs = max(1, int(round(int(trace["length"].sum())
+                                  / max(num_files * spf * record, 1))))
     if traits(fmt).rows and read_type != "memory":
         # the datasets' own bytes: libhdf5's sieve buffer reads 64 KiB about a small
         # selection of a contiguous dataset, many times the bytes asked for
@@ -894,9 +911,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
         epochs = MAX_EPOCHS
-    if traits(fmt).row_groups and trace is not None:
+    if traits(fmt).row_groups and footers is not None:
         footers, chunks = parquet_footer_reads(
-            trace, {int(i): int(v) for i, v in data["size"].items()})
+            footers, {int(i): int(v) for i, v in data["size"].items()})
         opened_files = len(data) * epochs
         evidence["parquet_footer_reads"] = {"footers": footers, "chunks": chunks}
         if footers <= PARQUET_FILE_OPENS * opened_files < chunks / max(batch, 1):

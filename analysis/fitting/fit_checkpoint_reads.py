@@ -78,13 +78,16 @@ def zip_read_back(job, back, ck_format, notes, evidence):
                      "torch.load's end-of-zip read, read back in checkpoint.transfer_size "
                      "pieces")
         return {}
-    files = max(len(v) for v in per_rank.values())
-    if ck_format != "model_optimizer":
-        files = 1
+    # a rank's files of a checkpoint: model_optimizer's model and optimizer files; a rank
+    # read back several checkpoints, each the same files: its files by size, the smaller
+    # share the models'
+    files = 2 if ck_format == "model_optimizer" else 1
     counts = [[] for _ in range(files)]
     for entries in per_rank.values():
-        for k, (_, tensors) in enumerate(sorted(entries)[:files]):
-            counts[k].append(tensors)
+        ordered = sorted(entries)
+        for k in range(files):
+            part = ordered[k * len(ordered) // files:(k + 1) * len(ordered) // files]
+            counts[k] += [tensors for _, tensors in part]
     tensors = [max(int(round(float(np.median(c)))), 1) for c in counts if c]
     evidence["checkpoint_reads"] = {"pattern": "torch_zip", "tensors_per_file": tensors,
                                     "files": sum(len(v) for v in per_rank.values())}

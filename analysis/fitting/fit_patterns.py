@@ -586,6 +586,20 @@ def compressed_chunks(trace, chunk):
     return size % chunk != 0 and chunk % size != 0
 
 
+def run_starts(reads):
+    """Per read (in the reads' order), True where a process's run of reads of one file
+    begins at the file's start: a load's first read, where a load reads its file's start
+    again within itself (torch.load reads offset 0 three times a file)."""
+    who = reads["process"].to_numpy() if "process" in reads else reads["rank"].to_numpy()
+    order = np.lexsort((reads["start"].to_numpy(), who))
+    ids, by = reads["id"].to_numpy()[order], who[order]
+    first = np.r_[True, (ids[1:] != ids[:-1]) | (by[1:] != by[:-1])]
+    out = np.zeros(len(order), bool)
+    out[order] = first & (reads["offset"].to_numpy()[order] == 0) \
+        & (reads["length"].to_numpy()[order] > 0)
+    return out
+
+
 def open_starts(reads):
     """Per read (in the reads' order), True where a file's reads come back to its start after
     reading elsewhere in it, or begin there: a new open's first read (libhdf5 reads its
@@ -795,11 +809,16 @@ def round_robin_block(trace, record, ranks):
     return 0
 
 
-def parquet_footer_reads(trace, sizes):
-    """(footer reads, other reads) of Parquet files' data reads: pyarrow opens a file by
-    reading its end (formats/parquet.footer_reads), a read that ends at the file's end."""
+def footer_reads(trace, sizes):
+    """Per read, whether it ends at its file's end: pyarrow opens a Parquet file by reading
+    its end (formats/parquet.footer_reads)."""
     size = trace["id"].map(lambda i: sizes.get(int(i), -1)).to_numpy()
-    footer = (trace["offset"] + trace["length"]).to_numpy() == size
+    return (trace["offset"] + trace["length"]).to_numpy() == size
+
+
+def parquet_footer_reads(trace, sizes):
+    """(footer reads, other reads) of Parquet files' data reads (footer_reads)."""
+    footer = footer_reads(trace, sizes)
     return int(footer.sum()), int((~footer).sum())
 
 

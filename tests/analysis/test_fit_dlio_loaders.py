@@ -494,3 +494,34 @@ def test_a_chunk_of_images_beside_labels_in_whole_samples(tmp_path):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.85, r.comparison.table
     assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.1)
+
+
+def test_torch_loads_counted_once_though_they_read_the_start_thrice():
+    """torch.load (torch 2.13) reads a file's first 4 KiB three times within a load: a load is
+    a run of reads of one file from its start (batch 12 for 4 before)."""
+    fitted_shape("torch_load_pt_workers2", "read_threads")
+
+
+def test_a_parquet_file_opened_for_each_row_group(tmp_path):
+    """2 workers read (file, row group) items, the file opened for each: pyarrow reads the
+    file's last 64 KiB (the footer) before each row group. The footer reads are no samples:
+    8 row groups of 19,248 bytes a file, 2 epochs (2 samples of 64 KiB and 8 epochs before:
+    the replay read 55 % more bytes)."""
+    name = "parquet_row_group_per_open_workers2"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert f.evidence["footer_reads_apart"] == 128
+    assert w["reader"].get("parquet_open", "batch") == "batch"     # a footer a batch of one
+    replay_like(name, tmp_path, bytes_rel=0.01)
+
+
+def test_checkpoints_read_back_twice_keep_their_files_tensors(tmp_path):
+    """The DLIO benchmark's llama_8b_zero3 on 2 ranks, 2 checkpoints written and read back:
+    each rank's model file of 10 tensors and optimizer file of 3, read back twice
+    (tensors_per_file [10, 10, 3, 3] before, the two checkpoints' files taken for four: every
+    file read back as 10 tensors, 248 reads for 192)."""
+    name = "dlio_llama_zero3_two_read_backs"
+    f = analysis.fit(log(name))
+    assert f.workload["checkpoint"]["tensors_per_file"] == [10, 3]
+    r = replay(log(name), tmp_path / "replay")
+    assert r.emulated["read_ops"] == r.real["read_ops"] == 192
+    assert r.score >= 0.95, r.comparison.table
