@@ -40,6 +40,7 @@ STEP_GAP_RATIO = 2.5
 # steps of the median batch) their batches must be to be taken
 CANDIDATE_GAP_RATIO = 1.5
 EVENNESS_GAIN = 0.25
+FEW_PAUSES = 3          # pauses above a jump that may be an epoch's ends and a prefetch's waits
 TIME_RESOLUTION = 1e-6
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
 
@@ -668,14 +669,22 @@ def _step_gaps(gaps):
     return first, others
 
 
-def _steps_by(gaps, weights):
+def _steps_by(gaps, weights, lower=True):
     """(evenness, is_step, samples per step, gaps) of the pauses ``gaps`` between a rank's
     reads (weights: each read's samples): the first threshold of _step_gaps unless a higher one
     cuts the reads into batches more even by EVENNESS_GAIN (the pauses between a loader's
-    per-sample opens, longer than its reads' own, are no step's end)."""
+    per-sample opens, longer than its reads' own, are no step's end), or, with ``lower``
+    (a rank's reads, not one worker's few batches) and FEW_PAUSES or fewer above the first,
+    STEP_GAP does."""
     first, others = _step_gaps(gaps)
+    # the shortest step pause too, below the jump, where a few pauses alone are above it:
+    # an epoch's end and a loader's wait for its prefetch, two pauses above a jump that the
+    # steps' own pauses, under it, cut into equal batches (tf.data's map: 8 files a step, 40
+    # from the jump)
+    lower = [STEP_GAP] if lower and first > STEP_GAP \
+        and int((gaps >= first).sum()) <= FEW_PAUSES else []
     best = None
-    for threshold in [first] + others:
+    for threshold in [first] + others + lower:
         is_step = gaps >= threshold
         per_step = np.bincount(np.concatenate([[0], np.cumsum(is_step)]), weights=weights)
         even = _batch_evenness(per_step)
@@ -734,7 +743,8 @@ def _worker_batch(reads, weights, by_start):
         if mine.sum() < 2:
             continue
         gaps = start[mine][1:] - np.maximum.accumulate(end[mine])[:-1]
-        _, is_step, steps, _ = _steps_by(gaps, weights[mine])
+        # (a worker's own batches are few: its pauses over a jump are its batches')
+        _, is_step, steps, _ = _steps_by(gaps, weights[mine], lower=False)
         per_step.append(steps)
         begins = np.concatenate([start[mine][:1], start[mine][1:][is_step]])
         cycles.append(np.diff(begins))
