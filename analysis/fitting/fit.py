@@ -306,6 +306,7 @@ def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes
                  f"{evaluation['phases']} phases: evaluations after epoch {first}, then "
                  f"every {between} epochs, batch {batch}, {compute:.6g} s of compute a step")
     return {"files": len(eval_files), "batch": batch,
+            "subfolders": _subfolders(eval_files["name"].tolist()),
             "evaluation": {"eval_time": round(compute, 6), "eval_after_epoch": first,
                            "epochs_between_evals": between}}
 
@@ -982,6 +983,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                     "num_files_train": num_files,
                     **({"num_subfolders_train": subfolders} if subfolders else {}),
                     **({"num_files_eval": eval_keys["files"]} if eval_keys else {}),
+                    **({"num_subfolders_eval": eval_keys["subfolders"]}
+                       if eval_keys and eval_keys["subfolders"] else {}),
                     "num_samples_per_file": spf, "record_length": record,
                     # a fitted sample is one column-chunk read: a row group of its own
                     **({"parquet_row_group_size": 1}

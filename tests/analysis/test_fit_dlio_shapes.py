@@ -116,6 +116,10 @@ def test_the_default_workloads_few_steps_an_epoch():
     assert w["reader"]["batch_size"] == t["batch_size"]
     assert w["train"]["computation_time"] == pytest.approx(t["computation_time_per_step_s"],
                                                            rel=0.3)
+    # the training and the evaluation files each in 2 subfolders (train/0, valid/1, ...)
+    ds = w["dataset"]
+    assert (ds["num_subfolders_train"], ds["num_files_eval"], ds["num_subfolders_eval"]) \
+        == (2, 8, 2)
 
 
 def test_checkpoints_every_n_steps_of_each_epoch():
