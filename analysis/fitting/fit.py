@@ -473,7 +473,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                          "type, order and timing come from the counters")
             evidence["partial_trace"] = {"traced": len(trace), "counted": counted}
             trace = None
-    footers = trace
+    data_reads = trace        # every traced data read, footers too
     if trace is not None and traits(fmt).row_groups:
         # pyarrow opens a file by reading its end: those footer reads are no sample's (a
         # loader that opens the file for each row group reads one before every sample)
@@ -912,9 +912,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"the data was read {epochs} times over (the same bytes again and "
                      f"again): epochs capped at {MAX_EPOCHS}")
         epochs = MAX_EPOCHS
-    if traits(fmt).row_groups and footers is not None:
+    if traits(fmt).row_groups and data_reads is not None:
         footers, chunks = parquet_footer_reads(
-            footers, {int(i): int(v) for i, v in data["size"].items()})
+            data_reads, {int(i): int(v) for i, v in data["size"].items()})
         opened_files = len(data) * epochs
         evidence["parquet_footer_reads"] = {"footers": footers, "chunks": chunks}
         if footers <= PARQUET_FILE_OPENS * opened_files < chunks / max(batch, 1):
