@@ -329,6 +329,19 @@ int dm_mpiio_sync(dm_mpiio *h, dm_err *e);
 /* ------------------------------------------------------------------ HDF5 */
 enum { DM_H5_SEC2 = 0, DM_H5_MPIO = 1 };
 
+/* A field of every sample kept in a dataset of its own beside the rows' dataset (an image's
+ * label): its row i belongs to row i, and each read of rows reads the same rows of it after. */
+#define DM_H5_FIELDS 8
+typedef struct {
+    hid_t dset, space, dtype;
+    int rank_ndims;
+    hsize_t dims[8];
+    hsize_t row_elems;
+    size_t elem_size;
+    int64_t row_bytes;
+    char name[256];
+} dm_h5_field;
+
 typedef struct {
     hid_t file, dset, space, dtype;
     int driver;              /* DM_H5_SEC2 or DM_H5_MPIO */
@@ -337,10 +350,14 @@ typedef struct {
     hsize_t dims[8];
     hsize_t row_elems;       /* elements per index along dimension 0 */
     size_t elem_size;
-    int64_t row_bytes;
+    int64_t row_bytes;       /* a row's span in a buffer: its bytes and its fields' */
+    int64_t own_row_bytes;   /* a row's bytes in the dataset itself */
     int32_t file_id;
     int writing;
     int dset_per_read;       /* the dataset opened anew for each read (its chunk cache empty) */
+    int nfields;             /* fields read with each read of rows, after the rows, packed in
+                              * the buffer after them in this order */
+    dm_h5_field field[DM_H5_FIELDS];
     dm_oplog *log;
     dm_inflight inflight;   /* read-ahead segments of this handle not done */
     char path[4096];
@@ -350,6 +367,9 @@ typedef struct {
 int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Comm comm,
                int collective, int writing, int nhints, const char *const *keys,
                const char *const *vals, int32_t file_id, dm_oplog *log, dm_err *e);
+/* After dm_h5_open: the datasets of the sample's further fields (reading only; each with as
+ * many rows as the dataset), read with each read of rows. */
+int dm_h5_open_fields(dm_h5 *h, int nfields, const char *const *fields, dm_err *e);
 /* Create file + 2-D-or-more dataset of uint8 (checkpoints, datasets written by the run, tests):
  * dims[0] rows, chunk_rows>0 for a chunked layout, latest=1 for the latest file format (h5py's
  * libver="latest"), else the earliest; exclusive=1 fails when an entry holds the name
@@ -410,6 +430,8 @@ typedef struct {
     hsize_t chunk_rows;
     int latest;
     int exclusive;
+    int nfields;                /* HDF5: datasets of the samples' further fields (dm_h5_field) */
+    const char *const *fields;
 } dm_open_args;
 
 /* One read or write through an engine: n ranges (HDF5: rows, off the first and len the count

@@ -588,6 +588,17 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         reader_extra["reopen"] = True
         notes.append(f"each read of {record} bytes was its own open of the file: a sample a "
                      "read, its file opened for it (reader.reopen)")
+    if traits(fmt).rows and interface.startswith("hdf5") and read_type == "on_demand" \
+            and layout == "multi" and "access" not in reader_extra:
+        samples = fit_patterns.h5d_sample_reads(job, set(data["name"]))
+        opens = fit_patterns._opens(job, data)
+        if samples and opens >= OPEN_PER_READ * samples:
+            # the file opened for each sample (the DLIO benchmark's HDF5 reader): libhdf5
+            # reads the superblock and the objects' headers again for each
+            evidence["opens_per_sample"] = opens / samples
+            reader_extra["reopen"] = True
+            notes.append(f"{opens} opens of the data files for {samples} samples' reads: "
+                         "each sample's file opened for it (reader.reopen)")
     evidence["record_length"] = record
     turn = fit_patterns.round_robin_block(trace, record, job.nprocs) \
         if layout == "shared" and trace is not None and read_type == "on_demand" else 0
@@ -702,11 +713,17 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                 # libhdf5's sieve buffer: most reads are its 64 KiB fills, each about one
                 # selection of a shuffled order (or, the dataset opened for each read, every
                 # H5Dread's reads its own: a fill for an image, a read to the file's end for
-                # its label); a step's samples are its reads' share of the H5Dread samples,
-                # not its bytes over a sample's
-                per_read = asked / record / len(trace)
+                # its label); a step's samples are its data reads' share of the H5Dread
+                # samples, not its bytes over a sample's. libhdf5's metadata reads (a
+                # netCDF-4 file's dimensions and attributes at each open) and a label's
+                # short read are no share: the data reads are those of at least half the
+                # size that moves the middle byte (fit_patterns.data_reads)
+                least = 0.5 * (fit_patterns.middle_byte_size(trace["length"].to_numpy())
+                               or 0)
+                moving = int((trace["length"].to_numpy() >= least).sum())
+                per_read = asked / record / max(moving, 1)
                 evidence["h5d_samples_per_read"] = per_read
-                starts = (lambda r: np.full(len(r), per_read))
+                starts = (lambda r: np.where(r["length"].to_numpy() >= least, per_read, 0.0))
         steps = trace
         if traits(fmt).rows and share >= DOMINANT_SHARE and transfer == record \
                 and "hdf5_chunk" not in evidence and starts is None:
@@ -973,6 +990,16 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         del evidence["hdf5_chunk"]
         notes.append(f"chunks of {chunk} bytes cut samples of their own sizes: fitted "
                      "contiguous")
+    fields = []
+    if traits(fmt).rows and interface.startswith("hdf5") and not index_format \
+            and not reader_extra.get("access") and not io_extra.get("write_first"):
+        fields = fit_patterns.h5d_fields(job, set(data["name"]), record) or []
+        if fields:
+            evidence["hdf5_fields"] = fields
+            notes.append("each sample's row read with the same rows of "
+                         f"{', '.join(f['name'] for f in fields)} (datasets read as often, "
+                         f"as many rows): dataset.hdf5_fields, {record} bytes a sample "
+                         "counting them")
     workload = {
         "model": {"name": name or f"fitted_{_stem(job)}",
                   **(checkpoints[0] if checkpoints else {})},
@@ -994,6 +1021,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                        if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}
                        if "hdf5_chunk" in evidence else {}),
+                    **({"hdf5_fields": fields} if fields else {}),
                     **({"compression": evidence["compression"]}
                        if "compression" in evidence else {})},
         "reader": {"batch_size": batch, **({"batch_size_eval": eval_keys["batch"]}

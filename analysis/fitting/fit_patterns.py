@@ -636,13 +636,24 @@ def h5d_bytes_per_read(job, data_names):
     by_file = {}
     for name, (r, b, _) in per_dataset.items():
         by_file.setdefault(name.split(":", 1)[0], []).append((r, b))
-    # a sample's fields: datasets read as many times each, of different sizes a read (an
-    # image and its label); datasets alike are parts of the rows (IOR's one a segment)
+    # a sample's fields: datasets read as many times each, together (an image and its
+    # label; the DLIO benchmark's records_0..n of a sample), not one after another (IOR's
+    # segments)
     if all(len(v) > 1 and len({r for r, _ in v}) == 1 and v[0][0] > 0
-           and len({round(b / r) for r, b in v}) == len(v) for v in by_file.values()):
+           for v in by_file.values()) and datasets_read_together(job, data_names):
         sums = [sum(b / r for r, b in v) for v in by_file.values()]
         return int(round(float(np.median(sums))))
     return int(round(nbytes / reads)) if reads else None
+
+
+def h5d_sample_reads(job, data_names):
+    """The H5Dread calls of the samples: each data file's most read dataset's, summed (a
+    sample's further fields read with it not counted again); 0 without H5D records."""
+    most = {}
+    for name, (reads, _, _) in h5d_datasets(job, data_names).items():
+        path = name.split(":", 1)[0]
+        most[path] = max(most.get(path, 0), reads)
+    return sum(most.values())
 
 
 def _rows(job, data_names, sample_bytes, file_size):
@@ -1349,3 +1360,114 @@ def _h5d_reads(job, data_names):
     names = [job.names.get(int(i), "") for i in h5d["id"]]
     mine = h5d[[n.split(":", 1)[0] in data_names for n in names]]
     return int(mine["H5D_READS"].clip(lower=0).sum())
+
+
+# element types by size for a field's dataset (Darshan keeps a type's size, not its kind)
+FIELD_DTYPES = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
+# how far apart two datasets' H5Dread counts may be and still be read once a sample each
+FIELD_READS_SPREAD = 0.02
+# how much the read windows of a sample's fields coincide at least (overlap over union): a
+# field is read with every row, from the first sample's to the last's
+FIELD_WINDOW_SHARE = 0.8
+
+
+def _h5d_sets(job, data_names):
+    """The data files' datasets that were read: name -> their H5D counters summed over the
+    files and ranks, and (file, rank) -> (name, first read, last read) of each record."""
+    h5d = job.records.get("H5D")
+    need = ("H5D_READS", "H5D_BYTES_READ", "H5D_DATASPACE_NPOINTS", "H5D_DATATYPE_SIZE",
+            "H5D_DATASPACE_NDIMS")
+    if h5d is None or h5d.empty or any(c not in h5d for c in need):
+        return {}, {}
+    col = {c: np.asarray(h5d[c]) for c in h5d if c == "id" or c == "rank"
+           or str(c).startswith("H5D_")}
+    sets, windows = {}, {}
+    for k in range(len(col["id"])):
+        full = job.names.get(int(col["id"][k]), "")
+        path, _, name = full.partition(":")
+        reads = int(col["H5D_READS"][k])
+        if path not in data_names or reads <= 0 or not name:
+            continue
+        chunk = [int(col[f"H5D_CHUNK_SIZE_D{d}"][k]) if f"H5D_CHUNK_SIZE_D{d}" in col
+                 else 0 for d in range(1, 6)]
+        s = sets.setdefault(name.lstrip("/"), {"reads": 0, "bytes": 0, "points": set(),
+                                               "size": 1, "ndims": 1, "chunk": chunk})
+        s["reads"] += reads
+        s["bytes"] += max(0, int(col["H5D_BYTES_READ"][k]))
+        s["points"].add(int(col["H5D_DATASPACE_NPOINTS"][k]))
+        s["size"] = max(1, int(col["H5D_DATATYPE_SIZE"][k]))
+        s["ndims"] = max(1, int(col["H5D_DATASPACE_NDIMS"][k]))
+        if "H5D_F_READ_START_TIMESTAMP" in col and "H5D_F_READ_END_TIMESTAMP" in col:
+            windows.setdefault((path, int(col["rank"][k])), []).append(
+                (name.lstrip("/"), float(col["H5D_F_READ_START_TIMESTAMP"][k]),
+                 float(col["H5D_F_READ_END_TIMESTAMP"][k])))
+    return sets, windows
+
+
+def _read_together(sets, windows):
+    """The dataset whose rows the others' reads accompany (the most bytes read), or None:
+    every other dataset read as often, and in each process over the same time as it (its
+    read window, H5D_F_READ_START/END_TIMESTAMP, coinciding with one of the rows' dataset
+    in the same file and rank for FIELD_WINDOW_SHARE of their span; the records of one rank
+    may be of several processes, a loader's workers; a shared file's record spans all
+    ranks). A file's datasets read one after another (IOR's segments: one window after the
+    other in a process, skewed by the ranks' pace in a shared record) are no fields."""
+    if len(sets) < 2:
+        return None
+    main = max(sets, key=lambda n: sets[n]["bytes"])
+    m = sets[main]
+    if any(abs(s["reads"] - m["reads"]) > FIELD_READS_SPREAD * m["reads"]
+           for s in sets.values()):
+        return None
+    for spans in windows.values():
+        rows = [(a, b) for n, a, b in spans if n == main]
+        if any(n != main and max((_coincide(a, b, ra, rb) for ra, rb in rows), default=0)
+               < FIELD_WINDOW_SHARE for n, a, b in spans):
+            return None
+    return main
+
+
+def _coincide(a, b, c, d):
+    """How much two time windows [a, b] and [c, d] coincide: their overlap over their union."""
+    union = max(b, d) - min(a, c)
+    return max(0.0, min(b, d) - max(a, c)) / union if union > 0 else 1.0
+
+
+def datasets_read_together(job, data_names):
+    """Whether the data files' datasets were read as fields of one sample (_read_together)."""
+    return _read_together(*_h5d_sets(job, data_names)) is not None
+
+
+def h5d_fields(job, data_names, record):
+    """The samples' further fields (dataset.hdf5_fields) when the data files hold several
+    datasets read together (_read_together: a program reading x[i] then y[i] for each
+    sample, an image and its label), with as many rows; a field's row bytes are its share of
+    the H5Dread bytes of a sample of ``record`` bytes (the fields counted in it), in whole
+    elements of its type. [] for one dataset, None when the datasets are read unlike fields
+    of one sample."""
+    sets, windows = _h5d_sets(job, data_names)
+    if len(sets) < 2:
+        return []
+    main = _read_together(sets, windows)
+    if main is None:
+        return None
+    total = sum(s["bytes"] for s in sets.values())
+    m = sets[main]
+    if not total or not m["bytes"] or len(m["points"]) != 1:
+        return None
+    main_row = record * m["bytes"] / total
+    rows = next(iter(m["points"])) * m["size"] / main_row if main_row else 0
+    fields = []
+    for name, s in sets.items():
+        if name == main:
+            continue
+        if len(s["points"]) != 1 or s["size"] not in FIELD_DTYPES:
+            return None
+        row = max(1, int(round(record * s["bytes"] / total / s["size"]))) * s["size"]
+        if abs(next(iter(s["points"])) * s["size"] / row - rows) > 0.02 * rows:
+            return None         # not a row for each of the samples' rows
+        nd = s["ndims"]
+        chunk_rows = s["chunk"][nd - 1] if any(s["chunk"]) and nd <= 5 else 0
+        fields.append({"name": name, "bytes": row, "dtype": FIELD_DTYPES[s["size"]],
+                       **({"chunk_rows": chunk_rows} if chunk_rows else {})})
+    return sorted(fields, key=lambda f: f["name"])

@@ -99,7 +99,7 @@ static int describe(dm_h5 *h, dm_err *e) {
     h->elem_size = H5Tget_size(h->dtype);
     h->row_elems = 1;
     for (int d = 1; d < h->rank_ndims; d++) h->row_elems *= h->dims[d];
-    h->row_bytes = (int64_t)(h->row_elems * h->elem_size);
+    h->row_bytes = h->own_row_bytes = (int64_t)(h->row_elems * h->elem_size);
     return 0;
 }
 
@@ -118,7 +118,22 @@ int dm_h5_unclosed(void) {
     return n;
 }
 
+/* The fields' ids closed (called holding the lock); nonzero when a close failed. */
+static int close_fields(dm_h5 *h) {
+    int r = 0;
+    for (int i = 0; i < h->nfields; i++) {
+        dm_h5_field *f = &h->field[i];
+        if (f->dtype >= 0) r |= H5Tclose(f->dtype) < 0;
+        if (f->space >= 0) r |= H5Sclose(f->space) < 0;
+        if (f->dset >= 0) r |= H5Dclose(f->dset) < 0;
+        f->dtype = f->space = f->dset = -1;
+    }
+    h->nfields = 0;
+    return r;
+}
+
 static void close_ids(dm_h5 *h) {
+    close_fields(h);
     if (h->dtype > 0) H5Tclose(h->dtype);
     if (h->space > 0) H5Sclose(h->space);
     if (h->dset > 0) H5Dclose(h->dset);
@@ -195,6 +210,60 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
     return opened(h, t0, t1, e);
 }
 
+int dm_h5_open_fields(dm_h5 *h, int nfields, const char *const *fields, dm_err *e) {
+    if (nfields < 0 || nfields > DM_H5_FIELDS) {
+        dm_err_set(e, DM_EARG, "%d fields beside dataset %s (0 to %d)", nfields, h->name,
+                   DM_H5_FIELDS);
+        return -1;
+    }
+    if (nfields > 0 && h->writing) {
+        dm_err_set(e, DM_EARG, "fields beside dataset %s in %s are read only", h->name, h->path);
+        return -1;
+    }
+    dm_h5_lock();
+    int rc = 0;
+    for (int i = 0; i < nfields && rc == 0; i++) {
+        dm_h5_field *f = &h->field[i];
+        memset(f, 0, sizeof *f);
+        f->space = f->dtype = -1;
+        snprintf(f->name, sizeof f->name, "%s", fields[i]);
+        f->dset = H5Dopen2(h->file, f->name, H5P_DEFAULT);
+        h->nfields = i + 1;             /* closed with the handle from here on */
+        if (f->dset < 0) {
+            H5Eclear2(H5E_DEFAULT);
+            dm_err_set(e, DM_EHDF5, "%s has no dataset named %s", h->path, f->name);
+            rc = -1;
+            break;
+        }
+        f->space = H5Dget_space(f->dset);
+        f->dtype = H5Dget_type(f->dset);
+        f->rank_ndims = f->space < 0 ? -1 : H5Sget_simple_extent_ndims(f->space);
+        if (f->dtype < 0 || f->rank_ndims < 1 || f->rank_ndims > 8) {
+            H5Eclear2(H5E_DEFAULT);
+            dm_err_set(e, DM_EHDF5, "dataset %s in %s: not a dataset of 1 to 8 dimensions",
+                       f->name, h->path);
+            rc = -1;
+            break;
+        }
+        H5Sget_simple_extent_dims(f->space, f->dims, NULL);
+        if (f->dims[0] != h->dims[0]) {
+            dm_err_set(e, DM_EARG, "dataset %s in %s has %llu rows, dataset %s %llu: a field "
+                       "has a row for each row", f->name, h->path,
+                       (unsigned long long)f->dims[0], h->name,
+                       (unsigned long long)h->dims[0]);
+            rc = -1;
+            break;
+        }
+        f->elem_size = H5Tget_size(f->dtype);
+        f->row_elems = 1;
+        for (int d = 1; d < f->rank_ndims; d++) f->row_elems *= f->dims[d];
+        f->row_bytes = (int64_t)(f->row_elems * f->elem_size);
+        h->row_bytes += f->row_bytes;
+    }
+    dm_h5_unlock();
+    return rc;
+}
+
 int dm_h5_create(dm_h5 *h, const char *path, const char *dset, int ndims, const hsize_t *dims,
                  hsize_t chunk_rows, int latest, int exclusive, int driver, MPI_Comm comm,
                  int collective, int nhints,
@@ -261,7 +330,7 @@ int dm_h5_close(dm_h5 *h, dm_err *e) {
     if (dm_inflight_check_close(&h->inflight, h->path, e) != 0) return -1;
     dm_h5_lock();
     uint64_t t0 = dm_ticks();
-    herr_t r = 0;
+    herr_t r = close_fields(h) ? -1 : 0;
     if (h->dtype >= 0) r |= H5Tclose(h->dtype);
     if (h->space >= 0) r |= H5Sclose(h->space);
     if (h->dset >= 0) r |= H5Dclose(h->dset);
@@ -300,6 +369,40 @@ typedef struct { int64_t s, c; } rows;
 static int cmp_rows(const void *a, const void *b) {
     const rows *x = a, *y = b;
     return x->s < y->s ? -1 : x->s > y->s ? 1 : 0;
+}
+
+/* Read rows r[0..m) (nrows of them) of field f into buf, as the rows' read did for the
+ * dataset: the same selection, the field's own dataset opened anew with dset_per_read.
+ * Called holding the lock; returns the H5Dread's result (-1 when a step before it failed). */
+static herr_t read_field(dm_h5 *h, dm_h5_field *f, const rows *r, size_t m, int64_t nrows,
+                         hid_t dxpl, char *buf) {
+    if (h->dset_per_read) {
+        if (f->dset >= 0) H5Dclose(f->dset);
+        f->dset = H5Dopen2(h->file, f->name, H5P_DEFAULT);
+        if (f->dset < 0) return -1;
+    }
+    hid_t fs = H5Scopy(f->space);
+    hsize_t st[8] = {0}, ct[8];
+    int made = fs >= 0 && H5Sselect_none(fs) >= 0;
+    for (size_t i = 0; i < m && made; i++) {
+        st[0] = (hsize_t)r[i].s;
+        ct[0] = (hsize_t)r[i].c;
+        for (int d = 1; d < f->rank_ndims; d++) ct[d] = f->dims[d];
+        made = H5Sselect_hyperslab(fs, i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, st, NULL, ct,
+                                   NULL) >= 0;
+    }
+    hsize_t nelem = (hsize_t)nrows * f->row_elems;
+    hsize_t one = nelem > 0 ? nelem : 1;
+    hid_t ms = H5Screate_simple(1, &one, NULL);
+    made = made && ms >= 0 && (nelem > 0 || H5Sselect_none(ms) >= 0);
+    herr_t rc = made ? H5Dread(f->dset, f->dtype, ms, fs, dxpl, buf) : -1;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (h->dset_per_read && f->dset >= 0) {
+        H5Dclose(f->dset);
+        f->dset = -1;
+    }
+    return rc;
 }
 
 static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *count, char *buf,
@@ -373,11 +476,33 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
     }
     if (!writing) dataset_done(h);
     uint64_t t1 = dm_ticks();
+    /* the fields' reads, each logged as a read of its own after the rows' */
+    int field_failed = -1;
+    uint64_t ft[DM_H5_FIELDS + 1];
+    ft[0] = t1;
+    int64_t packed = (int64_t)(nelem * h->elem_size);
+    for (int i = 0; i < h->nfields && !writing; i++) {
+        dm_h5_field *f = &h->field[i];
+        herr_t frc = 0;
+        int ok = rc >= 0 && made && props;
+        /* a collective read joins the others' even with nothing to read */
+        if ((ok && nelem > 0) || h->collective)
+            frc = read_field(h, f, r, ok ? m : 0, ok ? nrows : 0, dxpl, buf + packed);
+        ft[i + 1] = dm_ticks();
+        if (frc < 0 && field_failed < 0) field_failed = i;
+        packed += (int64_t)(made ? nrows : 0) * f->row_bytes;
+    }
     if (!local_fail) {
         if (!made || !props)
             h5_err(e, !made ? "selecting the rows" : "setting the transfer mode", h, first);
         else if (rc < 0)
             h5_err(e, writing ? "H5Dwrite" : "H5Dread", h, first);
+        else if (field_failed >= 0) {
+            char what[300];
+            snprintf(what, sizeof what, "H5Dread of field %s", h->field[field_failed].name);
+            h5_err(e, what, h, first);
+            rc = -1;
+        }
     }
     if (dxpl >= 0) H5Pclose(dxpl);
     if (ms >= 0) H5Sclose(ms);
@@ -386,12 +511,19 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
     free(r);
     if (local_fail || !made || !props || rc < 0) return -1;
     int64_t bytes = (int64_t)(nelem * h->elem_size);
+    int iface = h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                                        : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND);
     *total = bytes;
-    if (nelem > 0 || h->collective)
-        dm_log(h->log, t0, t1, first >= 0 ? first * h->row_bytes : -1, bytes, h->file_id,
-               writing ? DM_OP_WRITE : DM_OP_READ,
-               h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
-                                       : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
+    if (nelem > 0 || h->collective) {
+        dm_log(h->log, t0, t1, first >= 0 ? first * h->own_row_bytes : -1, bytes, h->file_id,
+               writing ? DM_OP_WRITE : DM_OP_READ, iface);
+        for (int i = 0; i < h->nfields && !writing; i++) {
+            int64_t fb = nrows * h->field[i].row_bytes;
+            *total += fb;
+            dm_log(h->log, ft[i], ft[i + 1], first >= 0 ? first * h->field[i].row_bytes : -1,
+                   fb, h->file_id, DM_OP_READ, iface);
+        }
+    }
     return 0;
 }
 
@@ -440,7 +572,7 @@ int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *cou
     if (rc < 0) return -1;
     int64_t bytes = (int64_t)(nelem * h->elem_size);
     *total = bytes;
-    dm_log(h->log, t0, t1, start[0] * h->row_bytes, bytes, h->file_id, DM_OP_READ,
+    dm_log(h->log, t0, t1, start[0] * h->own_row_bytes, bytes, h->file_id, DM_OP_READ,
            h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2 : DM_IF_HDF5_IND);
     return 0;
 }
@@ -489,9 +621,17 @@ static int h5_open(void *hp, const dm_open_args *a, dm_err *e) {
         return dm_h5_create(hp, a->path, a->dataset, a->ndims, a->dims, a->chunk_rows, a->latest,
                             a->exclusive, a->driver, a->comm, a->collective, a->nhints, a->keys,
                             a->vals, a->file_id, a->log, e);
-    return dm_h5_open(hp, a->path, a->dataset, a->driver, a->comm, a->collective,
-                      (a->flags & DM_O_WRITE) != 0, a->nhints, a->keys, a->vals, a->file_id,
-                      a->log, e);
+    if (dm_h5_open(hp, a->path, a->dataset, a->driver, a->comm, a->collective,
+                   (a->flags & DM_O_WRITE) != 0, a->nhints, a->keys, a->vals, a->file_id,
+                   a->log, e) != 0)
+        return -1;
+    if (a->nfields > 0 && dm_h5_open_fields(hp, a->nfields, a->fields, e) != 0) {
+        dm_err held = *e;               /* the fields' error, not the close's */
+        dm_h5_close(hp, e);
+        *e = held;
+        return -1;
+    }
+    return 0;
 }
 static int h5_close(void *h, dm_err *e) { return dm_h5_close(h, e); }
 static int h5_sync(void *h, int data_only, dm_err *e) {

@@ -87,6 +87,7 @@ def validate(cfg):
     _check_checkpoint_calls(cfg.checkpoint)
     io_checks.validate_access(cfg)
     io_checks.validate_volumes(cfg)
+    io_checks.validate_fields(cfg)
     from dlio_mpi.data import write_phase
     write_phase.check(cfg)
     if fmt.chunked and ds.chunk_size:

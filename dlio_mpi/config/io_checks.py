@@ -91,6 +91,64 @@ def validate_volumes(cfg):
                           "file; later volumes may name companion files")
 
 
+FIELD_KEYS = {"name", "bytes", "dtype", "chunk_rows"}
+
+
+def validate_fields(cfg):
+    """dataset.hdf5_fields: datasets beside the rows', read by libhdf5 with each read of rows
+    (the engine reads them; the samples' byte ranges through another interface would miss
+    them)."""
+    ds, io, rd = cfg.dataset, cfg.io, cfg.reader
+    if not ds.hdf5_fields:
+        return
+    if not isinstance(ds.hdf5_fields, list):
+        raise ConfigError("dataset.hdf5_fields: a list of mappings (name, bytes, dtype, "
+                          "chunk_rows)")
+    if ds.format != "hdf5" or ds.volume_shape:
+        raise ConfigError(f"dataset.hdf5_fields are datasets beside an HDF5 file's rows: "
+                          f"dataset.format hdf5 without volumes, not {ds.format}")
+    if backends.of(cfg).library != backends.HDF5 or rd.access != "sample" or io.write_first:
+        raise ConfigError("dataset.hdf5_fields are read by libhdf5 with each sample's row: "
+                          f"io.interface {backends.listed(lambda b: b.library == backends.HDF5)}"
+                          ", reader.access=sample, io.write_first=false")
+    if len(ds.hdf5_fields) > 8:
+        raise ConfigError(f"dataset.hdf5_fields: {len(ds.hdf5_fields)} fields, at most 8")
+    names, total = {"records"}, 0
+    for i, f in enumerate(ds.hdf5_fields):
+        where = f"dataset.hdf5_fields[{i}]"
+        if not isinstance(f, dict) or "name" not in f or "bytes" not in f:
+            raise ConfigError(f"{where}: a mapping with at least name and bytes")
+        extra = set(f) - FIELD_KEYS
+        if extra:
+            raise ConfigError(f"{where}: unknown key {sorted(extra)[0]!r} (one of "
+                              f"{', '.join(sorted(FIELD_KEYS))})")
+        name = f["name"]
+        if not isinstance(name, str) or not name or "/" in name or name in names:
+            raise ConfigError(f"{where}.name={name!r}: a plain dataset name, each once "
+                              "(records is the rows' dataset)")
+        names.add(name)
+        try:
+            dt = np.dtype(f.get("dtype", "uint8"))
+        except TypeError:
+            dt = None
+        if dt is None or dt.kind not in "biuf":
+            raise ConfigError(f"{where}.dtype={f.get('dtype')!r}: a numeric type (uint8, "
+                              "int64, float32, ...)")
+        nbytes = f["bytes"]
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < dt.itemsize \
+                or nbytes % dt.itemsize:
+            raise ConfigError(f"{where}.bytes={nbytes!r}: a row's bytes, a whole number of "
+                              f"{dt} elements")
+        rows = f.get("chunk_rows", 0)
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+            raise ConfigError(f"{where}.chunk_rows={rows!r}: rows a chunk (0: contiguous)")
+        total += nbytes
+    if ds.record_length - total < 1:
+        raise ConfigError(f"dataset.record_length={ds.record_length} leaves no row for the "
+                          f"{total} bytes of dataset.hdf5_fields: it counts a sample's row "
+                          "and its fields")
+
+
 def validate_access(cfg):
     io, ds, rd = cfg.io, cfg.dataset, cfg.reader
     if ds.npz_layout == "stacked" and (ds.format != "npz" or rd.access != "numpy"

@@ -220,6 +220,26 @@ def _tensorflow_reader(values, given):
     return True
 
 
+def _datasets_per_record(values, given):
+    """The DLIO benchmark's HDF5 records split into N datasets (dataset.hdf5's
+    num_dset_per_record, or dataset.num_dataset_per_record), each sample read from every one
+    of them: emulated as the sample's row and N - 1 fields (dataset.hdf5_fields records_1 ..
+    records_<N-1>) of a record's N-th part each, unless fields are given. Returns the keys it
+    emulated."""
+    ds = values["dataset"]
+    nested = ds.get("hdf5") if isinstance(ds.get("hdf5"), dict) else {}
+    n = nested.get("num_dset_per_record", ds.get("num_dataset_per_record", 1))
+    if ds["format"] != "hdf5" or isinstance(n, bool) or not isinstance(n, int) or n < 2 \
+            or ds["hdf5_fields"] or ds["volume_shape"]:
+        return set()
+    part = ds["record_length"] // n
+    if part < 1:
+        return set()
+    ds["hdf5_fields"] = [{"name": f"records_{i}", "bytes": part} for i in range(1, n)]
+    return {("dataset", "hdf5"), ("dataset", "num_dataset_per_record")} \
+        if set(nested) <= {"num_dset_per_record"} else {("dataset", "num_dataset_per_record")}
+
+
 def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="workload",
          config_dir=None, config_name=None):
     """The validated Config of a run: the workload, then ``config_file``, then ``doc`` (a
@@ -275,8 +295,10 @@ def load(overrides=(), config_file=None, workload=None, doc=None, doc_source="wo
     if own_access and ("reader", "access") not in given:
         values["reader"]["access"] = own_access     # read as the format's library reads it
     tf_reader = _tensorflow_reader(values, given)
+    split = _datasets_per_record(values, given)
     not_emulated = sorted(f"{s}.{k}" for s, k in given if not SCHEMA[s][k].emulated
-                          and not (tf_reader and (s, k) == ("reader", "data_loader")))
+                          and not (tf_reader and (s, k) == ("reader", "data_loader"))
+                          and not (split and (s, k) in split))
     cfg = Config(values, not_emulated, workload_name)
     validate(cfg)
     return cfg

@@ -113,6 +113,11 @@ SCHEMA = {
                            "(h5py's default) or latest (as the DLIO benchmark writes; fewer "
                            "metadata reads per open)", ("earliest", "latest")),
         "chunk_size": Key("size", 0, "HDF5: chunk size in bytes", minimum=0),
+        "hdf5_fields": Key("list", [], "HDF5 rows: further fields of every sample, each a "
+                           "dataset of its own with a row per sample (an image's label), read "
+                           "after the sample's row in the same call's rows, in this order: "
+                           "one mapping each of name, bytes (a row's), dtype (uint8), "
+                           "chunk_rows (0: contiguous); dataset.record_length counts them"),
         "keep_files": Key("bool", True, "keep the dataset after the run"),
         "record_dims": Key("list", [], "dimensions of a record", emulated=False),
         "record_element_type": Key("str", "uint8", "element type of a record", emulated=False),

@@ -61,6 +61,8 @@ def format_spec(cfg):
                       for v in ds.volumes),
         volume_files=tuple(v.get("file", "") for v in ds.volumes)
         if any(v.get("file") for v in ds.volumes) else (),
+        fields=tuple((f["name"], int(f["bytes"]), f.get("dtype", "uint8"),
+                      int(f.get("chunk_rows", 0))) for f in ds.hdf5_fields),
         row_group_rows=ds.parquet_row_group_size, content_fill=ds.content_fill)
 
 

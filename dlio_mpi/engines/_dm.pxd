@@ -143,6 +143,8 @@ cdef extern from "dm.h" nogil:
         hsize_t chunk_rows
         int latest
         int exclusive
+        int nfields
+        const char *const *fields
 
     ctypedef struct dm_io:
         int op

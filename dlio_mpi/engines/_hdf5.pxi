@@ -17,17 +17,20 @@ cdef class H5Dataset(_Handle):
     (reading, independent transfers on the rank's own): not opened here but by the read-ahead
     thread that reads it (ReadAhead), its rows of row_bytes each. dataset_per_read (reading):
     the dataset opened anew before each read, libhdf5's chunk cache then empty (a program
-    indexing h5py's f["x"][i] for each sample)."""
+    indexing h5py's f["x"][i] for each sample). fields (reading): the names of datasets of as
+    many rows that hold further fields of every row (an image's label): each read of rows reads
+    the same rows of each after, into out after the rows, and row_bytes counts them."""
     cdef dm_h5 h
     cdef readonly object name
 
     def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
                   mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
                   chunk_rows=0, libver="earliest", bint exclusive=False, bint deferred=False,
-                  int64_t row_bytes=0, bint dataset_per_read=False):
+                  int64_t row_bytes=0, bint dataset_per_read=False, fields=()):
         cdef dm_open_args a
         cdef bytes n = str(name).encode()
         cdef _Hints hi = _Hints(hints)
+        cdef _Hints fi = _Hints({str(f): "" for f in fields})
         cdef hsize_t dims[8]
         memset(&a, 0, sizeof(a))
         a.driver = _driver(driver)
@@ -38,6 +41,12 @@ cdef class H5Dataset(_Handle):
         a.nhints = hi.n
         a.keys = hi.keys
         a.vals = hi.vals
+        if fields and (mode != "r" or create is not None):
+            raise ValueError(f"{path}: fields beside dataset {name} are read only")
+        if fi.n != len(fields) or fi.n > 8:
+            raise ValueError(f"{path}: fields {list(fields)!r}: up to 8, each named once")
+        a.nfields = fi.n
+        a.fields = fi.keys
         if libver not in ("earliest", "latest"):
             raise ValueError(f"unknown HDF5 libver {libver!r}: use 'earliest' or 'latest'")
         if create is not None:
@@ -61,7 +70,7 @@ cdef class H5Dataset(_Handle):
                                  "and needs its row bytes")
             self.deferred = _deferrable(deferred, mode, path)
             self.h.row_bytes = row_bytes    # its span in a read-ahead buffer, before the open
-        self._open(&a, (n, hi))
+        self._open(&a, (n, hi, fi))
 
     @property
     def shape(self):

@@ -83,7 +83,8 @@ def sample_sizes(spec, file_index):
         side = np.maximum(np.rint(np.sqrt(raw)), 1).astype(np.int64)
         return side * side
     k = spec.itemsize
-    return np.maximum((raw + k // 2) // k, 1) * k
+    extra = spec.field_bytes        # a row's own bytes in whole elements, then its fields'
+    return np.maximum((raw - extra + k // 2) // k, 1) * k + extra
 
 
 def fill(seed, file_index, samples, nbytes, out):

@@ -3,6 +3,9 @@ size drawn per file; contiguous, or chunked (spec.chunk_rows whole rows per chun
 cut into chunks of spec.chunk_elems elements), optionally gzip or lzf compressed. A file may hold all samples of the dataset (the "one shared file" layout, then
 written by all ranks of a communicator with the MPI-IO driver).
 
+A sample may have further fields (spec.fields, an image's label), each a row of a dataset of
+its own beside the rows' dataset: a sample's bytes are its row's, then its fields' in order.
+
 A reader addresses samples by row and lets libhdf5 read; the index gives each sample's row, and
 for an uncompressed contiguous dataset also the row's byte range in the file."""
 import numpy as np
@@ -29,8 +32,9 @@ encoded_sample = sample_bytes
 
 
 def sample_value(spec, file_index, sample_index):
-    """The row as h5py gives it: a 1-D array of spec.dtype."""
-    return sample_bytes(spec, file_index, sample_index).view(np.dtype(spec.dtype))
+    """The row as h5py gives it: a 1-D array of spec.dtype (without its fields)."""
+    data = sample_bytes(spec, file_index, sample_index)
+    return data[:len(data) - spec.field_bytes].view(np.dtype(spec.dtype))
 
 
 def chunk_shape(spec, row_elems):
@@ -59,9 +63,30 @@ def create_options(spec, row_elems):
 
 
 def _rows(spec, file_index, lo, hi, row_bytes):
-    buf = np.empty((hi - lo) * row_bytes, dtype=np.uint8)
-    content.fill(spec.content, file_index, np.arange(lo, hi), np.full(hi - lo, row_bytes), buf)
-    return buf.view(np.dtype(spec.dtype)).reshape(hi - lo, row_bytes // spec.itemsize)
+    """Samples [lo, hi): the rows' data, then each field's (a list of arrays of hi - lo
+    rows, shaped as the datasets are)."""
+    total = row_bytes + spec.field_bytes
+    buf = np.empty((hi - lo) * total, dtype=np.uint8)
+    content.fill(spec.content, file_index, np.arange(lo, hi), np.full(hi - lo, total), buf)
+    whole = buf.reshape(hi - lo, total)
+    out = [np.ascontiguousarray(whole[:, :row_bytes]).view(np.dtype(spec.dtype))]
+    at = row_bytes
+    for _, nbytes, dtype, _ in spec.fields:
+        part = np.ascontiguousarray(whole[:, at:at + nbytes]).view(np.dtype(dtype))
+        out.append(part.reshape(hi - lo) if part.shape[1] == 1 else part)
+        at += nbytes
+    return out
+
+
+def _field_datasets(f, spec, n):
+    """Create the fields' datasets in the open h5py file f, of n rows each."""
+    made = []
+    for name, nbytes, dtype, chunk_rows in spec.fields:
+        dt = np.dtype(dtype)
+        shape = (n,) if nbytes == dt.itemsize else (n, nbytes // dt.itemsize)
+        kw = {"chunks": (min(chunk_rows, n),) + shape[1:]} if chunk_rows else {}
+        made.append(f.create_dataset(name, shape=shape, dtype=dt, **kw))
+    return made
 
 
 def rank_rows(n, chunk, ranks, rank):
@@ -89,7 +114,7 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     from dlio_mpi.files import safe_files
 
     sizes = content.sample_sizes(spec, file_index)
-    n, row_bytes = spec.samples_per_file, int(sizes[0])
+    n, row_bytes = spec.samples_per_file, int(sizes[0]) - spec.field_bytes
     elems = row_bytes // spec.itemsize
     opts = create_options(spec, elems)
     parallel = comm is not None and comm.Get_size() > 1
@@ -97,18 +122,21 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
         with safe_files.create_hdf5(path, libver=spec.libver) as f:
             d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
                                  **opts)
+            every = [d] + _field_datasets(f, spec, n)
             step = max(1, block_bytes // row_bytes)
             if "chunks" in opts:
                 step = max(opts["chunks"][0], step // opts["chunks"][0] * opts["chunks"][0])
             for lo in range(0, n, step):
                 hi = min(n, lo + step)
-                d[lo:hi] = _rows(spec, file_index, lo, hi, row_bytes)
+                for ds, data in zip(every, _rows(spec, file_index, lo, hi, row_bytes)):
+                    ds[lo:hi] = data
         return index_file(path, spec)
     error = None
     try:
         with safe_files.create_hdf5(path, comm, libver=spec.libver) as f:
             d = f.create_dataset(spec.dataset, shape=(n, elems), dtype=np.dtype(spec.dtype),
                                  **opts)
+            every = [d] + _field_datasets(f, spec, n)
             chunk = opts["chunks"][0] if "chunks" in opts else 1
             ranks = comm.Get_size()
             lo, hi = rank_rows(n, chunk, ranks, comm.Get_rank())
@@ -120,22 +148,23 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
             romio = sysinfo.romio_in_use()
             for a in range(lo, lo + most, step):   # the same number of collective writes on all
                 b = min(hi, a + step) if error is None else a      # after an error: nothing
-                fspace = d.id.get_space()
-                if b > a:
-                    data = _rows(spec, file_index, a, b, row_bytes)
-                    fspace.select_hyperslab((a, 0), (b - a, elems))
+                parts = _rows(spec, file_index, a, b, row_bytes) if b > a else \
+                    [np.zeros((1,) + ds.shape[1:], dtype=ds.dtype) for ds in every]
+                for ds, data in zip(every, parts):    # each dataset in one collective write
+                    fspace = ds.id.get_space()
                     mspace = h5py.h5s.create_simple(data.shape)
-                else:
-                    data = np.zeros((1, elems), dtype=np.dtype(spec.dtype))
-                    fspace.select_none()
-                    mspace = h5py.h5s.create_simple(data.shape)
-                    mspace.select_none()
-                try:
-                    d.id.write(mspace, fspace, data, dxpl=dxpl)
-                except Exception as e:  # noqa: BLE001 - keep joining the collective writes
-                    error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
-                    if romio:           # ROMIO cannot finish the call the others are in
-                        collective.end_hdf5_job(comm, error, path)
+                    if b > a:
+                        fspace.select_hyperslab((a,) + (0,) * (ds.ndim - 1),
+                                                (b - a,) + ds.shape[1:])
+                    else:
+                        fspace.select_none()
+                        mspace.select_none()
+                    try:
+                        ds.id.write(mspace, fspace, data, dxpl=dxpl)
+                    except Exception as e:  # noqa: BLE001 - keep joining the collective writes
+                        error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
+                        if romio:           # ROMIO cannot finish the call the others are in
+                            collective.end_hdf5_job(comm, error, path)
     except Exception as e:          # agree on the outcome: no rank may be left waiting
         error = error or f"rank {comm.Get_rank()}: writing {path}: {e}"
     collective.agree(comm, error.splitlines()[0] if error else None)
@@ -181,16 +210,27 @@ def index_file(path, spec, file_index=None):
                                        and expect[0] >= n and d.chunks[1:] == expect[1:]):
             raise FormatError(path, f"dataset {spec.dataset!r} has chunks {d.chunks}, this "
                                     f"dataset's spec makes {expect} (another dataset?)")
+        for name, nbytes, dtype, chunk_rows in spec.fields:
+            fd = f.get(name)
+            want = (n,) if nbytes == np.dtype(dtype).itemsize \
+                else (n, nbytes // np.dtype(dtype).itemsize)
+            if not isinstance(fd, h5py.Dataset) or fd.shape != want \
+                    or fd.dtype != np.dtype(dtype) or bool(fd.chunks) != bool(chunk_rows):
+                raise FormatError(path, f"no field dataset {name!r} of {np.dtype(dtype)} "
+                                        f"shaped {want}{' chunked' if chunk_rows else ''}")
         compressed = bool(d.compression) or bool(d.id.get_create_plist().get_nfilters())
         offsets = np.full(n, -1, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)
         base = None if d.chunks is not None else d.id.get_offset()
+        if spec.fields:
+            base = None         # a sample's bytes lie in several datasets: no one range
         if base is not None and not compressed:
             offsets = base + row_bytes * np.arange(n, dtype=np.int64)
             lengths[:] = row_bytes
             if offsets[-1] + row_bytes > size:
                 raise FormatError(path, f"dataset data runs past the end of the file ({size} "
                                         "bytes; truncated?)")
-    return FileIndex(NAME, size, np.full(n, row_bytes, dtype=np.int64), offsets, lengths,
+    return FileIndex(NAME, size, np.full(n, row_bytes + spec.field_bytes, dtype=np.int64),
+                     offsets, lengths,
                      exact=base is not None and not compressed, compressed=compressed,
                      rows=np.arange(n, dtype=np.int64), dataset=spec.dataset)

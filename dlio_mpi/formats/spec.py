@@ -58,6 +58,10 @@ class FormatSpec:
     # the file each volume is kept in: "" the dataset's file, else a companion file named
     # after it (formats/volumes.py companion); empty: every volume in the dataset's file
     volume_files: tuple = ()
+    # hdf5 rows: further fields of every sample, each in a dataset of its own with a row per
+    # sample (an image's label): (name, bytes, dtype, chunk_rows) each, chunk_rows 0 for a
+    # contiguous dataset; a sample's size counts its fields
+    fields: tuple = ()
     row_group_rows: int = 0       # parquet: rows per row group (0: pyarrow's default)
     content_fill: float = 1.0     # the random share of the content's pages (the rest zeros)
 
@@ -105,6 +109,18 @@ class FormatSpec:
             cf = -1.0
         if not 0.0 < cf <= 1.0:
             bad("content_fill", "expected a share in (0, 1]")
+        if self.fields:
+            if self.format != "hdf5" or self.volumes:
+                bad("fields", "fields are datasets beside an HDF5 file's rows")
+            names = {self.dataset}
+            for name, nbytes, dtype, chunk_rows in self.fields:
+                if not name or "/" in name or name in names:
+                    bad("fields", f"{name!r}: a plain dataset name, each once")
+                names.add(name)
+                size = np.dtype(dtype).itemsize
+                if nbytes < size or nbytes % size or chunk_rows < 0:
+                    bad("fields", f"{name!r}: {nbytes} bytes of {dtype} a row, chunks of "
+                                  f"{chunk_rows} rows")
 
     @property
     def content(self):
@@ -119,6 +135,11 @@ class FormatSpec:
         if self.format in ("npy", "npz", "hdf5"):
             return np.dtype(self.dtype).itemsize
         return 4 if self.format == "csv" else 1
+
+    @property
+    def field_bytes(self):
+        """Bytes of a sample's further fields (0 without)."""
+        return sum(int(f[1]) for f in self.fields)
 
     @property
     def square_images(self):

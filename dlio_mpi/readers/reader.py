@@ -328,7 +328,8 @@ class H5Reader(Reader):
         return self.backend.open_read(self.path(i), io=self.cfg.io, comm=self.comm,
                                       file_id=self.data.first_id + i, oplog=self.log,
                                       dataset=self.data.spec.dataset, shared=self.shared,
-                                      dataset_per_read=self.dataset_per_read)
+                                      dataset_per_read=self.dataset_per_read,
+                                      fields=self.fields)
 
     @property
     def dataset_per_read(self):
@@ -342,7 +343,13 @@ class H5Reader(Reader):
                                       dataset=self.data.spec.dataset, shared=False,
                                       deferred=True,
                                       row_bytes=int(formats.sample_sizes(self.data.spec, i)[0]),
-                                      dataset_per_read=self.dataset_per_read)
+                                      dataset_per_read=self.dataset_per_read,
+                                      fields=self.fields)
+
+    @property
+    def fields(self):
+        """dataset.hdf5_fields: the datasets read with each read of rows."""
+        return tuple(f[0] for f in self.data.spec.fields)
 
     def rows(self, f, local):
         """The dataset rows of samples local of file f: sample i is row i (the layout every

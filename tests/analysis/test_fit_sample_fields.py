@@ -1,0 +1,59 @@
+"""A sample kept in several HDF5 datasets of one file, read together (real logs, Darshan 3.5.0
+with DXT, truth in truth.json): an image and its label read for each item by a DataLoader's
+workers, the DLIO benchmark's records split into 3 datasets (num_dset_per_record), against a
+file's datasets read one after another (IOR's segments), which are no fields."""
+import pytest
+
+import dlio_mpi_analysis as analysis
+from dlio_mpi_analysis.replays.replay import replay
+
+from fitted_runs import fitted_shape, log, replay_like
+
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
+
+def test_an_image_and_its_label_read_for_each_item(tmp_path):
+    """2 forked workers read images[i] (3,072 B) and labels[i] (8 B) of one contiguous file:
+    the label a field of the sample, 3,080 bytes in all, read after the image; the replay
+    makes the label's reads to the file's end too (0.895 before: 2,064 reads for 4,132)."""
+    name = "torch_h5py_images_labels_workers2"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert w["dataset"]["hdf5_fields"] == [{"name": "labels", "bytes": 8, "dtype": "int64"}]
+    r = replay_like(name, tmp_path, bytes_rel=0.02)
+    assert r.emulated["read_ops"] == pytest.approx(r.real["read_ops"], rel=0.02)
+
+
+def test_a_record_split_in_three_datasets(tmp_path):
+    """The DLIO benchmark's HDF5 reader reads records_0[i], records_1[i], records_2[i] for a
+    sample, the file opened for each: a sample of 3 x 3,072 bytes, 4 a file, batch 2, the
+    file reopened per sample (12 samples of 3,072 bytes a file, batch 6 and a shuffled order
+    before: the replay scored 0.000)."""
+    name = "dlio_hdf5_three_datasets_2r"
+    f, w = fitted_shape(name, "sample_bytes")
+    assert w["dataset"]["hdf5_fields"] == [
+        {"name": "records_1", "bytes": 3072, "dtype": "uint8"},
+        {"name": "records_2", "bytes": 3072, "dtype": "uint8"}]
+    assert w["reader"]["reopen"] is True and w["reader"]["sample_shuffle"] == "off"
+    replay_like(name, tmp_path, bytes_rel=0.05)
+
+
+@pytest.mark.filterwarnings("ignore::dlio_mpi_analysis.errors.HeatmapMismatchWarning")
+@pytest.mark.parametrize("name", ["ior_hdf5_fpp_two_segments_2r", "ior_hdf5_coll_reorder"])
+def test_datasets_read_one_after_another_are_no_fields(name):
+    """IOR writes and reads a dataset a segment, one after the other: as many reads of each,
+    of the same size, but one's reads over before the other's begin (in a process, or, in a
+    shared file's record of all ranks, windows far from coinciding): parts of the rows, no
+    fields."""
+    f = analysis.fit(log(name))
+    assert "hdf5_fields" not in f.workload["dataset"]
+    assert "hdf5_fields" not in f.evidence
+
+
+def test_a_netcdf_files_metadata_reads_are_no_share_of_a_step(tmp_path):
+    """h5netcdf in 2 forked workers, x[i] of a netCDF-4 file: about 15 metadata reads at each
+    open (dimensions, attributes) between the sieve buffer's 64 KiB fills weigh nothing in a
+    step's samples (batch 3 for 4 before: 512 samples over 720 reads); the dimension scales,
+    opened but never read, are no fields."""
+    name = "h5netcdf_workers2"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert "hdf5_fields" not in w["dataset"]
