@@ -914,6 +914,19 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                              f"{units.size(int(data['bytes_read'].sum()))} beneath them)")
             evidence["h5d_epochs"] = by_h5d
             epochs = by_h5d
+    overrun = fit_patterns.epoch_overrun(trace) \
+        if read_type == "on_demand" and not threads and epochs_fixed is None else None
+    if overrun:
+        # the passes read ahead past each epoch's end are no epochs: reader.epoch_overrun
+        epochs, files_ahead = overrun
+        steps_ahead = max(1, int(round(files_ahead * spf / max(batch, 1))))
+        reader_extra["epoch_overrun"] = steps_ahead
+        evidence["epoch_overrun"] = {"epochs": epochs, "files": files_ahead}
+        notes.append(f"each rank's {epochs} passes over its files were each followed by "
+                     f"about {files_ahead} files of the next pass, read again when it came: "
+                     f"an input pipeline reading ahead past the epoch's end (tf.data's "
+                     f"prefetch over a repeated dataset), {epochs} epochs and "
+                     f"reader.epoch_overrun {steps_ahead}")
     if epochs_fixed is not None:
         epochs = epochs_fixed
     steps_read = _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch,

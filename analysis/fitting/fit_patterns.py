@@ -1471,3 +1471,45 @@ def h5d_fields(job, data_names, record):
         fields.append({"name": name, "bytes": row, "dtype": FIELD_DTYPES[s["size"]],
                        **({"chunk_rows": chunk_rows} if chunk_rows else {})})
     return sorted(fields, key=lambda f: f["name"])
+
+
+def epoch_overrun(trace):
+    """(epochs, files) when each rank's passes over its files end in a few files of the next
+    pass read ahead and dropped (a prefetching input pipeline over a repeated dataset, such
+    as tf.data's, reads on past an epoch's end before its iterator is dropped; the next epoch
+    reads those files again), else None. A pass is a rank's run of file starts (reads at
+    offset 0) in time order until a file starts again; the full passes (all the rank's files)
+    are the epochs, and a short pass must follow each of them, each but a rank's last made of
+    the files the following pass starts with. How far a pipeline reads ahead depends on its
+    threads' pace: ``files`` is the short passes' median, each of them within half of it."""
+    if trace is None or not len(trace):
+        return None
+    starts = trace[(trace["offset"].to_numpy() == 0) & (trace["length"].to_numpy() > 0)]
+    epochs, extra = set(), []
+    for _, reads in starts.groupby("rank", sort=False):
+        order = reads.sort_values("start", kind="stable")["id"].tolist()
+        passes, cur = [], []
+        for f in order:
+            if f in cur:
+                passes.append(cur)
+                cur = []
+            cur.append(f)
+        passes.append(cur)
+        full = max(len(p) for p in passes)
+        if len(passes) < 2 or len(passes) % 2 or full < 2:
+            return None
+        for k in range(0, len(passes), 2):
+            whole, short = passes[k], passes[k + 1]
+            if len(whole) != full or not 0 < len(short) < full:
+                return None
+            nxt = passes[k + 2] if k + 2 < len(passes) else None
+            if nxt is not None and set(nxt[:len(short)]) != set(short):
+                return None
+            extra.append(len(short))
+        epochs.add(len(passes) // 2)
+    if len(epochs) != 1:
+        return None
+    files = int(round(float(np.median(extra))))
+    if files < 1 or any(abs(n - files) > max(1.0, 0.5 * files) for n in extra):
+        return None
+    return epochs.pop(), files

@@ -1,0 +1,46 @@
+"""Input pipelines that read past an epoch's end (real logs, Darshan 3.5.0 with DXT, truth in
+truth.json): tf.data's prefetch over a repeated dataset reads the next pass's first files
+before the epoch's iterator is dropped, and the next epoch reads them again. Those short
+passes are no epochs: the fit takes the full passes for the epochs and the files read ahead
+for reader.epoch_overrun, which the emulator reads and drops after each epoch."""
+import pytest
+
+import dlio_mpi_analysis as analysis
+
+from fitted_runs import log, replay_like
+
+pytestmark = pytest.mark.mpi      # its replays launch ranks under mpiexec
+
+
+@pytest.mark.parametrize("name,ahead,steps", [
+    ("dlio_resnet50_h100_tf_2r", 6, 6),     # a file a step
+    ("dlio_resnet50_tf_shard", 4, 4),
+    ("dlio_cosmoflow_tf_2r", 6, 2),         # 4 files a step: 1.5 steps read ahead
+])
+def test_passes_read_ahead_are_no_epochs(name, ahead, steps):
+    """The DLIO benchmark's TensorFlow reader on 2 ranks: each rank's pass over its files,
+    then the next pass's first files (about 6 of 16 in resnet50_h100: 0, 2, 4, 6, 8, 10
+    read at 4.69-4.79 s after the pass ended at 4.48 s, read again from 4.80 s), twice: 2
+    epochs (3 in resnet50_h100 and 4 in cosmoflow before, from the bytes or the passes)."""
+    f = analysis.fit(log(name))
+    assert f.workload["train"]["epochs"] == 2
+    assert f.evidence["epoch_overrun"] == {"epochs": 2, "files": ahead}
+    assert f.workload["reader"]["epoch_overrun"] == steps
+
+
+@pytest.mark.parametrize("name,rel", [("dlio_resnet50_h100_tf_2r", 0.02),
+                                      ("dlio_resnet50_tf_shard", 0.01)])
+def test_the_files_read_ahead_are_replayed(tmp_path, name, rel):
+    """The replay reads the files read ahead too: the bytes within 1-2 % (resnet50_h100:
+    +10.3 % with 3 epochs; resnet50_tf_shard: -11 % without them)."""
+    replay_like(name, tmp_path, bytes_rel=rel)
+
+
+@pytest.mark.parametrize("name", ["tfdata_list_files_interleave", "tfdata_read_file_map_jpeg",
+                                  "dlio_tfrecord"])
+def test_passes_without_a_pass_read_ahead(name):
+    """Programs whose passes follow one another without a short one between (a new order
+    every epoch, or nothing read ahead): no overrun."""
+    f = analysis.fit(log(name))
+    assert "epoch_overrun" not in f.evidence
+    assert "epoch_overrun" not in f.workload["reader"]
