@@ -592,7 +592,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             and layout == "multi" and "access" not in reader_extra:
         samples = fit_patterns.h5d_sample_reads(job, set(data["name"]))
         opens = fit_patterns._opens(job, data)
-        if samples and opens >= OPEN_PER_READ * samples:
+        per_read = fit_patterns.h5d_bytes_per_read(job, set(data["name"])) or 0
+        # a sample a read (the emulator reopens a file for each sample's row)
+        if samples and opens >= OPEN_PER_READ * samples \
+                and abs(per_read - record) <= SAMPLE_SLACK * record:
             # the file opened for each sample (the DLIO benchmark's HDF5 reader): libhdf5
             # reads the superblock and the objects' headers again for each
             evidence["opens_per_sample"] = opens / samples

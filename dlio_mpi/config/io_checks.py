@@ -104,9 +104,10 @@ def validate_fields(cfg):
     if not isinstance(ds.hdf5_fields, list):
         raise ConfigError("dataset.hdf5_fields: a list of mappings (name, bytes, dtype, "
                           "chunk_rows)")
-    if ds.format != "hdf5" or ds.volume_shape:
+    if not formats.traits(ds.format).rows or ds.volume_shape:
         raise ConfigError(f"dataset.hdf5_fields are datasets beside an HDF5 file's rows: "
-                          f"dataset.format hdf5 without volumes, not {ds.format}")
+                          f"dataset.format {formats.listed(lambda t: t.rows)} without "
+                          f"volumes, not {ds.format}")
     if backends.of(cfg).library != backends.HDF5 or rd.access != "sample" or io.write_first:
         raise ConfigError("dataset.hdf5_fields are read by libhdf5 with each sample's row: "
                           f"io.interface {backends.listed(lambda b: b.library == backends.HDF5)}"

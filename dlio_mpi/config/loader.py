@@ -229,7 +229,8 @@ def _datasets_per_record(values, given):
     ds = values["dataset"]
     nested = ds.get("hdf5") if isinstance(ds.get("hdf5"), dict) else {}
     n = nested.get("num_dset_per_record", ds.get("num_dataset_per_record", 1))
-    if ds["format"] != "hdf5" or isinstance(n, bool) or not isinstance(n, int) or n < 2 \
+    if ds["format"] not in formats.TRAITS or not formats.traits(ds["format"]).rows \
+            or isinstance(n, bool) or not isinstance(n, int) or n < 2 \
             or ds["hdf5_fields"] or ds["volume_shape"]:
         return set()
     part = ds["record_length"] // n

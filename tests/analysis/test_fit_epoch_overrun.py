@@ -44,3 +44,16 @@ def test_passes_without_a_pass_read_ahead(name):
     f = analysis.fit(log(name))
     assert "epoch_overrun" not in f.evidence
     assert "epoch_overrun" not in f.workload["reader"]
+
+
+def test_a_replay_without_the_overrun_misses_its_bytes(tmp_path):
+    """resnet50_h100's workload with no files read ahead: 2 epochs of 16 files a rank for
+    the job's 2 x 22: the bytes read 27 % short, and scored under the right shape."""
+    from fitted_runs import run_changed
+
+    def no_overrun(w):
+        del w["reader"]["epoch_overrun"]
+    wrong = run_changed("dlio_resnet50_h100_tf_2r", tmp_path, no_overrun)
+    real, emulated = wrong.row("bytes_read")
+    assert emulated < 0.8 * real
+    assert wrong.score < 0.99

@@ -57,3 +57,31 @@ def test_a_netcdf_files_metadata_reads_are_no_share_of_a_step(tmp_path):
     name = "h5netcdf_workers2"
     f, w = fitted_shape(name, "sample_bytes", "read_threads")
     assert "hdf5_fields" not in w["dataset"]
+
+
+def test_a_replay_without_the_labels_is_told_apart(tmp_path):
+    """The same workload with its label field dropped (the images alone, a dataset a file):
+    half the job's reads, their sizes moved up a bucket: scored well under the right shape
+    (0.90 against 0.99)."""
+    from fitted_runs import run_changed
+
+    name = "h5py_images_labels_shuffled"
+
+    def images_alone(w):
+        del w["dataset"]["hdf5_fields"]
+    wrong = run_changed(name, tmp_path, images_alone)
+    real, emulated = wrong.row("read_ops")
+    assert emulated < 0.6 * real
+    assert wrong.score < 0.93
+
+
+def test_gzip_images_in_chunks_of_8_beside_their_labels(tmp_path):
+    """A log outside the fits' making: 2 forked workers read images[i] (4 KiB rows, gzip, 8
+    rows a chunk, each chunk inflated again for every row: the dataset opened per read) and
+    labels[i]: a sample of 4,104 bytes, the label a field, chunks of 8 samples."""
+    name = "torch_h5py_gzip_images_labels_workers2"
+    f, w = fitted_shape(name, "sample_bytes")
+    ds = w["dataset"]
+    assert ds["hdf5_fields"] == [{"name": "labels", "bytes": 8, "dtype": "int64"}]
+    assert (ds["compression"], ds["chunk_size"] // ds["record_length"]) == ("gzip", 8)
+    replay_like(name, tmp_path, bytes_rel=0.05)
