@@ -235,6 +235,12 @@ def validate_access(cfg):
         raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
                           "reader.access=stream and io.interface "
                           f"{backends.listed(lambda b: b.reads_past_end)}")
+    if rd.epoch_overrun and (rd.read_threads or io.read_type != "on_demand"
+                             or io.write_each_epoch):
+        raise ConfigError(f"reader.epoch_overrun={rd.epoch_overrun} reads the next epoch's "
+                          "first batches on the rank's own thread: it needs "
+                          "reader.read_threads=0, io.read_type=on_demand and "
+                          "io.write_each_epoch=false")
     if rd.interleave > 1 and rd.access != "stream":
         raise ConfigError(f"reader.interleave={rd.interleave} is the files a stream reads at "
                           "once: it needs reader.access=stream")

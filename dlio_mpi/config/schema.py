@@ -238,6 +238,11 @@ SCHEMA = {
         "eof_reads": Key("int", 0, "reader.access=stream: reads at each file's end after its "
                          "last block, which return nothing (a reader that reads to the end "
                          "asks again: pandas' CSV reader makes 2)", minimum=0),
+        "epoch_overrun": Key("int", 0, "steps of the next epoch's batches read after each "
+                             "epoch's last step and dropped, the next epoch reading them "
+                             "again: an input pipeline that prefetches over a repeated "
+                             "dataset reads on before its iterator is dropped (tf.data: a "
+                             "few files of the next pass)", minimum=0),
         "interleave": Key("int", 1, "reader.access=stream: files a rank reads at once, one "
                           "sample from each in turn, a file that ends giving its place to the "
                           "next (tf.data's interleave: TFRecordDataset's num_parallel_reads, "

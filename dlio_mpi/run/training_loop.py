@@ -86,6 +86,19 @@ def epoch_plan(cfg, comm, reader, batch, epoch, shuffle):
     return plan, None
 
 
+def read_overrun(cfg, comm, reader, epoch, shuffle):
+    """reader.epoch_overrun: the first steps' batches of epoch ``epoch`` (counted from 0; the
+    one after the last too) read and dropped, with no compute, as a prefetching input
+    pipeline reads on past an epoch's end before its iterator is dropped; the epoch, when it
+    comes, reads them again. Outside the epochs' timing (the bytes are counted as moved)."""
+    seed_epoch = epoch if cfg.train.seed_change_epoch else 0
+    plan, files = epoch_plan(cfg, comm, reader, cfg.reader.batch_size, seed_epoch, shuffle)
+    ahead = plan[:cfg.reader.epoch_overrun]
+    reader.start_epoch(ahead, files)
+    for batch in ahead:
+        reader.read_batch(batch)
+
+
 def computing(reader, start, seconds):
     """A step's emulated compute: the accelerator works ``seconds`` from ``start`` (its batch
     is there) while the rank's thread queues the next reads (reader.refill), as a training
@@ -274,6 +287,9 @@ def run_epochs(cfg, comm, log, progress=None):
         done_steps += len(plan)
         close_phase(_phase("train", epoch, plan, wall, io_wait, compute, first_io, waits,
                            log))
+        if cfg.reader.epoch_overrun:
+            read_overrun(cfg, comm, reader, epoch + 1, shuffle)
+            keep_log(f"overrun{epoch}")     # its reads, in the op log as Darshan has them
         if ckpt and schedule.due_after_epoch(cfg, epoch + 1):
             write_checkpoint(done_steps, epoch)
             keep_log(f"checkpoint{epoch}")      # its writes, in the op log as Darshan has them
