@@ -588,6 +588,18 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         reader_extra["reopen"] = True
         notes.append(f"each read of {record} bytes was its own open of the file: a sample a "
                      "read, its file opened for it (reader.reopen)")
+        inside = fit_patterns.whole_file_record(trace, dict(data["size"]), fmt)
+        if inside is not None and spf == 1:
+            # the file read whole, its header too, in one call from its start (a reader that
+            # loads the file and parses it in memory: the DLIO benchmark's O_DIRECT NPY
+            # reader); the sample is the array inside, as the emulator's files hold it
+            evidence["whole_file_reads"] = {"file_bytes": record, "sample_bytes": inside}
+            notes.append(f"each {fmt} file read whole in one call from its start, its header "
+                         f"too: reader.whole_file, a sample of {inside} bytes in a file of "
+                         f"{record} (O_DIRECT, which Darshan cannot see, reads so; the "
+                         "interface stays posix)")
+            record = inside
+            reader_extra["whole_file"] = True
     if traits(fmt).rows and interface.startswith("hdf5") and read_type == "on_demand" \
             and layout == "multi" and "access" not in reader_extra:
         samples = fit_patterns.h5d_sample_reads(job, set(data["name"]))

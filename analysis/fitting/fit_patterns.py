@@ -1513,3 +1513,35 @@ def epoch_overrun(trace):
     if files < 1 or any(abs(n - files) > max(1.0, 0.5 * files) for n in extra):
         return None
     return epochs.pop(), files
+
+
+def whole_file_record(trace, sizes, fmt):
+    """The sample's bytes when every read of a file of format ``fmt`` (one that keeps its
+    samples after a header: NPY) is the whole file in one call from its start, all files of
+    one size: that size less the header this emulator's file of such a sample has (the
+    header's length depends on the array's shape, so it is found by trying). None otherwise
+    (formats without a header, reads that are parts of a file)."""
+    from dlio_mpi import formats
+
+    if not len(trace) or fmt not in formats.TRAITS or traits(fmt).opaque \
+            or traits(fmt).decoder is not None or traits(fmt).rows:
+        return None
+    lengths = trace["length"].to_numpy()
+    own = np.array([sizes.get(int(i), -1) for i in trace["id"]])
+    whole = (trace["offset"].to_numpy() == 0) & (lengths == own)
+    if not whole[lengths > 0].all() or len(set(own.tolist())) != 1:
+        return None
+    size = int(own[0])
+    record = size
+    for _ in range(3):
+        spec = formats.FormatSpec(format=fmt, samples_per_file=1, record_length=max(1, record))
+        try:
+            made = formats.get(fmt).layout(spec, 0)
+        except (AttributeError, ValueError):
+            return None
+        if made.file_size == size:
+            return record if made.offsets[0] > 0 else None
+        record -= made.file_size - size
+        if record < 1:
+            return None
+    return None

@@ -212,10 +212,10 @@ class EpochQueue:
         inner.files.watch(self._closed)
 
     def _fill_index(self, slot, f):
-        idx = self.data.index(f)
         spf = self.data.spf
-        self.offs[slot * spf:(slot + 1) * spf] = idx.offsets
-        self.lens[slot * spf:(slot + 1) * spf] = idx.lengths
+        offs, lens = self.inner.data_ranges(f, np.arange(spf))
+        self.offs[slot * spf:(slot + 1) * spf] = offs
+        self.lens[slot * spf:(slot + 1) * spf] = lens
         self.ready[slot] = True
 
     def _touch(self, end):

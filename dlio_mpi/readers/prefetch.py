@@ -165,7 +165,7 @@ class PrefetchReader:
             want = int(formats.sample_sizes(self.data.spec, f)[ks].sum())
             return rows, [1] * len(rows), want, rows[0]
         idx = self.data.index(f)
-        if self.inner.align == 1:
+        if self.inner.align == 1 and not self.cfg.reader.whole_file:
             offs = [int(idx.offsets[k]) for k in ks]
             lens = [int(idx.lengths[k]) for k in ks]
             return offs, lens, sum(lens), offs[0]

@@ -138,12 +138,21 @@ class Reader:
     def sample_ranges(self, f, local):
         """What is read for the samples: their byte ranges, or with O_DIRECT the aligned ranges
         covering them (as an O_DIRECT reader must read)."""
-        offs, lens = self.data.index(f).ranges(local)
+        offs, lens = self.data_ranges(f, local)
         if self.align > 1:
             start = offs - offs % self.align
             end = -(-(offs + lens) // self.align) * self.align
             return start, end - start
         return offs, lens
+
+    def data_ranges(self, f, local):
+        """The samples' own byte ranges in file f, or with reader.whole_file the whole file's
+        (a sample a file) for each."""
+        idx = self.data.index(f)
+        if self.cfg.reader.whole_file:
+            n = len(local)
+            return np.zeros(n, np.int64), np.full(n, idx.file_size, np.int64)
+        return idx.ranges(local)
 
     @property
     def align(self):
@@ -205,7 +214,7 @@ class Reader:
             sel = local[files == f]
             offs, lens = self.sample_ranges(int(f), sel)
             # aligned ranges may run past the end of the file: what the samples need counts
-            want_o, want_l = self.data.index(int(f)).ranges(sel)
+            want_o, want_l = self.data_ranges(int(f), sel)
             _, got = self._open(int(f)).readv(offs, lens, xfer=self.xfer, out=self.buf,
                                               per_range=True, discard=True)
             short = got < (want_o + want_l - offs)
@@ -222,6 +231,14 @@ class Reader:
         spf = self.data.spf
         total = 0
         buf = self.buf
+        if self.cfg.reader.whole_file:      # a sample a file, read whole from its start
+            for s in samples.tolist():
+                if self.cfg.reader.reopen:
+                    self.reopen(s)
+                _, got = self._open(s).readv([0], [int(self.data.index(s).file_size)],
+                                             xfer=self.xfer, out=buf, exact=True, discard=True)
+                total += got
+            return total
         if self.cfg.reader.reopen:          # a file opened for each sample
             for s in samples.tolist():
                 f, k = divmod(s, spf)

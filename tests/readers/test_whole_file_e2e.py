@@ -1,0 +1,46 @@
+"""reader.whole_file: a sample's file read whole in one call from its start, header included
+(a reader that loads the file and parses it in memory, as the DLIO benchmark's O_DIRECT NPY
+reader does), by the rank's own thread and by read-ahead threads."""
+import os
+
+import pytest
+
+from dlio_mpi.config import loader as config
+from datautil import load_npz, own_summary
+from mpirun import run_mpi
+
+pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
+
+BASE = ["workload=default", "dataset.format=npy", "dataset.num_files_train=8",
+        "dataset.num_samples_per_file=1", "dataset.record_length=65536",
+        "reader.batch_size=2", "reader.sample_shuffle=off", "reader.whole_file=true",
+        "io.interface=posix", "train.epochs=2", "train.computation_time=0"]
+
+
+@pytest.mark.parametrize("extra", [["reader.read_threads=0", "reader.reopen=true"],
+                                   ["reader.read_threads=0"], ["reader.read_threads=2"]])
+def test_every_file_read_whole_from_its_start_once_an_epoch(tmp_path, extra):
+    args = BASE + extra + [f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+                           "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args[1:], timeout=240)
+    own_summary(tmp_path / "o")
+    size = os.path.getsize(tmp_path / "d" / "train" / "img_0000000_of_8.npy")
+    assert size > 65536                 # the header's bytes besides the sample's
+    for e in range(2):
+        seen = []
+        for r in range(2):
+            z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz")
+            op, off, nb, fid = (z[f"e{e}_{k}"] for k in ("op", "offset", "bytes", "file"))
+            reads = op == 0
+            assert (off[reads] == 0).all() and (nb[reads] == size).all()
+            seen += fid[reads].tolist()
+        assert sorted(seen) == list(range(8))       # each file once an epoch
+
+
+@pytest.mark.parametrize("overrides", [["dataset.num_samples_per_file=2"],
+                                       ["io.layout=shared", "dataset.num_files_train=1"],
+                                       ["reader.access=numpy"]])
+def test_whole_files_need_a_sample_a_file_read_by_ranges(overrides):
+    with pytest.raises(config.ConfigError) as e:
+        config.load(BASE + overrides)
+    assert "reader.whole_file" in str(e.value) and "\n" not in str(e.value)
