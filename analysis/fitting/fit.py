@@ -991,6 +991,24 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         shift = _read_shift(job, set(data.index), job.nprocs, notes, evidence)
         if shift:
             reader_extra["rank_shift"] = shift
+    window = fit_patterns.shuffle_window(trace, record, job.nprocs, num_files * spf) \
+        if layout == "shared" and shuffle == "seed" and read_type == "on_demand" \
+        and not traits(fmt).rows and "access" not in reader_extra else None
+    if window:
+        # each rank's reads window by window, the same shuffled positions in each: IOR's -z
+        # on a shared file of several segments
+        for key in ("shuffle_scope", "shuffle_block", "sharding", "sharding_block"):
+            reader_extra.pop(key, None)
+        reader_extra["shuffle_window"] = window
+        evidence["shuffle_window"] = window
+        written = io_extra.get("write_order") == "shuffled"
+        if written:
+            io_extra["write_order"] = "read"
+        notes.append(f"each rank read the shared file window by window ({window} samples, "
+                     f"{window * record} bytes), the same positions in the same shuffled order "
+                     f"in each: reader.shuffle_window {window}"
+                     + (", the writes in the reads' order (io.write_order read)" if written
+                        else ""))
     reads = None
     if trace is not None:
         ordered = trace.sort_values("start", kind="stable")

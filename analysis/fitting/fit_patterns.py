@@ -1545,3 +1545,41 @@ def whole_file_record(trace, sizes, fmt):
         if record < 1:
             return None
     return None
+
+
+def shuffle_window(trace, record, ranks, samples):
+    """The window (in samples) when every rank read a shared file's samples (record bytes
+    each, ``samples`` of them) window by window in order, within each window the same list
+    of positions in the same order, not ascending: a shuffle repeated in every window (IOR's
+    -z on a shared file of several segments: a segment's transfers dealt to the tasks at
+    random, a task's list shuffled once and used in every segment). The smallest such window
+    that the rank count divides and that leaves two windows at least; None otherwise."""
+    if trace is None or not len(trace) or record <= 0 or ranks < 1 or samples < 4:
+        return None
+    lists = []
+    for _, reads in trace.groupby("rank", sort=False):
+        reads = reads[reads["length"].to_numpy() > 0].sort_values("start", kind="stable")
+        ids = reads["offset"].to_numpy() // record
+        if len(ids) < 4:
+            return None
+        lists.append(ids)
+    for n in range(samples // (2 * ranks), 1, -1):
+        if samples % n or (samples // n) % ranks:
+            continue
+        window = samples // n
+        if all(_repeated_in_windows(ids, window, n) for ids in lists):
+            return window
+    return None
+
+
+def _repeated_in_windows(ids, window, n):
+    """Whether ``ids`` go window by window through n windows of ``window`` samples, in order,
+    with the same positions in the same order in each, and those not in ascending order."""
+    if len(ids) % n:
+        return False
+    per = len(ids) // n
+    parts = ids.reshape(n, per)
+    if not (parts // window == np.arange(n)[:, None]).all():
+        return False
+    inside = parts % window
+    return bool((inside == inside[0]).all() and (np.diff(inside[0]) < 0).any())

@@ -165,6 +165,9 @@ def check_ranks(cfg, ranks):
     if cfg.checkpoint.writers == "strided" and cfg.checkpoint.writer_first >= ranks:
         raise ConfigError(f"checkpoint.writer_first={cfg.checkpoint.writer_first} is not one "
                           f"of the {ranks} ranks")
+    if cfg.reader.shuffle_window % ranks:
+        raise ConfigError(f"reader.shuffle_window={cfg.reader.shuffle_window} deals each "
+                          f"window to the ranks: the {ranks} ranks must divide it")
     k = cfg.reader.sharding_block
     if k > 1:
         from dlio_mpi.data import sampler

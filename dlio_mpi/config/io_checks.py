@@ -194,6 +194,16 @@ def validate_access(cfg):
         raise ConfigError(f"reader.shuffle_block={rd.shuffle_block} shuffles runs of samples "
                           "read on demand: it needs reader.sample_shuffle, "
                           "io.read_type=on_demand and reader.access=sample")
+    if rd.shuffle_window and (rd.sample_shuffle == "off" or io.read_type != "on_demand"
+                              or rd.access != "sample" or rd.shuffle_block != 1
+                              or rd.shuffle_scope != "global" or rd.sharding != "block"
+                              or ds.num_files_train * ds.num_samples_per_file
+                              % rd.shuffle_window):
+        raise ConfigError(f"reader.shuffle_window={rd.shuffle_window} shuffles the samples "
+                          "within windows that divide the dataset: it needs "
+                          "reader.sample_shuffle, io.read_type=on_demand, reader.access=sample, "
+                          "reader.shuffle_block=1, reader.shuffle_scope=global, "
+                          "reader.sharding=block and a window dividing the dataset's samples")
     if rd.sharding_block != 1 and rd.sharding != "round_robin":
         raise ConfigError(f"reader.sharding_block={rd.sharding_block} is the turn of "
                           f"reader.sharding=round_robin, not reader.sharding={rd.sharding}")

@@ -179,6 +179,14 @@ SCHEMA = {
                              "consecutive samples are shuffled, each run's samples read in "
                              "order (a loader that reads a batch as one slice ds[i:i + k] at "
                              "shuffled i); 1: the samples themselves", minimum=1),
+        "shuffle_window": Key("int", 0, "with reader.sample_shuffle: the samples shuffled "
+                              "within consecutive windows of this many, the windows in order, "
+                              "each window's samples dealt to the ranks by one seeded draw and "
+                              "a rank's share read in one seeded order, the same in every "
+                              "window (IOR's -z on a shared file of several segments, -s: a "
+                              "segment's transfers dealt to the tasks at random, a task's list "
+                              "shuffled once and used in every segment); 0: the whole order",
+                              minimum=0),
         "sharding_block": Key("int", 1, "reader.sharding=round_robin: the consecutive samples "
                               "of an epoch's order a rank takes in its turn (block-cyclic: "
                               "IOR's block over its transfer, -b over -t)", minimum=1),
@@ -459,9 +467,11 @@ SCHEMA = {
                                 "then read each time"),
         "write_order": Key("enum", "sequential", "io.write_first: the order of a rank's "
                            "transfer-size pieces of a file: sequential (ascending offsets, as "
-                           "IOR writes by default) or shuffled (a seeded permutation, as IOR's "
-                           "-z random offsets); raw files only",
-                           choices=("sequential", "shuffled")),
+                           "IOR writes by default), shuffled (a seeded permutation, as IOR's "
+                           "-z random offsets), or read (in the order the rank reads them in "
+                           "the first epoch: IOR's -z, whose writes and reads follow one list "
+                           "of offsets); raw files only",
+                           choices=("sequential", "shuffled", "read")),
         "check_dataset": Key("bool", False, "before training, check every file of the dataset "
                              "in parallel: its format, sample count and sizes (TFRecord CRCs "
                              "too)"),

@@ -83,12 +83,16 @@ def memory_share(num_samples, ranks, rank, layout):
 def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainder="drop",
                  layout="multi", read_type="on_demand", samples_per_file=0, file_shuffle=False,
                  sharding="block", shuffle_scope="global", sharding_block=1,
-                 shuffle_block=1):
+                 shuffle_block=1, shuffle_window=0):
     """The samples rank reads (or, in memory mode, trains on) in epoch: shape (steps, batch).
     round_robin sharding deals the order out sharding_block samples at a time (which must
     divide steps * batch); a shuffle permutes runs of shuffle_block consecutive samples, each
-    run in order (a batch read as one slice at a shuffled start)."""
+    run in order (a batch read as one slice at a shuffled start), or within windows of
+    shuffle_window samples (window_share)."""
     steps = steps_per_epoch(num_samples, ranks, batch, remainder, layout, read_type)
+    if shuffle and shuffle_window and read_type != "memory":
+        share = window_share(num_samples, ranks, rank, epoch, seed, shuffle_window)
+        return share[:steps * batch].reshape(steps, batch)
     if read_type == "memory":
         share = memory_share(num_samples, ranks, rank, layout)
         if shuffle:
@@ -113,6 +117,19 @@ def rank_samples(num_samples, ranks, rank, batch, epoch, seed, shuffle, remainde
         share = order[rank * per_rank:(rank + 1) * per_rank]
     return (permute_blocks(permute, share, shuffle_block) if own else share).reshape(steps,
                                                                                   batch)
+
+
+def window_share(num_samples, ranks, rank, epoch, seed, window):
+    """A rank's samples in an epoch when the samples are shuffled within consecutive windows
+    of ``window`` samples (which ranks divides, and which divides num_samples): one seeded
+    permutation of a window's positions, its ranks-th parts dealt to the ranks in turn, the
+    same positions in every window, the windows in order (IOR's -z on a shared file of
+    several segments)."""
+    per = window // ranks
+    perm = np.random.default_rng([seed, epoch, 3]).permutation(window).astype(np.int64)
+    mine = perm[rank * per:(rank + 1) * per]
+    starts = np.arange(num_samples // window, dtype=np.int64) * window
+    return (starts[:, None] + mine[None, :]).reshape(-1)
 
 
 def locate(samples, samples_per_file, record_bytes):

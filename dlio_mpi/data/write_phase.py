@@ -88,8 +88,9 @@ def check(cfg):
     if cfg.dataset.num_files_eval and cfg.workflow.evaluation:
         raise ConfigError("io.write_first writes the training files only: set "
                           "dataset.num_files_eval=0 or workflow.evaluation=false")
-    if cfg.io.write_order == "shuffled" and fmt.rows:
-        raise ConfigError(f"io.write_order=shuffled writes byte ranges: dataset.format must be "
+    if cfg.io.write_order != "sequential" and fmt.rows:
+        raise ConfigError(f"io.write_order={cfg.io.write_order} writes byte ranges: "
+                          f"dataset.format must be "
                           f"{formats.listed(lambda t: t.written_first and t.byte_ranges)}, not "
                           f"{cfg.dataset.format} (HDF5 rows are written in order)")
 
@@ -111,13 +112,25 @@ def _owners(cfg, comm, data):
                                     cfg.io.layout, cfg.io.read_type, data.spf,
                                     cfg.reader.file_shuffle != "off", cfg.reader.sharding,
                                     cfg.reader.shuffle_scope, cfg.reader.sharding_block,
-                                    cfg.reader.shuffle_block)
+                                    cfg.reader.shuffle_block, cfg.reader.shuffle_window)
+    read = np.asarray(read, np.int64).ravel()
     owner = np.full(n, size, dtype=np.int32)
-    owner[np.asarray(read, np.int64).ravel()] = rank
+    owner[read] = rank
     comm.Allreduce(MPI.IN_PLACE, owner, op=MPI.MIN)
     nobody = np.flatnonzero(owner == size)
     owner[nobody] = (np.arange(nobody.size) % size).astype(np.int32)
-    return owner
+    return owner, read
+
+
+def _write_list(cfg, owner, read, rank):
+    """The samples this rank writes: ascending, or under io.write_order=read those it reads
+    first in their first epoch's order, then the rest it was dealt."""
+    mine = np.flatnonzero(owner == rank)
+    if cfg.io.write_order != "read":
+        return mine
+    first = read[owner[read] == rank]
+    first = first[np.sort(np.unique(first, return_index=True)[1])]      # once each, in order
+    return np.concatenate([first, np.setdiff1d(mine, first, assume_unique=True)])
 
 
 def _open(cfg, comm, path, shared, fid, log):
@@ -141,8 +154,8 @@ def _shuffled(cfg, rank, f, lo, offs, lens, buf, spare):
 
 
 def _write_file(cfg, comm, h, data, f, local, collective):
-    """Write samples `local` (sorted) of file f through h, in io.write_order; returns the bytes
-    written."""
+    """Write samples `local` of file f through h, in io.write_order (local ascending, or in
+    the order the rank reads them); returns the bytes written."""
     from dlio_mpi import engines
 
     idx = data.index(f)
@@ -220,8 +233,8 @@ def write_dataset(cfg, comm, log, epoch=-1):
             error = f"rank 0: cannot prepare {data.root}: {datagen.error_text(e)}"
     agree(comm, error)
     try:
-        owner = _owners(cfg, comm, data)
-        mine = np.flatnonzero(owner == rank)
+        owner, read = _owners(cfg, comm, data)
+        mine = _write_list(cfg, owner, read, rank)
         files, local = data.locate(mine)
         shared = cfg.io.layout != "multi"
         hdf5 = data.traits.rows

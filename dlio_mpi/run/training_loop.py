@@ -82,7 +82,8 @@ def epoch_plan(cfg, comm, reader, batch, epoch, shuffle):
                                 shuffle, cfg.io.remainder, cfg.io.layout, cfg.io.read_type,
                                 data.spf, cfg.reader.file_shuffle != "off",
                                 cfg.reader.sharding, cfg.reader.shuffle_scope,
-                                cfg.reader.sharding_block, cfg.reader.shuffle_block)
+                                cfg.reader.sharding_block, cfg.reader.shuffle_block,
+                                cfg.reader.shuffle_window)
     return plan, None
 
 

@@ -213,3 +213,26 @@ def test_a_shuffle_of_blocks_keeps_each_blocks_samples_in_order(scope):
     # a block that does not divide the samples: the last run shorter, every sample once
     odd = sampler.epoch_order(50, 0, 3, True, shuffle_block=16)
     assert sorted(odd.tolist()) == list(range(50))
+
+
+@pytest.mark.parametrize("ranks,window,windows", [(4, 32, 8), (3, 12, 5), (1, 8, 4)])
+def test_a_shuffle_within_windows(ranks, window, windows):
+    """reader.shuffle_window: every sample once an epoch; a rank's samples window by window in
+    order, the same positions in the same (shuffled) order in each; each window dealt whole
+    to the ranks; another epoch, another draw."""
+    n = window * windows
+    seen = []
+    lists = []
+    for r in range(ranks):
+        plan = sampler.rank_samples(n, ranks, r, 1, 0, 7, True, shuffle_window=window).ravel()
+        assert len(plan) == n // ranks
+        parts = plan.reshape(windows, -1)
+        assert (parts // window == np.arange(windows)[:, None]).all()
+        inside = parts % window
+        assert (inside == inside[0]).all()
+        lists.append(inside[0])
+        seen += plan.tolist()
+    assert sorted(seen) == list(range(n))
+    assert any((np.diff(x) < 0).any() for x in lists)           # shuffled, not ascending
+    other = sampler.rank_samples(n, ranks, 0, 1, 1, 7, True, shuffle_window=window).ravel()
+    assert not np.array_equal(other.reshape(windows, -1)[0] % window, lists[0])

@@ -193,3 +193,33 @@ def test_a_rank_shift_reads_back_what_another_rank_wrote(tmp_path):
     for r in range(n):
         assert read[r] == wrote[(r + 1) % n]
         assert not read[r][0] & wrote[r][0]
+
+
+def test_writes_in_the_reads_order_within_shuffled_windows(tmp_path):
+    """IOR's -z on a shared file of 4 segments, 4 ranks: reader.shuffle_window 32 reads each
+    rank's 8 positions of every window in one shuffled order, and io.write_order=read writes
+    them in that order too (the writes and reads of IOR follow one list)."""
+    args = ["workload=default", "dataset.format=raw", "dataset.num_files_train=1",
+            "dataset.num_samples_per_file=128", "dataset.record_length=4096",
+            "io.layout=shared", "io.interface=posix", "io.write_first=true",
+            "io.write_order=read", "reader.sample_shuffle=seed", "reader.shuffle_window=32",
+            "reader.batch_size=1", "reader.read_threads=0", "reader.transfer_size=4096",
+            "train.epochs=1", "train.computation_time=0", "io.keep_oplog=true",
+            "workflow.generate_data=false", f"dataset.data_folder={tmp_path}/d",
+            f"output.folder={tmp_path}/o"]
+    run_mpi(4, "run_cli.py", "run", *args[1:], timeout=240)
+    everyone = []
+    for r in range(4):
+        z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz")
+        names = z["phases"].tolist()
+        order = {}
+        for i, name in enumerate(names):
+            op, off = z[f"e{i}_op"], z[f"e{i}_offset"]
+            mine = (op <= 1) & (off >= 0)
+            order[name] = (off[mine] // 4096).tolist()
+        assert order["write"] == order["train0"] and len(order["write"]) == 32
+        parts = np.array(order["write"]).reshape(4, 8)
+        assert (parts // 32 == np.arange(4)[:, None]).all()
+        assert ((parts % 32) == (parts[0] % 32)).all()
+        everyone += order["write"]
+    assert sorted(everyone) == list(range(128))
