@@ -29,7 +29,10 @@ with, for the first job's value a and job j's value b:
   difference of two random draws: the share of a random permutation's steps that go up has
   variance about a (1 - a) / 3n (1 / 12n at a half), so noise = 2 sqrt(2 a (1 - a) / 3n)
   (0.12 for 48 reads at a half, under ORDER_NOISE from about 270 reads; none for an order
-  that never goes back).
+  that never goes back). n counts the independent draws: the distinct steps between a
+  process's consecutive calls of a file (DXT), where fewer than the calls: an order that
+  repeats one shuffled list in every window (IOR's -z over segments) is as few draws as
+  the list's steps.
 - "file_share" (the share of the data files several ranks opened): s = 1 - max(0, |a - b| -
   2 sqrt(a (1 - a) / n)), n the first job's data files: where ranks take files at random
   (a shuffle over epochs), which files end up shared is a draw, whose share varies by that
@@ -124,7 +127,7 @@ from dlio_mpi_analysis.loading.oplog import MMAP_MARK
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
 from dlio_mpi_analysis.characterization.read_order import read_order, write_order
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
-from dlio_mpi_analysis.loading.trace_ops import READ_OP
+from dlio_mpi_analysis.loading.trace_ops import READ_OP, WRITE_OP
 
 # (metric, kind, weight, description)
 METRICS = (
@@ -195,7 +198,7 @@ READ_SHAPE = ("mean_read_size", "read_size_histogram", "sequential_read_fraction
 # calls varies by a few points (a binomial's standard deviation, 0.031 for 256 calls)
 ORDER_NOISE = 0.05
 # the calls each order metric is a share of
-ORDER_CALLS = {"read_order": "read_ops", "write_order": "write_ops"}
+ORDER_CALLS = {"read_order": "read_draws", "write_order": "write_draws"}
 ORDER_SPAN = 0.5        # between a random order's share (about a half) and in order (1)
 # added to both shares of run time before their ratio (module docstring)
 SHARE_FLOOR = 0.01
@@ -293,6 +296,9 @@ def profile(c, layer="POSIX"):
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
         "syncs": syncs,
         "evaluation_phases": _evaluation_phases(c, parts),
+        # the calls an order's share is of, as independent draws (the order metrics' noise)
+        "read_draws": _draws(posix, c.dxt_segments, READ_OP, reads),
+        "write_draws": _draws(posix, c.dxt_segments, WRITE_OP, writes),
     }
 
 
@@ -333,6 +339,35 @@ def _posix_read_order(posix, segments=None):
     same[0] = False
     back = same[1:] & (off[1:] < end[:-1]) & (off[1:] != 0)
     return 1.0 - int(back.sum()) / len(trace)
+
+
+def _draws(posix, segments, op, calls):
+    """How many of ``calls`` (the job's reads or writes) are independent draws of their order:
+    the distinct steps (offset differences) between a process's consecutive calls of a file
+    in the DXT_POSIX trace, when fewer than the calls. A step repeated is no new draw: an
+    order that repeats one shuffled list window by window (IOR's -z over segments) has as
+    many draws as the list's steps, and two draws of it differ as much as two draws of that
+    few calls. ``calls`` without a trace."""
+    ids = {int(i) for _, f in posix for i in f["id"]}
+    trace = (segments or {}).get("DXT_POSIX")
+    if trace is None or not calls:
+        return calls
+    trace = trace[(trace["op"] == op)
+                  & np.isin(trace["id"], np.array(sorted(ids), dtype=np.uint64))]
+    if len(trace) < 2:
+        return calls
+    keys = ["process", "rank", "id"] if "process" in trace else ["rank", "id"]
+    trace = trace.sorted_by(*keys, "start")
+    same = np.ones(len(trace), bool)
+    for k in keys:
+        col = trace[k]
+        same[1:] &= col[1:] == col[:-1]
+    same[0] = False
+    off = trace["offset"]
+    steps = np.stack([np.asarray(trace[k], np.int64)[1:] for k in keys]
+                     + [off[1:] - off[:-1]], axis=1)[same[1:]]
+    distinct = len(np.unique(steps, axis=0)) if len(steps) else 0
+    return max(1, min(calls, distinct + int((~same).sum())))
 
 
 def _evaluation_phases(c, parts):
