@@ -463,6 +463,16 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     evidence["file_size"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),
                              "max": int(sizes.max())}
     trace = _data_trace(job, set(data.index))
+    waited = fit_patterns.nonblocking_share(job, set(data.index))
+    if trace is not None and waited >= DOMINANT_SHARE:
+        # nonblocking reads (MPI_File_iread_at): Darshan times each from its issue to its
+        # completion, which the program waits for after its compute, so the reads of a batch
+        # seem to last through the step; their issue times are the program's own pace
+        evidence["nonblocking_reads"] = waited
+        trace = trace.assign(end=trace["start"])
+        notes.append(f"{waited:.0%} of the MPI-IO reads of the data were nonblocking: timed "
+                     "from their issue (Darshan's durations run to their completion, waited "
+                     "for after the step's compute); the emulator reads on the step's thread")
     if trace is not None:
         counted = _counted_reads(job, basis, reading)
         partial = any(m.startswith("DXT") for m in job.partial_modules) \
@@ -488,7 +498,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     evidence["early_read_fraction"] = early
     evidence["load_burst"] = burst
     transfer, share = _transfer_size(trace, data, basis, reading)
-    shuffle, forward = _shuffle(trace, basis, reading,
+    # nonblocking reads: Darshan's counters take them in the order they completed, the trace
+    # in the order they were issued, the program's
+    shuffle, forward = _shuffle(trace, None if "nonblocking_reads" in evidence else basis,
+                                reading,
                                 transfer if traits(fmt).rows and share >= DOMINANT_SHARE else None)
     evidence["forward_jump_share"] = forward
     if read_type == "memory" and shuffle != "off":

@@ -1583,3 +1583,16 @@ def _repeated_in_windows(ids, window, n):
         return False
     inside = parts % window
     return bool((inside == inside[0]).all() and (np.diff(inside[0]) < 0).any())
+
+
+def nonblocking_share(job, ids):
+    """The share of the MPI-IO reads of the files ``ids`` that were nonblocking
+    (MPIIO_NB_READS over all MPI-IO reads), 0 without MPI-IO records."""
+    mpiio = job.records.get("MPI-IO")
+    if mpiio is None or mpiio.empty or "MPIIO_NB_READS" not in mpiio:
+        return 0.0
+    mine = mpiio[mpiio["id"].isin(list(ids))]
+    total = sum(int(mine[c].clip(lower=0).sum()) for c in
+                ("MPIIO_NB_READS", "MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS")
+                if c in mine)
+    return int(mine["MPIIO_NB_READS"].clip(lower=0).sum()) / total if total else 0.0

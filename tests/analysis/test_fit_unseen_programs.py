@@ -305,3 +305,20 @@ def test_ior_random_offsets_within_segments(tmp_path):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.8, r.comparison.table
     assert r.emulated["write_ops"] == r.real["write_ops"]
+
+
+def test_nonblocking_reads_timed_from_their_issue(tmp_path):
+    """mpi4py, 2 ranks, each its own file of 16 KiB samples in order, the next batch's 4
+    MPI_File_iread_at issued before the 5 ms compute and waited for after it: Darshan times
+    each read to its completion, so the reads seemed to last through the steps (a sample of
+    4 MiB a file, batch 1, no compute, 4 read threads, shuffled from the counters' completion
+    order, before). From their issue times: 256 samples of 16 KiB, batch 4, about 5 ms, in
+    order, read by the rank itself."""
+    name = "mpi4py_iread_double_buffer_2r"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert f.evidence["nonblocking_reads"] == 1.0
+    assert w["reader"]["sample_shuffle"] == "off"
+    assert 0.004 <= w["train"]["computation_time"] <= 0.007
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["bytes_read"] == r.real["bytes_read"]
