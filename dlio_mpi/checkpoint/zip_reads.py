@@ -13,7 +13,10 @@ traces of the DLIO benchmark's checkpoint reads show:
 5. every tensor in turn: 4 KiB at its local header, then the rest of its data in one call,
    up to the member's 16-byte data descriptor, which is not read (the first tensor's header
    read is the one at offset 0, the pickle in that buffer);
-6. the tail, from the last tensor's end to the file's end.
+6. the tail, from the last tensor's end to the file's end (the DLIO benchmark's checkpoint
+   loads; a sample file's torch.load, as a data loader's Dataset makes it, ends with its last
+   tensor: strace of torch 2.13 loading files of one and of four tensors, and the
+   torch_load_samples log).
 
 The file's tensors are equal shares of its bytes before the directory; the pickle and the
 directory grow with the tensor count as in the traces (about 87 and 94 bytes a tensor).
@@ -28,25 +31,27 @@ PICKLE_BASE, PICKLE_PER_TENSOR = 291, 87
 DESCRIPTOR = 16                    # a member's data descriptor after its data, never read
 
 
-def torch_load_reads(size, tensors):
+def torch_load_reads(size, tensors, tail=True):
     """[(offset, length), ...] of torch.load's read calls on a file of ``size`` bytes holding
-    ``tensors`` tensors (module docstring), each call within the file and of at least a byte."""
+    ``tensors`` tensors (module docstring), each call within the file and of at least a byte;
+    without ``tail``, no read of the tail after the last tensor."""
     if size <= 0:
         return []
     tensors = max(int(tensors), 1)
     directory = END_RECORDS[-1] + DIRECTORY_ENTRY * (tensors + MEMBERS_BESIDE_TENSORS)
-    tail = min(directory + DIRECTORY_REREADS[-1], size)
+    tail_bytes = min(directory + DIRECTORY_REREADS[-1], size)
     pickle = PICKLE_BASE + PICKLE_PER_TENSOR * tensors
     calls = [(0, BUFFER), (0, BUFFER), (size - BUFFER, BUFFER)]
     calls += [(size - n, n) for n in END_RECORDS]
     calls += [(size - directory - more, directory + more) for more in DIRECTORY_REREADS]
     calls.append((pickle, BUFFER))
-    body = size - tail
+    body = size - tail_bytes
     for i in range(tensors):
         start, end = body * i // tensors, body * (i + 1) // tensors
         calls.append((start, min(BUFFER, end - start)))
         calls.append((start + BUFFER, end - start - BUFFER - DESCRIPTOR))
-    calls.append((body, tail))
+    if tail:
+        calls.append((body, size - body))
     return _within(calls, size)
 
 

@@ -262,7 +262,7 @@ class PatternReader(Reader):
         """torch.load of file f (a zip of reader.torch_tensors tensors), once per sample
         (dlio_mpi.checkpoint.zip_reads)."""
         calls = zip_reads.torch_load_reads(self.data.index(f).file_size,
-                                           self.cfg.reader.torch_tensors)
+                                           self.cfg.reader.torch_tensors, tail=False)
         o = np.array([c[0] for c in calls], np.int64)
         n = np.array([c[1] for c in calls], np.int64)
         k = len(np.asarray(local))
