@@ -160,6 +160,9 @@ OPEN_PER_READ = 0.9
 # a job that read less than this share of its data files' bytes read a part of them, once
 PARTIAL_SHARE = 0.75
 SAMPLE_SLACK = 0.02   # how far from a whole number of samples a collective call may move
+# a trace of the data files under reused descriptors holding less than this share of the bytes
+# read is another descriptor's I/O, not the data's
+STRAY_SHARE = 0.01
 
 
 @dataclass
@@ -187,6 +190,26 @@ class Fit:
     def to_dict(self):
         return {"workload": self.workload, "ranks": self.ranks, "evidence": self.evidence,
                 "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def _stray_posix(job, data, notes):
+    """True when the POSIX reads of the data files are another descriptor's I/O (the
+    loader found descriptors reused under them: a worker's pipe taking the number C stdio
+    closed) and C stdio read the data: the POSIX bytes under STRAY_SHARE of the STDIO ones.
+    Says so in a note."""
+    stdio, posix = job.records.get("STDIO"), job.records.get("POSIX")
+    if stdio is None or stdio.empty or posix is None or posix.empty \
+            or not any(n.startswith(REUSED_NOTE) for n in notes):
+        return False
+    ids = list(data.index)
+    on_posix = int(posix.loc[posix["id"].isin(ids), "POSIX_BYTES_READ"].clip(lower=0).sum())
+    on_stdio = int(stdio.loc[stdio["id"].isin(ids), "STDIO_BYTES_READ"].clip(lower=0).sum())
+    if on_stdio <= 0 or on_posix >= STRAY_SHARE * on_stdio:
+        return False
+    notes.append(f"the POSIX records of the data files hold {on_posix} bytes read under "
+                 f"reused descriptors, C stdio {on_stdio}: the data's reads are the STDIO "
+                 "counters (their DXT trace, another descriptor's, left out)")
+    return True
 
 
 def _index_files(job, data, basis):
@@ -395,6 +418,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     notes, evidence = [w for w in job.warnings if w.startswith(REUSED_NOTE)], {}
     files, basis, reading = _file_table(job, char.roles)
     data = files[files["data"] & (files["bytes_read"] > 0)]
+    if basis == "POSIX" and _stray_posix(job, data, notes):
+        # the data's reads are C stdio's, under POSIX records of another descriptor's I/O:
+        # the STDIO counters are the reads
+        files, basis, reading = _file_table(job, char.roles, first="STDIO")
+        data = files[files["data"] & (files["bytes_read"] > 0)]
     headers = header_reads_only(job.records, job.names, char.roles)
     if headers:
         # a header read before the file was mapped: its data moved unseen
@@ -473,6 +501,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         notes.append(f"{waited:.0%} of the MPI-IO reads of the data were nonblocking: timed "
                      "from their issue (Darshan's durations run to their completion, waited "
                      "for after the step's compute); the emulator reads on the step's thread")
+    if trace is not None and basis == "STDIO":
+        # the POSIX trace is another descriptor's I/O under the data files (_stray_posix)
+        evidence["stray_trace"] = int(trace["length"].sum())
+        trace = None
     if trace is not None:
         counted = _counted_reads(job, basis, reading)
         partial = any(m.startswith("DXT") for m in job.partial_modules) \
@@ -921,6 +953,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             spf = -(-ranks * batch // num_files)
             notes.append(f"dataset.num_samples_per_file raised to {spf} so that each of the "
                          f"{ranks} ranks gets a batch")
+    k = reader_extra.get("sharding_block", 1)
+    if k > 1 and per_rank >= k and (per_rank // batch * batch) % k:
+        # the ranks' turns of k samples must fill the samples a rank reads an epoch (its
+        # whole steps): the largest batch under the one seen that keeps them whole
+        fits = max(b for b in range(1, batch + 1) if (per_rank // b * b) % k == 0)
+        notes.append(f"reader.batch_size {batch} lowered to {fits}: a rank's steps of it "
+                     f"read whole turns of {k} samples (reader.sharding_block)")
+        batch = fits
     dataset_bytes = num_files * file_size * (ranks if layout == "replicated" else 1)
     epochs = 1 if read_type == "memory" else max(
         1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))

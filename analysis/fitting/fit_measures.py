@@ -298,18 +298,20 @@ def _stem(job):
     return "".join(ch if ch.isalnum() else "_" for ch in base) or "job"
 
 
-def _file_table(job, roles=None):
+def _file_table(job, roles=None, first=None):
     """Per file id: name, data (bool: its role is "data", dlio_mpi_analysis.characterization.file_roles; ``roles`` as
     characterize gave them, else classified here alike), format, ranks reading it, bytes read,
     size, module.
     With POSIX records, a file's STDIO reads count too (C stdio's reads are below Darshan's
     POSIX wrappers); the counters returned (reading) are the basis module's: the first of
     POSIX, STDIO and MPI-IO that read bytes of a data file (numpy.fromfile leaves POSIX
-    records of its opens and seeks, its reads in STDIO's), else the first with records."""
+    records of its opens and seeks, its reads in STDIO's), else the first with records;
+    ``first`` puts a module first."""
     if roles is None:
         roles = file_roles(job.names, job.records, program_files(job.exe))
-    present = [m for m in ("POSIX", "STDIO", "MPI-IO")
-               if m in job.records and not job.records[m].empty]
+    order = ("POSIX", "STDIO", "MPI-IO") if first is None \
+        else (first,) + tuple(m for m in ("POSIX", "STDIO", "MPI-IO") if m != first)
+    present = [m for m in order if m in job.records and not job.records[m].empty]
 
     def reads_data(module):
         frame = job.records[module]

@@ -322,3 +322,43 @@ def test_nonblocking_reads_timed_from_their_issue(tmp_path):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table
     assert r.emulated["bytes_read"] == r.real["bytes_read"]
+
+
+@pytest.mark.filterwarnings("ignore::dlio_mpi_analysis.errors.HeatmapMismatchWarning")
+def test_turns_of_segments_keep_whole_steps(tmp_path):
+    """IOR -a HDF5 -c -s 2 on 4 ranks: the ranks' pauses (waits for the aggregator) made
+    batch 3, whose 2 steps a rank read 6 of its 8 samples, no whole turns of 4 (the
+    emulator refused the workload: no replay). Batch 2: whole turns."""
+    name = "ior_hdf5_coll_segments_4r"
+    f = analysis.fit(log(name))
+    rd = f.workload["reader"]
+    assert rd["sharding_block"] == 4 and rd["batch_size"] == 2
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+
+
+def test_posix_records_under_reused_descriptors_are_no_data_reads():
+    """2 forked workers np.fromfile(count, offset) a 4 KiB sample of one file: C stdio reads
+    the data (2,048 reads, 8 MiB a worker); the POSIX records of the file hold a worker
+    pipe's traffic under the descriptor number stdio closed (8 reads of 4 to 31 bytes, 11
+    writes). From the STDIO counters: 4,096 samples of 4 KiB, 2 epochs (559,241 samples of
+    30 bytes before, a replay of about 100 minutes for the job's 6 s)."""
+    name = "torch_fromfile_offsets_workers2"
+    f, w = counted_shape(name, "sample_bytes", "read_threads")
+    assert w["io"]["interface"] == "stdio" and "stray_trace" in f.evidence
+
+
+def counted_shape(name, *also):
+    """fitted_runs.fitted_shape but for the batch, which STDIO counters cannot show."""
+    fitted = analysis.fit(log(name))
+    w = fitted.workload
+    t = TRUTH[name]
+    ds, rd = w["dataset"], w["reader"]
+    assert fitted.ranks == t["ranks"]
+    assert (ds["num_files_train"], ds["num_samples_per_file"], w["train"]["epochs"]) \
+        == (t["num_files"], t["samples_per_file"], t["epochs"])
+    if "sample_bytes" in also:
+        assert ds["record_length"] == t["sample_bytes"]
+    if "read_threads" in also:
+        assert rd["read_threads"] == t["read_threads"]
+    return fitted, w
