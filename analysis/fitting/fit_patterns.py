@@ -298,10 +298,15 @@ def _file_sizes(data, evidence):
     return size, spread
 
 
+# the frames pickle's protocol 4 and 5 write an object of many parts in (pickle's own target)
+PICKLE_FRAME = 64 * 1024
+
+
 def pickle_loads(trace, sizes):
-    """(loads, buffer size) when at least STREAM_SHARE of the (rank, file) pairs read their
-    file whole as pickle.load does through Python's buffered file (a buffer fill at offset 0,
-    the rest asked for at once: whole buffers read straight in, then a fill of the tail;
+    """(loads, buffer size, tail, frame) when at least STREAM_SHARE of the (rank, file) pairs
+    read their file whole as pickle.load does through Python's buffered file (a buffer fill at
+    offset 0, the rest asked for at once: whole buffers read straight in, then a fill of the
+    tail; or, a pickle of many objects, its 64 KiB frames asked for in turn;
     numpy_reads.pickle_reads), once per load; else None."""
     from dlio_mpi.readers.numpy_reads import pickle_reads
 
@@ -318,20 +323,24 @@ def pickle_loads(trace, sizes):
         # one frame, or a large object outside the frames and a last frame of `tail` bytes
         tails = [0] + ([int(size - off[2])] if len(off) > 2 and 0 < size - off[2] < ln[0]
                        else [])
-        for tail in tails:
-            o, n = pickle_reads(size, int(ln[0]), tail=tail)
+        # frames only where the buffer is smaller than a frame: each frame is then a fill and
+        # a straight read (a buffer as large reads any file front to back alike)
+        shapes = [(tail, 0) for tail in tails] \
+            + ([(0, PICKLE_FRAME)] if 0 < ln[0] < PICKLE_FRAME else [])
+        for tail, frame in shapes:
+            o, n = pickle_reads(size, int(ln[0]), tail=tail, frame=frame)
             one = list(zip(o.tolist(), np.clip(np.minimum(o + n, size) - o, 0, None).tolist()))
             if len(one) > 1 and len(seen) % len(one) == 0 \
                     and seen == one * (len(seen) // len(one)):
                 matched += 1
                 loads += len(seen) // len(one)
-                found.append((int(ln[0]), tail))
+                found.append((int(ln[0]), tail, frame))
                 break
     if not pairs or matched < STREAM_SHARE * pairs:
         return None
     values, counts = np.unique(np.array(found), axis=0, return_counts=True)
-    buffer, tail = (int(x) for x in values[np.argmax(counts)])
-    return loads, buffer, tail
+    buffer, tail, frame = (int(x) for x in values[np.argmax(counts)])
+    return loads, buffer, tail, frame
 
 
 def torch_loads(trace, sizes):
@@ -1011,9 +1020,10 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                     max(1, int(round(loads / files))), ascending)
         found = pickle_loads(trace, sizes)
         if found is not None:
-            loads, buffer, tail = found
+            loads, buffer, tail, frame = found
             size, spread = _file_sizes(data, evidence)
-            evidence["pickle_loads"] = {"loads": loads, "buffer_size": buffer, "tail": tail}
+            evidence["pickle_loads"] = {"loads": loads, "buffer_size": buffer, "tail": tail,
+                                        "frame": frame}
             notes.append(f"each file loaded whole as pickle.load reads it through a buffered "
                          f"file of {buffer} bytes (a fill at its start, the rest asked for at "
                          "once: whole buffers read straight in, then a fill of the tail), "
@@ -1023,9 +1033,15 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             if tail:
                 notes.append(f"a large object outside the pickle's frames, read straight in, "
                              f"then its last frame of {tail} bytes (reader.pickle_tail)")
+            if frame:
+                notes.append(f"a pickle of many objects, its frames of {frame} bytes asked "
+                             "for in turn, each a buffer fill and the rest straight in "
+                             "(reader.pickle_frame; the objects inside cannot be seen: a "
+                             "sample is the file)")
             return (int(round(float(size.mean()))), 1, 0,
                     {"access": "pickle", "buffer_size": buffer,
-                     **({"pickle_tail": tail} if tail else {})},
+                     **({"pickle_tail": tail} if tail else {}),
+                     **({"pickle_frame": frame} if frame else {})},
                     max(1, int(round(loads / files))), ascending)
     if t.opaque and not t.companions and layout == "multi":
         decoder = t.decoder

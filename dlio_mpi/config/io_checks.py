@@ -263,6 +263,10 @@ def validate_access(cfg):
     if rd.torch_tensors != 1 and rd.access != "torch":
         raise ConfigError(f"reader.torch_tensors is the tensors torch.load reads of a "
                           f"sample's file: it needs reader.access=torch, not {rd.access}")
+    if rd.pickle_frame and (rd.access != "pickle" or rd.pickle_tail):
+        raise ConfigError(f"reader.pickle_frame={rd.pickle_frame} is the frames of a pickle "
+                          "of many objects: it needs reader.access=pickle and no "
+                          "reader.pickle_tail")
     if rd.pickle_tail and rd.access != "pickle":
         raise ConfigError(f"reader.pickle_tail is a pickle's last frame: it needs "
                           f"reader.access=pickle, not {rd.access}")

@@ -236,6 +236,10 @@ SCHEMA = {
                            "frame after a large object written outside its frames (the object "
                            "read straight in, then this tail through a buffer fill); 0: the "
                            "pickle is one frame", minimum=0),
+        "pickle_frame": Key("size", 0, "reader.access=pickle: a pickle of many objects in "
+                            "frames of this many bytes (protocol 4 frames of 64 KiB), each "
+                            "asked for in turn through the buffered file: a buffer fill, the "
+                            "rest straight in; 0: the pickle is one frame", minimum=0),
         "reopen": Key("bool", False, "open a sample's file for its read and close it after "
                       "(loaders that open a file per sample); reader.access=numpy always does"),
         "buffer_size": Key("size", 0, "reader.access=numpy, image, buffered and pickle: the "

@@ -236,14 +236,16 @@ class BufferedSamples:
         return _arrays(self._raw.reads)
 
 
-def pickle_reads(file_size, blksize=4096, head=11, tail=0):
+def pickle_reads(file_size, blksize=4096, head=11, tail=0, frame=0):
     """(offsets, lengths) pickle.load of a whole file of file_size bytes issues through Python's
     buffered file of blksize: its first `head` bytes (the protocol and the frame's header: a
     buffer fill), then the rest asked for at once, which the buffered file reads straight in
     whole buffers and ends with a buffer fill of the tail: a pickle within one frame (64 KiB).
     With ``tail``, a pickle whose large object is written outside its frames: after the
     buffer's fill, the object read straight in to ``tail`` bytes before the file's end, then
-    the last frame (``tail`` bytes) through a buffer fill."""
+    the last frame (``tail`` bytes) through a buffer fill. With ``frame``, a pickle of many
+    objects in frames of that many bytes (protocol 4's 64 KiB), each asked for in turn: a
+    buffer fill where the buffer runs out, the rest of the frame straight in whole buffers."""
     if tail:
         size, blk = int(file_size), int(blksize)
         body = size - blk - int(tail)
@@ -256,8 +258,11 @@ def pickle_reads(file_size, blksize=4096, head=11, tail=0):
     with io.BufferedReader(raw, buffer_size=blksize) as f:
         first = min(int(head), int(file_size))
         f.read(first)
-        if file_size > first:
-            f.read(int(file_size) - first)
+        at, step = first, int(frame) if frame else int(file_size)
+        while at < file_size:
+            n = min(step, int(file_size) - at)
+            f.read(n)
+            at += n
     return _arrays(raw.reads)
 
 

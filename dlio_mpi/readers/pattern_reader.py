@@ -254,7 +254,8 @@ class PatternReader(Reader):
             self._blksize = self.cfg.reader.buffer_size or os.stat(self.path(f)).st_blksize \
                 or 4096
         o, n = numpy_reads.pickle_reads(self.data.index(f).file_size, self._blksize,
-                                        tail=self.cfg.reader.pickle_tail)
+                                        tail=self.cfg.reader.pickle_tail,
+                                        frame=self.cfg.reader.pickle_frame)
         k = len(np.asarray(local))
         return np.tile(o, k), np.tile(n, k)
 

@@ -76,3 +76,28 @@ def test_bad_buffered_settings_are_one_line(overrides, message):
     with pytest.raises(config.ConfigError) as ei:
         config.load(base + overrides)
     assert message in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_a_pickle_in_frames_read_through_a_buffer():
+    """pickle.load of a pickle of many objects in 64 KiB frames through a 4 KiB buffer: a
+    fill, then each frame's rest straight in whole buffers, the next frame's start a fill,
+    the last a fill of the tail (as strace and Darshan show pickle.load of a list of 64 arrays
+    of 8 KiB)."""
+    from dlio_mpi.readers.numpy_reads import pickle_reads
+    o, n = pickle_reads(526130, 4096, frame=65536)
+    reads = list(zip(o.tolist(), n.tolist()))
+    assert reads[:4] == [(0, 4096), (4096, 61440), (65536, 4096), (69632, 61440)]
+    assert reads[-1] == (524288, 4096) and len(reads) == 17
+
+
+def test_pickle_frames_need_the_pickle_access():
+    from dlio_mpi.config import loader as config
+    base = ["workload=default", "dataset.format=raw", "dataset.num_samples_per_file=1",
+            "reader.pickle_frame=65536"]
+    for extra in (["reader.access=sample"], ["reader.access=pickle", "reader.pickle_tail=100"]):
+        try:
+            config.load(base + extra)
+        except config.ConfigError as e:
+            assert "reader.pickle_frame=65536" in str(e) and "\n" not in str(e)
+        else:
+            raise AssertionError(f"accepted {extra}")
