@@ -1138,6 +1138,45 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         **({"checkpoint": checkpoints[1]} if checkpoints else {}),
         "output": {"folder": output_folder},
     }
+    crops = fit_patterns.h5d_crops(job, set(data["name"])) \
+        if traits(fmt).rows and not io_extra.get("write_first") and read_type == "on_demand" \
+        and trace is not None else None
+    if crops:
+        _crop_workload(workload, crops, trace, len(data), notes, evidence)
     return Fit(workload=workload, ranks=ranks, evidence=evidence, notes=notes,
                sources=list(job.paths) if job.source == "darshan"
                else [os.path.dirname(job.paths[0])])
+
+
+def _crop_workload(workload, crops, trace, num_files, notes, evidence):
+    """The workload of a job that read crops of N-D datasets (fit_patterns.h5d_crops): the
+    emulator's HDF5 volumes (dataset.volumes), a crop of each a sample, as many crops as the
+    job read (one epoch: crops at random positions make no pass over the data to count), the
+    steps timed from the reads beneath the crops (libhdf5's chunk reads, each the crops' share
+    of them: its chunk cache serves some crops without a read)."""
+    per_read = crops["reads"] / max(len(trace), 1)
+    compute, batch, _, timing = _timeline(trace, 1, lambda r: np.full(len(r), per_read))
+    crop_bytes = int(np.prod(crops["crop"])) * sum(v[1] for v in crops["volumes"])
+    ds, io = workload["dataset"], workload["io"]
+    for key in ("hdf5_fields", "enable_chunking", "chunk_size", "compression",
+                "record_length_stdev", "content_fill"):
+        ds.pop(key, None)
+    spf = max(1, crops["reads"] // max(num_files, 1))
+    ds.update({"num_samples_per_file": spf, "record_length": crop_bytes,
+               "volume_shape": crops["shape"], "crop_shape": crops["crop"],
+               "volumes": [{"name": n, "dtype": fit_patterns.FIELD_DTYPES.get(size, "uint8"),
+                            "chunks": chunks} for n, size, chunks in crops["volumes"]]})
+    workload["reader"] = {"batch_size": max(1, int(batch)), "read_threads": 0,
+                          "transfer_size": 0, "sample_shuffle": "off"}
+    workload["train"] = {"epochs": 1, "computation_time": round(compute, 6)}
+    if io.get("interface") == "hdf5_coll":
+        io["interface"] = "hdf5"
+    for key in [k for k in io if k.startswith("write_")]:
+        io.pop(key)
+    evidence["hdf5_crops"] = crops
+    evidence["timeline"] = timing
+    notes.append(f"each H5Dread a box of {crops['crop']} of a chunked N-D dataset (taken as a "
+                 f"cube of {crops['shape']}: Darshan keeps no dimensions), not whole rows: "
+                 f"crops, the emulator's HDF5 volumes (dataset.volumes "
+                 f"{', '.join(v[0] for v in crops['volumes'])}), {crops['reads']} of them in "
+                 "one epoch (crops at random positions make no pass over the data to count)")

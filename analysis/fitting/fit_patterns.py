@@ -1612,3 +1612,53 @@ def nonblocking_share(job, ids):
                 ("MPIIO_NB_READS", "MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS")
                 if c in mine)
     return int(mine["MPIIO_NB_READS"].clip(lower=0).sum()) / total if total else 0.0
+
+
+def h5d_crops(job, data_names):
+    """The data files' N-D datasets read as crops (dataset.volumes): every H5Dread one
+    regular hyperslab of one shape (H5D_ACCESS1, Darshan's lengths last dimension first: D5
+    the first) smaller than the dataset along a dimension after the first (a box, not whole
+    rows), the dataset chunked (H5D_CHUNK_SIZE_D1.., the last dimension first) and a cube
+    (its shape from H5D_DATASPACE_NPOINTS: Darshan keeps no dimensions). Returns {"shape",
+    "crop", "volumes": [(name, itemsize, chunks)], "reads"} (first dimension first; the
+    volumes those read as often as the most read, each crop of each one read), or None."""
+    h5d = job.records.get("H5D")
+    need = ("H5D_ACCESS1_LENGTH_D5", "H5D_DATASPACE_NDIMS", "H5D_ACCESS1_COUNT", "H5D_READS",
+            "H5D_DATASPACE_NPOINTS", "H5D_DATATYPE_SIZE", "H5D_REGULAR_HYPERSLAB_SELECTS",
+            "H5D_CHUNK_SIZE_D1")
+    if h5d is None or h5d.empty or any(c not in h5d for c in need):
+        return None
+    col = {c: np.asarray(h5d[c]) for c in h5d if c == "id" or str(c).startswith("H5D_")}
+    found = {}
+    for k in range(len(col["id"])):
+        path, _, name = job.names.get(int(col["id"][k]), "").partition(":")
+        reads = int(col["H5D_READS"][k])
+        if path not in data_names or reads <= 0 or not name:
+            continue
+        nd = int(col["H5D_DATASPACE_NDIMS"][k])
+        if not 2 <= nd <= 5 or int(col["H5D_ACCESS1_COUNT"][k]) < STREAM_SHARE * reads \
+                or int(col["H5D_REGULAR_HYPERSLAB_SELECTS"][k]) < STREAM_SHARE * reads:
+            return None
+        crop = [int(col[f"H5D_ACCESS1_LENGTH_D{5 - d}"][k]) for d in range(nd)]
+        chunks = [int(col[f"H5D_CHUNK_SIZE_D{nd - d}"][k]) for d in range(nd)]
+        points = int(col["H5D_DATASPACE_NPOINTS"][k])
+        side = int(round(points ** (1.0 / nd)))
+        if side ** nd != points or min(crop) < 1 or min(chunks) < 1 \
+                or max(crop) > side or max(chunks) > side \
+                or all(c == side for c in crop[1:]):
+            return None
+        entry = found.setdefault(name.lstrip("/"), {"reads": 0, "shape": [side] * nd,
+                                                     "crop": crop, "chunks": chunks,
+                                                     "itemsize": int(col["H5D_DATATYPE_SIZE"][k])})
+        if entry["crop"] != crop or entry["chunks"] != chunks or entry["shape"] != [side] * nd:
+            return None
+        entry["reads"] += reads
+    if not found:
+        return None
+    most = max(v["reads"] for v in found.values())
+    vols = {n: v for n, v in found.items() if v["reads"] == most}
+    first = next(iter(vols.values()))
+    if any(v["shape"] != first["shape"] or v["crop"] != first["crop"] for v in vols.values()):
+        return None
+    return {"shape": first["shape"], "crop": first["crop"], "reads": most,
+            "volumes": [(n, v["itemsize"], v["chunks"]) for n, v in sorted(vols.items())]}

@@ -362,3 +362,20 @@ def counted_shape(name, *also):
     if "read_threads" in also:
         assert rd["read_threads"] == t["read_threads"]
     return fitted, w
+
+
+def test_random_crops_of_a_volume_are_the_emulators_volumes(tmp_path):
+    """mpi4py + h5py's MPI-IO driver, 2 ranks: each step a random 16^3 crop of a (128, 128,
+    128) dataset in (32, 32, 32) chunks, 3 ms a step. Each H5Dread a box smaller than the
+    dataset after its first dimension (no whole rows): crops, dataset.volumes (8,192 rows of
+    256 bytes, batch 213 and a whole pass over the volume before: 0.579)."""
+    name = "h5py_mpio_random_crops_2r"
+    f = analysis.fit(log(name))
+    ds, rd = f.workload["dataset"], f.workload["reader"]
+    assert (ds["volume_shape"], ds["crop_shape"]) == ([128] * 3, [16] * 3)
+    assert ds["volumes"] == [{"name": "vol", "dtype": "uint8", "chunks": [32, 32, 32]}]
+    assert ds["num_samples_per_file"] == 128 and rd["batch_size"] == 1
+    assert 0.002 <= f.workload["train"]["computation_time"] <= 0.005
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["read_ops"] == r.real["read_ops"] == 128
