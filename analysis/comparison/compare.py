@@ -126,7 +126,7 @@ from dlio_mpi_analysis.characterization.module_metrics import file_counts, io_ti
 from dlio_mpi_analysis.loading.oplog import MMAP_MARK
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
 from dlio_mpi_analysis.characterization.read_order import read_order, write_order
-from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
+from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, STRAY_SHARE
 from dlio_mpi_analysis.loading.trace_ops import READ_OP, WRITE_OP
 
 # (metric, kind, weight, description)
@@ -252,6 +252,8 @@ def profile(c, layer="POSIX"):
     # the job's data I/O alone: not its standard streams, the MPI library's own files, nor
     # its configuration, log and output files (dlio_mpi_analysis.characterization.file_roles)
     parts, time_parts = data_parts(parts, c.roles), data_parts(time_parts, c.roles)
+    if any(w.startswith(REUSED_NOTE) for w in c.warnings):
+        parts, time_parts = _without_stray(parts), _without_stray(time_parts)
     reads = sum(counter_sum(f, spec.ops["reads"]) for spec, f in parts if "reads" in spec.ops)
     writes = sum(counter_sum(f, spec.ops["writes"]) for spec, f in parts if "writes" in spec.ops)
     syncs = sum(counter_sum(f, spec.ops["syncs"]) for spec, f in parts if "syncs" in spec.ops)
@@ -300,6 +302,36 @@ def profile(c, layer="POSIX"):
         "read_draws": _draws(posix, c.dxt_segments, READ_OP, reads),
         "write_draws": _draws(posix, c.dxt_segments, WRITE_OP, writes),
     }
+
+
+def _without_stray(parts):
+    """The parts without the POSIX records of files C stdio read whose POSIX bytes and calls
+    are under STRAY_SHARE of stdio's: another descriptor's I/O counted under them through a
+    reused number (a worker's pipe; the loader's note says so), not the files' (a library's
+    own POSIX reads beside stdio's, numpy's headers, come with every load)."""
+    def moved(name):
+        out = {}
+        for spec, frame in parts:
+            if spec.name != name or frame.empty:
+                continue
+            columns = [spec.bytes_read, spec.bytes_written]
+            calls = [c for key in ("reads", "writes") for c in spec.ops.get(key, ())]
+            for i in set(int(x) for x in frame["id"].tolist()):
+                rows = frame[np.asarray(frame["id"]).astype(np.uint64) == np.uint64(i)]
+                b, n = out.get(i, (0, 0))
+                out[i] = (b + counter_sum(rows, [c for c in columns if c in rows]),
+                          n + counter_sum(rows, [c for c in calls if c in rows]))
+        return out
+    stdio, posix = moved("STDIO"), moved("POSIX")
+    stray = {i for i, (b, n) in posix.items()
+             if stdio.get(i, (0, 0))[0] > 0 and b < STRAY_SHARE * stdio[i][0]
+             and n < STRAY_SHARE * stdio[i][1]}
+    if not stray:
+        return parts
+    ids = np.array(sorted(stray), dtype=np.uint64)
+    return [(spec, frame[~np.isin(np.asarray(frame["id"]).astype(np.uint64), ids)])
+            if spec.name == "POSIX" and not frame.empty else (spec, frame)
+            for spec, frame in parts]
 
 
 def _moved_data(interfaces, parts):

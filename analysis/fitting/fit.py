@@ -147,7 +147,7 @@ from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_
                            _transfer_size, _worker_files, _write_first, collective_writes)
 from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
                                                     whole_fields)
-from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE
+from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, STRAY_SHARE
 
 SHARED_SHARE = 0.5
 # Parquet footer reads at most this many a file and epoch: each file opened once an epoch
@@ -160,9 +160,7 @@ OPEN_PER_READ = 0.9
 # a job that read less than this share of its data files' bytes read a part of them, once
 PARTIAL_SHARE = 0.75
 SAMPLE_SLACK = 0.02   # how far from a whole number of samples a collective call may move
-# a trace of the data files under reused descriptors holding less than this share of the bytes
-# read is another descriptor's I/O, not the data's
-STRAY_SHARE = 0.01
+
 
 
 @dataclass
@@ -195,16 +193,21 @@ class Fit:
 def _stray_posix(job, data, notes):
     """True when the POSIX reads of the data files are another descriptor's I/O (the
     loader found descriptors reused under them: a worker's pipe taking the number C stdio
-    closed) and C stdio read the data: the POSIX bytes under STRAY_SHARE of the STDIO ones.
-    Says so in a note."""
+    closed) and C stdio read the data: the POSIX bytes and reads under STRAY_SHARE of the
+    STDIO ones. Says so in a note."""
     stdio, posix = job.records.get("STDIO"), job.records.get("POSIX")
     if stdio is None or stdio.empty or posix is None or posix.empty \
             or not any(n.startswith(REUSED_NOTE) for n in notes):
         return False
     ids = list(data.index)
-    on_posix = int(posix.loc[posix["id"].isin(ids), "POSIX_BYTES_READ"].clip(lower=0).sum())
-    on_stdio = int(stdio.loc[stdio["id"].isin(ids), "STDIO_BYTES_READ"].clip(lower=0).sum())
-    if on_stdio <= 0 or on_posix >= STRAY_SHARE * on_stdio:
+    mine_posix, mine_stdio = posix[posix["id"].isin(ids)], stdio[stdio["id"].isin(ids)]
+    on_posix = int(mine_posix["POSIX_BYTES_READ"].clip(lower=0).sum())
+    on_stdio = int(mine_stdio["STDIO_BYTES_READ"].clip(lower=0).sum())
+    calls_posix = int(mine_posix["POSIX_READS"].clip(lower=0).sum())
+    calls_stdio = int(mine_stdio["STDIO_READS"].clip(lower=0).sum())
+    # a library's own POSIX reads beside stdio's (numpy's headers) come with every load
+    if on_stdio <= 0 or on_posix >= STRAY_SHARE * on_stdio \
+            or calls_posix >= STRAY_SHARE * calls_stdio:
         return False
     notes.append(f"the POSIX records of the data files hold {on_posix} bytes read under "
                  f"reused descriptors, C stdio {on_stdio}: the data's reads are the STDIO "

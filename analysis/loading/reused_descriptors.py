@@ -56,6 +56,10 @@ from dlio_mpi_analysis.loading.trace_ops import READ_OP, WRITE_OP
 
 # every note of this module starts with it (fit and compare pass these notes on)
 NOTE_MARK = "reused descriptor:"
+# the POSIX I/O of a file C stdio read, under a reused descriptor's note, of less than this share
+# of stdio's bytes is another descriptor's (a worker's pipe), not the file's: fit and compare
+# leave it out
+STRAY_SHARE = 0.01
 TRACE = "DXT_POSIX"
 FILES_NAMED = 3
 RECOMPUTED = (

@@ -337,15 +337,20 @@ def test_turns_of_segments_keep_whole_steps(tmp_path):
     assert r.score >= 0.95, r.comparison.table
 
 
-def test_posix_records_under_reused_descriptors_are_no_data_reads():
+def test_posix_records_under_reused_descriptors_are_no_data_reads(tmp_path):
     """2 forked workers np.fromfile(count, offset) a 4 KiB sample of one file: C stdio reads
     the data (2,048 reads, 8 MiB a worker); the POSIX records of the file hold a worker
     pipe's traffic under the descriptor number stdio closed (8 reads of 4 to 31 bytes, 11
     writes). From the STDIO counters: 4,096 samples of 4 KiB, 2 epochs (559,241 samples of
-    30 bytes before, a replay of about 100 minutes for the job's 6 s)."""
+    30 bytes before, a replay of about 100 minutes for the job's 6 s); compare leaves that
+    traffic out of the job's interfaces and writes too (0.40 before: POSIX beside STDIO)."""
     name = "torch_fromfile_offsets_workers2"
     f, w = counted_shape(name, "sample_bytes", "read_threads")
     assert w["io"]["interface"] == "stdio" and "stray_trace" in f.evidence
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.comparison.row("interfaces") == (["STDIO"], ["STDIO"])
+    assert r.real["bytes_written"] == 0
 
 
 def counted_shape(name, *also):
