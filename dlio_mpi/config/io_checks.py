@@ -29,6 +29,31 @@ def _python_file(b):
     return b.buffered and b.library == backends.POSIX
 
 
+def _dataset_entry(where, entry, required, keys, names, taken=""):
+    """Check one mapping of a list of HDF5 datasets (volumes, fields): a mapping with the
+    ``required`` keys and no other than ``keys``, a plain name not in ``names`` (added to
+    them; ``taken`` says which names are), a numeric dtype (uint8 when not given), which it
+    returns."""
+    if not isinstance(entry, dict) or any(k not in entry for k in required):
+        raise ConfigError(f"{where}: a mapping with at least {' and '.join(required)}")
+    extra = set(entry) - keys
+    if extra:
+        raise ConfigError(f"{where}: unknown key {sorted(extra)[0]!r} (one of "
+                          f"{', '.join(sorted(keys))})")
+    name = entry["name"]
+    if not isinstance(name, str) or not name or "/" in name or name in names:
+        raise ConfigError(f"{where}.name={name!r}: a plain dataset name, each once{taken}")
+    names.add(name)
+    try:
+        dt = np.dtype(entry.get("dtype", "uint8"))
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind not in "biuf":
+        raise ConfigError(f"{where}.dtype={entry.get('dtype')!r}: a numeric type (uint8, "
+                          "int64, float32, ...)")
+    return dt
+
+
 def validate_volumes(cfg):
     ds, io, rd = cfg.dataset, cfg.io, cfg.reader
     if not ds.volume_shape and not ds.volumes and not ds.crop_shape:
@@ -56,27 +81,11 @@ def validate_volumes(cfg):
     names = set()
     for i, v in enumerate(ds.volumes):
         where = f"dataset.volumes[{i}]"
-        if not isinstance(v, dict) or "name" not in v or "chunks" not in v:
-            raise ConfigError(f"{where}: a mapping with at least name and chunks")
-        extra = set(v) - VOLUME_KEYS
-        if extra:
-            raise ConfigError(f"{where}: unknown key {sorted(extra)[0]!r} (one of "
-                              f"{', '.join(sorted(VOLUME_KEYS))})")
-        name = v["name"]
-        if not isinstance(name, str) or not name or "/" in name or name in names:
-            raise ConfigError(f"{where}.name={name!r}: a plain dataset name, each once")
-        names.add(name)
+        _dataset_entry(where, v, ("name", "chunks"), VOLUME_KEYS, names)
         chunks = _dims(f"{where}.chunks", v["chunks"])
         if len(chunks) != len(shape) or any(c > s for c, s in zip(chunks, shape)):
             raise ConfigError(f"{where}.chunks={chunks} does not fit dataset.volume_shape="
                               f"{shape}")
-        try:
-            dt = np.dtype(v.get("dtype", "uint8"))
-        except TypeError:
-            dt = None
-        if dt is None or dt.kind not in "biuf":
-            raise ConfigError(f"{where}.dtype={v.get('dtype')!r}: a numeric type (uint8, "
-                              "int64, float32, ...)")
         if v.get("compression", "none") not in ("none", "gzip", "lzf"):
             raise ConfigError(f"{where}.compression={v.get('compression')!r}: none, gzip or "
                               "lzf")
@@ -117,24 +126,8 @@ def validate_fields(cfg):
     names, total = {"records"}, 0
     for i, f in enumerate(ds.hdf5_fields):
         where = f"dataset.hdf5_fields[{i}]"
-        if not isinstance(f, dict) or "name" not in f or "bytes" not in f:
-            raise ConfigError(f"{where}: a mapping with at least name and bytes")
-        extra = set(f) - FIELD_KEYS
-        if extra:
-            raise ConfigError(f"{where}: unknown key {sorted(extra)[0]!r} (one of "
-                              f"{', '.join(sorted(FIELD_KEYS))})")
-        name = f["name"]
-        if not isinstance(name, str) or not name or "/" in name or name in names:
-            raise ConfigError(f"{where}.name={name!r}: a plain dataset name, each once "
-                              "(records is the rows' dataset)")
-        names.add(name)
-        try:
-            dt = np.dtype(f.get("dtype", "uint8"))
-        except TypeError:
-            dt = None
-        if dt is None or dt.kind not in "biuf":
-            raise ConfigError(f"{where}.dtype={f.get('dtype')!r}: a numeric type (uint8, "
-                              "int64, float32, ...)")
+        dt = _dataset_entry(where, f, ("name", "bytes"), FIELD_KEYS, names,
+                            " (records is the rows' dataset)")
         nbytes = f["bytes"]
         if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < dt.itemsize \
                 or nbytes % dt.itemsize:
