@@ -1096,6 +1096,13 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     if traits(fmt).rows and interface.startswith("hdf5") and not index_format \
             and not reader_extra.get("access") and not io_extra.get("write_first"):
         fields = fit_patterns.h5d_fields(job, set(data["name"]), record) or []
+        chunk_bytes = fit_patterns.h5d_chunk_bytes(job, set(data["name"])) \
+            if fields and "hdf5_chunk" in evidence else None
+        if chunk_bytes:
+            # the rows' dataset's chunk in its own rows, as whole samples (a sample counts
+            # its fields: DLIO's records split in datasets of equal parts)
+            own = record - sum(f["bytes"] for f in fields)
+            evidence["hdf5_chunk"] = max(1, int(round(chunk_bytes / max(own, 1)))) * record
         if fields:
             evidence["hdf5_fields"] = fields
             notes.append("each sample's row read with the same rows of "

@@ -553,6 +553,26 @@ def hdf5_chunk(trace, per_read):
     return size
 
 
+def own_files_each_pass(trace):
+    """Whether several ranks read each its own files, pass after pass: every file read by one
+    rank only, and at least two passes over it (reads at its start) on average."""
+    if trace is None or trace["rank"].nunique() < 2:
+        return False
+    if (trace.groupby("id")["rank"].nunique() > 1).any():
+        return False
+    starts = trace[trace["offset"].to_numpy() == 0].groupby("id").size()
+    return len(starts) > 0 and float(starts.mean()) >= 2
+
+
+def read_in_chunks(trace, chunk):
+    """Whether the read size that moves the most bytes is the chunk's (a chunked dataset's
+    chunks read whole, one a call)."""
+    if trace is None or not len(trace):
+        return False
+    moved = trace.groupby("length")["length"].sum()
+    return int(moved.idxmax()) == int(chunk)
+
+
 def h5d_chunk_bytes(job, data_names):
     """The bytes of a chunk of the data files' datasets from Darshan's H5D record (the chunk's
     dimensions, H5D_CHUNK_SIZE_D1..D5, times H5D_DATATYPE_SIZE), the largest over them; None
@@ -1133,6 +1153,14 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             evidence["passes_in_a_row"] = run
             ascending = file_order_ascending(trace, names, at_once)
             evidence["files_in_name_order"] = ascending
+            if ascending is False and own_files_each_pass(trace):
+                # a file shuffle would deal the files to other ranks every epoch: the job
+                # kept each file on its rank, pass after pass, only its order its own
+                ascending = None
+                notes.append("a rank takes its files out of their names' order but keeps "
+                             "the same files every pass (each file read by one rank only): "
+                             "no file shuffle, which would move files between ranks; the "
+                             "emulator reads a rank's files in name order")
             if ascending is False:
                 extra["file_shuffle"] = "seed"
                 notes.append("a rank takes its files out of their names' order: "
@@ -1186,9 +1214,11 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              f"than a row ({per_read} bytes) of files the job wrote: fitted "
                              "contiguous")
                 recorded = None
-            if recorded and (recorded != per_read or compressed_chunks(trace, recorded)):
+            if recorded and (recorded != per_read or compressed_chunks(trace, recorded)
+                             or read_in_chunks(trace, recorded)):
                 # (a chunk a sample is still a chunked dataset when its chunks were read
-                # through a filter, in sizes of their own)
+                # through a filter, in sizes of their own, or read a chunk a call: a
+                # contiguous one is read in libhdf5's sieve buffer's fills)
                 evidence["hdf5_chunk"] = recorded
                 notes.append(f"Darshan's H5D record gives the datasets' chunks: "
                              f"{recorded} bytes (dataset.chunk_size={recorded})")

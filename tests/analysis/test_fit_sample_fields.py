@@ -85,3 +85,29 @@ def test_gzip_images_in_chunks_of_8_beside_their_labels(tmp_path):
     assert ds["hdf5_fields"] == [{"name": "labels", "bytes": 8, "dtype": "int64"}]
     assert (ds["compression"], ds["chunk_size"] // ds["record_length"]) == ("gzip", 8)
     replay_like(name, tmp_path, bytes_rel=0.05)
+
+
+def test_a_record_in_two_chunked_datasets(tmp_path):
+    """The DLIO benchmark's hdf5 on 3 ranks, each record split in 2 datasets of 8 KiB rows in
+    chunks of 2 rows: the rows' dataset chunked as its fields are, 2 rows a chunk (32,768
+    bytes of whole samples; before: the chunk taken for one sample counting its field, so
+    the rows' dataset contiguous, libhdf5 reading to its end: 0.955)."""
+    name = "dlio_hdf5_two_datasets_chunked_3r"
+    f = analysis.fit(log(name))
+    ds = f.workload["dataset"]
+    assert ds["record_length"] == 16384 and ds["chunk_size"] == 2 * 16384
+    assert ds["hdf5_fields"] == [{"name": "records_1", "bytes": 8192, "dtype": "uint8",
+                                  "chunk_rows": 2}]
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.97, r.comparison.table
+    assert r.emulated["read_ops"] == pytest.approx(r.real["read_ops"], rel=0.02)
+
+
+def test_a_chunk_a_sample_read_whole(tmp_path):
+    """3 forked workers read x[i] of a (1024, 3, 64, 64) float32 dataset in chunks of one
+    sample: each read a whole 48 KiB chunk. Chunked, a chunk a sample (before: contiguous,
+    libhdf5's 64 KiB sieve reads instead, bytes +33 %, 0.960)."""
+    name = "torch_h5py_4d_chunked_workers3"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert w["dataset"]["chunk_size"] == 49152 and w["dataset"]["enable_chunking"] is True
+    replay_like(name, tmp_path, bytes_rel=0.03)
