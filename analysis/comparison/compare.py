@@ -126,7 +126,7 @@ from dlio_mpi_analysis.characterization.module_metrics import file_counts, io_ti
 from dlio_mpi_analysis.loading.oplog import MMAP_MARK
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
 from dlio_mpi_analysis.characterization.read_order import read_order, write_order
-from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, STRAY_SHARE
+from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, stray_posix
 from dlio_mpi_analysis.loading.trace_ops import READ_OP, WRITE_OP
 
 # (metric, kind, weight, description)
@@ -305,27 +305,30 @@ def profile(c, layer="POSIX"):
 
 
 def _without_stray(parts):
-    """The parts without the POSIX records of files C stdio read whose POSIX bytes and calls
-    are under STRAY_SHARE of stdio's: another descriptor's I/O counted under them through a
-    reused number (a worker's pipe; the loader's note says so), not the files' (a library's
-    own POSIX reads beside stdio's, numpy's headers, come with every load)."""
+    """The parts without the POSIX records of files C stdio read whose POSIX I/O is another
+    descriptor's (reused_descriptors.stray_posix: counted under them through a reused
+    number, a worker's pipe; the loader's note says so), not the files'."""
     def moved(name):
+        """File id -> (bytes, calls) of module ``name``'s parts."""
         out = {}
         for spec, frame in parts:
             if spec.name != name or frame.empty:
                 continue
-            columns = [spec.bytes_read, spec.bytes_written]
-            calls = [c for key in ("reads", "writes") for c in spec.ops.get(key, ())]
-            for i in set(int(x) for x in frame["id"].tolist()):
-                rows = frame[np.asarray(frame["id"]).astype(np.uint64) == np.uint64(i)]
-                b, n = out.get(i, (0, 0))
-                out[i] = (b + counter_sum(rows, [c for c in columns if c in rows]),
-                          n + counter_sum(rows, [c for c in calls if c in rows]))
+            ids, at = np.unique(np.asarray(frame["id"]).astype(np.uint64), return_inverse=True)
+            totals = []
+            for columns in ([spec.bytes_read, spec.bytes_written],
+                            [c for key in ("reads", "writes") for c in spec.ops.get(key, ())]):
+                sums = np.zeros(len(ids), np.int64)
+                for c in columns:
+                    if c in frame:
+                        np.add.at(sums, at, np.maximum(np.asarray(frame[c], np.int64), 0))
+                totals.append(sums)
+            for i, b, n in zip(ids.tolist(), totals[0].tolist(), totals[1].tolist()):
+                old = out.get(i, (0, 0))
+                out[i] = (old[0] + b, old[1] + n)
         return out
     stdio, posix = moved("STDIO"), moved("POSIX")
-    stray = {i for i, (b, n) in posix.items()
-             if stdio.get(i, (0, 0))[0] > 0 and b < STRAY_SHARE * stdio[i][0]
-             and n < STRAY_SHARE * stdio[i][1]}
+    stray = {i for i, (b, n) in posix.items() if stray_posix(b, n, *stdio.get(i, (0, 0)))}
     if not stray:
         return parts
     ids = np.array(sorted(stray), dtype=np.uint64)

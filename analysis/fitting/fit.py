@@ -147,7 +147,7 @@ from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_
                            _transfer_size, _worker_files, _write_first, collective_writes)
 from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
                                                     whole_fields)
-from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, STRAY_SHARE
+from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, stray_posix
 
 SHARED_SHARE = 0.5
 # Parquet footer reads at most this many a file and epoch: each file opened once an epoch
@@ -193,8 +193,8 @@ class Fit:
 def _stray_posix(job, data, notes):
     """True when the POSIX reads of the data files are another descriptor's I/O (the
     loader found descriptors reused under them: a worker's pipe taking the number C stdio
-    closed) and C stdio read the data: the POSIX bytes and reads under STRAY_SHARE of the
-    STDIO ones. Says so in a note."""
+    closed) and C stdio read the data (reused_descriptors.stray_posix over the data files'
+    reads). Says so in a note."""
     stdio, posix = job.records.get("STDIO"), job.records.get("POSIX")
     if stdio is None or stdio.empty or posix is None or posix.empty \
             or not any(n.startswith(REUSED_NOTE) for n in notes):
@@ -205,9 +205,7 @@ def _stray_posix(job, data, notes):
     on_stdio = int(mine_stdio["STDIO_BYTES_READ"].clip(lower=0).sum())
     calls_posix = int(mine_posix["POSIX_READS"].clip(lower=0).sum())
     calls_stdio = int(mine_stdio["STDIO_READS"].clip(lower=0).sum())
-    # a library's own POSIX reads beside stdio's (numpy's headers) come with every load
-    if on_stdio <= 0 or on_posix >= STRAY_SHARE * on_stdio \
-            or calls_posix >= STRAY_SHARE * calls_stdio:
+    if not stray_posix(on_posix, calls_posix, on_stdio, calls_stdio):
         return False
     notes.append(f"the POSIX records of the data files hold {on_posix} bytes read under "
                  f"reused descriptors, C stdio {on_stdio}: the data's reads are the STDIO "

@@ -60,6 +60,14 @@ NOTE_MARK = "reused descriptor:"
 # of stdio's bytes is another descriptor's (a worker's pipe), not the file's: fit and compare
 # leave it out
 STRAY_SHARE = 0.01
+
+
+def stray_posix(posix_bytes, posix_calls, stdio_bytes, stdio_calls):
+    """Whether a file's POSIX I/O (bytes and calls), beside C stdio's, is another
+    descriptor's: both under STRAY_SHARE of stdio's (a library's own POSIX reads beside
+    stdio's, numpy's headers, come with every load and are not)."""
+    return stdio_bytes > 0 and posix_bytes < STRAY_SHARE * stdio_bytes \
+        and posix_calls < STRAY_SHARE * stdio_calls
 TRACE = "DXT_POSIX"
 FILES_NAMED = 3
 RECOMPUTED = (
