@@ -159,6 +159,9 @@ INDEX_SHARE = 0.01
 OPEN_PER_READ = 0.9
 # a job that read less than this share of its data files' bytes read a part of them, once
 PARTIAL_SHARE = 0.75
+# the evidence of loads, each a sample: a run of reads of one file (fit_access)
+LOAD_KINDS = ("numpy_loads", "torch_loads", "npy_loads", "whole_file_loads", "image_reads",
+              "python_whole_reads", "pickle_loads")
 SAMPLE_SLACK = 0.02   # how far from a whole number of samples a collective call may move
 
 
@@ -785,6 +788,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                 per_read = asked / record / max(moving, 1)
                 evidence["h5d_samples_per_read"] = per_read
                 starts = (lambda r: np.where(r["length"].to_numpy() >= least, per_read, 0.0))
+        # a sample a load of a file (its reads a run of that file's), one load of a file in a
+        # row: a pause inside a load is the library's stall, no step's end
+        loads = any(k in evidence for k in LOAD_KINDS) \
+            and evidence.get("loads_in_a_row", 1) <= 1
         steps = trace
         if traits(fmt).rows and share >= DOMINANT_SHARE and transfer == record \
                 and "hdf5_chunk" not in evidence and starts is None:
@@ -800,7 +807,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             steps, starts = calls, None
             evidence["timeline_from"] = "DXT_MPIIO"
         compute, batch, threads, timing = _timeline(steps if len(steps) else trace, record,
-                                                    starts)
+                                                    starts, loads)
         evidence["timeline"] = timing
         per_call = _collective_batch(job, data, record) if interface == "mpiio_coll" \
             else None
@@ -816,9 +823,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if rows is not None:
             # an H5Dread's union is a batch's rows of a file, read in the file's order
             # within it: the batch at least that many rows, the order that of the unions
-            per_batch = max(1, evidence["h5d_bytes_per_read"] // rows["row"])
+            per_batch = rows["rows"]
             batch = max(batch, per_batch)
-            forward = fit_patterns.batch_forward_share(trace, per_batch)
+            # (the rows' own reads: a field's, after them, would count as a batch's)
+            forward = fit_patterns.batch_forward_share(trace[trace["length"] == rows["row"]],
+                                                       per_batch)
             evidence["batch_forward_share"] = forward
             if forward is not None:
                 shuffle = "off" if forward >= FORWARD_SHARE else "seed"

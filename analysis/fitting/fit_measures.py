@@ -728,15 +728,33 @@ def _cached_steps(gaps, weights):
     return k, float(np.median(gaps / k))
 
 
-def _worker_batch(reads, weights, by_start):
+def _inside_loads(ids, weights):
+    """For each pause between a process's reads (in their start order; ids their files',
+    weights their samples begun): True where it falls inside one sample's load, a stall of
+    the library between its own reads (a page fault, the scheduler) that ends no step: the
+    reads on both sides of one file, the one after beginning no sample, and a sample begun
+    among that file's reads since they began."""
+    ids = np.asarray(ids)
+    begins = np.asarray(weights) > 0
+    same = ids[1:] == ids[:-1]
+    first = np.r_[True, ~same]
+    run = np.cumsum(first) - 1
+    begun = np.cumsum(begins)
+    before = (begun - begins)[np.flatnonzero(first)][run]
+    return same & ((begun - before)[:-1] > 0) & ~begins[1:]
+
+
+def _worker_batch(reads, weights, by_start, loads=False):
     """A rank's batch from its worker processes' own pauses (the median over their steps),
     when its reads were made by several processes: a data loader's workers, each assembling
     whole batches, one after another as the loop takes them (a worker's first batches,
     prefetched back to back, are one run of its reads); their reads interleave in the rank's,
-    where two workers' batches read at once look like one. Else None."""
+    where two workers' batches read at once look like one. With ``loads`` (a sample is a
+    load of a file), a pause inside a load ends no step (_inside_loads). Else None."""
     if "process" not in reads or reads["process"].nunique() < 2:
         return None
     process = reads["process"].to_numpy()[by_start]
+    ids = reads["id"].to_numpy()[by_start]
     start = reads["start"].to_numpy()[by_start]
     end = reads["end"].to_numpy()[by_start]
     per_step, cycles, spans = [], [], []
@@ -745,6 +763,8 @@ def _worker_batch(reads, weights, by_start):
         if mine.sum() < 2:
             continue
         gaps = start[mine][1:] - np.maximum.accumulate(end[mine])[:-1]
+        if loads:
+            gaps = np.where(_inside_loads(ids[mine], weights[mine]), 0.0, gaps)
         # (a worker's own batches are few: its pauses over a jump are its batches')
         _, is_step, steps, _ = _steps_by(gaps, weights[mine], lower=False)
         per_step.append(steps)
@@ -761,10 +781,12 @@ def _worker_batch(reads, weights, by_start):
     return float(np.median(np.concatenate(per_step))), step
 
 
-def _timeline(trace, record, sample_starts=None):
+def _timeline(trace, record, sample_starts=None, loads=False):
     """(computation_time, batch_size, read_threads, evidence) from each rank's reads.
     sample_starts(reads) -> bool array, where given, marks the reads that begin a sample (a
-    numpy.load's end-record read): a step's samples are then counted, not sized."""
+    numpy.load's end-record read): a step's samples are then counted, not sized. ``loads``:
+    a sample is a load of a file (its reads one run of that file's), a pause inside which
+    ends no step."""
     gaps_all, batches, concurrency, worker_steps = [], [], [], []
     for _, reads in trace.groupby("rank"):
         start = np.sort(reads["start"].to_numpy())
@@ -776,6 +798,11 @@ def _timeline(trace, record, sample_starts=None):
         by_start = np.argsort(reads["start"].to_numpy())
         weights = sample_starts(reads)[by_start] if sample_starts is not None else \
             reads["length"].to_numpy()[by_start] / max(record, 1)
+        if loads and ("process" not in reads or reads["process"].nunique() < 2):
+            # (the reads of several workers interleave in a rank's: each worker's own are
+            # told apart in _worker_batch)
+            gaps = np.where(_inside_loads(reads["id"].to_numpy()[by_start], weights), 0.0,
+                            gaps)
         ends = np.sort(reads["end"].to_numpy())
         # a read ending within TIME_RESOLUTION of another's start does not overlap it
         in_flight = np.searchsorted(start, start, side="right") \
@@ -799,7 +826,7 @@ def _timeline(trace, record, sample_starts=None):
             batches.append(float(weights.sum()) / (float(k.sum()) + 1))
             continue
         gaps_all.append(steps)
-        workers = _worker_batch(reads, weights, by_start)
+        workers = _worker_batch(reads, weights, by_start, loads)
         batches.append(workers[0] if workers else float(np.median(per_step)))
         if workers and workers[1]:
             worker_steps.append(workers[1])

@@ -675,6 +675,17 @@ def h5d_bytes_per_read(job, data_names):
     return int(round(nbytes / reads)) if reads else None
 
 
+def rows_bytes_per_read(job, data_names):
+    """Bytes an H5Dread of the rows' own dataset moved, where the data files' datasets were
+    read together as a sample's fields (_read_together: the one moving the most bytes); None
+    otherwise."""
+    sets, windows = _h5d_sets(job, data_names)
+    main = _read_together(sets, windows)
+    if main is None or not sets[main]["reads"]:
+        return None
+    return int(round(sets[main]["bytes"] / sets[main]["reads"]))
+
+
 def h5d_sample_reads(job, data_names):
     """The H5Dread calls of the samples: each data file's most read dataset's, summed (a
     sample's further fields read with it not counted again); 0 without H5D records."""
@@ -1194,18 +1205,27 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             chunk = hdf5_chunk(trace, per_read)
             recorded = h5d_chunk_bytes(job, set(names.values()))
             scattered = h5d_scattered_share(job, set(names.values()))
-            if not recorded and chunk is not None and chunk < per_read \
+            # a sample's fields read with its rows (an image's and its label's datasets): the
+            # rows' own dataset's H5Dread holds the rows libhdf5 read one by one
+            own = rows_bytes_per_read(job, set(names.values())) or per_read
+            rows_chunk = hdf5_chunk(trace, own) if own != per_read else chunk
+            if not recorded and rows_chunk is not None and rows_chunk < own \
                     and scattered >= STREAM_SHARE:
                 # each H5Dread selected scattered rows of a contiguous dataset (a batch's
                 # rows by index, h5py's dset[[i, j, ...]]): libhdf5 read each row on its own,
-                # and a row is the sample; the H5Dread is a batch's union of rows
-                evidence["h5d_scattered_rows"] = {"row": chunk, "share": scattered}
+                # and a row is the sample (with its fields' share); the H5Dread is a batch's
+                # union of rows
+                rows = own // rows_chunk
+                record = int(round(per_read / rows))
+                evidence["h5d_scattered_rows"] = {"row": rows_chunk, "rows": rows,
+                                                  "share": scattered}
                 notes.append(f"{scattered:.0%} of the H5Dread calls selected scattered rows "
                              f"(an irregular hyperslab), each read by libhdf5 on its own in "
-                             f"{chunk}-byte pieces: a sample is a row of {chunk} bytes and an "
-                             f"H5Dread of {per_read} bytes a batch's rows in one union "
+                             f"{rows_chunk}-byte pieces: a sample is a row of {record} bytes "
+                             + (f"(its fields' counted) " if record != rows_chunk else "")
+                             + f"and an H5Dread a batch's {rows} rows in one union "
                              "(reader.hdf5_reads batch)")
-                return (chunk, _rows(job, set(names.values()), chunk, file_size), 0, {},
+                return (record, _rows(job, set(names.values()), record, file_size), 0, {},
                         None, ascending)
             if recorded and recorded < per_read and _wrote_data(job, set(names)):
                 # the job wrote its rows in chunks smaller than a row (IOR's HDF5 datasets,

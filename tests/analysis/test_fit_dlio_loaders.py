@@ -362,6 +362,28 @@ def test_a_batch_from_each_worker_s_own_pauses(tmp_path):
     replay_like("dlio_jpeg_workers_prefetch", tmp_path, bytes_rel=0.05)
 
 
+def test_a_stall_inside_a_load_ends_no_step(tmp_path):
+    """unet3d's spawned workers each load a batch of 7 files back to back, one batch an epoch;
+    numpy.load stalled a few ms between its own reads of one file, which cut a batch in
+    three before (batch 5 for 7, half the compute, 0.85): a pause inside a load is none."""
+    f, w = fitted_shape("dlio_unet3d_a100_spawned_ckpt", "read_threads")
+    t = TRUTH["dlio_unet3d_a100_spawned_ckpt"]
+    assert w["train"]["computation_time"] == pytest.approx(t["computation_time_per_step_s"],
+                                                           rel=0.05)
+    assert f.evidence["checkpoints"] == 2
+    replay_like("dlio_unet3d_a100_spawned_ckpt", tmp_path)
+
+
+def test_pauses_inside_loads():
+    """A pause is inside a load where the reads on both sides are of one file, the one after
+    begins no sample, and a sample began among that file's reads since they began."""
+    from dlio_mpi_analysis.fitting.fit_measures import _inside_loads
+    ids = np.array([1, 1, 1, 1, 2, 2, 2, 1, 1])
+    begins = np.array([0, 1, 0, 0, 0, 1, 0, 1, 0])   # numpy.load: its end record second
+    assert _inside_loads(ids, begins).tolist() == \
+        [False, True, True, False, False, True, False, True]
+
+
 def test_rows_of_uncompressed_chunks_read_whole_for_each_row(tmp_path):
     """A DataLoader's 3 workers read f["x"][i], one 16 KiB row, from chunks of 4 rows: the
     dataset opened for each read (H5D_OPENS = H5D_READS) empties libhdf5's chunk cache, so

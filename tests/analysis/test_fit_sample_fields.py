@@ -111,3 +111,23 @@ def test_a_chunk_a_sample_read_whole(tmp_path):
     f, w = fitted_shape(name, "sample_bytes", "read_threads")
     assert w["dataset"]["chunk_size"] == 49152 and w["dataset"]["enable_chunking"] is True
     replay_like(name, tmp_path, bytes_rel=0.03)
+
+
+def test_batches_of_scattered_rows_with_their_labels(tmp_path):
+    """mpi4py ranks read x[sorted(idx)] and y[sorted(idx)] for 16 shuffled rows a step:
+    libhdf5 reads each x row on its own (4,096 B), each H5Dread a batch's union; the sample
+    is a row with its label (4,104 B), 2,048 a file, batch 16, shuffled (fitted before as
+    128 samples of 16 rows and their labels, batch 1, in order: the label's bytes hid the
+    rows' union)."""
+    name = "h5py_mpio_xy_scattered_batches_2r"
+    f, w = fitted_shape(name)
+    ds, rd = w["dataset"], w["reader"]
+    assert ds["record_length"] == 4096 + 8
+    assert ds["hdf5_fields"] == [{"name": "y", "bytes": 8, "dtype": "int64"}]
+    assert f.evidence["h5d_scattered_rows"]["rows"] == 16
+    assert (rd["sample_shuffle"], rd["hdf5_reads"] if "hdf5_reads" in rd else "batch") \
+        == ("seed", "batch")
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["read_ops"] == r.real["read_ops"]
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.01)
