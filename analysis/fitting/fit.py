@@ -395,15 +395,16 @@ def _collective_piece(job, data, interface, transfer):
 def _collective_batch(job, data, record):
     """Samples (of ``record`` bytes) each collective read call of the data files moved a rank,
     when every read was collective, the calls moved several samples each (within
-    SAMPLE_SLACK of a whole number, two or more) and the job set a file view for each call (a
-    batch's scattered samples described to MPI-IO); else None."""
+    SAMPLE_SLACK of a whole number, two or more) and the job set a file view (for each call, a
+    batch's scattered samples described to MPI-IO; or once, a strided type each call reads
+    several samples through); else None."""
     mpiio = job.records.get("MPI-IO")
     if mpiio is None or mpiio.empty or record <= 0:
         return None
     mine = mpiio[mpiio["id"].isin(list(data.index))]
     total = (lambda c: int(mine[c].clip(lower=0).sum()) if c in mine else 0)
     calls, views = total("MPIIO_COLL_READS"), total("MPIIO_VIEWS")
-    if not calls or total("MPIIO_INDEP_READS") or views < calls:
+    if not calls or total("MPIIO_INDEP_READS") or not views:
         return None
     # a record reduced over the ranks sums their calls: a rank's call is its share
     per_call = total("MPIIO_BYTES_READ") / calls / record
@@ -816,8 +817,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             evidence["collective_call_samples"] = per_call
             transfer_size, batch = 0, max(batch, per_call)
             notes.append(f"each collective read call moved {per_call} samples of {record} "
-                         "bytes a rank, a file view set for each call: a batch's samples in "
-                         "one collective call (reader.transfer_size 0), batch at least "
+                         "bytes a rank through a file view: a batch's samples in one "
+                         "collective call (reader.transfer_size 0), batch at least "
                          f"{per_call}")
         rows = evidence.get("h5d_scattered_rows")
         if rows is not None:

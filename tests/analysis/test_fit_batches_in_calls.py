@@ -26,6 +26,20 @@ def test_a_batch_of_scattered_samples_in_one_collective_call():
     assert w["train"]["computation_time"] == pytest.approx(0.01, rel=0.1)
 
 
+def test_a_view_set_once_each_call_a_batch_through_it(tmp_path):
+    """mpi4py ranks set a vector view once (every 2nd 8 KiB record from their own) and read 4
+    records in each MPI_File_read_all: a batch in one collective call, in order, round robin
+    (fitted before with a call a sample: 2,048 calls of 8 KiB for 512 of 32 KiB, 0.755)."""
+    name = "mpi4py_view_strided_coll_2r"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    rd = w["reader"]
+    assert (w["io"]["interface"], rd["transfer_size"]) == ("mpiio_coll", 0)
+    assert (rd["sample_shuffle"], rd["sharding"]) == ("off", "round_robin")
+    assert f.evidence["collective_call_samples"] == 4
+    r = replay_like(name, tmp_path)
+    assert r.emulated["read_ops"] == r.real["read_ops"]
+
+
 @pytest.mark.parametrize("name", ["h5py_mpio_scattered_rows", "h5py_mpio_coll_scattered_rows"])
 def test_a_batch_of_scattered_rows_in_one_h5dread(name):
     """dset[sorted(idx)] of 16 shuffled rows: H5D_IRREGULAR_HYPERSLAB_SELECTS on every
