@@ -240,20 +240,22 @@ def _loads_apart(spans):
     return not inside or apart > float(np.median(inside))
 
 
-def size_seed(files, per_file, total, spread, mean, stdev, start=123):
+def size_seed(files, per_file, total, spread, mean, stdev, start=123, stacked=False):
     """(train.seed, relative difference of the totals) for a raw dataset of ``files`` files of
     ``per_file`` samples drawn with mean and stdev (dlio_mpi.formats.content.sample_sizes): a
     few hundred draws can total a few percent from the real samples' bytes (``total``), so the
     seed is the first from ``start`` whose draws total within SEED_CLOSE of them and spread
-    (standard deviation) within a tenth of ``spread``, else the closest of SEED_TRIES."""
+    (standard deviation) within a tenth of ``spread``, else the closest of SEED_TRIES. With
+    ``stacked``, the files are stacked NPZ files, a size drawn a file for all its samples."""
     from dlio_mpi.formats.content import sample_sizes
     from dlio_mpi.formats.spec import FormatSpec
 
     total, spread = float(total), float(spread)
     best = (float("inf"), start, 0.0)
     for seed in range(start, start + SEED_TRIES):
-        spec = FormatSpec(format="raw", samples_per_file=per_file, record_length=int(mean),
-                          record_length_stdev=float(stdev), seed=seed)
+        spec = FormatSpec(format="npz" if stacked else "raw", samples_per_file=per_file,
+                          record_length=int(mean), record_length_stdev=float(stdev), seed=seed,
+                          **({"npz_layout": "stacked"} if stacked else {}))
         drawn = np.concatenate([sample_sizes(spec, i) for i in range(files)]).astype(np.float64)
         off = abs(drawn.sum() - total) / total
         spread_off = abs(drawn.std() - spread) / spread if spread else 0.0
@@ -962,6 +964,22 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                     evidence["npz_layout"] = "stacked"
                     notes.append(f"each file was loaded whole {run} times in a row: {run} "
                                  "samples of one stacked array (dataset.npz_layout=stacked)")
+                    columns = np.array([_stacked_sample_bytes(v, run) for v in
+                                        data["size"].to_numpy().tolist()], np.float64)
+                    mean, spread = float(columns.mean()), float(columns.std())
+                    if spread > SPREAD_SHARE * mean:
+                        # files of arrays of their own sizes, a file's samples one size (the
+                        # DLIO benchmark's record_length_bytes_stdev over stacked samples)
+                        record, stdev = int(round(mean)), int(round(spread))
+                        evidence["record_length_stdev"] = stdev
+                        seed, off = size_seed(len(columns), run, float(columns.sum()) * run,
+                                              spread, mean, stdev, stacked=True)
+                        evidence["size_seed"] = {"seed": seed, "total_difference": off}
+                        notes.append(f"the files' arrays differ in size, a file's {run} "
+                                     f"samples one size: dataset.record_length {record} their "
+                                     f"mean, record_length_stdev {stdev} their spread; "
+                                     f"train.seed {seed} draws sizes that total the arrays' "
+                                     f"bytes within {off:.1%}")
                 else:
                     spf, epochs = 1, max(1, int(round(count / files)))
                     member = _npz_member_bytes

@@ -146,13 +146,10 @@ def validate_fields(cfg):
 def validate_access(cfg):
     io, ds, rd = cfg.io, cfg.dataset, cfg.reader
     if ds.npz_layout == "stacked" and (ds.format != "npz" or rd.access != "numpy"
-                                       or ds.compression != "none"
-                                       or (ds.record_length_stdev
-                                           and ds.num_samples_per_file > 1)):
+                                       or ds.compression != "none"):
         raise ConfigError("dataset.npz_layout=stacked holds a file's samples side by side in "
-                          "one array: it needs dataset.format=npz, reader.access=numpy, no "
-                          "compression and, with several samples a file, one sample size "
-                          "(dataset.record_length_stdev=0)")
+                          "one array: it needs dataset.format=npz, reader.access=numpy and no "
+                          "compression")
     if ds.npz_layout == "shot" and (ds.format != "npz" or rd.access != "numpy"
                                     or ds.compression != "none"
                                     or ds.num_samples_per_file != 1):

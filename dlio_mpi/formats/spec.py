@@ -148,8 +148,12 @@ class FormatSpec:
 
     @property
     def rows_share_size(self):
-        """True when every sample of a file has the same size (rows of one array)."""
-        return self.format == "hdf5" or (self.format == "npy" and self.samples_per_file > 1)
+        """True when every sample of a file has the same size (rows of one array: a stacked
+        NPZ file's x holds its samples as columns of one size)."""
+        return self.format == "hdf5" or (self.format in ("npy", "npz")
+                                         and self.samples_per_file > 1
+                                         and (self.format == "npy"
+                                              or self.npz_layout == "stacked"))
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

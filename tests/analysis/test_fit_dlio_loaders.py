@@ -47,6 +47,19 @@ def test_npz_files_of_their_own_sizes():
                                                                 rel=0.01)
 
 
+def test_stacked_files_of_their_own_sizes(tmp_path):
+    """2 samples a file, each loading the stacked array whole, files of 87 to 177 KB: a size a
+    file for both its samples, their mean 67,271 B and spread 8,936 B (fitted before as 32
+    files of the median file's size, no spread)."""
+    name = "dlio_npz_stacked_sizes_2r"
+    f, w = fitted_shape(name)
+    ds = w["dataset"]
+    assert (ds["npz_layout"], ds["record_length"], ds["record_length_stdev"]) \
+        == ("stacked", 67271, 8936)
+    r = replay_like(name, tmp_path, bytes_rel=0.01)
+    assert r.emulated["mean_read_size"] == pytest.approx(r.real["mean_read_size"], rel=0.01)
+
+
 def test_indexed_binary_samples_each_in_an_open():
     """8 opens of a file, a 64 KiB read each, 30 ms apart: 8 samples, each file opened for its
     sample (fitted before as one sample of the whole file)."""

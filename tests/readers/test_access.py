@@ -350,7 +350,8 @@ def test_stacked_npz_reads_are_numpys(tmp_path):
 
 def test_stacked_npz_of_one_sample_a_file_takes_a_size_spread(tmp_path):
     """The DLIO benchmark's unet3d: one sample a file (x and y) of sizes with a spread: each
-    file's x its own sample's size; with several samples a file, one size (refused)."""
+    file's x its own sample's size; with several samples a file, one size a file drawn (its
+    samples the columns of one array), the files' sizes spread."""
     from dlio_mpi import formats
     from dlio_mpi.data.dataset import format_spec
     keys = ["workload=default", "dataset.format=npz", "reader.access=numpy",
@@ -365,8 +366,17 @@ def test_stacked_npz_of_one_sample_a_file_takes_a_size_spread(tmp_path):
         assert idx.sizes[0] == formats.sample_sizes(spec, f)[0]
         sizes.append(int(idx.sizes[0]))
     assert len(set(sizes)) == 4
-    with pytest.raises(config.ConfigError, match="with several samples a file, one sample size"):
-        config.load(keys + ["dataset.num_samples_per_file=2"])
+    spec = format_spec(config.load(keys + ["dataset.num_samples_per_file=3"]))
+    sizes = []
+    for f in range(4):
+        drawn = formats.sample_sizes(spec, f)
+        assert len(set(drawn.tolist())) == 1
+        idx = formats.write_file(tmp_path / f"s{f}.npz", f, spec)
+        with np.load(tmp_path / f"s{f}.npz") as z:
+            assert z["x"].shape == (int(drawn[0]), 3) and z["y"].shape == (3,)
+        assert idx.sizes.tolist() == drawn.tolist()
+        sizes.append(int(drawn[0]))
+    assert len(set(sizes)) == 4
 
 
 @pytest.mark.parametrize("sample,blksize", [(300000, 4096), (2_000_000, 4 << 20),
