@@ -222,17 +222,29 @@ def _index_files(job, data, basis):
     open reads the file whole in one read, and together they hold under INDEX_SHARE of the
     bytes read, beside larger files read piece by piece, and their names end otherwise than
     those files' (a small image among images, its buffer's fill holding it, is a sample);
-    else an empty set."""
+    or, Python's f.read() (the file in one read, then one at its end), a file opened once a
+    process at most (a zarr array's .zarray and .zattrs, read by each loader worker once);
+    where every file was read whole, the data are the files of the median size or more.
+    Else an empty set."""
     if basis != "POSIX" or len(data) < 2:
         return set()
     posix = job.records["POSIX"]
     rows = posix[posix["id"].isin(list(data.index))].groupby("id")
     opens, reads = rows["POSIX_OPENS"].sum(), rows["POSIX_READS"].sum()
+    processes = job.nprocs + sum(len(w) for w in (job.workers or {}).values())
     whole = [i for i in data.index
-             if opens.get(i, 0) > 0 and reads.get(i, 0) == opens.get(i, 0)
-             and data.loc[i, "bytes_read"] == opens.get(i, 0) * data.loc[i, "size"]]
+             if opens.get(i, 0) > 0 and data.loc[i, "bytes_read"]
+             == opens.get(i, 0) * data.loc[i, "size"]
+             and (reads.get(i, 0) == opens.get(i, 0)
+                  or (reads.get(i, 0) == 2 * opens.get(i, 0)
+                      and opens.get(i, 0) <= processes))]
     ending = (lambda i: os.path.splitext(str(data.loc[i, "name"]))[1])
-    others = {ending(i) for i in data.index if i not in set(whole)}
+    rest = [i for i in data.index if i not in set(whole)]
+    if not rest:
+        large = data["size"] >= float(data["size"].median())
+        rest = [i for i in data.index if large[i]]
+        whole = [i for i in whole if not large[i] and opens.get(i, 0) <= processes]
+    others = {ending(i) for i in rest}
     whole = [i for i in whole if ending(i) not in others]
     if not whole or len(whole) == len(data):
         return set()
@@ -467,10 +479,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     index_format = None
     if index:
         data = data.drop(index=list(index))
-        notes.append(f"{len(index)} small file(s) read whole in one read per open "
+        notes.append(f"{len(index)} small file(s) read whole at each open "
                      f"({int(files.loc[list(index), 'bytes_read'].sum())} bytes, under "
-                     f"{INDEX_SHARE:.0%} of the data's): an index beside the data, left out "
-                     "of the samples")
+                     f"{INDEX_SHARE:.0%} of the data's): an index or metadata beside the "
+                     "data, left out of the samples")
         evidence["index_files"] = sorted(job.names.get(int(i), "") for i in index)
         index_format = _companion_format(evidence["index_files"], data["name"].tolist())
         if index_format is not None:

@@ -69,6 +69,8 @@ def whole_fields(fmt, record):
     return max(unit, record - record % unit) if unit > 1 else record
 STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
 WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
+# how far from a whole number a file's loads an epoch may be and still be its samples
+LOADS_SLACK = 0.05
 SPREAD_SHARE = 0.1  # relative spread of the files' arrays above which they vary in size
 # a rank's files nearly in their names' order: the share of steps up, over at least so many
 NEARLY_ASCENDING = 0.8
@@ -264,6 +266,24 @@ def size_seed(files, per_file, total, spread, mean, stdev, start=123, stacked=Fa
         if off + 0.1 * spread_off < best[0]:
             best = (off + 0.1 * spread_off, seed, off)
     return best[1], best[2]
+
+
+def worker_generations(workers):
+    """The generations of a rank's loader workers (job.workers: rank -> their processes'
+    spans): groups of workers alive together, the next starting once every worker of the
+    group before has ended (a data loader's workers made new every epoch), the median over
+    the ranks with workers; 0 without workers."""
+    counts = []
+    for spans in (workers or {}).values():
+        groups, end = 0, None
+        for a, b in sorted(spans):
+            if end is None or a >= end:
+                groups += 1
+                end = b
+            else:
+                end = max(end, b)
+        counts.append(groups)
+    return int(round(float(np.median(counts)))) if counts else 0
 
 
 def python_reads_whole(trace, sizes):
@@ -1045,6 +1065,21 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         if loads is not None:
             size, spread = _file_sizes(data, evidence)
             evidence["python_whole_reads"] = {"loads": loads}
+            generations = worker_generations(job.workers)
+            per_file = loads / files / max(generations, 1)
+            if generations >= 2 and not spread and round(per_file) >= 2 \
+                    and abs(per_file - round(per_file)) <= LOADS_SLACK * round(per_file):
+                # a loader's workers made new every epoch, and every epoch each file read
+                # whole several times, in no run: each of its samples loads the whole file
+                # (a chunk of a zarr array read for each row it holds)
+                spf = int(round(per_file))
+                evidence["worker_generations"] = generations
+                notes.append(f"the loader's workers came in {generations} generations (new "
+                             f"every epoch: {generations} epochs), each reading every file "
+                             f"whole {spf} times: {spf} samples a file, each read loading the "
+                             f"whole file (reader.access=file)")
+                return (max(1, int(round(float(size.mean()))) // spf), spf, 0,
+                        {"access": "file"}, generations, ascending)
             notes.append("each file read whole by Python's f.read() (the file in one read, "
                          "then a read at its end that returns nothing), opened for it: a "
                          "sample a file (reader.access=file; dataset.record_length the mean "

@@ -312,12 +312,15 @@ def validate_access(cfg):
                               "(reader.buffer_size): reader.transfer_size=0, and there is no "
                               "shuffle buffer")
     elif rd.access in ("file", "pickle", "torch"):
-        if not formats.traits(ds.format).byte_ranges or ds.num_samples_per_file != 1 \
+        # (a file's several samples each read it whole through f.read(): a zarr chunk read
+        # for each of its rows; pickle and torch load one object a file)
+        if not formats.traits(ds.format).byte_ranges \
+                or (ds.num_samples_per_file != 1 and rd.access != "file") \
                 or not backends.of(cfg).buffered:
             raise ConfigError(f"{where} reads a sample's file whole through Python's file: "
                               f"dataset.format={formats.listed(lambda t: t.byte_ranges)}, "
-                              "dataset.num_samples_per_file=1 and io.interface "
-                              f"{backends.listed(lambda b: b.buffered)}")
+                              "dataset.num_samples_per_file=1 (but with reader.access=file) "
+                              f"and io.interface {backends.listed(lambda b: b.buffered)}")
         if rd.transfer_size or rd.shuffle_size:
             raise ConfigError(f"{where}: Python asks for the whole file: "
                               "reader.transfer_size=0, and there is no shuffle buffer")

@@ -60,6 +60,31 @@ def test_stacked_files_of_their_own_sizes(tmp_path):
     assert r.emulated["mean_read_size"] == pytest.approx(r.real["mean_read_size"], rel=0.01)
 
 
+def test_a_chunk_file_read_whole_for_each_of_its_rows(tmp_path):
+    """zarr v2 rows a[i] in 2 forked workers, new every epoch: each row reads its 64 KiB
+    chunk file whole (Python's f.read()), 16 times an epoch in a shuffled order; the workers'
+    2 generations are the epochs, a file's 16 whole reads an epoch its samples (fitted
+    before as 32 epochs of 130 files a sample each, .zarray and .zattrs among them)."""
+    name = "zarr_v2_chunks_workers2"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    rd = w["reader"]
+    assert (rd["access"], rd["sample_shuffle"]) == ("file", "seed")
+    assert f.evidence["worker_generations"] == 2
+    assert sorted(n.rsplit("/", 1)[1] for n in f.evidence["index_files"]) \
+        == [".zarray", ".zattrs"]
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.01)
+
+
+def test_worker_generations():
+    """Groups of loader workers alive together, the next once the group before has ended."""
+    from dlio_mpi_analysis.fitting.fit_patterns import worker_generations
+    assert worker_generations({0: [(1.0, 5.0), (1.1, 5.2), (6.0, 9.0), (6.1, 9.5)]}) == 2
+    assert worker_generations({0: [(1.0, 9.0), (1.1, 9.2)], 1: [(1, 9), (2, 9)]}) == 1
+    assert worker_generations({}) == 0
+
+
 def test_indexed_binary_samples_each_in_an_open():
     """8 opens of a file, a 64 KiB read each, 30 ms apart: 8 samples, each file opened for its
     sample (fitted before as one sample of the whole file)."""

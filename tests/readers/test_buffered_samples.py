@@ -67,7 +67,7 @@ def test_whole_file_reads_are_those_of_pythons_read(tmp_path, size):
 @pytest.mark.parametrize("overrides,message", [
     (["reader.transfer_size=4096"], "the buffered file chooses the reads' sizes"),
     (["io.interface=mpiio"], "reads samples' byte ranges through a buffered file"),
-    (["reader.access=file", "dataset.num_samples_per_file=4"],
+    (["reader.access=pickle", "dataset.num_samples_per_file=4"],
      "reads a sample's file whole through Python's file"),
 ])
 def test_bad_buffered_settings_are_one_line(overrides, message):

@@ -44,3 +44,29 @@ def test_whole_files_need_a_sample_a_file_read_by_ranges(overrides):
     with pytest.raises(config.ConfigError) as e:
         config.load(BASE + overrides)
     assert "reader.whole_file" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_each_sample_of_a_file_reads_it_whole_through_python(tmp_path):
+    """reader.access=file with 4 samples a file (a zarr chunk read for each row it holds):
+    every sample's read is Python's f.read() of its whole file, so each file is read whole 4
+    times an epoch, in the samples' shuffled order."""
+    args = ["dataset.format=raw", "dataset.num_files_train=8", "dataset.num_samples_per_file=4",
+            "dataset.record_length=4096", "reader.batch_size=4", "reader.sample_shuffle=seed",
+            "reader.access=file", "reader.transfer_size=0", "io.interface=posix",
+            "train.epochs=2", "train.computation_time=0", "reader.read_threads=0",
+            f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+            "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    own_summary(tmp_path / "o")
+    sizes = {os.path.getsize(p) for p in (tmp_path / "d" / "train").iterdir()}
+    assert sizes == {4 * 4096}
+    size = 4 * 4096
+    for e in range(2):
+        whole = []
+        for r in range(2):
+            z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz")
+            op, off, nb, fid = (z[f"e{e}_{k}"] for k in ("op", "offset", "bytes", "file"))
+            reads = op == 0
+            assert set(off[reads].tolist()) == {0, size}
+            whole += fid[reads & (off == 0)].tolist()
+        assert sorted(whole) == sorted(list(range(8)) * 4)     # 4 whole reads a file
