@@ -1005,6 +1005,30 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                              f"{units.size(int(data['bytes_read'].sum()))} beneath them)")
             evidence["h5d_epochs"] = by_h5d
             epochs = by_h5d
+        capped = fit_patterns.capped_epochs(
+            list(fit_patterns.h5d_file_reads(job, set(data["name"])).values()), spf, ranks) \
+            if read_type == "on_demand" and epochs_fixed is None and layout == "multi" \
+            and not reader_extra.get("access") else None
+        if capped is not None:
+            # each epoch read the same share of the data, its ranks stopping short of their
+            # files' end: a step limit in every epoch
+            epochs, per_epoch = capped
+            capped_steps = max(1, -(-per_epoch // max(ranks, 1) // max(batch, 1)))
+            evidence["capped_epochs"] = {"epochs": epochs, "samples": per_epoch,
+                                         "steps": capped_steps}
+            named = fit_patterns.named_count(data["name"].tolist())
+            unread = named - num_files if named and named > num_files else 0
+            notes.append(f"every epoch read the same {per_epoch} of the "
+                         f"{num_files * spf} samples of the files read, a file a rank read in "
+                         f"part: {epochs} epochs of at most {capped_steps} steps "
+                         f"(train.total_training_steps {capped_steps}); "
+                         + (f"the files' names count {named} (..._i_of_{named}): "
+                            f"dataset.num_files_train {named}, {unread} of them beyond where "
+                            "the ranks stopped" if unread else
+                            "files no rank reached leave no record: the dataset may hold "
+                            "more"))
+            if unread:
+                num_files = named
     overrun = fit_patterns.epoch_overrun(trace) \
         if read_type == "on_demand" and not threads and epochs_fixed is None else None
     if overrun:
@@ -1160,6 +1184,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                    **reader_extra},
         "train": {"epochs": epochs, "computation_time": round(compute, 6),
                   **({"total_training_steps": steps_read} if steps_read is not None else {}),
+                  **({"total_training_steps": evidence["capped_epochs"]["steps"]}
+                     if "capped_epochs" in evidence else {}),
                   **({"seed": evidence["size_seed"]["seed"]} if "size_seed" in evidence
                      else {})},
         "io": {"interface": interface, "layout": layout, "read_type": read_type,

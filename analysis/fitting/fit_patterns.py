@@ -708,6 +708,52 @@ def rows_bytes_per_read(job, data_names):
     return int(round(sets[main]["bytes"] / sets[main]["reads"]))
 
 
+def h5d_file_reads(job, data_names):
+    """File path -> the H5Dread calls of its samples (its most read dataset's, the ranks'
+    records summed)."""
+    most = {}
+    for name, (reads, _, _) in h5d_datasets(job, data_names).items():
+        path = name.split(":", 1)[0]
+        most[path] = max(most.get(path, 0), reads)
+    return most
+
+
+def named_count(names):
+    """The files of the dataset their names count (the DLIO benchmark's and this project's
+    generators name a file ``..._<i>_of_<n>.<ext>``): n where every name says the same n,
+    and each its own i below n; else None."""
+    counts, indices = set(), set()
+    for name in names:
+        m = re.search(r"_(\d+)_of_(\d+)\.[^/]*$", str(name))
+        if m is None:
+            return None
+        indices.add(int(m.group(1)))
+        counts.add(int(m.group(2)))
+    if len(counts) != 1 or len(indices) != len(list(names)):
+        return None
+    n = counts.pop()
+    return n if max(indices) < n else None
+
+
+def capped_epochs(reads, spf, ranks):
+    """(epochs, samples read an epoch) when every epoch read the same share of the data,
+    stopping short of its end (a step limit in each epoch, the DLIO benchmark's
+    total_training_steps): the files read most read spf samples each epoch (their reads a
+    multiple of spf, two epochs or more), every file's reads a multiple of the epochs (the
+    same samples each epoch), and a file a rank at most read in part (where each rank's
+    share stopped); else None. ``reads``: each file's sample reads."""
+    reads = np.asarray(sorted(reads), np.int64)
+    if not len(reads) or spf < 1:
+        return None
+    epochs = int(reads[-1]) // spf
+    if epochs < 2 or int(reads[-1]) != epochs * spf or (reads % epochs).any():
+        return None
+    partial = int((reads < epochs * spf).sum())
+    if not partial or partial > ranks:
+        return None
+    return epochs, int(reads.sum()) // epochs
+
+
 def h5d_sample_reads(job, data_names):
     """The H5Dread calls of the samples: each data file's most read dataset's, summed (a
     sample's further fields read with it not counted again); 0 without H5D records."""

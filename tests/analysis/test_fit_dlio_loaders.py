@@ -85,6 +85,33 @@ def test_worker_generations():
     assert worker_generations({}) == 0
 
 
+def test_the_same_share_read_every_epoch_is_a_step_limit(tmp_path):
+    """The DLIO benchmark with total_training_steps 8 of 16 (its count restarting every
+    epoch, a 9th batch loaded before the check): each rank reads its first 4 files and half
+    of its 5th every epoch, the other 6 files never opened. The files' names count 16; 3
+    epochs of at most 9 steps (fitted before as whole epochs over 10 files, 720 reads for
+    648)."""
+    name = "dlio_hdf5_steps_capped_2r"
+    f = analysis.fit(log(name))
+    w = f.workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_samples_per_file"]) == (16, 4)
+    assert (w["train"]["epochs"], w["train"]["total_training_steps"]) == (3, 9)
+    assert f.evidence["capped_epochs"] == {"epochs": 3, "samples": 36, "steps": 9}
+    r = replay_like(name, tmp_path)
+    assert r.emulated["read_ops"] == r.real["read_ops"]
+
+
+def test_capped_epochs_and_named_counts():
+    from dlio_mpi_analysis.fitting.fit_patterns import capped_epochs, named_count
+    assert capped_epochs([12, 12, 6, 12, 6], 4, 2) == (3, 16)
+    assert capped_epochs([12, 12, 12], 4, 2) is None        # whole epochs
+    assert capped_epochs([12, 12, 5], 4, 2) is None         # not the same share each epoch
+    assert capped_epochs([12, 6, 6, 6], 4, 2) is None       # more files in part than ranks
+    assert named_count(["a/img_3_of_16.h5", "b/img_12_of_16.h5"]) == 16
+    assert named_count(["img_3_of_16.h5", "img_1_of_8.h5"]) is None
+    assert named_count(["img_3.h5"]) is None
+
+
 def test_indexed_binary_samples_each_in_an_open():
     """8 opens of a file, a 64 KiB read each, 30 ms apart: 8 samples, each file opened for its
     sample (fitted before as one sample of the whole file)."""
