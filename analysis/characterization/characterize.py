@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dlio_mpi_analysis.characterization.counters import SPECS, counter_sum
+from dlio_mpi_analysis.characterization.counters import SPECS, alone_collectives, counter_sum
 from dlio_mpi_analysis.characterization.data_io import DataFigures, data_figures, role_totals
 from dlio_mpi_analysis.characterization.dxt_metrics import dxt_metrics
 from dlio_mpi_analysis.errors import InvalidCounterWarning
@@ -63,7 +63,8 @@ class Characterization:
 
     ``no_io``: no characterized module read or wrote anything (no operation, no byte).
     ``interfaces``: "POSIX" and "STDIO" when their modules hold records; "MPI-IO independent"
-    and/or "MPI-IO collective" by the MPI-IO operations counted ("MPI-IO" alone when it only
+    and/or "MPI-IO collective" by the MPI-IO operations counted (a collective call on a file
+    one process opened alone, on MPI_COMM_SELF, counted independent; "MPI-IO" alone when it only
     opened files; for files a source observed from HDF5 down only, the MPI-IO of libhdf5's
     driver, collective by H5D_USE_MPIIO_COLLECTIVE); "HDF5" when H5F or H5D hold records;
     "PnetCDF", "DAOS DFS", "DAOS" when the log has those modules. ``warnings`` repeats the
@@ -250,9 +251,13 @@ def characterize(source, *, dxt=False, overview=True):
 def _interface_modules(job, records, roles, modules):
     """The module metrics interfaces are told from: over the data and checkpoint files' records,
     or, for a job without any, over every file but the standard streams and the MPI library's
-    own (neither is an interface the job chose)."""
+    own (neither is an interface the job chose); MPI-IO's collective calls on files opened by
+    one process alone counted as independent (counters.alone_collectives)."""
     for wanted in (DATA_IO, ("data", "checkpoint", "other")):
-        kept = {name: keep_roles(frame, roles, wanted) for name, frame in records.items()}
+        # (a collective call on a file one process opened alone is independent I/O)
+        kept = {name: alone_collectives(frame) if name == "MPI-IO" else frame
+                for name, frame in records.items()}
+        kept = {name: keep_roles(frame, roles, wanted) for name, frame in kept.items()}
         if any(not frame.empty for frame in kept.values()):
             return {name: module_metrics(SPECS[name], frame, job.nprocs, job.run_time)
                     for name, frame in kept.items()}

@@ -101,3 +101,34 @@ def counter_totals(frame, names):
 def counter_sum(frame, names):
     """The named counters summed together over all records, negatives counted as 0."""
     return sum(counter_totals(frame, names))
+
+
+# each collective counter of MPI-IO and the independent one its calls count as on a file only
+# one process opened (a communicator of one: MPI_COMM_SELF)
+ALONE_COLLECTIVES = (("MPIIO_COLL_READS", "MPIIO_INDEP_READS"),
+                     ("MPIIO_SPLIT_READS", "MPIIO_INDEP_READS"),
+                     ("MPIIO_COLL_WRITES", "MPIIO_INDEP_WRITES"),
+                     ("MPIIO_SPLIT_WRITES", "MPIIO_INDEP_WRITES"))
+
+
+def alone_collectives(frame):
+    """The MPI-IO records (a Table or a DataFrame) with the collective calls on files each
+    opened by one process only (Darshan counts an open on a communicator of one process,
+    MPI_COMM_SELF, as independent: MPIIO_INDEP_OPENS, no MPIIO_COLL_OPENS) counted as the
+    independent calls they are: no other process takes part in them. The frame itself when
+    there are none."""
+    if frame is None or frame.empty or "MPIIO_COLL_OPENS" not in frame \
+            or "MPIIO_INDEP_OPENS" not in frame:
+        return frame
+    alone = (np.asarray(frame["MPIIO_COLL_OPENS"]) <= 0) \
+        & (np.asarray(frame["MPIIO_INDEP_OPENS"]) > 0)
+    moved = [(c, i) for c, i in ALONE_COLLECTIVES if c in frame and i in frame
+             and (alone & (np.asarray(frame[c]) > 0)).any()]
+    if not moved:
+        return frame
+    out = frame.copy()
+    for c, i in moved:
+        calls = np.where(alone, np.maximum(np.asarray(out[c]), 0), 0)
+        out[i] = np.asarray(out[i]) + calls
+        out[c] = np.where(alone, 0, np.asarray(out[c]))
+    return out

@@ -11,7 +11,8 @@ import pandas as pd
 
 from dlio_mpi.display import units
 
-from dlio_mpi_analysis.characterization.counters import SPECS
+from dlio_mpi_analysis.characterization.counters import ALONE_COLLECTIVES, SPECS, \
+    alone_collectives
 from dlio_mpi_analysis.characterization.dxt_metrics import EARLY_PERIOD
 from dlio_mpi_analysis.characterization.file_roles import file_roles, program_files
 from dlio_mpi_analysis.characterization.files import file_format
@@ -496,7 +497,8 @@ def _data_interfaces(job, data):
     used = set()
     mpiio = job.records.get("MPI-IO")
     if mpiio is not None and not mpiio.empty:
-        mine = mpiio[mpiio["id"].isin(list(ids))]
+        # (a collective call on a file one process opened alone is independent I/O)
+        mine = alone_collectives(mpiio[mpiio["id"].isin(list(ids))])
 
         def calls(kind, op):
             return sum(int(mine[c].clip(lower=0).sum())
@@ -528,6 +530,13 @@ def _interface(fmt, layout, data, job, notes):
     collective = "MPI-IO collective" in interfaces
     independent = "MPI-IO independent" in interfaces
     hdf5 = "HDF5" in interfaces or traits(fmt).rows
+    mpiio = job.records.get("MPI-IO")
+    if mpiio is not None and not mpiio.empty and not collective:
+        mine = mpiio[mpiio["id"].isin([int(i) for i in data.index])]
+        if any(int(mine[c].clip(lower=0).sum()) for c, _ in ALONE_COLLECTIVES if c in mine):
+            notes.append("the collective MPI-IO calls were on files each opened by one "
+                         "process alone (MPI_COMM_SELF: Darshan's MPIIO_INDEP_OPENS): no "
+                         "other process takes part, independent I/O")
     if collective and layout == "multi":
         notes.append("collective MPI-IO on per-rank files fitted as independent MPI-IO")
         collective, independent = False, True

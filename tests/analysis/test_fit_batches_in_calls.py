@@ -40,6 +40,30 @@ def test_a_view_set_once_each_call_a_batch_through_it(tmp_path):
     assert r.emulated["read_ops"] == r.real["read_ops"]
 
 
+def test_collective_calls_on_a_file_one_process_opened_are_independent(tmp_path):
+    """mpi4py ranks each open their own 2 files on MPI_COMM_SELF and read them with
+    Read_at_all: Darshan counts the calls collective (MPIIO_COLL_READS) and the opens
+    independent; no other process takes part, so the job's interface is independent MPI-IO,
+    the fit's and the replay's alike (0.31 before: collective against independent)."""
+    name = "mpi4py_read_at_all_self_4r"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert (w["io"]["interface"], w["io"]["layout"]) == ("mpiio", "multi")
+    assert analysis.characterize(log(name)).interfaces == ["POSIX", "MPI-IO independent"]
+    r = replay_like(name, tmp_path)
+    assert r.emulated["interfaces"] == ["MPI-IO independent", "POSIX"]
+
+
+def test_alone_collectives():
+    from dlio_mpi_analysis.characterization.counters import alone_collectives
+    from dlio_mpi_analysis.loading.table import Table
+    t = Table({"id": [1, 2], "MPIIO_INDEP_OPENS": [2, 0], "MPIIO_COLL_OPENS": [0, 4],
+               "MPIIO_COLL_READS": [32, 8], "MPIIO_INDEP_READS": [1, 0]})
+    out = alone_collectives(t)
+    assert out["MPIIO_COLL_READS"].tolist() == [0, 8]
+    assert out["MPIIO_INDEP_READS"].tolist() == [33, 0]
+    assert t["MPIIO_COLL_READS"].tolist() == [32, 8]        # the records themselves kept
+
+
 @pytest.mark.parametrize("name", ["h5py_mpio_scattered_rows", "h5py_mpio_coll_scattered_rows"])
 def test_a_batch_of_scattered_rows_in_one_h5dread(name):
     """dset[sorted(idx)] of 16 shuffled rows: H5D_IRREGULAR_HYPERSLAB_SELECTS on every
