@@ -665,7 +665,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     if traits(fmt).rows and interface.startswith("hdf5") and read_type == "on_demand" \
             and layout == "multi" and "access" not in reader_extra:
         samples = fit_patterns.h5d_sample_reads(job, set(data["name"]))
-        opens = fit_patterns._opens(job, data)
+        opens = fit_patterns.hdf5_opens(job, data)
         per_read = fit_patterns.h5d_bytes_per_read(job, set(data["name"])) or 0
         # a sample a read (the emulator reopens a file for each sample's row)
         if samples and opens >= OPEN_PER_READ * samples \

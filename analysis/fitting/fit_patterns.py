@@ -837,6 +837,37 @@ def h5d_row_blocks(job, data_names):
     return found.pop() if len(found) == 1 else None
 
 
+def h5d_chunk_boxes(job, data_names):
+    """A chunk's bytes when every data dataset, of two dimensions or more and chunked, was read
+    one whole chunk an H5Dread: most calls one regular hyperslab whose lengths
+    (H5D_ACCESS1_LENGTH_D5.., the first dimension first) are the chunk's (H5D_CHUNK_SIZE_D..,
+    the last first) and the chunk smaller than the dataset; None otherwise."""
+    h5d = job.records.get("H5D")
+    need = ("H5D_ACCESS1_LENGTH_D5", "H5D_DATASPACE_NDIMS", "H5D_ACCESS1_COUNT", "H5D_READS",
+            "H5D_REGULAR_HYPERSLAB_SELECTS", "H5D_DATASPACE_NPOINTS", "H5D_DATATYPE_SIZE",
+            "H5D_CHUNK_SIZE_D1")
+    if h5d is None or h5d.empty or any(c not in h5d for c in need):
+        return None
+    col = {c: np.asarray(h5d[c]) for c in h5d if c == "id" or str(c).startswith("H5D_")}
+    found = set()
+    for k in range(len(col["id"])):
+        path = job.names.get(int(col["id"][k]), "").split(":", 1)[0]
+        reads = int(col["H5D_READS"][k])
+        if path not in data_names or reads <= 0:
+            continue
+        nd = int(col["H5D_DATASPACE_NDIMS"][k])
+        if not 2 <= nd <= 5 or int(col["H5D_ACCESS1_COUNT"][k]) < STREAM_SHARE * reads \
+                or int(col["H5D_REGULAR_HYPERSLAB_SELECTS"][k]) < STREAM_SHARE * reads:
+            return None
+        box = [int(col[f"H5D_ACCESS1_LENGTH_D{5 - d}"][k]) for d in range(nd)]
+        chunk = [int(col[f"H5D_CHUNK_SIZE_D{nd - d}"][k]) for d in range(nd)]
+        points = int(col["H5D_DATASPACE_NPOINTS"][k])
+        if box != chunk or min(chunk) < 1 or int(np.prod(chunk)) >= points:
+            return None
+        found.add(int(np.prod(chunk)) * max(1, int(col["H5D_DATATYPE_SIZE"][k])))
+    return found.pop() if len(found) == 1 else None
+
+
 def h5d_opens_per_read(job, data_names):
     """The data datasets' H5Dopen calls per H5Dread (H5D_OPENS over H5D_READS over their
     records that read), or None without H5D records: 1 or more when the program opened the
@@ -1361,7 +1392,19 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              f"dataset (dataset.chunk_size={chunk}; the chunk's shape cannot "
                              "be seen, its bytes are kept)")
             sample = per_read
-            blocks = h5d_row_blocks(job, set(names.values()))
+            boxes = h5d_chunk_boxes(job, set(names.values()))
+            blocks = h5d_row_blocks(job, set(names.values())) if boxes is None else None
+            if boxes is not None:
+                # each H5Dread selected one whole chunk of an N-D dataset, at its place (a
+                # column slice x[:, j:j + c] along the chunks): the chunk is the sample, the
+                # emulator's a row of that many bytes, a chunk each
+                sample = boxes
+                evidence["hdf5_chunk"] = boxes
+                evidence["h5d_chunk_boxes"] = boxes
+                notes.append(f"each H5Dread selected one whole chunk's box of an N-D dataset "
+                             f"(Darshan's H5D_ACCESS1 lengths those of H5D_CHUNK_SIZE): a "
+                             f"sample is a chunk of {boxes} bytes (dataset.chunk_size "
+                             f"{boxes}, a chunk a sample)")
             if blocks is not None:
                 # each H5Dread selected a block of whole rows (a batch read as one slice,
                 # ds[i:i + n]): a row is the sample, the H5Dread a batch's rows
@@ -1372,7 +1415,7 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              "hyperslab): a sample is a row, an H5Dread a batch's rows read "
                              "as one slice")
             extra = {}
-            opens = _opens(job, data)
+            opens = hdf5_opens(job, data)
             reads = _h5d_reads(job, set(names.values()))
             if opens and reads and opens >= 0.9 * reads and layout == "multi":
                 extra["reopen"] = True
@@ -1477,6 +1520,19 @@ def _npz_member_bytes(file_bytes):
     guess = max(1, int(file_bytes))
     overhead = npz_reads((guess,))[0] - guess
     return max(1, int(file_bytes) - overhead)
+
+
+def hdf5_opens(job, data):
+    """The data files' H5Fopen calls (H5F_OPENS of their H5F records): the program's opens,
+    not the POSIX opens beneath (libhdf5's MPI-IO driver opens a file more than once at each
+    H5Fopen); the POSIX opens without H5F records."""
+    h5f = job.records.get("H5F")
+    if h5f is not None and not h5f.empty and "H5F_OPENS" in h5f:
+        names = set(data["name"])
+        mine = h5f[[job.names.get(int(i), "") in names for i in h5f["id"]]]
+        if not mine.empty:
+            return int(mine["H5F_OPENS"].clip(lower=0).sum())
+    return _opens(job, data)
 
 
 def _opens(job, data):
@@ -1794,7 +1850,8 @@ def h5d_crops(job, data_names):
         side = int(round(points ** (1.0 / nd)))
         if side ** nd != points or min(crop) < 1 or min(chunks) < 1 \
                 or max(crop) > side or max(chunks) > side \
-                or all(c == side for c in crop[1:]):
+                or all(c == side for c in crop[1:]) or crop == chunks:
+            # (a box that is a chunk's is a chunk read at its place: h5d_chunk_boxes)
             return None
         entry = found.setdefault(name.lstrip("/"), {"reads": 0, "shape": [side] * nd,
                                                      "crop": crop, "chunks": chunks,

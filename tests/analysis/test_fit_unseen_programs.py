@@ -384,3 +384,29 @@ def test_random_crops_of_a_volume_are_the_emulators_volumes(tmp_path):
     r = replay(log(name), tmp_path / "replay")
     assert r.score >= 0.95, r.comparison.table
     assert r.emulated["read_ops"] == r.real["read_ops"] == 128
+
+
+def test_whole_chunks_read_at_their_places_are_samples_not_crops(tmp_path):
+    """x[:, j:j + 256] of a (256, 16384) float32 dataset in (256, 256) chunks, j a shuffled
+    multiple of 256: each H5Dread's box is a chunk's (Darshan's H5D_ACCESS1 lengths those of
+    H5D_CHUNK_SIZE), so the chunk is the sample: 64 of 256 KiB, a chunk each, shuffled, 2
+    epochs (fitted before as 128 random crops of a 2048^2 cube in one epoch: 0.391)."""
+    name = "h5py_column_chunk_slices"
+    f = analysis.fit(log(name))
+    ds, rd = f.workload["dataset"], f.workload["reader"]
+    assert "volumes" not in ds
+    assert (ds["num_samples_per_file"], ds["record_length"], ds["chunk_size"]) \
+        == (64, 262144, 262144)
+    assert (rd["batch_size"], rd["sample_shuffle"], f.workload["train"]["epochs"]) \
+        == (1, "seed", 2)
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.02)
+
+
+def test_hdf5_opens_are_the_programs_not_the_driver_s(tmp_path):
+    """IOR -a HDF5 -F -e, 2 segments: 5 POSIX opens a file under 2 H5Fopen calls (libhdf5's
+    MPI-IO driver opens a file more than once at each): no file opened for each sample."""
+    f = analysis.fit(log("ior_hdf5_fpp_fsync_2r"))
+    assert "reopen" not in f.workload["reader"]
+    assert f.workload["io"]["write_fsync"] is True
