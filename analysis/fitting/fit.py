@@ -822,6 +822,16 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         compute, batch, threads, timing = _timeline(steps if len(steps) else trace, record,
                                                     starts, loads)
         evidence["timeline"] = timing
+        shared = evidence.get("worker_visits")
+        if shared and compute > 0 and batch != shared["run"]:
+            # a file's samples split among sibling workers read at once: each worker's run
+            # of them is a batch (a loader gives each worker whole batches), where its
+            # prefetch of the next batch, read back to back, hides the pause between
+            batch = shared["run"]
+            notes.append(f"each worker loaded {batch} of a file's samples in a row while its "
+                         "sibling workers loaded the file's others: a batch is a worker's run "
+                         f"(reader.batch_size {batch}; its prefetched batches are read back "
+                         "to back, no pause between them)")
         per_call = _collective_batch(job, data, record) if interface == "mpiio_coll" \
             else None
         if per_call is not None:

@@ -168,12 +168,16 @@ def stream_block(trace, sizes):
 
 
 def pass_runs(trace, sizes):
-    """(run, passes): the median number of whole passes (WHOLE_SHARE of the file's bytes or
-    more) a rank makes over one file in a row, before it reads another, over the ranks that
-    read two files or more (with one file a run cannot be told from epochs), and the whole
-    passes over all files; run 1 when no rank read two files."""
-    runs, passes = [], 0
-    for rank, mine in trace.groupby("rank", sort=False):
+    """(run, passes, visits): the median number of whole passes (WHOLE_SHARE of the file's
+    bytes or more) a process makes over one file in a row, before it reads another, over the
+    processes that read two files or more (with one file a run cannot be told from epochs);
+    the whole passes over all files; and the median number of such runs a process made of a
+    file it read (its visits: one an epoch by a process that lives through the job). A rank's
+    worker processes are each a process of their own (a loader's workers may read one file at
+    once, each a batch of its samples). Run 1 when no process read two files."""
+    runs, visits, passes = [], [], 0
+    by = ["rank", "process"] if "process" in trace else ["rank"]
+    for _, mine in trace.groupby(by, sort=False):
         found = []
         for fid, reads in mine.groupby("id", sort=False):
             reads = reads.sort_values("start", kind="stable")
@@ -188,7 +192,11 @@ def pass_runs(trace, sizes):
             continue
         cut = np.flatnonzero(ids[1:] != ids[:-1]) + 1
         runs += np.diff(np.concatenate([[0], cut, [len(ids)]])).tolist()
-    return (int(round(float(np.median(runs)))) if runs else 1), passes
+        firsts = ids[np.concatenate([[0], cut])]
+        visits += np.unique(firsts, return_counts=True)[1].tolist()
+    if not runs:
+        return 1, passes, 0
+    return int(round(float(np.median(runs)))), passes, int(round(float(np.median(visits))))
 
 
 def whole_file_loads(trace, sizes):
@@ -1290,7 +1298,7 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 notes.append(f"a rank reads {at_once} of its files at once, a sample from "
                              "each in turn (reader.interleave; tf.data's num_parallel_reads "
                              "may be more, a rank with fewer files cannot show it)")
-            run, passes = pass_runs(trace, sizes) if at_once == 1 else (1, 0)
+            run, passes, visits = pass_runs(trace, sizes) if at_once == 1 else (1, 0, 0)
             evidence["passes_in_a_row"] = run
             ascending = file_order_ascending(trace, names, at_once)
             evidence["files_in_name_order"] = ascending
@@ -1310,13 +1318,26 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 # each sample loads its whole file, the file's samples one after another
                 extra["stream_pass"] = "sample"
                 epochs = max(1, int(round(passes / (files * run))))
+                spf = run
+                if job.workers and visits:
+                    # a loader's workers each visit a file once an epoch (a new generation
+                    # of workers each epoch, or the same workers epoch after epoch), several
+                    # of them at once where a file's samples fill several batches: the
+                    # file's samples are its loads in an epoch
+                    by_visits = visits * max(1, worker_generations(job.workers))
+                    samples = int(round(passes / (files * by_visits)))
+                    if samples > run:
+                        epochs, spf = by_visits, samples
+                        evidence["worker_visits"] = {"visits": visits, "run": run}
                 notes.append(f"each file was read whole {run} times in a row, from a new open "
-                             f"each time, before its rank read another: {run} samples a file, "
-                             "each loading the whole file (reader.stream_pass=sample, as "
-                             f"pandas.read_csv in the DLIO benchmark's CSV reader), {epochs} "
-                             "epochs")
-                record = whole_fields(fmt, max(1, file_size // run - framing(fmt)))
-                return record, run, block, extra, epochs, True
+                             f"each time, before the process reading it read another"
+                             + (f" (and as often by its sibling workers at once: {spf} loads "
+                                "a file an epoch)" if spf != run else "")
+                             + f": {spf} samples a file, each loading the whole file "
+                             "(reader.stream_pass=sample, as pandas.read_csv in the DLIO "
+                             f"benchmark's CSV reader), {epochs} epochs")
+                record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))
+                return record, spf, block, extra, epochs, True
             notes.append("files read front to back in fixed blocks: a stream; its records "
                          "cannot be seen, samples of about one block are chosen, as many "
                          "as keep the files their size; nor can a shuffle buffer: "

@@ -226,6 +226,23 @@ def test_csv_files_loaded_whole_by_each_sample():
     assert f.evidence["passes_in_a_row"] == t["samples_per_file"]
 
 
+def test_a_file_s_samples_loaded_by_two_workers_at_once(tmp_path):
+    """The DLIO benchmark's CSV reader in 2 forked workers, 4 samples a file, batch 2: each
+    worker loads 2 of a file's samples in a row (its batch) while the other loads the other
+    2. Each worker visits a file once an epoch: 2 epochs, 4 samples a file, a batch a
+    worker's run (fitted before as 2 samples a file, 4 epochs)."""
+    name = "dlio_csv_workers2_shared_files"
+    f = analysis.fit(log(name))
+    w = f.workload
+    ds, rd = w["dataset"], w["reader"]
+    assert (ds["num_files_train"], ds["num_samples_per_file"], w["train"]["epochs"]) \
+        == (8, 4, 2)
+    assert ds["record_length"] == pytest.approx(14623, abs=2)
+    assert (rd["batch_size"], rd["read_threads"], rd["stream_pass"]) == (2, 2, "sample")
+    assert f.evidence["worker_visits"] == {"visits": 2, "run": 2}
+    replay_like(name, tmp_path)
+
+
 @pytest.mark.parametrize("name", ["dlio_tfrecord", "tfdata_list_files_interleave"])
 def test_a_stream_read_once_an_epoch_is_no_load_per_sample(name):
     """TFRecord files streamed once an epoch (a rank moves on to its next file after each
