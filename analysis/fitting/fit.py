@@ -1052,6 +1052,26 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"an input pipeline reading ahead past the epoch's end (tf.data's "
                      f"prefetch over a repeated dataset), {epochs} epochs and "
                      f"reader.epoch_overrun {steps_ahead}")
+    named = fit_patterns.named_count(data["name"].tolist()) \
+        if "capped_epochs" not in evidence and layout == "multi" and trace is not None \
+        and read_type == "on_demand" and shuffle == "off" else None
+    if named and named > num_files:
+        by_rank = {int(r): [data.loc[i, "name"] for i in set(g["id"].astype("uint64"))
+                            if i in data.index]
+                   for r, g in trace.groupby("rank")}
+        reached = fit_patterns.named_prefixes(by_rank, named) if len(by_rank) == ranks \
+            else None
+        if reached:
+            # each rank read the first files of its share of a dataset its files' names
+            # count, the same ones every epoch: a step limit in every epoch
+            capped_steps = max(1, -(-(reached * spf) // max(batch, 1)))
+            evidence["capped_epochs"] = {"epochs": epochs, "samples": reached * spf * ranks,
+                                         "steps": capped_steps, "named_files": named}
+            notes.append(f"the files' names count {named} (..._i_of_{named}) and each rank "
+                         f"read the first {reached} of its share of {named // ranks}, every "
+                         f"epoch: dataset.num_files_train {named}, at most {capped_steps} "
+                         f"steps an epoch (train.total_training_steps {capped_steps})")
+            num_files = named
     if epochs_fixed is not None:
         epochs = epochs_fixed
     steps_read = _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch,

@@ -743,6 +743,30 @@ def named_count(names):
     return n if max(indices) < n else None
 
 
+def named_prefixes(files_by_rank, count):
+    """The files each rank read of its share when the dataset's files are named by their
+    number (named_count: ``count`` of them) and dealt to the ranks in contiguous shares of
+    count / ranks: k when every rank read the first k of its share (the same k, fewer than
+    the share: each stopped there, every epoch); else None. ``files_by_rank``: rank -> the
+    names of the files it read."""
+    ranks = len(files_by_rank)
+    if not ranks or count % ranks:
+        return None
+    share = count // ranks
+    reached = set()
+    for rank, names in files_by_rank.items():
+        index = sorted(int(re.search(r"_(\d+)_of_\d+\.[^/]*$", str(n)).group(1))
+                       for n in names)
+        first = int(rank) * share
+        if index != list(range(first, first + len(index))):
+            return None
+        reached.add(len(index))
+    if len(reached) != 1:
+        return None
+    k = reached.pop()
+    return k if 0 < k < share else None
+
+
 def capped_epochs(reads, spf, ranks):
     """(epochs, samples read an epoch) when every epoch read the same share of the data,
     stopping short of its end (a step limit in each epoch, the DLIO benchmark's

@@ -101,6 +101,20 @@ def test_the_same_share_read_every_epoch_is_a_step_limit(tmp_path):
     assert r.emulated["read_ops"] == r.real["read_ops"]
 
 
+def test_each_rank_s_first_files_every_epoch_is_a_step_limit(tmp_path):
+    """The DLIO benchmark's npz on 4 ranks, total_training_steps 4 of 8 (a 5th batch loaded
+    before the check): each rank reads the first 10 files of its 16 every epoch, whole. The
+    files' names count 64: 64 files, at most 5 steps an epoch (fitted before as 40 files
+    read whole every epoch)."""
+    name = "dlio_npz_steps_capped_4r"
+    f = analysis.fit(log(name))
+    w = f.workload
+    assert (w["dataset"]["num_files_train"], w["train"]["epochs"]) == (64, 2)
+    assert w["train"]["total_training_steps"] == 5
+    r = replay_like(name, tmp_path)
+    assert r.emulated["read_ops"] == r.real["read_ops"]
+
+
 def test_capped_epochs_and_named_counts():
     from dlio_mpi_analysis.fitting.fit_patterns import capped_epochs, named_count
     assert capped_epochs([12, 12, 6, 12, 6], 4, 2) == (3, 16)
@@ -110,6 +124,12 @@ def test_capped_epochs_and_named_counts():
     assert named_count(["a/img_3_of_16.h5", "b/img_12_of_16.h5"]) == 16
     assert named_count(["img_3_of_16.h5", "img_1_of_8.h5"]) is None
     assert named_count(["img_3.h5"]) is None
+    from dlio_mpi_analysis.fitting.fit_patterns import named_prefixes
+    files = {0: ["img_0_of_8.npz", "img_1_of_8.npz"], 1: ["img_4_of_8.npz", "img_5_of_8.npz"]}
+    assert named_prefixes(files, 8) == 2
+    assert named_prefixes({0: ["img_0_of_8.npz"], 1: ["img_5_of_8.npz"]}, 8) is None
+    assert named_prefixes({0: ["img_0_of_8.npz"], 1: ["img_4_of_8.npz", "img_5_of_8.npz"]},
+                          8) is None
 
 
 def test_indexed_binary_samples_each_in_an_open():
