@@ -37,7 +37,7 @@ import re
 import numpy as np
 
 from dlio_mpi_analysis.characterization.counters import SPECS
-from dlio_mpi_analysis.characterization.files import extension, is_data_file
+from dlio_mpi_analysis.characterization.files import WALKED_UP, extension, is_data_file
 from dlio_mpi_analysis.characterization.layers import dataset_file
 
 ROLES = ("data", "checkpoint", "stream", "mpi", "other")
@@ -122,11 +122,23 @@ def _read_past_written_end(frame, read, written):
     return (written > 0) & (read > 0) & (last > end) & (last - end >= read)
 
 
-def role_of(name, job_files, read, written):
+def walk_starts(job_files):
+    """Where the job's walks up a tree begin: each name that walks up (a tool walking a tree
+    by the directories' descriptors, as hwloc walks sysfs, Darshan joining the relative names
+    to the working directory: ``cwd/block/../../devices/...``) up to its first ``/..``."""
+    return {m.string[:m.start()] for m in (WALKED_UP.search(n) for n in job_files) if m}
+
+
+def role_of(name, job_files, read, written, walks=None):
     """The role of one file (module docstring) from its name, the names of the job's files and
-    the bytes the job read from and wrote to it."""
+    the bytes the job read from and wrote to it; ``walks``: walk_starts of job_files (the
+    start of a walk up a tree, and what lies under it, is the walk's: hwloc's ``cwd/block``
+    and ``cwd/block/vda``, opened as it began)."""
     if is_stream(name):
         return "stream"
+    walks = walk_starts(job_files) if walks is None else walks
+    if name and (name in walks or any(name.startswith(w + "/") for w in walks)):
+        return "other"
     if mpi_library_file(name, job_files):
         return "mpi"
     if MULTIPROCESSING_DIRECTORY.search(name or ""):
@@ -173,6 +185,7 @@ def file_roles(names, records, programs=()):
     ids.update(int(i) for i in names)
     roles = {}
     by_name = {}
+    walks = walk_starts(file_names)
     for i in ids:
         name = names.get(i, "")
         # an H5D record is named file:/dataset; its file's role is its own
@@ -180,7 +193,7 @@ def file_roles(names, records, programs=()):
         if base not in by_name:
             read, written = moved.get(base, (0, 0))
             by_name[base] = "other" if base in programs \
-                else role_of(base, file_names, read, written)
+                else role_of(base, file_names, read, written, walks)
         roles[i] = by_name[base]
     _read_back(names, records, roles)
     return roles

@@ -289,3 +289,18 @@ def test_a_tree_walked_by_its_descriptors_is_no_data():
     assert not is_data_file("/work/run/block/..")
     assert not is_data_file("/sys") and not is_data_file("/")
     assert is_data_file("/data/..train/img_01.npz") and is_data_file("/data/a..b.bin")
+
+
+def test_a_hardware_walk_is_no_data_from_where_it_starts():
+    """hwloc walks sysfs by the directories' descriptors; Darshan joins the relative names to
+    the working directory: cwd/block, cwd/block/vda, cwd/block/../../devices/... (the DLIO
+    benchmark run alone, an Open MPI singleton). The walk's start and what lies under it are
+    the walk's, not data files opened with no I/O."""
+    from dlio_mpi_analysis.characterization.file_roles import role_of, walk_starts
+    files = {"/w/run/block", "/w/run/block/vda", "/w/run/block/../../devices/pci0/vda",
+             "/w/data/train/img_1_of_8.npz"}
+    assert walk_starts(files) == {"/w/run/block"}
+    assert role_of("/w/run/block", files, 0, 0) == "other"
+    assert role_of("/w/run/block/vda", files, 0, 0) == "other"
+    assert role_of("/w/run/blocks.bin", files, 100, 0) == "data"
+    assert role_of("/w/data/train/img_1_of_8.npz", files, 100, 0) == "data"
