@@ -863,8 +863,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # an H5Dread is a batch's rows read as one slice: the batch at least that many
             # rows; shuffled, the slices' starts are (reader.shuffle_block)
             batch = max(batch, blocks["rows"])
-            forward = fit_patterns.batch_forward_share(
-                trace[trace["length"] >= blocks["row"] * blocks["rows"]], 1)
+            # (under collective calls the POSIX reads are the aggregators', every rank's
+            # piece of each call in turn: the order is the calls', found above)
+            forward = None if evidence.get("collective_read_order") is not None \
+                else fit_patterns.batch_forward_share(
+                    trace[trace["length"] >= blocks["row"] * blocks["rows"]], 1)
             evidence["block_forward_share"] = forward
             if forward is not None:
                 shuffle = "off" if forward >= FORWARD_SHARE else "seed"

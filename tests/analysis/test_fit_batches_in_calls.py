@@ -53,6 +53,20 @@ def test_collective_calls_on_a_file_one_process_opened_are_independent(tmp_path)
     assert r.emulated["interfaces"] == ["MPI-IO independent", "POSIX"]
 
 
+def test_collective_slices_keep_the_calls_order(tmp_path):
+    """4 ranks each read their own quarter in order, 8 rows a collective H5Dread: the one
+    aggregator reads every rank's piece of each call in turn (3 of 4 reads move forward), so
+    the order is the calls' (all forward: in order), not the aggregator's reads' (fitted
+    before as shuffled slices: 0.107, the order gate)."""
+    name = "h5py_mpio_coll_row_blocks_4r"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    rd = w["reader"]
+    assert (w["io"]["interface"], rd["sample_shuffle"]) == ("hdf5_coll", "off")
+    assert "shuffle_block" not in rd
+    assert f.evidence["collective_read_order"] > 0.99
+    replay_like(name, tmp_path)
+
+
 def test_alone_collectives():
     from dlio_mpi_analysis.characterization.counters import alone_collectives
     from dlio_mpi_analysis.loading.table import Table
