@@ -355,6 +355,8 @@ typedef struct {
     int32_t file_id;
     int writing;
     int dset_per_read;       /* the dataset opened anew for each read (its chunk cache empty) */
+    int no_chunk_cache;      /* the datasets opened with no chunk cache (rdcc_nbytes 0): a
+                              * selection inside a chunk is read from the file alone */
     int nfields;             /* fields read with each read of rows, after the rows, packed in
                               * the buffer after them in this order */
     dm_h5_field field[DM_H5_FIELDS];

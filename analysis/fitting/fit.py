@@ -162,6 +162,8 @@ PARTIAL_SHARE = 0.75
 # the evidence of loads, each a sample: a run of reads of one file (fit_access)
 LOAD_KINDS = ("numpy_loads", "torch_loads", "npy_loads", "whole_file_loads", "image_reads",
               "python_whole_reads", "pickle_loads")
+# libhdf5's default chunk cache (rdcc_nbytes): a chunk larger is read a selection at a time
+CHUNK_CACHE_BYTES = 1 << 20
 SAMPLE_SLACK = 0.02   # how far from a whole number of samples a collective call may move
 
 
@@ -1169,6 +1171,21 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         del evidence["hdf5_chunk"]
         notes.append(f"chunks of {chunk} bytes cut samples of their own sizes: fitted "
                      "contiguous")
+    chunk = evidence.get("hdf5_chunk")
+    if chunk and record < chunk <= CHUNK_CACHE_BYTES and traits(fmt).rows \
+            and not evidence.get("compression") and trace is not None \
+            and read_type == "on_demand" and not reader_extra.get("hdf5_dataset_open"):
+        data_reads = trace[trace["length"] > 0]
+        moved = data_reads.groupby("length")["length"].sum()
+        if len(moved) and int(moved.idxmax()) < chunk \
+                and not (data_reads["length"] >= chunk).any():
+            # libhdf5's cache reads a chunk that fits it whole at a miss: rows read alone
+            # inside their chunks, never a chunk whole, are read without one (h5py's
+            # File(rdcc_nbytes=0))
+            reader_extra["hdf5_chunk_cache"] = "off"
+            notes.append(f"the rows were read on their own inside chunks of {chunk} bytes, "
+                         "no chunk ever read whole (libhdf5's cache reads a chunk that fits "
+                         "it whole at a miss): reader.hdf5_chunk_cache off")
     fields = []
     if traits(fmt).rows and interface.startswith("hdf5") and not index_format \
             and not reader_extra.get("access") and not io_extra.get("write_first"):

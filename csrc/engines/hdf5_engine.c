@@ -146,8 +146,10 @@ static void start(dm_h5 *h, const char *path, const char *dset, int driver, int 
                   int writing, int32_t file_id, dm_oplog *log) {
     pthread_once(&g_h5_once, h5_init);
     int per_read = h->dset_per_read;    /* set before the open (a deferred handle's too) */
+    int no_cache = h->no_chunk_cache;
     memset(h, 0, sizeof *h);
     h->dset_per_read = per_read;
+    h->no_chunk_cache = no_cache;
     h->file = h->dset = h->space = h->dtype = -1;
     snprintf(h->path, sizeof h->path, "%s", path);
     snprintf(h->name, sizeof h->name, "%s", dset);
@@ -156,6 +158,19 @@ static void start(dm_h5 *h, const char *path, const char *dset, int driver, int 
     h->file_id = file_id;
     h->log = log;
     h->writing = writing;
+}
+
+/* H5Dopen2 of dataset name of h's file, with no chunk cache where h says so (H5Pset_chunk_cache
+ * with rdcc_nbytes 0: h5py's File(rdcc_nbytes=0)); called holding the lock. */
+static hid_t open_dataset(const dm_h5 *h, const char *name) {
+    if (!h->no_chunk_cache) return H5Dopen2(h->file, name, H5P_DEFAULT);
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl < 0) return -1;
+    hid_t d = H5Pset_chunk_cache(dapl, H5D_CHUNK_CACHE_NSLOTS_DEFAULT, 0,
+                                 H5D_CHUNK_CACHE_W0_DEFAULT) < 0
+                  ? -1 : H5Dopen2(h->file, name, dapl);
+    H5Pclose(dapl);
+    return d;
 }
 
 /* The end of an open or a create (called holding the lock, which it releases): the dataset
@@ -198,7 +213,7 @@ int dm_h5_open(dm_h5 *h, const char *path, const char *dset, int driver, MPI_Com
         dm_h5_unlock();
         return -1;
     }
-    h->dset = H5Dopen2(h->file, dset, H5P_DEFAULT);
+    h->dset = open_dataset(h, dset);
     uint64_t t1 = dm_ticks();
     if (h->dset < 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -227,7 +242,7 @@ int dm_h5_open_fields(dm_h5 *h, int nfields, const char *const *fields, dm_err *
         memset(f, 0, sizeof *f);
         f->space = f->dtype = -1;
         snprintf(f->name, sizeof f->name, "%s", fields[i]);
-        f->dset = H5Dopen2(h->file, f->name, H5P_DEFAULT);
+        f->dset = open_dataset(h, f->name);
         h->nfields = i + 1;             /* closed with the handle from here on */
         if (f->dset < 0) {
             H5Eclear2(H5E_DEFAULT);
@@ -354,7 +369,7 @@ int dm_h5_close(dm_h5 *h, dm_err *e) {
 static int fresh_dataset(dm_h5 *h) {
     if (!h->dset_per_read || h->writing) return 0;
     if (h->dset >= 0) H5Dclose(h->dset);
-    h->dset = H5Dopen2(h->file, h->name, H5P_DEFAULT);
+    h->dset = open_dataset(h, h->name);
     return h->dset < 0 ? -1 : 0;
 }
 
@@ -378,7 +393,7 @@ static herr_t read_field(dm_h5 *h, dm_h5_field *f, const rows *r, size_t m, int6
                          hid_t dxpl, char *buf) {
     if (h->dset_per_read) {
         if (f->dset >= 0) H5Dclose(f->dset);
-        f->dset = H5Dopen2(h->file, f->name, H5P_DEFAULT);
+        f->dset = open_dataset(h, f->name);
         if (f->dset < 0) return -1;
     }
     hid_t fs = H5Scopy(f->space);

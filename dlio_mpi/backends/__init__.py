@@ -76,13 +76,14 @@ class Backend:
 
     def open_read(self, path, *, io, comm=None, file_id=0, oplog=None, dataset=None,
                   shared=False, deferred=False, row_bytes=0, dataset_per_read=False,
-                  fields=()):
+                  fields=(), chunk_cache=True):
         """An engine handle of path for reading: through MPI-IO or libhdf5's MPI-IO driver on
         comm where shared (a file all ranks open together), else on the rank's own; HDF5 opens
         `dataset` of the file. deferred (a backend with reopen): a handle the read-ahead thread
         that reads it opens (HDF5: its rows of row_bytes each). dataset_per_read (HDF5): the
         dataset opened anew for each read; fields (HDF5): datasets of further fields read with
-        each read of rows."""
+        each read of rows; chunk_cache=False (HDF5): its datasets opened without a chunk
+        cache."""
         from dlio_mpi import engines
         if deferred and not self.reopen:
             raise ValueError(f"io.interface={self.name} opens no file in a read-ahead thread")
@@ -95,7 +96,7 @@ class Backend:
                                      collective=self.collective, hints=io.mpiio_hints,
                                      file_id=file_id, oplog=oplog,
                                      dataset_per_read=dataset_per_read, fields=fields,
-                                     **extra)
+                                     chunk_cache=chunk_cache, **extra)
         if self.library == MPIIO:
             from mpi4py import MPI
             return engines.MPIFile(comm if shared else MPI.COMM_SELF, path,

@@ -217,6 +217,10 @@ def validate_access(cfg):
                           f"{formats.listed(lambda t: t.rows)} and io.interface "
                           f"{backends.listed(per_read)}, not {cfg.dataset.format} through "
                           f"{cfg.io.interface}")
+    if rd.hdf5_chunk_cache != "default" and not formats.traits(cfg.dataset.format).rows:
+        raise ConfigError(f"reader.hdf5_chunk_cache={rd.hdf5_chunk_cache} is an HDF5 "
+                          f"reader's: it needs dataset.format "
+                          f"{formats.listed(lambda t: t.rows)}, not {cfg.dataset.format}")
     if rd.hdf5_reads != "batch" and not formats.traits(cfg.dataset.format).rows:
         raise ConfigError("reader.hdf5_reads=sample reads HDF5 rows by one H5Dread a sample: "
                           "it needs an HDF5 dataset.format")

@@ -215,6 +215,12 @@ SCHEMA = {
                                  "empty at each read, so a chunk holding several samples is "
                                  "read again for each; independent reads only",
                                  ("file", "read")),
+        "hdf5_chunk_cache": Key("enum", "default", "the chunk cache of an HDF5 reader's "
+                                "datasets: libhdf5's default (1 MiB: a chunk read whole on a "
+                                "miss, its other rows served from it), or off (h5py's "
+                                "File(rdcc_nbytes=0): a selection inside a chunk read from the "
+                                "file alone, an uncompressed chunk never read whole for it)",
+                                ("default", "off")),
         "batch_order": Key("list", [], "with reader.hdf5_reads=sample: the order of a "
                            "batch's H5Dread calls, as positions in the batch (a permutation "
                            "of 0 .. batch_size-1; empty: in order): a reader that takes a "

@@ -111,6 +111,7 @@ cdef extern from "dm.h" nogil:
         size_t elem_size
         int64_t row_bytes
         int dset_per_read
+        int no_chunk_cache
         char path[4096]
 
     int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *count,

@@ -17,7 +17,9 @@ cdef class H5Dataset(_Handle):
     (reading, independent transfers on the rank's own): not opened here but by the read-ahead
     thread that reads it (ReadAhead), its rows of row_bytes each. dataset_per_read (reading):
     the dataset opened anew before each read, libhdf5's chunk cache then empty (a program
-    indexing h5py's f["x"][i] for each sample). fields (reading): the names of datasets of as
+    indexing h5py's f["x"][i] for each sample). chunk_cache=False (reading): the datasets
+    opened with no chunk cache (h5py's File(rdcc_nbytes=0)), a selection inside a chunk read
+    from the file alone. fields (reading): the names of datasets of as
     many rows that hold further fields of every row (an image's label): each read of rows reads
     the same rows of each after, into out after the rows, and row_bytes counts them."""
     cdef dm_h5 h
@@ -26,7 +28,8 @@ cdef class H5Dataset(_Handle):
     def __cinit__(self, path, name, *, driver="mpio", comm=None, bint collective=False,
                   mode="r", hints=None, int32_t file_id=0, OpLog oplog=None, create=None,
                   chunk_rows=0, libver="earliest", bint exclusive=False, bint deferred=False,
-                  int64_t row_bytes=0, bint dataset_per_read=False, fields=()):
+                  int64_t row_bytes=0, bint dataset_per_read=False, fields=(),
+                  bint chunk_cache=True):
         cdef dm_open_args a
         cdef bytes n = str(name).encode()
         cdef _Hints hi = _Hints(hints)
@@ -64,6 +67,9 @@ cdef class H5Dataset(_Handle):
         if dataset_per_read and (collective or mode != "r"):
             raise ValueError(f"{path}: a dataset opened for each read is read independently")
         self.h.dset_per_read = dataset_per_read
+        if not chunk_cache and mode != "r":
+            raise ValueError(f"{path}: a dataset without a chunk cache is read only")
+        self.h.no_chunk_cache = not chunk_cache
         if deferred:
             if collective or create is not None or row_bytes <= 0:
                 raise ValueError(f"{path}: a deferred HDF5 dataset is read by its rank alone "

@@ -346,7 +346,8 @@ class H5Reader(Reader):
                                       file_id=self.data.first_id + i, oplog=self.log,
                                       dataset=self.data.spec.dataset, shared=self.shared,
                                       dataset_per_read=self.dataset_per_read,
-                                      fields=self.fields)
+                                      fields=self.fields,
+                                      chunk_cache=self.cfg.reader.hdf5_chunk_cache != "off")
 
     @property
     def dataset_per_read(self):
@@ -361,7 +362,8 @@ class H5Reader(Reader):
                                       deferred=True,
                                       row_bytes=int(formats.sample_sizes(self.data.spec, i)[0]),
                                       dataset_per_read=self.dataset_per_read,
-                                      fields=self.fields)
+                                      fields=self.fields,
+                                      chunk_cache=self.cfg.reader.hdf5_chunk_cache != "off")
 
     @property
     def fields(self):

@@ -110,6 +110,39 @@ def test_a_dataset_opened_for_each_read_reads_as_h5pys_indexing(tmp_path, chunks
         assert len([r for r in engine_reads(False) if r[1] == 16 * 8192]) == 3
 
 
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+def test_no_chunk_cache_reads_as_h5py_without_one(tmp_path):
+    """h5py's File(rdcc_nbytes=0): a row inside an uncompressed chunk is read from the file
+    alone, the chunk never whole. The engine with chunk_cache=False makes the same preads,
+    call for call; with libhdf5's cache each row's chunk is read whole."""
+    import h5py
+
+    path = tmp_path / "f.h5"
+    data = np.random.default_rng(5).integers(0, 255, (64, 4096), dtype=np.uint8)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=data, chunks=(8, 4096))
+    rows = [9, 0, 43, 17, 60, 33]
+    code = (f"import h5py\nf = h5py.File({str(path)!r}, 'r', rdcc_nbytes=0)\n"
+            + "".join(f"f['x'][{r}]\n" for r in rows) + "f.close()\n")
+    want = strace_reads(path, code, tmp_path)
+
+    def engine_reads(cache):
+        log = engines.OpLog(1 << 12)
+        with engines.H5Dataset(path, "x", driver="sec2", oplog=log, file_id=1,
+                               chunk_cache=cache) as d:
+            for r in rows:
+                out, n = d.read_rows([r], [1])
+                assert np.array_equal(out[:n], data[r])
+        a = log.arrays()
+        mine = (a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["posix"])
+        return list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist()))
+
+    got = engine_reads(False)
+    assert got == want
+    assert [n for _, n in got].count(4096) == len(rows)
+    assert [n for _, n in engine_reads(True)].count(8 * 4096) == len(rows)
+
+
 def test_a_dataset_opened_for_each_read_is_refused_collective_or_writing(tmp_path):
     import h5py
     path = tmp_path / "f.h5"
