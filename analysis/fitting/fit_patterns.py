@@ -514,8 +514,10 @@ def _rank_file_orders(trace, names, at_once):
         else:
             ids = [int(i) for i in reads.drop_duplicates("id")["id"]]
             seq = reads["id"].to_numpy()
-            runs = 1 + int((seq[1:] != seq[:-1]).sum()) if len(seq) else 0
-            if runs >= HOPS_PER_FILE * len(ids) and len(seq) < HOP_RUN * runs:
+            firsts = seq[np.r_[True, seq[1:] != seq[:-1]]] if len(seq) else seq
+            runs = len(firsts)
+            if runs >= HOPS_PER_FILE * len(ids) and len(seq) < HOP_RUN * runs \
+                    and not _whole_passes(firsts, len(ids)):
                 # the reads hop from file to file, a sample or two at a time (files opened
                 # together at the start, samples drawn over all of them): the order of the
                 # files' first reads is that of their opens, no order the samples took
@@ -524,6 +526,16 @@ def _rank_file_orders(trace, names, at_once):
         order = [names.get(i, "") for i in ids]
         out.append(order if len(order) >= 2 else [])
     return out
+
+
+def _whole_passes(firsts, files):
+    """Whether a process's runs of reads of one file (``firsts``: each run's file, in time
+    order) are whole passes over its ``files`` files, each file once a pass (epochs, not
+    reads hopping between files within one)."""
+    if not files or len(firsts) % files:
+        return False
+    return all(len(set(firsts[k:k + files].tolist())) == files
+               for k in range(0, len(firsts), files))
 
 
 # a process's reads hop between files when its runs of reads of one file number this many a

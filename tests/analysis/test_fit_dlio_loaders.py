@@ -115,6 +115,19 @@ def test_each_rank_s_first_files_every_epoch_is_a_step_limit(tmp_path):
     assert r.emulated["read_ops"] == r.real["read_ops"]
 
 
+def test_a_file_s_loads_in_a_row_each_pass_are_no_hops(tmp_path):
+    """The DLIO benchmark's npy, 2 samples a file on 4 ranks: each rank loads its 8 files in
+    name order, each twice in a row, 4 epochs; its runs of one file's reads are 4 whole
+    passes over its files, not reads hopping between files (fitted before as shuffled within
+    each rank's files)."""
+    name = "dlio_npy_loads_in_a_row_4r"
+    f, w = fitted_shape(name)
+    assert w["reader"]["sample_shuffle"] == "off" and "shuffle_scope" not in w["reader"]
+    assert f.evidence["files_in_name_order"] is True
+    assert w["checkpoint"]["epochs_between_checkpoints"] == 2
+    replay_like(name, tmp_path)
+
+
 def test_capped_epochs_and_named_counts():
     from dlio_mpi_analysis.fitting.fit_patterns import capped_epochs, named_count
     assert capped_epochs([12, 12, 6, 12, 6], 4, 2) == (3, 16)
