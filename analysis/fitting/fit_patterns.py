@@ -294,6 +294,33 @@ def worker_generations(workers):
     return int(round(float(np.median(counts)))) if counts else 0
 
 
+def balanced_passes(starts):
+    """The epochs of a job whose samples each load a whole file, from the loads (``starts``:
+    each load's first read, a DXT frame): the most equal parts of each rank's loads, in time
+    order, in each of which every file of the rank was loaded as often (a shuffled epoch
+    draws every sample once; a quarter of it does not load every file a quarter as often),
+    the median over the ranks; 0 without loads."""
+    found = []
+    for _, mine in starts.groupby("rank", sort=False):
+        ids = mine.sort_values("start", kind="stable")["id"].to_numpy()
+        files = len(np.unique(ids))
+        if not len(ids) or len(ids) % files:
+            continue
+        per = len(ids) // files
+        best = 1
+        for parts in range(per, 1, -1):
+            if per % parts:
+                continue
+            size = len(ids) // parts
+            if all(len(set(np.unique(ids[k:k + size], return_counts=True)[1].tolist())) == 1
+                   and len(np.unique(ids[k:k + size])) == files
+                   for k in range(0, len(ids), size)):
+                best = parts
+                break
+        found.append(best)
+    return int(round(float(np.median(found)))) if found else 0
+
+
 def python_reads_whole(trace, sizes):
     """The loads when at least STREAM_SHARE of the (rank, file) pairs read their file whole as
     Python's f.read() does (the whole file in one read from offset 0, then a read at its end
@@ -1187,20 +1214,26 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             size, spread = _file_sizes(data, evidence)
             evidence["python_whole_reads"] = {"loads": loads}
             generations = worker_generations(job.workers)
-            per_file = loads / files / max(generations, 1)
-            if generations >= 2 and not spread and round(per_file) >= 2 \
+            passes = balanced_passes(trace[(trace["offset"] == 0) & (trace["length"] > 0)])
+            epochs = generations if generations >= 2 else passes
+            per_file = loads / files / max(epochs, 1)
+            if epochs >= 2 and not spread and round(per_file) >= 2 \
                     and abs(per_file - round(per_file)) <= LOADS_SLACK * round(per_file):
-                # a loader's workers made new every epoch, and every epoch each file read
-                # whole several times, in no run: each of its samples loads the whole file
-                # (a chunk of a zarr array read for each row it holds)
+                # every epoch each file read whole several times, in no run: each of its
+                # samples loads the whole file (a chunk of a zarr array read for each row it
+                # holds). The epochs: a loader's worker generations (new every epoch), else
+                # the passes in which every file was loaded as often
                 spf = int(round(per_file))
                 evidence["worker_generations"] = generations
-                notes.append(f"the loader's workers came in {generations} generations (new "
-                             f"every epoch: {generations} epochs), each reading every file "
-                             f"whole {spf} times: {spf} samples a file, each read loading the "
-                             f"whole file (reader.access=file)")
+                evidence["balanced_passes"] = passes
+                notes.append((f"the loader's workers came in {generations} generations (new "
+                              f"every epoch: {generations} epochs)" if generations >= 2 else
+                              f"the loads fall in {passes} passes in each of which every file "
+                              f"was loaded as often ({passes} epochs)")
+                             + f", each reading every file whole {spf} times: {spf} samples a "
+                             "file, each read loading the whole file (reader.access=file)")
                 return (max(1, int(round(float(size.mean()))) // spf), spf, 0,
-                        {"access": "file"}, generations, ascending)
+                        {"access": "file"}, epochs, ascending)
             notes.append("each file read whole by Python's f.read() (the file in one read, "
                          "then a read at its end that returns nothing), opened for it: a "
                          "sample a file (reader.access=file; dataset.record_length the mean "

@@ -77,6 +77,18 @@ def test_a_chunk_file_read_whole_for_each_of_its_rows(tmp_path):
     assert r.emulated["bytes_read"] == pytest.approx(r.real["bytes_read"], rel=0.01)
 
 
+def test_balanced_passes():
+    """The most equal parts of a rank's loads in each of which every file was loaded as
+    often: 2 shuffled epochs of 3 files of 2 samples; none in a quarter of an epoch."""
+    import pandas as pd
+    from dlio_mpi_analysis.fitting.fit_patterns import balanced_passes
+    ids = [1, 3, 2, 2, 1, 3, 3, 1, 1, 2, 2, 3]
+    loads = pd.DataFrame({"rank": 0, "id": ids, "start": np.arange(len(ids), dtype=float)})
+    assert balanced_passes(loads) == 2
+    assert balanced_passes(loads.assign(id=[1, 1, 3, 2, 2, 1, 3, 3, 1, 2, 2, 3])) == 1
+    assert balanced_passes(loads.iloc[:0]) == 0
+
+
 def test_worker_generations():
     """Groups of loader workers alive together, the next once the group before has ended."""
     from dlio_mpi_analysis.fitting.fit_patterns import worker_generations
