@@ -773,8 +773,14 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             least = max(1024.0, 0.5 * stored)
             lengths = trace["length"].to_numpy()
             chunk_reads = int((lengths >= least).sum())
+            # (a sample's fields read with its rows, a label's short reads beside them, move
+            # bytes of their own: the chunk reads are then to match the rows' H5Dread calls)
+            rows_reads = fit_patterns.h5d_sample_reads(job, set(data["name"])) \
+                if fit_patterns.datasets_read_together(job, set(data["name"])) else 0
             if not evidence.get("compression") and (
-                    lengths[lengths >= least].sum() < fit_patterns.STREAM_SHARE * lengths.sum()
+                    (lengths[lengths >= least].sum() < fit_patterns.STREAM_SHARE * lengths.sum()
+                     and not (rows_reads and chunk_reads
+                              >= fit_patterns.STREAM_SHARE * rows_reads))
                     or (fit_patterns.h5d_opens_per_read(job, set(data["name"])) or 0) < 1):
                 chunk_reads = 0
             if asked and chunk_reads:
