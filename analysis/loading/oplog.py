@@ -81,8 +81,9 @@ runtime). Where this differs from what Darshan would record for the same run:
   bytes so left out are said in a warning of the job (``MMAP_NOTE``), which the
   characterization and compare repeat.
 - Records are per (rank, file) and never reduced over ranks (see ``oplog_records``).
-- An MPI-IO open counts as collective when the run's ``io.layout`` is shared or replicated (the
-  file is opened on the job's communicator), else as independent (MPI_COMM_SELF).
+- An MPI-IO open counts as collective where several ranks opened the file (the job's
+  communicator: a shared data file, a checkpoint file all ranks write), else as independent
+  (a rank's own file, MPI_COMM_SELF), as Darshan counts an open on a communicator of one.
 - Record ids are a 64-bit BLAKE2b hash of the file's path (Darshan uses its own hash); HDF5
   dataset records are named ``path:/records``, as dlio_mpi names its datasets.
 - Dataset generation, which happens before the op log starts, is not in it, nor in the run
@@ -189,8 +190,7 @@ def load_run(directory):
     ops = Ops(rank=table["rank"], id=file_ids, op=table["op"], start=start, end=end,
               offset=table["offset"], length=table["bytes"],
               collective=np.zeros(len(start), bool))
-    records, segments, dataset_names, observed = layers(ops, table["iface"], config,
-                                                         names, ids)
+    records, segments, dataset_names, observed = layers(ops, table["iface"], names, ids)
     names = {ids[f]: name for f, name in names.items()}
     names.update(dataset_names)
     messages = (_missing_messages(directory, ranks, origins)

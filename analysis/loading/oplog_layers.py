@@ -38,12 +38,20 @@ def observed_layers(ops, iface):
     return layers
 
 
-def layers(ops, iface, config, names, ids):
+def layers(ops, iface, names, ids):
     """Records per module and DXT segments per trace, each file from the lowest layer the op
     log observed of it up (see the module docstring), and those layers."""
-    shared = config.get("io", {}).get("layout", "multi") != "multi"
     coll_call = np.isin(iface, COLLECTIVE_IFACES)
     is_open = ops.op == OPEN
+    # an MPI-IO open is collective where several ranks opened the file (the job's
+    # communicator: a shared data file, a checkpoint all ranks write), else independent (the
+    # rank's own, MPI_COMM_SELF), as Darshan counts an open on a communicator of one
+    mpiio_open = is_open & np.isin(iface, MPIIO_IFACES)
+    pairs = np.unique(np.stack([ops.id[mpiio_open].astype(np.uint64),
+                                ops.rank[mpiio_open].astype(np.uint64)]), axis=1) \
+        if mpiio_open.any() else np.zeros((2, 0), np.uint64)
+    files, openers = np.unique(pairs[0], return_counts=True)
+    shared = np.isin(ops.id, files[openers > 1])
     data_call = np.isin(ops.op, (READ, WRITE))
     sync = np.isin(ops.op, SYNC_OPS)
     observed = observed_layers(ops, iface)
@@ -71,7 +79,8 @@ def layers(ops, iface, config, names, ids):
     }
     mpiio = np.isin(iface, MPIIO_IFACES) & ~through_hdf5
     mpi_ops = ops.select(mpiio)
-    mpi_ops.collective = (coll_call[mpiio] & ~is_open[mpiio]) | (is_open[mpiio] & shared)
+    mpi_ops.collective = (coll_call[mpiio] & ~is_open[mpiio]) | (is_open[mpiio]
+                                                                 & shared[mpiio])
     layers["MPI-IO"] = mpi_ops
     hdf5 = np.isin(iface, HDF5_IFACES)
     layers["H5F"] = ops.select(hdf5 & ~np.isin(ops.op, (READ, WRITE)))

@@ -432,3 +432,41 @@ def test_the_chunk_cache_is_an_hdf5_readers():
     with pytest.raises(config.ConfigError) as e:
         config.load(["workload=default", "dataset.format=npz", "reader.hdf5_chunk_cache=off"])
     assert "reader.hdf5_chunk_cache=off" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_checkpoint_all_ranks_write_collectively_beside_their_own_files(tmp_path):
+    """4 ranks read their own files by pread and write one shared checkpoint with
+    Write_at_all after each epoch: the replay's checkpoint file, opened by all ranks, is
+    opened collectively in its op log too, and its writes stay collective (0.000 before:
+    the op log counted its opens independent, its file one rank's alone)."""
+    name = "mpi4py_ckpt_write_at_all_4r"
+    f = analysis.fit(log(name))
+    assert f.workload["checkpoint"]["format"] == "mpiio"
+    r = replay_like(name, tmp_path)
+    assert r.real["interfaces"] == r.emulated["interfaces"] == ["MPI-IO collective"]
+
+
+def test_chunk_reads_of_rows_beside_their_labels_count_the_rows(tmp_path):
+    """2 forked workers read x[i] (rows of chunks of 16, the dataset opened for each read,
+    each chunk read whole) and y[i] (a contiguous label read to the dataset's end): the chunk
+    reads are the rows' H5Dread calls, a sample each; batch 8 (45 before: the labels' bytes
+    kept the chunk reads under the share that counts them)."""
+    name = "torch_h5py_xy_chunked_workers2"
+    f, w = fitted_shape(name)
+    assert w["dataset"]["record_length"] == 3072 + 8
+    assert w["dataset"]["hdf5_fields"] == [{"name": "y", "bytes": 8, "dtype": "int64"}]
+    assert f.evidence["h5d_samples_per_read"] == pytest.approx(1.0, rel=0.01)
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+
+
+def test_persistent_workers_loading_chunk_files_for_rows(tmp_path):
+    """zarr v2 rows in 3 persistent workers: one generation of workers, so the epochs are
+    the two halves of the loads in each of which every chunk file was loaded 8 times (16
+    epochs of a sample a file before)."""
+    name = "zarr_v2_rows_persistent_workers3"
+    f, w = fitted_shape(name, "sample_bytes")
+    assert (f.evidence["worker_generations"], f.evidence["balanced_passes"]) == (1, 2)
+    assert w["reader"]["access"] == "file"
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
