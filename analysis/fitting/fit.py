@@ -337,6 +337,16 @@ def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes
         return {}
     compute, batch, _, _ = _timeline(_phases_joined(evaluation["trace"],
                                                     evaluation["phases"]), record, starts)
+    if compute <= 0 and evaluation["phases"] >= 1:
+        # no pause inside a phase: each phase one step, its samples a rank's batch (the
+        # compute after its last read cannot be told from the training's start)
+        trace = evaluation["trace"]
+        weights = starts(trace) if starts is not None \
+            else trace["length"].to_numpy() / max(record, 1)
+        ranks, index = np.unique(trace["rank"].to_numpy(), return_inverse=True)
+        per_rank = float(np.median(np.bincount(index.reshape(-1), minlength=len(ranks),
+                                               weights=np.asarray(weights, np.float64))))
+        batch = max(1, int(round(per_rank / evaluation["phases"])))
     sizes = eval_files["size"].to_numpy()
     if abs(float(np.median(sizes)) - file_size) > 0.05 * max(file_size, 1):
         notes.append(f"the evaluation files' median size "

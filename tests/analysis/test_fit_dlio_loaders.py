@@ -140,6 +140,18 @@ def test_a_file_s_loads_in_a_row_each_pass_are_no_hops(tmp_path):
     replay_like(name, tmp_path)
 
 
+def test_an_evaluation_of_one_step_is_its_phase_s_samples(tmp_path):
+    """The DLIO benchmark's jpeg on 4 ranks, an evaluation after every epoch of one step of 2
+    images a rank: no pause inside a phase, so the phase's samples a rank are its batch (1
+    before: each image a step of its own)."""
+    name = "dlio_jpeg_eval_one_step_4r"
+    w = analysis.fit(log(name)).workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_files_eval"]) == (16, 8)
+    assert (w["reader"]["batch_size"], w["reader"]["batch_size_eval"]) == (2, 2)
+    assert w["evaluation"]["eval_after_epoch"] == 1
+    replay_like(name, tmp_path)
+
+
 def test_capped_epochs_and_named_counts():
     from dlio_mpi_analysis.fitting.fit_patterns import capped_epochs, named_count
     assert capped_epochs([12, 12, 6, 12, 6], 4, 2) == (3, 16)
