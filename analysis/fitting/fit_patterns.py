@@ -908,34 +908,50 @@ def h5d_row_blocks(job, data_names):
     return found.pop() if len(found) == 1 else None
 
 
-def h5d_chunk_boxes(job, data_names):
-    """A chunk's bytes when every data dataset, of two dimensions or more and chunked, was read
-    one whole chunk an H5Dread: most calls one regular hyperslab whose lengths
-    (H5D_ACCESS1_LENGTH_D5.., the first dimension first) are the chunk's (H5D_CHUNK_SIZE_D..,
-    the last first) and the chunk smaller than the dataset; None otherwise."""
+# the H5D counters a dataset's boxes are told from (h5d_boxes)
+BOX_COUNTERS = ("H5D_ACCESS1_LENGTH_D5", "H5D_DATASPACE_NDIMS", "H5D_ACCESS1_COUNT",
+                "H5D_READS", "H5D_REGULAR_HYPERSLAB_SELECTS", "H5D_DATASPACE_NPOINTS",
+                "H5D_DATATYPE_SIZE", "H5D_CHUNK_SIZE_D1")
+
+
+def h5d_boxes(job, data_names):
+    """The box every H5Dread of each data dataset selected, of datasets of 2 to 5 dimensions
+    read by one regular hyperslab of one shape at least STREAM_SHARE of the time: a list of
+    (dataset name, reads, box, chunk, points, itemsize) per H5D record, the box and chunk
+    first dimension first (Darshan keeps a selection's lengths last first, D5 the first, and
+    a chunk's first first); None when a record's reads are not such boxes, or without H5D
+    records giving them."""
     h5d = job.records.get("H5D")
-    need = ("H5D_ACCESS1_LENGTH_D5", "H5D_DATASPACE_NDIMS", "H5D_ACCESS1_COUNT", "H5D_READS",
-            "H5D_REGULAR_HYPERSLAB_SELECTS", "H5D_DATASPACE_NPOINTS", "H5D_DATATYPE_SIZE",
-            "H5D_CHUNK_SIZE_D1")
-    if h5d is None or h5d.empty or any(c not in h5d for c in need):
+    if h5d is None or h5d.empty or any(c not in h5d for c in BOX_COUNTERS):
         return None
     col = {c: np.asarray(h5d[c]) for c in h5d if c == "id" or str(c).startswith("H5D_")}
-    found = set()
+    out = []
     for k in range(len(col["id"])):
-        path = job.names.get(int(col["id"][k]), "").split(":", 1)[0]
+        path, _, name = job.names.get(int(col["id"][k]), "").partition(":")
         reads = int(col["H5D_READS"][k])
-        if path not in data_names or reads <= 0:
+        if path not in data_names or reads <= 0 or not name:
             continue
         nd = int(col["H5D_DATASPACE_NDIMS"][k])
         if not 2 <= nd <= 5 or int(col["H5D_ACCESS1_COUNT"][k]) < STREAM_SHARE * reads \
                 or int(col["H5D_REGULAR_HYPERSLAB_SELECTS"][k]) < STREAM_SHARE * reads:
             return None
-        box = [int(col[f"H5D_ACCESS1_LENGTH_D{5 - d}"][k]) for d in range(nd)]
-        chunk = [int(col[f"H5D_CHUNK_SIZE_D{nd - d}"][k]) for d in range(nd)]
-        points = int(col["H5D_DATASPACE_NPOINTS"][k])
+        out.append((name.lstrip("/"), reads,
+                    [int(col[f"H5D_ACCESS1_LENGTH_D{5 - d}"][k]) for d in range(nd)],
+                    [int(col[f"H5D_CHUNK_SIZE_D{nd - d}"][k]) for d in range(nd)],
+                    int(col["H5D_DATASPACE_NPOINTS"][k]),
+                    max(1, int(col["H5D_DATATYPE_SIZE"][k]))))
+    return out
+
+
+def h5d_chunk_boxes(job, data_names):
+    """A chunk's bytes when every data dataset, of two dimensions or more and chunked, was read
+    one whole chunk an H5Dread: its box (h5d_boxes) the chunk's, smaller than the dataset;
+    None otherwise."""
+    found = set()
+    for _, _, box, chunk, points, itemsize in h5d_boxes(job, data_names) or ():
         if box != chunk or min(chunk) < 1 or int(np.prod(chunk)) >= points:
             return None
-        found.add(int(np.prod(chunk)) * max(1, int(col["H5D_DATATYPE_SIZE"][k])))
+        found.add(int(np.prod(chunk)) * itemsize)
     return found.pop() if len(found) == 1 else None
 
 
@@ -1917,35 +1933,20 @@ def h5d_crops(job, data_names):
     (its shape from H5D_DATASPACE_NPOINTS: Darshan keeps no dimensions). Returns {"shape",
     "crop", "volumes": [(name, itemsize, chunks)], "reads"} (first dimension first; the
     volumes those read as often as the most read, each crop of each one read), or None."""
-    h5d = job.records.get("H5D")
-    need = ("H5D_ACCESS1_LENGTH_D5", "H5D_DATASPACE_NDIMS", "H5D_ACCESS1_COUNT", "H5D_READS",
-            "H5D_DATASPACE_NPOINTS", "H5D_DATATYPE_SIZE", "H5D_REGULAR_HYPERSLAB_SELECTS",
-            "H5D_CHUNK_SIZE_D1")
-    if h5d is None or h5d.empty or any(c not in h5d for c in need):
+    boxes = h5d_boxes(job, data_names)
+    if boxes is None:
         return None
-    col = {c: np.asarray(h5d[c]) for c in h5d if c == "id" or str(c).startswith("H5D_")}
     found = {}
-    for k in range(len(col["id"])):
-        path, _, name = job.names.get(int(col["id"][k]), "").partition(":")
-        reads = int(col["H5D_READS"][k])
-        if path not in data_names or reads <= 0 or not name:
-            continue
-        nd = int(col["H5D_DATASPACE_NDIMS"][k])
-        if not 2 <= nd <= 5 or int(col["H5D_ACCESS1_COUNT"][k]) < STREAM_SHARE * reads \
-                or int(col["H5D_REGULAR_HYPERSLAB_SELECTS"][k]) < STREAM_SHARE * reads:
-            return None
-        crop = [int(col[f"H5D_ACCESS1_LENGTH_D{5 - d}"][k]) for d in range(nd)]
-        chunks = [int(col[f"H5D_CHUNK_SIZE_D{nd - d}"][k]) for d in range(nd)]
-        points = int(col["H5D_DATASPACE_NPOINTS"][k])
+    for name, reads, crop, chunks, points, itemsize in boxes:
+        nd = len(crop)
         side = int(round(points ** (1.0 / nd)))
         if side ** nd != points or min(crop) < 1 or min(chunks) < 1 \
                 or max(crop) > side or max(chunks) > side \
                 or all(c == side for c in crop[1:]) or crop == chunks:
             # (a box that is a chunk's is a chunk read at its place: h5d_chunk_boxes)
             return None
-        entry = found.setdefault(name.lstrip("/"), {"reads": 0, "shape": [side] * nd,
-                                                     "crop": crop, "chunks": chunks,
-                                                     "itemsize": int(col["H5D_DATATYPE_SIZE"][k])})
+        entry = found.setdefault(name, {"reads": 0, "shape": [side] * nd, "crop": crop,
+                                        "chunks": chunks, "itemsize": itemsize})
         if entry["crop"] != crop or entry["chunks"] != chunks or entry["shape"] != [side] * nd:
             return None
         entry["reads"] += reads
