@@ -867,8 +867,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             per_batch = rows["rows"]
             batch = max(batch, per_batch)
             # (the rows' own reads: a field's, after them, would count as a batch's)
-            forward = fit_patterns.batch_forward_share(trace[trace["length"] == rows["row"]],
-                                                       per_batch)
+            own = trace[trace["length"] == rows["row"]]
+            forward = fit_patterns.batch_forward_share(own, per_batch) \
+                if len(own) >= 0.5 * len(trace) else \
+                fit_patterns.union_forward_share(trace, fit_patterns.h5d_sample_reads(
+                    job, set(data["name"])))
             evidence["batch_forward_share"] = forward
             if forward is not None:
                 shuffle = "off" if forward >= FORWARD_SHARE else "seed"
@@ -937,7 +940,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"loader's workers, a Darshan log each), up to {threads} at once: fitted "
                      f"as reader.read_threads {threads}")
         evidence["workers"] = {int(r): len(w) for r, w in job.workers.items()}
-        if "access" not in reader_extra and not reader_extra.get("reopen") \
+        # (the threads' own open files are those of a reader of samples' byte ranges: a
+        # format read its own way, Parquet's footer and row groups, keeps its own)
+        if "access" not in reader_extra and traits(fmt).access is None \
+                and not reader_extra.get("reopen") \
                 and layout == "multi" and read_type == "on_demand":
             kept = _worker_files(job, data, threads)
             evidence["worker_files"] = kept

@@ -744,6 +744,22 @@ def h5d_bytes_per_read(job, data_names):
     return int(round(nbytes / reads)) if reads else None
 
 
+def record_elements(job, data_names):
+    """The element's bytes (H5D_DATATYPE_SIZE) of the data datasets when they are all of one
+    dimension (a table of records, a compound type's) and of one element size; else None."""
+    h5d = job.records.get("H5D")
+    if h5d is None or h5d.empty or "H5D_DATASPACE_NDIMS" not in h5d \
+            or "H5D_DATATYPE_SIZE" not in h5d:
+        return None
+    names = [job.names.get(int(i), "").split(":", 1)[0] for i in h5d["id"]]
+    mine = h5d[[n in data_names for n in names] & (np.asarray(h5d["H5D_READS"]) > 0)]
+    if mine.empty or (np.asarray(mine["H5D_DATASPACE_NDIMS"]) != 1).any():
+        return None
+    sizes = set(np.asarray(mine["H5D_DATATYPE_SIZE"]).tolist())
+    size = int(sizes.pop()) if len(sizes) == 1 else 0
+    return size if size > 1 else None
+
+
 def rows_bytes_per_read(job, data_names):
     """Bytes an H5Dread of the rows' own dataset moved, where the data files' datasets were
     read together as a sample's fields (_read_together: the one moving the most bytes); None
@@ -1445,6 +1461,12 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             # rows' own dataset's H5Dread holds the rows libhdf5 read one by one
             own = rows_bytes_per_read(job, set(names.values())) or per_read
             rows_chunk = hdf5_chunk(trace, own) if own != per_read else chunk
+            element = record_elements(job, set(names.values()))
+            if not recorded and element and element < own and own % element == 0 \
+                    and scattered >= STREAM_SHARE and (rows_chunk is None or rows_chunk > own):
+                # scattered records of a 1-D dataset of compound elements, libhdf5's sieve
+                # buffer filling 64 KiB from each it does not hold: a record is the row
+                rows_chunk = element
             if not recorded and rows_chunk is not None and rows_chunk < own \
                     and scattered >= STREAM_SHARE:
                 # each H5Dread selected scattered rows of a contiguous dataset (a batch's
@@ -1456,8 +1478,13 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                 evidence["h5d_scattered_rows"] = {"row": rows_chunk, "rows": rows,
                                                   "share": scattered}
                 notes.append(f"{scattered:.0%} of the H5Dread calls selected scattered rows "
-                             f"(an irregular hyperslab), each read by libhdf5 on its own in "
-                             f"{rows_chunk}-byte pieces: a sample is a row of {record} bytes "
+                             "(an irregular hyperslab), "
+                             + (f"each read by libhdf5 on its own in {rows_chunk}-byte pieces"
+                                if rows_chunk != element else
+                                f"records of {element} bytes of a 1-D dataset (its "
+                                "elements), libhdf5's sieve buffer filling from each it did "
+                                "not hold")
+                             + f": a sample is a row of {record} bytes "
                              + (f"(its fields' counted) " if record != rows_chunk else "")
                              + f"and an H5Dread a batch's {rows} rows in one union "
                              "(reader.hdf5_reads batch)")
@@ -1663,6 +1690,21 @@ def h5d_scattered_share(job, data_names):
     if "H5D_POINT_SELECTS" in mine:
         scattered += int(mine["H5D_POINT_SELECTS"].clip(lower=0).sum())
     return min(1.0, scattered / reads) if reads else 0.0
+
+
+def union_forward_share(trace, unions):
+    """The share of the H5Dread unions (``unions`` of them over the job) that begin past where
+    the one before began, when libhdf5 reads them in buffer fills of its own (a sieve buffer's
+    64 KiB from each row it does not hold): each union's fills climb through the file, so a
+    union drawn at random begins behind the last one's end (a read going back) about every
+    time, one in order never; None without unions."""
+    if not unions or trace is None or not len(trace):
+        return None
+    backs = 0
+    for _, reads in trace.groupby("rank", sort=False):
+        off = reads.sort_values("start", kind="stable")["offset"].to_numpy()
+        backs += int((off[1:] < off[:-1]).sum())
+    return max(0.0, 1.0 - backs / unions)
 
 
 def batch_forward_share(trace, per_batch):
