@@ -20,7 +20,9 @@ module tells them apart by that pattern in time, not by the folders' names:
 - each run starts at the end of a pass over the training set (its files' bytes read over
   their extent: an epoch, or a load of a file read whole several times an epoch), and comes
   at most once a pass: folders read one after the other within a pass (a dataset's
-  subfolders) are no evaluation;
+  subfolders) are no evaluation; where the bytes miscount the passes (libhdf5's sieve
+  buffer reads far more than a sample), phases after equal amounts of training, the first
+  after a whole number of them, end passes too;
 - each run is an evaluation phase; the share of a rank's training bytes read before it places
   it after an epoch of the training set (the fit's ``evaluation.eval_after_epoch``, then
   ``evaluation.epochs_between_evals``: dlio_mpi_analysis.fitting.fit_evaluation).
@@ -109,6 +111,26 @@ def _passes(trace, ids, sets, train):
     return float(np.median(moved / np.maximum(extent, 1)))
 
 
+# how far from evenly spaced (a share of the spacing) phases after equal training may be
+EVEN_SPACING = 0.05
+
+
+def _evenly_spaced(before):
+    """Whether phases placed at ``before`` (each the share of a rank's training bytes read
+    before it) follow equal amounts of training, the first after a whole number of those
+    (evaluations every N epochs): the passes over the training set then ended at each, what
+    ever bytes each file's reads moved (libhdf5's sieve buffer reads far more than a sample,
+    so the bytes over the files' extent count passes wrong)."""
+    if len(before) < 2:
+        return False
+    step = np.diff(np.concatenate([[0.0], before]))
+    spacing = float(np.median(step[1:]))
+    if spacing <= 0 or (np.abs(step[1:] - spacing) > EVEN_SPACING * spacing).any():
+        return False
+    first = step[0] / spacing
+    return abs(first - round(first)) <= EVEN_SPACING * max(first, 1) and round(first) >= 1
+
+
 def evaluation_phases(trace, names):
     """The evaluation set of a job, or None: a dict with ``train_ids``, ``eval_ids``,
     ``phases`` (evaluation phases per rank), ``before_share`` (the median over the ranks of
@@ -167,7 +189,8 @@ def _evaluation_of(trace, ids, sets, label_of, ranks, lengths, train, candidates
         before = np.atleast_1d(np.median([[b / max(total, 1) for b in phases]
                                           for phases, total in per_rank.values()], axis=0))
         at = before * passes
-        if (np.abs(at - np.round(at)) > PASS_TOLERANCE).any() or (np.round(at) < 1).any():
+        if ((np.abs(at - np.round(at)) > PASS_TOLERANCE).any() or (np.round(at) < 1).any()) \
+                and not _evenly_spaced(before):
             continue
         eval_ids = {i for i, s in sets.items() if s == candidate}
         return {"train_ids": {i for i, s in sets.items() if s == train},

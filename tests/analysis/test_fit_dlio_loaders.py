@@ -152,6 +152,21 @@ def test_an_evaluation_of_one_step_is_its_phase_s_samples(tmp_path):
     replay_like(name, tmp_path)
 
 
+def test_evaluations_after_equal_training_through_libhdf5s_sieve(tmp_path):
+    """The DLIO benchmark's hdf5 on 4 ranks, an evaluation and a checkpoint after every epoch:
+    libhdf5's sieve buffer reads far more than each sample, so the training files' bytes count
+    2.9 passes for 2; the valid/ phases, after equal amounts of training, still end passes
+    (fitted before as one training set of 48 files in 2 subfolders)."""
+    name = "dlio_hdf5_eval_ckpt_4r"
+    w = analysis.fit(log(name)).workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_files_eval"]) == (32, 16)
+    assert "num_subfolders_train" not in w["dataset"]
+    assert (w["evaluation"]["eval_after_epoch"], w["evaluation"]["epochs_between_evals"]) \
+        == (1, 1)
+    assert w["workflow"]["checkpoint"] is True
+    replay_like(name, tmp_path, bytes_rel=0.02)
+
+
 def test_capped_epochs_and_named_counts():
     from dlio_mpi_analysis.fitting.fit_patterns import capped_epochs, named_count
     assert capped_epochs([12, 12, 6, 12, 6], 4, 2) == (3, 16)
