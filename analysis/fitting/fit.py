@@ -674,6 +674,15 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                          "interface stays posix)")
             record = inside
             reader_extra["whole_file"] = True
+            run = fit_patterns.start_runs(trace, lambda r: (r["offset"].to_numpy() == 0)
+                                          & (r["length"].to_numpy() > 0))
+            if run > 1:
+                # a file read whole several times in a row, each a sample's load: its samples
+                # (the DLIO benchmark's O_DIRECT NPY reader loads the file for each)
+                spf, record = run, max(1, inside // run)
+                evidence["whole_file_reads"]["loads_in_a_row"] = run
+                notes.append(f"each file read whole {run} times in a row: {run} samples a "
+                             f"file of {record} bytes, each loading the whole file")
     if traits(fmt).rows and interface.startswith("hdf5") and read_type == "on_demand" \
             and layout == "multi" and "access" not in reader_extra:
         samples = fit_patterns.h5d_sample_reads(job, set(data["name"]))
@@ -750,6 +759,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             # every data file's size: the evaluation set's loads are timed with it too
             sizes = {int(i): int(v) for i, v in files["size"].items()}
             starts = (lambda r: fit_patterns.load_starts(r, sizes))
+        elif reader_extra.get("whole_file"):
+            # a sample's load reads its whole file, from its start
+            starts = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
         elif "buffered_reads" in evidence:   # a sample a buffer fill
             starts = (lambda r: r["length"].to_numpy() > 0)
         elif "torch_loads" in evidence:
@@ -1022,6 +1034,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      f"read whole turns of {k} samples (reader.sharding_block)")
         batch = fits
     dataset_bytes = num_files * file_size * (ranks if layout == "replicated" else 1)
+    if reader_extra.get("whole_file"):
+        # each sample's load reads its whole file
+        dataset_bytes *= spf
     epochs = 1 if read_type == "memory" else max(
         1, int(round(int(data["bytes_read"].sum()) / max(dataset_bytes, 1))))
     if "footer_reads_apart" in evidence and read_type != "memory":

@@ -239,12 +239,11 @@ def validate_access(cfg):
         raise ConfigError("reader.eof_reads are reads at the end of a streamed file: they need "
                           "reader.access=stream and io.interface "
                           f"{backends.listed(lambda b: b.reads_past_end)}")
-    if rd.whole_file and (rd.access != "sample" or ds.num_samples_per_file != 1
-                          or io.layout != "multi"
+    if rd.whole_file and (rd.access != "sample" or io.layout != "multi"
                           or backends.of(cfg).library == backends.HDF5):
         raise ConfigError("reader.whole_file reads a sample's file whole in one call: it "
-                          "needs reader.access=sample, dataset.num_samples_per_file=1, "
-                          "io.layout=multi and an io.interface of byte ranges (not HDF5)")
+                          "needs reader.access=sample, io.layout=multi and an io.interface of "
+                          "byte ranges (not HDF5)")
     if rd.epoch_overrun and (rd.read_threads or io.read_type != "on_demand"
                              or io.write_each_epoch):
         raise ConfigError(f"reader.epoch_overrun={rd.epoch_overrun} reads the next epoch's "

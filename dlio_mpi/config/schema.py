@@ -258,10 +258,10 @@ SCHEMA = {
         "eof_reads": Key("int", 0, "reader.access=stream: reads at each file's end after its "
                          "last block, which return nothing (a reader that reads to the end "
                          "asks again: pandas' CSV reader makes 2)", minimum=0),
-        "whole_file": Key("bool", False, "reader.access=sample with a sample a file: the "
-                          "file read whole in one call from its start, its header or framing "
-                          "too, as a reader that loads the file and parses it in memory does "
-                          "(the DLIO benchmark's O_DIRECT NPY and NPZ readers)"),
+        "whole_file": Key("bool", False, "reader.access=sample: a sample's file read whole "
+                          "in one call from its start, its header or framing too, for each "
+                          "of its samples, as a reader that loads the file and parses it in "
+                          "memory does (the DLIO benchmark's O_DIRECT NPY and NPZ readers)"),
         "epoch_overrun": Key("int", 0, "steps of the next epoch's batches read after each "
                              "epoch's last step and dropped, the next epoch reading them "
                              "again: an input pipeline that prefetches over a repeated "

@@ -147,7 +147,7 @@ class Reader:
 
     def data_ranges(self, f, local):
         """The samples' own byte ranges in file f, or with reader.whole_file the whole file's
-        (a sample a file) for each."""
+        for each (a sample's load reads its file whole)."""
         idx = self.data.index(f)
         if self.cfg.reader.whole_file:
             n = len(local)
@@ -231,11 +231,12 @@ class Reader:
         spf = self.data.spf
         total = 0
         buf = self.buf
-        if self.cfg.reader.whole_file:      # a sample a file, read whole from its start
+        if self.cfg.reader.whole_file:      # each sample its file read whole from its start
             for s in samples.tolist():
+                f = s // spf
                 if self.cfg.reader.reopen:
-                    self.reopen(s)
-                _, got = self._open(s).readv([0], [int(self.data.index(s).file_size)],
+                    self.reopen(f)
+                _, got = self._open(f).readv([0], [int(self.data.index(f).file_size)],
                                              xfer=self.xfer, out=buf, exact=True, discard=True)
                 total += got
             return total

@@ -62,3 +62,21 @@ def test_npy_files_read_whole_through_o_direct(tmp_path):
     assert r.score >= 0.95, r.comparison.table
     assert r.emulated["bytes_read"] == r.real["bytes_read"]
     assert r.comparison.row("read_order")[1] == r.comparison.row("read_order")[0]
+
+
+def test_a_file_of_two_samples_read_whole_for_each(tmp_path):
+    """The DLIO benchmark's O_DIRECT NPY reader on 4 ranks, files of 2 samples: each sample's
+    load reads the file whole, twice in a row. 2 samples a file of half the array, batch 2, 2
+    epochs (fitted before as 1 sample a file of the whole array, 4 epochs)."""
+    name = "dlio_npy_odirect_two_samples_4r"
+    f = analysis.fit(log(name))
+    w = f.workload
+    t = TRUTH[name]
+    assert (w["dataset"]["num_samples_per_file"], w["dataset"]["record_length"]) \
+        == (t["samples_per_file"], t["sample_bytes"])
+    assert (w["reader"]["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
+    assert w["reader"]["whole_file"] is True
+    assert f.evidence["whole_file_reads"]["loads_in_a_row"] == 2
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["bytes_read"] == r.real["bytes_read"]

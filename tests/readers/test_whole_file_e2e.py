@@ -37,8 +37,29 @@ def test_every_file_read_whole_from_its_start_once_an_epoch(tmp_path, extra):
         assert sorted(seen) == list(range(8))       # each file once an epoch
 
 
-@pytest.mark.parametrize("overrides", [["dataset.num_samples_per_file=2"],
-                                       ["io.layout=shared", "dataset.num_files_train=1"],
+@pytest.mark.parametrize("threads", [0, 2])
+def test_a_file_of_two_samples_read_whole_for_each(tmp_path, threads):
+    """The DLIO benchmark's O_DIRECT NPY reader on files of 2 samples: each sample's load
+    reads its file whole, so each file is read whole twice an epoch."""
+    args = BASE + [f"reader.read_threads={threads}", "dataset.num_samples_per_file=2",
+                   f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o",
+                   "io.keep_oplog=true"]
+    run_mpi(2, "run_cli.py", "run", *args[1:], timeout=240)
+    own_summary(tmp_path / "o")
+    size = os.path.getsize(tmp_path / "d" / "train" / "img_0000000_of_8.npy")
+    assert size > 2 * 65536
+    for e in range(2):
+        seen = []
+        for r in range(2):
+            z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz")
+            op, off, nb, fid = (z[f"e{e}_{k}"] for k in ("op", "offset", "bytes", "file"))
+            reads = op == 0
+            assert (off[reads] == 0).all() and (nb[reads] == size).all()
+            seen += fid[reads].tolist()
+        assert sorted(seen) == sorted(list(range(8)) * 2)   # each file twice an epoch
+
+
+@pytest.mark.parametrize("overrides", [["io.layout=shared", "dataset.num_files_train=1"],
                                        ["reader.access=numpy"]])
 def test_whole_files_need_a_sample_a_file_read_by_ranges(overrides):
     with pytest.raises(config.ConfigError) as e:
