@@ -69,6 +69,8 @@ def whole_fields(fmt, record):
     return max(unit, record - record % unit) if unit > 1 else record
 STREAM_SHARE = 0.9  # share of the (rank, file) pairs that must read front to back in blocks
 WHOLE_SHARE = 0.9   # share of a file's bytes a pass reads for a load of the whole file
+# the opens over the reads at which each read has an open of its own
+OPEN_EACH_READ = 0.9
 # how far from a whole number a file's loads an epoch may be and still be its samples
 LOADS_SLACK = 0.05
 SPREAD_SHARE = 0.1  # relative spread of the files' arrays above which they vary in size
@@ -1351,7 +1353,10 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                     max(1, int(round(loads / files))), ascending)
     if t.opaque and t.decoder is None and not t.companions and layout == "multi":
         whole = whole_file_loads(trace, sizes)
-        if whole is not None:
+        # (every read an open of its own: a sample each, its file opened for it, the
+        # DLIO benchmark's indexed binary reader's, not one load of the whole file)
+        if whole is not None and _opens(job, data) < OPEN_EACH_READ * int(
+                (trace["length"].to_numpy() > 0).sum()):
             loads, block, eof = whole
             size, spread = _file_sizes(data, evidence)
             evidence["whole_file_loads"] = {"loads": loads, "block": block, "eof_reads": eof}

@@ -167,6 +167,21 @@ def test_evaluations_after_equal_training_through_libhdf5s_sieve(tmp_path):
     replay_like(name, tmp_path, bytes_rel=0.02)
 
 
+def test_indexed_binary_samples_each_in_an_open_in_workers(tmp_path):
+    """The DLIO benchmark's indexed binary reader in 2 forked workers, a batch of 4 a file's 4
+    samples, each read in an open of its own: a sample a read (fitted before as a whole
+    file's load: 1 sample of 16 KiB a file, batch 1, 0.936)."""
+    name = "dlio_indexed_binary_workers2"
+    w = analysis.fit(log(name)).workload
+    ds, rd = w["dataset"], w["reader"]
+    assert (ds["format"], ds["num_files_train"], ds["num_samples_per_file"]) \
+        == ("indexed_binary", 16, 4)
+    assert (ds["record_length"], rd["batch_size"], rd["read_threads"]) == (4096, 4, 2)
+    assert rd["reopen"] is True
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+
+
 def test_capped_epochs_and_named_counts():
     from dlio_mpi_analysis.fitting.fit_patterns import capped_epochs, named_count
     assert capped_epochs([12, 12, 6, 12, 6], 4, 2) == (3, 16)
