@@ -199,6 +199,21 @@ def file_calls(segments, layer, ids, names, op):
             data_calls = blind_calls[blind_calls["length"] == sizes[int(np.argmax(moved))]]
             pieces = _windowed_calls(data_calls, posix[posix["id"] == fid])
         else:
+            if layer == "HDF5":
+                # the rows' reads: a sample's fields read after them (an op log's H5D trace
+                # keeps them under the file's dataset) are no step of the rows' order, as the
+                # calls of the size moving the most bytes alone are beneath libhdf5
+                calls_of_file = _data_sized(calls_of_file)
             pieces = _ranked_calls(calls_of_file)
         if pieces is not None:
             yield int(fid), pieces
+
+
+def _data_sized(calls):
+    """The calls of at least half the size that moves the most bytes."""
+    sizes, of = np.unique(calls["length"], return_inverse=True)
+    if len(sizes) < 2:
+        return calls
+    moved = np.zeros(len(sizes), np.int64)
+    np.add.at(moved, of.reshape(-1), calls["length"].astype(np.int64))
+    return calls[calls["length"] >= sizes[int(np.argmax(moved))] // 2]

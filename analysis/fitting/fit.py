@@ -1208,10 +1208,12 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         del evidence["hdf5_chunk"]
         notes.append(f"chunks of {chunk} bytes cut samples of their own sizes: fitted "
                      "contiguous")
-    chunk = evidence.get("hdf5_chunk")
+    # (the chunk as stored, in its own rows: evidence's counts a sample's fields in)
+    chunk = (fit_patterns.h5d_chunk_bytes(job, set(data["name"])) or evidence.get("hdf5_chunk")) \
+        if "hdf5_chunk" in evidence else None
     if chunk and record < chunk <= CHUNK_CACHE_BYTES and traits(fmt).rows \
             and not evidence.get("compression") and trace is not None \
-            and read_type == "on_demand" and not reader_extra.get("hdf5_dataset_open"):
+            and read_type == "on_demand":
         data_reads = trace[trace["length"] > 0]
         moved = data_reads.groupby("length")["length"].sum()
         if len(moved) and int(moved.idxmax()) < chunk \

@@ -902,8 +902,15 @@ def h5d_row_blocks(job, data_names):
         return None
     names = [job.names.get(int(i), "").split(":", 1)[0] for i in h5d["id"]]
     mine = h5d[[n in data_names for n in names] & (np.asarray(h5d["H5D_READS"]) > 0)]
+    # a sample's fields read with its rows (a label's dataset): the rows' own dataset's
+    # blocks alone
+    main = _read_together(*_h5d_sets(job, data_names))
+    if main is not None:
+        mine = mine[[job.names.get(int(i), "").partition(":")[2].lstrip("/") == main
+                     for i in mine["id"]]]
     if mine.empty:
         return None
+    mine = mine.reset_index(drop=True)
     found = set()
     for k in range(len(mine)):
         ndims, n = int(mine["H5D_DATASPACE_NDIMS"][k]), int(mine["H5D_ACCESS1_LENGTH_D5"][k])
@@ -1545,8 +1552,11 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              f"{boxes}, a chunk a sample)")
             if blocks is not None:
                 # each H5Dread selected a block of whole rows (a batch read as one slice,
-                # ds[i:i + n]): a row is the sample, the H5Dread a batch's rows
+                # ds[i:i + n]): a row is the sample (its fields' share counted), the H5Dread a
+                # batch's rows
                 sample, n = blocks
+                if rows_bytes_per_read(job, set(names.values())):
+                    sample = max(sample, per_read // n)
                 evidence["h5d_row_blocks"] = {"row": sample, "rows": n}
                 notes.append(f"the H5Dread calls each selected {n} whole rows of {sample} "
                              "bytes in one block (Darshan's H5D_ACCESS1 lengths, a regular "
