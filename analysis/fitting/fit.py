@@ -288,6 +288,19 @@ def _worker_threads(workers):
     return max(1, int(round(float(np.median(most)))))
 
 
+def _reading_processes(trace):
+    """The most processes of a rank reading at once, each from its first read in ``trace`` to
+    its last (median over the ranks); 0 without reads."""
+    most = []
+    for _, reads in trace.groupby("rank", sort=False):
+        spans = reads.groupby("process").agg(a=("start", "min"), b=("end", "max"))
+        starts, ends = np.sort(spans["a"].to_numpy()), np.sort(spans["b"].to_numpy())
+        alive = np.searchsorted(starts, starts, side="right") \
+            - np.searchsorted(ends, starts, side="right")
+        most.append(int(alive.max()) if len(alive) else 0)
+    return int(round(float(np.median(most)))) if most else 0
+
+
 def _ids(ids):
     """Record ids as the file table's index holds them."""
     return np.array(sorted(ids), dtype=np.uint64)
@@ -946,6 +959,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      "no compute, no read threads")
     if job.workers:
         threads = _worker_threads(job.workers)
+        if evaluation is not None and trace is not None and "process" in trace:
+            # the training loader's workers alone: the evaluation's have a loader of their own
+            # (alive beside the training's, persistent, but reading no training file)
+            threads = min(threads, _reading_processes(trace) or threads)
         kinds = " and ".join(kind for kind in ("forked", "spawned")
                              if f"{kind} worker" in job.process_roles) or "forked"
         notes.append(f"each rank's reads were made by {kinds} worker processes (a data "

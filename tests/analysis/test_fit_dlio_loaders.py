@@ -182,6 +182,17 @@ def test_indexed_binary_samples_each_in_an_open_in_workers(tmp_path):
     assert r.score >= 0.95, r.comparison.table
 
 
+def test_the_evaluation_loader_s_workers_are_no_read_threads(tmp_path):
+    """The DLIO benchmark's npz alone, evaluation after every epoch: the training loader's 2
+    persistent workers and the evaluation loader's 2, alive together from the first
+    evaluation on, each pair reading its own set: 2 read threads (4 before)."""
+    name = "dlio_npz_eval_loaders_workers2"
+    w = analysis.fit(log(name)).workload
+    assert (w["dataset"]["num_files_train"], w["dataset"]["num_files_eval"]) == (16, 4)
+    assert w["reader"]["read_threads"] == 2
+    replay_like(name, tmp_path)
+
+
 def test_capped_epochs_and_named_counts():
     from dlio_mpi_analysis.fitting.fit_patterns import capped_epochs, named_count
     assert capped_epochs([12, 12, 6, 12, 6], 4, 2) == (3, 16)
