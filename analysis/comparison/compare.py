@@ -349,8 +349,9 @@ def _moved_data(interfaces, parts):
 def _posix_read_order(posix, segments=None):
     """The share of the POSIX reads of the data files that do not go back in their file, from
     the DXT_POSIX trace (each process's and file's reads in time order): a read goes back when
-    it starts before the previous one's end, except at the file's start (a new pass: an
-    epoch, another load of the file). In order 1; a random order about half; a library's own
+    it starts before the previous one's end, except at the file's start or where the
+    process's reads of the file began (a new pass: an epoch, another load of the file, a
+    Parquet file's footer read again). In order 1; a random order about half; a library's own
     jumps back (a zip's directory before its member) the same in a job and its replay; how the
     passes are spread over processes (a data loader's workers, new every epoch) does not
     count. None without a trace of the data reads (Darshan's counters cannot tell a jump
@@ -372,7 +373,11 @@ def _posix_read_order(posix, segments=None):
         col = trace[k]
         same[1:] &= col[1:] == col[:-1]
     same[0] = False
-    back = same[1:] & (off[1:] < end[:-1]) & (off[1:] != 0)
+    # a new pass starts at the file's start, or where the process's reads of the file began
+    # (a Parquet file's footer, read first at each open)
+    group = np.cumsum(~same) - 1
+    began = off[np.flatnonzero(~same)][group]
+    back = same[1:] & (off[1:] < end[:-1]) & (off[1:] != 0) & (off[1:] != began[1:])
     return 1.0 - int(back.sum()) / len(trace)
 
 
