@@ -124,6 +124,7 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from dlio_mpi.display import units
@@ -145,6 +146,7 @@ from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_
                            _interface, _min_rank_coverage,
                            _own_shares, _read_shift, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first, collective_writes)
+from dlio_mpi_analysis.fitting import fit_parquet_columns
 from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
                                                     whole_fields)
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, stray_posix
@@ -565,6 +567,23 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if ends.any() and not ends.all():
             evidence["footer_reads_apart"] = int(ends.sum())
             trace = trace[~ends]
+        projection = fit_parquet_columns.parquet_columns(trace)
+        if projection is not None:
+            # a table read in part: a row group's reads of its chosen columns stand as one
+            # read of the row group (a sample), its layout the columns
+            evidence["parquet_columns"] = projection
+            trace = fit_parquet_columns.row_group_reads(trace, projection["period"])
+            data_reads = pd.concat([data_reads[ends], trace]).sort_values("start",
+                                                                          kind="stable")
+            runs = ", ".join(f"{n} {'read' if j in projection['read'] else 'skipped'}"
+                             for j, n in enumerate(projection["columns"]))
+            notes.append(f"the Parquet files were read in part, the same holes in every row "
+                         f"group of {projection['period']} bytes: columns of {runs} bytes "
+                         f"(dataset.parquet_columns, reader.parquet_columns_read), "
+                         + ("the row groups' chunks pre-buffered at once, neighbours' "
+                            "adjacent chunks in one read (reader.parquet_coalesce batch)"
+                            if projection["together"] else
+                            "each row group's chunks read on their own"))
     early = _early_share(job, trace, data, basis, reading)
     burst = trace is not None and load_burst(trace, job.run_time)
     read_type = "memory" if early is not None and (early >= AT_START_THRESHOLD or burst) \
@@ -1156,6 +1175,23 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             notes.append(f"{footers} footer reads for {chunks} row-group reads of "
                          f"{len(data)} files in {epochs} epochs: a file opened once while its "
                          "row groups are read, batch after batch (reader.parquet_open file)")
+    dataset_extra = {}
+    if "parquet_columns" in evidence:
+        projection = evidence["parquet_columns"]
+        columns, read = projection["columns"], projection["read"]
+        groups = int(round(record / projection["period"]))
+        if spf == 1 and groups >= 2:
+            # a file loaded whole, a sample: its row groups' layouts side by side in the one
+            # row (pre-buffered at once, as the file's loader read them)
+            read = [j + g * len(columns) for g in range(groups) for j in read]
+            columns = columns * groups
+            notes.append(f"each file loaded whole, {groups} row groups at once: the sample's "
+                         f"row holds {groups} times the row group's columns")
+        evidence["parquet_columns"]["fitted"] = {"columns": len(columns), "read": len(read)}
+        dataset_extra["parquet_columns"] = columns
+        reader_extra["parquet_columns_read"] = read
+        if projection["together"] and spf > 1:
+            reader_extra["parquet_coalesce"] = "batch"
     io_extra = _write_first(job, data, basis, fmt, transfer_size, notes, evidence, epochs,
                             read_type)
     if io_extra.get("write_first") and traits(fmt).rows and not transfer_size:
@@ -1275,6 +1311,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                     # a fitted sample is one column-chunk read: a row group of its own
                     **({"parquet_row_group_size": 1}
                        if traits(fmt).row_groups else {}),
+                    **dataset_extra,
                     **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
                                                  "record_length_stdev", "content_fill")
                        if k in evidence},

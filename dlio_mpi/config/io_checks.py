@@ -159,6 +159,7 @@ def validate_access(cfg):
     if rd.parquet_open != "batch" and rd.access != "parquet":
         raise ConfigError(f"reader.parquet_open={rd.parquet_open} is how reader.access=parquet "
                           f"opens its files, not reader.access={rd.access}")
+    _parquet_columns(ds, rd)
     if rd.buffer_size and rd.access not in ("numpy", "image", "buffered", "pickle"):
         raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy, "
                           "image, buffered or pickle; other patterns read in "
@@ -350,3 +351,26 @@ def validate_access(cfg):
         if rd.shuffle_size:
             raise ConfigError("reader.shuffle_size is the shuffle buffer of reader.access="
                               "stream")
+
+
+def _parquet_columns(ds, rd):
+    """A Parquet row's columns (positive shares of a sample), and a projection of them."""
+    shares = ds.parquet_columns
+    if shares and (not formats.traits(ds.format).row_groups or not all(
+            isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0 for c in shares)):
+        raise ConfigError(f"dataset.parquet_columns={shares!r}: the shares of a sample's bytes "
+                          "in each column of a Parquet row (positive numbers, with "
+                          f"dataset.format={formats.listed(lambda t: t.row_groups)})")
+    if rd.parquet_coalesce != "group" and rd.access != "parquet":
+        raise ConfigError(f"reader.parquet_coalesce={rd.parquet_coalesce} is how reader.access="
+                          f"parquet reads a file's row groups, not reader.access={rd.access}")
+    read = rd.parquet_columns_read
+    if not read:
+        return
+    width = len(shares) or 1
+    if rd.access != "parquet" or not all(isinstance(c, int) and not isinstance(c, bool)
+                                         and 0 <= c < width for c in read) \
+            or len(set(read)) != len(read):
+        raise ConfigError(f"reader.parquet_columns_read={read!r}: the columns reader.access="
+                          f"parquet reads, distinct positions 0 .. {width - 1} in "
+                          "dataset.parquet_columns")

@@ -109,6 +109,10 @@ SCHEMA = {
         "parquet_row_group_size": Key("int", 0, "parquet: rows per row group, as the DLIO "
                                       "benchmark's parquet reader names it (0: pyarrow's "
                                       "default, 1048576)", minimum=0),
+        "parquet_columns": Key("list", [], "parquet: the columns of a row, each a binary "
+                               "value holding this share of the sample's bytes, in order "
+                               "(a table of features, labels and other fields; empty: one "
+                               "column, data)"),
         "hdf5_libver": Key("enum", "earliest", "HDF5 file format, as h5py's libver: earliest "
                            "(h5py's default) or latest (as the DLIO benchmark writes; fewer "
                            "metadata reads per open)", ("earliest", "latest")),
@@ -198,6 +202,18 @@ SCHEMA = {
                             "move on to it and kept while they read on in it (file: a loader "
                             "holding one pyarrow ParquetFile while it reads its row groups)",
                             ("batch", "file")),
+        "parquet_columns_read": Key("list", [], "reader.access=parquet: the columns read, as "
+                                    "positions in dataset.parquet_columns (a column "
+                                    "projection; empty: all); a row group's chunks of them "
+                                    "read as pyarrow pre-buffers them: chunks less than "
+                                    "8 KiB apart in one read, up to 32 MiB"),
+        "parquet_coalesce": Key("enum", "group", "reader.access=parquet: the chunks pyarrow "
+                                "pre-buffers together: each row group's alone (group: "
+                                "read_row_group, as the DLIO benchmark's parquet reader "
+                                "reads), or those of all the row groups a batch reads of a "
+                                "file at once (batch: read_row_groups, read_table, "
+                                "pandas.read_parquet; neighbouring row groups' chunks may "
+                                "share a read)", ("group", "batch")),
         "rank_shift": Key("int", 0, "rank r reads the share of rank (r + rank_shift) mod "
                           "ranks, the data another rank wrote with io.write_first (IOR's -C "
                           "read-back, which defeats the writer's page cache); 0: its own",

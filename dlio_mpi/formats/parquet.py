@@ -8,7 +8,13 @@ benchmark's parquet reader, which keeps the last row group it read): the footer 
 read of the file's last FOOTER_READ bytes (the whole file when smaller), and a second read of
 the rest of the metadata when it is larger than that; then, for each row group, one read of its
 column chunk, at the chunk's offset for its compressed size (measured with strace on pyarrow
-26: tests/test_parquet.py compares the two)."""
+26: tests/test_parquet.py compares the two).
+
+A table of several columns (dataset.parquet_columns: a row's columns, each a binary value
+holding its share of the sample's bytes) is read in part as a loader projects it
+(reader.parquet_columns_read): pyarrow pre-buffers the chosen column chunks of a row group,
+coalescing chunks less than COALESCE_HOLE bytes apart into one read of at most COALESCE_RANGE
+bytes (parquet-cpp's read cache defaults, measured with strace on pyarrow 26)."""
 import numpy as np
 
 from dlio_mpi.files import safe_files
@@ -21,6 +27,10 @@ NAME = "parquet"
 EXTENSION = ".parquet"
 TRAITS = FormatTraits(NAME, EXTENSION, aligned=False, access="parquet", row_groups=True)
 COLUMN = "data"
+# pyarrow's pre-buffering: chunks at most this far apart are read in one call ...
+COALESCE_HOLE = 8 << 10
+# ... of at most this many bytes
+COALESCE_RANGE = 32 << 20
 # pyarrow's first read of a file's end (parquet-cpp's default footer read size)
 FOOTER_READ = 64 << 10
 # the footer's fixed tail: the metadata's length (<I) and the magic "PAR1"
@@ -41,16 +51,41 @@ encoded_sample = sample_bytes
 sample_value = sample_bytes
 
 
+def column_names(spec):
+    """The columns of a row: `data`, then data_1, data_2, ... (dataset.parquet_columns)."""
+    return [COLUMN] + [f"{COLUMN}_{i}" for i in range(1, len(spec.columns))]
+
+
+def column_bounds(spec, sizes):
+    """Per sample, where each column's share of its bytes begins and ends: an array of
+    (samples, columns + 1) offsets into the sample (one column: 0 and the sample's size)."""
+    sizes = np.asarray(sizes, np.int64)
+    shares = np.asarray(spec.columns or (1.0,), np.float64)
+    cut = np.concatenate([[0.0], np.cumsum(shares) / shares.sum()])
+    bounds = np.rint(np.outer(sizes, cut)).astype(np.int64)
+    bounds[:, -1] = sizes
+    return bounds
+
+
 def _table(spec, file_index):
     import pyarrow as pa
     sizes = content.sample_sizes(spec, file_index)
     buf = np.empty(int(sizes.sum()), np.uint8)
     content.fill(spec.content, file_index, np.arange(len(sizes)), sizes, buf)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    column = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(sizes),
-                                              [None, pa.py_buffer(offsets),
-                                               pa.py_buffer(buf)])
-    return pa.table({COLUMN: column.cast(pa.binary())})
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    bounds = column_bounds(spec, sizes)
+    columns = {}
+    for c, name in enumerate(column_names(spec)):
+        lo, hi = starts + bounds[:, c], starts + bounds[:, c + 1]
+        lens = hi - lo
+        data = np.concatenate([buf[a:b] for a, b in zip(lo.tolist(), hi.tolist())]) \
+            if len(spec.columns) > 1 else buf
+        offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        column = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(sizes),
+                                                  [None, pa.py_buffer(offsets),
+                                                   pa.py_buffer(data)])
+        columns[name] = column.cast(pa.binary())
+    return pa.table(columns)
 
 
 def write_file(path, file_index, spec):
@@ -65,7 +100,8 @@ def write_file(path, file_index, spec):
 
 def index_file(path, spec, file_index=None):
     """The index from the file's footer (pyarrow's metadata): a sample's range is its row
-    group's column chunk, which pyarrow reads whole."""
+    group's column chunk, which pyarrow reads whole (of several columns: the row group's
+    chunks, first to last)."""
     import pyarrow.lib
     import pyarrow.parquet as pq
     try:
@@ -76,18 +112,20 @@ def index_file(path, spec, file_index=None):
     if meta.num_rows != spec.samples_per_file:
         raise FormatError(path, f"{meta.num_rows} rows, expected {spec.samples_per_file} "
                                 "(samples_per_file)")
-    if meta.num_columns != 1 or meta.schema.column(0).name != COLUMN:
-        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-        raise FormatError(path, f"columns {names}, expected [{COLUMN!r}]")
-    offs, lens = [], []
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    if names != column_names(spec):
+        raise FormatError(path, f"columns {names}, expected {column_names(spec)}")
+    offs, lens, chunks = [], [], []
     for g in range(meta.num_row_groups):
         rg = meta.row_group(g)
-        start, length = chunk_range(rg.column(0))
+        chunks.append([chunk_range(rg.column(c)) for c in range(meta.num_columns)])
+        start, end = chunks[-1][0][0], sum(chunks[-1][-1])
         offs += [start] * rg.num_rows
-        lens += [length] * rg.num_rows
+        lens += [end - start] * rg.num_rows
     sizes = content.sample_sizes(spec, file_index or 0) if file_index is not None else \
         np.asarray(lens, np.int64)
-    return FileIndex(NAME, file_size(path), sizes, offs, lens, exact=False)
+    return FileIndex(NAME, file_size(path), sizes, offs, lens, exact=False,
+                     chunks=np.asarray(chunks, np.int64).reshape(len(chunks), -1, 2))
 
 
 def chunk_range(column):
@@ -97,6 +135,28 @@ def chunk_range(column):
     if column.has_dictionary_page and column.dictionary_page_offset is not None:
         start = min(start, column.dictionary_page_offset)
     return int(start), int(column.total_compressed_size)
+
+
+def chosen_chunks(idx, columns_read=()):
+    """Per row group of a file (its FileIndex), the (offset, length) of the chosen columns'
+    chunks (positions; empty: all)."""
+    chosen = sorted(columns_read) if columns_read else range(idx.chunks.shape[1])
+    return [[tuple(group[c]) for c in chosen] for group in idx.chunks.tolist()]
+
+
+def coalesce(ranges, hole=COALESCE_HOLE, limit=COALESCE_RANGE):
+    """(offsets, lengths) of (offset, length) ranges read as pyarrow's read cache merges
+    them: in file order, a range joins the one before when the hole between is at most
+    `hole` bytes and the merged read stays within `limit` bytes."""
+    offs, lens = [], []
+    for start, length in sorted(ranges):
+        if offs and start - (offs[-1] + lens[-1]) <= hole \
+                and start + length - offs[-1] <= limit:
+            lens[-1] = max(lens[-1], start + length - offs[-1])
+        else:
+            offs.append(start)
+            lens.append(length)
+    return np.asarray(offs, np.int64), np.asarray(lens, np.int64)
 
 
 def footer_reads(size, metadata_bytes):
@@ -111,19 +171,35 @@ def footer_reads(size, metadata_bytes):
     return offs, lens
 
 
-def batch_reads(idx, metadata_bytes, local, opened=True):
+def batch_reads(idx, metadata_bytes, local, opened=True, chunks=None, rows=None,
+                together=False):
     """(offsets, lengths) of a batch's samples `local` of one file, as the DLIO benchmark's
     parquet reader makes pyarrow read them: the footer (the file opened; not when ``opened``
     is False, a ParquetFile kept from the batch before), then each row group's column chunk
-    when a sample lies in another row group than the one before."""
+    when a sample lies in another row group than the one before. With `chunks` (chosen_chunks
+    of a table read in part) and `rows` a row group: each row group's chosen chunks as
+    pyarrow pre-buffers them (coalesce), or with `together` the chunks of all the batch's row
+    groups at once (read_row_groups, read_table: neighbouring row groups' chunks may share a
+    read)."""
     offs, lens = footer_reads(idx.file_size, metadata_bytes) if opened else ([], [])
-    last = None
+    last, pending = None, []
     for s in np.asarray(local, np.int64).tolist():
-        here = int(idx.offsets[s])
+        here = s // rows if chunks is not None else int(idx.offsets[s])
         if here != last:
-            offs.append(here)
-            lens.append(int(idx.lengths[s]))
+            if chunks is None:
+                offs.append(here)
+                lens.append(int(idx.lengths[s]))
+            elif together:
+                pending += chunks[here]
+            else:
+                o, n = coalesce(chunks[here])
+                offs += o.tolist()
+                lens += n.tolist()
             last = here
+    if pending:
+        o, n = coalesce(pending)
+        offs += o.tolist()
+        lens += n.tolist()
     return np.asarray(offs, np.int64), np.asarray(lens, np.int64)
 
 

@@ -63,6 +63,9 @@ class FormatSpec:
     # contiguous dataset; a sample's size counts its fields
     fields: tuple = ()
     row_group_rows: int = 0       # parquet: rows per row group (0: pyarrow's default)
+    # parquet: the columns of a row, each a binary value holding this share of the sample's
+    # bytes, in order; empty: one column
+    columns: tuple = ()
     content_fill: float = 1.0     # the random share of the content's pages (the rest zeros)
 
     def __post_init__(self):
@@ -109,6 +112,12 @@ class FormatSpec:
             cf = -1.0
         if not 0.0 < cf <= 1.0:
             bad("content_fill", "expected a share in (0, 1]")
+        if self.columns:
+            if self.format != "parquet":
+                bad("columns", "columns are a Parquet file's")
+            if not all(isinstance(c, (int, float, np.integer, np.floating)) and c > 0
+                       for c in self.columns):
+                bad("columns", "expected positive shares of a sample's bytes")
         if self.fields:
             if self.format != "hdf5" or self.volumes:
                 bad("fields", "fields are datasets beside an HDF5 file's rows")
@@ -180,6 +189,8 @@ class FileIndex:
              whole and decompresses
     rows, dataset
              HDF5 only: the row of each sample in the dataset (libhdf5 does the reading)
+    chunks   Parquet only: per row group, each column chunk's (offset, length): an array
+             of (row groups, columns, 2)
     whole_file
              the format's application reads the file whole (CSV, as CANDLE does)"""
     format: str
@@ -192,6 +203,7 @@ class FileIndex:
     whole_file: bool = False
     rows: np.ndarray | None = None
     dataset: str | None = None
+    chunks: np.ndarray | None = None
 
     def __post_init__(self):
         for name in ("sizes", "offsets", "lengths") + (("rows",) if self.rows is not None else ()):
@@ -202,6 +214,10 @@ class FileIndex:
         if len(self.offsets) != n or len(self.lengths) != n or \
                 (self.rows is not None and len(self.rows) != n):
             raise ValueError("FileIndex: sizes, offsets, lengths (and rows) differ in length")
+        if self.chunks is not None:
+            arr = _i64(self.chunks).reshape(len(self.chunks), -1, 2)
+            arr.setflags(write=False)
+            object.__setattr__(self, "chunks", arr)
 
     @property
     def num_samples(self):
@@ -222,6 +238,8 @@ class FileIndex:
                 and self.exact == other.exact and self.compressed == other.compressed
                 and self.whole_file == other.whole_file and self.dataset == other.dataset
                 and same_rows and np.array_equal(self.sizes, other.sizes)
+                and (self.chunks is None) == (other.chunks is None)
+                and (self.chunks is None or np.array_equal(self.chunks, other.chunks))
                 and np.array_equal(self.offsets, other.offsets)
                 and np.array_equal(self.lengths, other.lengths))
 

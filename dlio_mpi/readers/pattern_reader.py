@@ -66,7 +66,7 @@ class PatternReader(Reader):
         self.queue = self.ep = None     # the epoch's built requests (a stream read ahead)
         self.planned = False            # plan_epoch ran for the next start_epoch
         self._sizes = None              # a stream's files' sizes this epoch (file -> bytes)
-        self._parquet_meta = {}         # a Parquet file's footer metadata bytes (file -> bytes)
+        self._parquet_meta = {}         # a Parquet file's footer metadata bytes and row groups' reads
         self._parquet_last = None       # the file the batches read on in (parquet_open=file)
         self._buffered = {}             # a file's buffered-file state (access=buffered)
 
@@ -271,10 +271,19 @@ class PatternReader(Reader):
 
     def _parquet_ranges(self, f, local, opened=True):
         """pyarrow's reads of file f for the batch's samples `local` (formats/parquet)."""
-        meta = self._parquet_meta.get(f)
-        if meta is None:
-            meta = self._parquet_meta[f] = parquet.metadata_bytes(self.path(f))
-        return parquet.batch_reads(self.data.index(f), meta, local, opened)
+        known = self._parquet_meta.get(f)
+        if known is None:
+            # a table of several columns, or one read in part: each row group's coalesced
+            # reads of the chosen chunks
+            rd = self.cfg.reader
+            chunks = parquet.chosen_chunks(self.data.index(f), rd.parquet_columns_read) \
+                if self.data.spec.columns or rd.parquet_columns_read \
+                or rd.parquet_coalesce == "batch" else None
+            known = self._parquet_meta[f] = (parquet.metadata_bytes(self.path(f)), chunks)
+        meta, chunks = known
+        return parquet.batch_reads(self.data.index(f), meta, local, opened, chunks,
+                                   parquet.rows_per_group(self.data.spec),
+                                   self.cfg.reader.parquet_coalesce == "batch")
 
     def _parquet_kept(self, f, local):
         """As _parquet_ranges, the footer read only when the batches move on to file f
