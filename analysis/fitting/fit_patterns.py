@@ -1234,6 +1234,24 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
             heads = (lambda r: (r["offset"].to_numpy() == 0) & (r["length"].to_numpy() > 0))
             run = start_runs(trace, heads)
             evidence["loads_in_a_row"] = run
+            arrays = npy_arrays(job, data)
+            if arrays is not None:
+                # files of arrays of their own sizes (the DLIO benchmark's
+                # record_length_bytes_stdev): their samples' mean and spread, a file's
+                # samples one size
+                columns = arrays / run
+                mean, spread = float(columns.mean()), float(columns.std())
+                if spread > SPREAD_SHARE * mean:
+                    array, stdev = int(round(mean)) * run, int(round(spread))
+                    evidence["record_length_stdev"] = stdev
+                    seed, off = size_seed(len(columns), run, float(arrays.sum()), spread, mean,
+                                          stdev, stacked=run > 1)
+                    evidence["size_seed"] = {"seed": seed, "total_difference": off}
+                    notes.append(f"the files' arrays differ in size (each file's by its "
+                                 f"freads): dataset.record_length {int(round(mean))} their "
+                                 f"samples' mean, record_length_stdev {stdev} their spread; "
+                                 f"train.seed {seed} draws sizes that total the arrays' bytes "
+                                 f"within {off:.1%}")
             if run > 1:
                 # each of a file's samples loads all of it, one after another (the DLIO
                 # benchmark's NPY reader: np.load of the file for every sample it takes)
@@ -1591,6 +1609,20 @@ def npy_loads(job, trace, data):
         return None
     values, counts = np.unique(heads["length"].to_numpy(), return_counts=True)
     return len(heads), int(values[np.argmax(counts)]), int(round(fbytes / freads))
+
+
+def npy_arrays(job, data):
+    """Per data file read by numpy.load, its array's bytes (a load's fread: the file's STDIO
+    bytes over its freads); None without them."""
+    stdio = job.records.get("STDIO")
+    if stdio is None or stdio.empty:
+        return None
+    rows = stdio[stdio["id"].isin(list(data.index))]
+    per = rows.groupby("id")[["STDIO_BYTES_READ", "STDIO_READS"]].sum()
+    per = per[(per["STDIO_READS"] > 0) & (per["STDIO_BYTES_READ"] > 0)]
+    if per.empty:
+        return None
+    return (per["STDIO_BYTES_READ"] / per["STDIO_READS"]).to_numpy(np.float64)
 
 
 def load_starts(reads, sizes):

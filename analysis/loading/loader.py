@@ -47,8 +47,8 @@ class DarshanJob:
 
     Times: ``start_time`` is the earliest log start (seconds since the epoch); ``run_time``
     runs from there to the latest log end; DXT ``start``/``end`` are seconds since
-    ``start_time``. Counter timestamps (``*_F_*_TIMESTAMP``) are left relative to their own
-    log's start.
+    ``start_time``, and so are the counters' timestamps (``*_F_*_TIMESTAMP``; 0 where the
+    kind of call never happened).
     """
 
     paths: tuple
@@ -247,6 +247,13 @@ def _combine(logs, dxt, messages):
         offset = log.start_time - job_start
         for mod, frame in log.records.items():
             frame["rank"] = _global_ranks(frame["rank"], log.nprocs, first_rank)
+            if offset:
+                # a counter's time is its own log's: the job's, as the DXT segments' (0
+                # is no time: the kind of call never happened)
+                for column in frame.columns:
+                    if column.endswith("_TIMESTAMP"):
+                        value = np.asarray(frame[column], np.float64)
+                        frame[column] = np.where(value > 0, value + offset, value)
             records.setdefault(mod, []).append(frame)
         for mod, frame in log.dxt_segments.items():
             frame["rank"] = _global_ranks(frame["rank"], log.nprocs, first_rank)

@@ -157,6 +157,9 @@ def roles_of(logs):
     # those that forked workers
     programs = {_program(log.exe) for log in logs if _has_io(log)}
     parent_programs = {_program(logs[p].exe) for p in fork_parent}
+    # the programs of the processes (no workers) that read or wrote data or checkpoints
+    data_programs = {_program(log.exe) for i, log in enumerate(logs)
+                     if role[i] is None and _data_like_io(log)}
     kept = []
     for i, log in enumerate(logs):
         if role[i] is None:
@@ -166,15 +169,15 @@ def roles_of(logs):
             # Without workers, a process of another program than those that did I/O, with
             # none itself, is a helper too (the `uname -p` Python's platform module runs: a
             # one-process job's set is then that process and its helper, not two ranks)
-            # A process of another program than the ones that forked the workers, that
-            # touched no data-like file, is a launcher (torchrun, starting the ranks as new
-            # programs, reads its modules and configuration only)
-            launcher = bool(parent_programs) and _program(log.exe) not in parent_programs \
-                and not _data_like_io(log)
-            main = (log.nprocs > 1 or i in fork_parent or (_has_io(log) and not launcher)
-                    or _interpreter(log.exe) in interpreters
-                    or (not workers_present
-                        and (not programs or _program(log.exe) in programs)))
+            # A process of another program than the ones that forked the workers or moved
+            # data, that touched no data-like file itself, is a launcher (torchrun, starting
+            # the ranks as new programs, reads its modules and configuration only)
+            others = parent_programs | data_programs
+            launcher = bool(others) and _program(log.exe) not in others \
+                and i not in fork_parent and not _data_like_io(log)
+            main = log.nprocs > 1 or i in fork_parent or not launcher and (
+                _has_io(log) or _interpreter(log.exe) in interpreters
+                or (not workers_present and (not programs or _program(log.exe) in programs)))
             role[i] = MAIN if main else HELPER
         kept.append(role[i] in (MAIN, FORKED, SPAWNED) or (role[i] == TRACKER and _has_io(log)))
     parent = list(parents)

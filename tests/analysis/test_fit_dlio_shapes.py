@@ -294,3 +294,22 @@ def test_a_replay_of_the_wrong_shape_scores_low(tmp_path, name, change):
     job with no checkpoint read back; the files in subfolders read in a shuffled order."""
     wrong = run_changed(name, tmp_path, change)
     assert wrong.score < 0.6, wrong.table
+
+
+def test_npy_files_of_arrays_of_varied_sizes():
+    """The DLIO benchmark's npy with record_length_bytes_stdev: numpy.load reads each array
+    by one fread, whose bytes per file (its STDIO record) give each file's array; their mean
+    and spread, with a checkpoint after each epoch (before: every file the mean's size)."""
+    name = "dlio_npy_size_spread_ckpt_2r"
+    f = analysis.fit(log(name))
+    w, t = f.workload, TRUTH[name]
+    ds = w["dataset"]
+    assert f.ranks == t["ranks"]
+    assert (ds["format"], ds["num_files_train"], ds["num_samples_per_file"]) \
+        == ("npy", t["num_files"], t["samples_per_file"])
+    assert ds["record_length"] == pytest.approx(t["sample_bytes"], rel=0.02)
+    assert ds["record_length_stdev"] == pytest.approx(45684, rel=0.1)
+    assert f.evidence["size_seed"]["total_difference"] < 0.01
+    assert (w["reader"]["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
+    assert (w["checkpoint"]["checkpoint_after_epoch"],
+            w["checkpoint"]["epochs_between_checkpoints"]) == (1, 1)
