@@ -360,6 +360,9 @@ typedef struct {
     int nfields;             /* fields read with each read of rows, after the rows, packed in
                               * the buffer after them in this order */
     dm_h5_field field[DM_H5_FIELDS];
+    int vlen;                /* rows of variable-length byte sequences (encoded images): read
+                              * as libhdf5's sequence descriptors, their bytes out of its global
+                              * heap, then given back */
     dm_oplog *log;
     dm_inflight inflight;   /* read-ahead segments of this handle not done */
     char path[4096];

@@ -1281,7 +1281,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     fields = []
     if traits(fmt).rows and interface.startswith("hdf5") and not index_format \
             and not reader_extra.get("access") and not io_extra.get("write_first"):
-        fields = fit_patterns.h5d_fields(job, set(data["name"]), record) or []
+        vlen = bool(evidence.get("hdf5_vlen"))
+        fields = fit_patterns.h5d_fields(job, set(data["name"]), record, vlen) or []
+        if vlen:
+            # a sample's size counts its fields, beside its sequence
+            record += sum(f["bytes"] for f in fields)
         chunk_bytes = fit_patterns.h5d_chunk_bytes(job, set(data["name"])) \
             if fields and "hdf5_chunk" in evidence else None
         if chunk_bytes:
@@ -1312,7 +1316,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                     **({"parquet_row_group_size": 1}
                        if traits(fmt).row_groups else {}),
                     **dataset_extra,
-                    **{k: evidence[k] for k in ("hdf5_libver", "npz_layout",
+                    **{k: evidence[k] for k in ("hdf5_libver", "hdf5_vlen", "npz_layout",
                                                  "record_length_stdev", "content_fill")
                        if k in evidence},
                     **({"enable_chunking": True, "chunk_size": evidence["hdf5_chunk"]}

@@ -853,6 +853,68 @@ def h5d_sample_reads(job, data_names):
     return sum(most.values())
 
 
+# an H5Dread's bytes are a variable-length dataset's descriptors (hvl_t, 16 bytes a row)
+# where its file moved this many times more bytes beneath it (the sequences, from the heap)
+VLEN_DESCRIPTOR = 16
+VLEN_HEAP_RATIO = 32
+# a sequence's read from libhdf5's global heap begins with one of this size (the collection's
+# first block), the rest of the collection read right after it
+HEAP_BLOCK = 4096
+
+
+def h5d_vlen(job, trace, data_names):
+    """Samples of a variable-length dataset (h5py.vlen_dtype: encoded images in one file),
+    or None: a 1-D data dataset of 16-byte elements (libhdf5's sequence descriptors, what its
+    H5Dread calls move and Darshan counts) whose files moved VLEN_HEAP_RATIO times more bytes
+    beneath them, the sequences read out of libhdf5's global heap. Returns (dataset, rows a
+    file, rows read, heap bytes a row and their spread): a sequence's read is a heap block
+    and the rest of its collection right after it, in the trace; without one, the files'
+    bytes over the rows read."""
+    h5d, posix = job.records.get("H5D"), job.records.get("POSIX")
+    if h5d is None or h5d.empty or posix is None or "H5D_DATATYPE_SIZE" not in h5d \
+            or "H5D_DATASPACE_NDIMS" not in h5d:
+        return None
+    found = {}
+    for k, i in enumerate(np.asarray(h5d["id"]).tolist()):
+        name = job.names.get(int(i), "")
+        path = name.split(":", 1)[0]
+        if path not in data_names or int(h5d["H5D_DATATYPE_SIZE"][k]) != VLEN_DESCRIPTOR \
+                or int(h5d["H5D_DATASPACE_NDIMS"][k]) != 1 or int(h5d["H5D_READS"][k]) <= 0:
+            continue
+        rows, points, _ = found.get(name, (0, 0, path))
+        found[name] = (rows + max(0, int(h5d["H5D_BYTES_READ"][k])) // VLEN_DESCRIPTOR,
+                       max(points, int(h5d["H5D_DATASPACE_NPOINTS"][k])), path)
+    if len(found) != 1:
+        return None
+    (dataset, (rows, points, _)), = found.items()
+    paths = {p for _, _, p in found.values()}
+    ids = [int(i) for i, n in job.names.items() if n in paths]
+    moved = int(posix[posix["id"].isin(ids)]["POSIX_BYTES_READ"].clip(lower=0).sum())
+    if rows <= 0 or moved < VLEN_HEAP_RATIO * rows * VLEN_DESCRIPTOR:
+        return None
+    # a heap collection holds one sequence or a few (libhdf5 packs small ones into one
+    # collection), and a read of a sequence reads its whole collection: the collections
+    # read, each once, hold the sequences read
+    collections = {}
+    if trace is not None:
+        for _, reads in trace[trace["id"].isin(ids)].groupby("rank", sort=False):
+            reads = reads.sort_values("start", kind="stable")
+            fid = reads["id"].to_numpy()
+            off, length = reads["offset"].to_numpy(), reads["length"].to_numpy()
+            for j in np.flatnonzero(length[:-1] == HEAP_BLOCK):
+                if off[j + 1] == off[j] + HEAP_BLOCK and fid[j + 1] == fid[j]:
+                    collections[(int(fid[j]), int(off[j]))] = HEAP_BLOCK + int(length[j + 1])
+    held = min(rows, points) if points else rows
+    if len(collections) >= held // 4:
+        sizes = np.asarray(list(collections.values()), np.float64)
+        mean, spread = float(sizes.sum()) / held, float(sizes.std())
+    else:
+        mean, spread = moved / rows, 0.0
+    return {"dataset": dataset.split(":", 1)[1].lstrip("/"), "rows": points, "read": rows,
+            "bytes": int(round(mean)), "spread": int(round(spread)),
+            "collections": len(collections)}
+
+
 def _rows(job, data_names, sample_bytes, file_size):
     """Samples a file holds: its datasets' bytes (Darshan's H5D records) over a sample's, the
     median over the files; without them, the file's size over a sample's (libhdf5's metadata
@@ -1481,6 +1543,19 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
         libver = hdf5_libver(trace)
         if libver is not None:
             evidence["hdf5_libver"] = libver
+        vlen = h5d_vlen(job, trace, set(names.values()))
+        if vlen is not None:
+            # the H5Dread calls moved the rows' descriptors; the samples are the sequences
+            evidence["hdf5_vlen"] = True
+            evidence["hdf5_vlen_reads"] = vlen
+            if vlen["spread"] > SPREAD_SHARE * vlen["bytes"]:
+                evidence["record_length_stdev"] = vlen["spread"]
+            notes.append(f"dataset {vlen['dataset']} is of variable-length sequences (its "
+                         f"H5Dread calls moved {VLEN_DESCRIPTOR}-byte descriptors a row, the "
+                         "file far more beneath them): a sample is a sequence of "
+                         f"{vlen['bytes']} bytes (spread {vlen['spread']}) read from "
+                         "libhdf5's global heap (dataset.hdf5_vlen), an H5Dread a sample")
+            return (vlen["bytes"], vlen["rows"], 0, {"hdf5_reads": "sample"}, None, ascending)
         per_read = h5d_bytes_per_read(job, set(names.values()))
         if per_read:
             evidence["h5d_bytes_per_read"] = per_read
@@ -1854,13 +1929,14 @@ def datasets_read_together(job, data_names):
     return _read_together(*_h5d_sets(job, data_names)) is not None
 
 
-def h5d_fields(job, data_names, record):
+def h5d_fields(job, data_names, record, vlen=False):
     """The samples' further fields (dataset.hdf5_fields) when the data files hold several
     datasets read together (_read_together: a program reading x[i] then y[i] for each
     sample, an image and its label), with as many rows; a field's row bytes are its share of
     the H5Dread bytes of a sample of ``record`` bytes (the fields counted in it), in whole
     elements of its type. [] for one dataset, None when the datasets are read unlike fields
-    of one sample."""
+    of one sample. With ``vlen`` (the rows' dataset of variable-length sequences, its H5Dread
+    bytes their descriptors), a field's row bytes are its H5Dread bytes over a descriptor's."""
     sets, windows = _h5d_sets(job, data_names)
     if len(sets) < 2:
         return []
@@ -1871,15 +1947,20 @@ def h5d_fields(job, data_names, record):
     m = sets[main]
     if not total or not m["bytes"] or len(m["points"]) != 1:
         return None
-    main_row = record * m["bytes"] / total
-    rows = next(iter(m["points"])) * m["size"] / main_row if main_row else 0
+    if vlen:
+        rows = next(iter(m["points"]))
+        share = (lambda s: VLEN_DESCRIPTOR * s["bytes"] / m["bytes"])
+    else:
+        main_row = record * m["bytes"] / total
+        rows = next(iter(m["points"])) * m["size"] / main_row if main_row else 0
+        share = (lambda s: record * s["bytes"] / total)
     fields = []
     for name, s in sets.items():
         if name == main:
             continue
         if len(s["points"]) != 1 or s["size"] not in FIELD_DTYPES:
             return None
-        row = max(1, int(round(record * s["bytes"] / total / s["size"]))) * s["size"]
+        row = max(1, int(round(share(s) / s["size"]))) * s["size"]
         if abs(next(iter(s["points"])) * s["size"] / row - rows) > 0.02 * rows:
             return None         # not a row for each of the samples' rows
         nd = s["ndims"]

@@ -89,6 +89,14 @@ static int describe(dm_h5 *h, dm_err *e) {
     h->space = H5Dget_space(h->dset);
     h->dtype = H5Dget_type(h->dset);
     if (h->space < 0 || h->dtype < 0) { h5_err(e, "describe", h, -1); return -1; }
+    if (H5Tget_class(h->dtype) == H5T_VLEN && !h->writing) {
+        /* a sequence of bytes a row: read into descriptors (hvl_t), as h5py reads them */
+        hid_t mem = H5Tvlen_create(H5T_NATIVE_UCHAR);
+        if (mem < 0) { h5_err(e, "describe", h, -1); return -1; }
+        H5Tclose(h->dtype);
+        h->dtype = mem;
+        h->vlen = 1;
+    }
     h->rank_ndims = H5Sget_simple_extent_ndims(h->space);
     if (h->rank_ndims < 1 || h->rank_ndims > 8) {
         dm_err_set(e, DM_EARG, "dataset %s in %s has %d dimensions (1 to 8 supported)", h->name,
@@ -489,6 +497,14 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
         if (writing) rc = H5Dwrite(h->dset, h->dtype, ms, fs, dxpl, buf);
         else rc = H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf);
     }
+    /* the sequences' bytes, counted, and the heap memory libhdf5 allocated for them given
+     * back (the descriptors in buf are Darshan's H5D bytes; the sequences the sample's) */
+    int64_t heap = 0;
+    if (h->vlen && !writing && rc >= 0 && nelem > 0) {
+        const hvl_t *seq = (const hvl_t *)buf;
+        for (hsize_t k = 0; k < nelem; k++) heap += (int64_t)seq[k].len;
+        H5Dvlen_reclaim(h->dtype, ms, H5P_DEFAULT, buf);
+    }
     if (!writing) dataset_done(h);
     uint64_t t1 = dm_ticks();
     /* the fields' reads, each logged as a read of its own after the rows' */
@@ -528,7 +544,7 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
     int64_t bytes = (int64_t)(nelem * h->elem_size);
     int iface = h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
                                         : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND);
-    *total = bytes;
+    *total = h->vlen ? heap : bytes;
     if (nelem > 0 || h->collective) {
         dm_log(h->log, t0, t1, first >= 0 ? first * h->own_row_bytes : -1, bytes, h->file_id,
                writing ? DM_OP_WRITE : DM_OP_READ, iface);

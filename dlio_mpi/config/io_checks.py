@@ -160,6 +160,14 @@ def validate_access(cfg):
         raise ConfigError(f"reader.parquet_open={rd.parquet_open} is how reader.access=parquet "
                           f"opens its files, not reader.access={rd.access}")
     _parquet_columns(ds, rd)
+    if ds.hdf5_vlen and (not formats.traits(ds.format).rows or ds.volumes
+                         or ds.enable_chunking or ds.compression != "none"
+                         or io.layout != "multi" or backends.of(cfg).collective):
+        raise ConfigError("dataset.hdf5_vlen keeps each sample a variable-length sequence of "
+                          "bytes in an HDF5 file's 1-D dataset: it needs dataset.format="
+                          f"{formats.listed(lambda t: t.rows)}, no volumes, chunks or "
+                          "compression, io.layout multi and independent reads (libhdf5 "
+                          "writes and reads its heap one process at a time)")
     if rd.buffer_size and rd.access not in ("numpy", "image", "buffered", "pickle"):
         raise ConfigError("reader.buffer_size is the buffered file of reader.access=numpy, "
                           "image, buffered or pickle; other patterns read in "

@@ -113,6 +113,11 @@ SCHEMA = {
                                "value holding this share of the sample's bytes, in order "
                                "(a table of features, labels and other fields; empty: one "
                                "column, data)"),
+        "hdf5_vlen": Key("bool", False, "HDF5: each sample a variable-length sequence of "
+                         "bytes in a 1-D dataset (an encoded image, as h5py.vlen_dtype(uint8) "
+                         "keeps it), its bytes in libhdf5's global heap: a read takes the "
+                         "rows' descriptors, then each sequence from the heap; samples of "
+                         "their own sizes (record_length_stdev)"),
         "hdf5_libver": Key("enum", "earliest", "HDF5 file format, as h5py's libver: earliest "
                            "(h5py's default) or latest (as the DLIO benchmark writes; fewer "
                            "metadata reads per open)", ("earliest", "latest")),

@@ -64,7 +64,8 @@ def format_spec(cfg):
         fields=tuple((f["name"], int(f["bytes"]), f.get("dtype", "uint8"),
                       int(f.get("chunk_rows", 0))) for f in ds.hdf5_fields),
         row_group_rows=ds.parquet_row_group_size,
-        columns=tuple(float(c) for c in ds.parquet_columns), content_fill=ds.content_fill)
+        columns=tuple(float(c) for c in ds.parquet_columns), vlen=ds.hdf5_vlen,
+        content_fill=ds.content_fill)
 
 
 class _LoggedFile:

@@ -101,7 +101,37 @@ def write_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     if spec.volumes:
         from dlio_mpi.formats import volumes
         return volumes.write_file(path, file_index, spec, comm)
+    if spec.vlen:
+        return _write_sequences_file(path, file_index, spec, comm)
     return _write_rows_file(path, file_index, spec, comm, block_bytes)
+
+
+def _write_sequences_file(path, file_index, spec, comm=None):
+    """A file of variable-length samples (spec.vlen), written by one rank: libhdf5 keeps each
+    sequence in its global heap as it is assigned, which its MPI-IO driver does not do
+    collectively."""
+    import h5py       # imported when HDF5 is used: it costs start-up time
+
+    from dlio_mpi.files import safe_files
+
+    if comm is not None and comm.Get_size() > 1:
+        raise FormatError(path, "variable-length samples (dataset.hdf5_vlen) are written by "
+                                "one rank: a file of a rank's own (io.layout multi)")
+    # a sample's size counts its fields, as a row's does
+    sizes = np.maximum(1, content.sample_sizes(spec, file_index) - spec.field_bytes)
+    n = spec.samples_per_file
+    data = np.empty(int(sizes.sum()), np.uint8)
+    content.fill(spec.content, file_index, np.arange(n), sizes, data)
+    ends = np.cumsum(sizes)
+    with safe_files.create_hdf5(path, libver=spec.libver) as f:
+        d = f.create_dataset(spec.dataset, shape=(n,), dtype=h5py.vlen_dtype(np.uint8))
+        fields = _field_datasets(f, spec, n)
+        for i in range(n):
+            d[i] = data[ends[i] - sizes[i]:ends[i]]
+        if fields:
+            for ds, part in zip(fields, _rows(spec, file_index, 0, n, 0)[1:]):
+                ds[:] = part
+    return index_file(path, spec, file_index)
 
 
 def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
@@ -180,6 +210,22 @@ def _write_rows_file(path, file_index, spec, comm=None, block_bytes=64 << 20):
     return idx
 
 
+def _sequences_index(path, spec, file_index, d, size):
+    """The index of a file of variable-length samples: each sample's bytes lie in libhdf5's
+    global heap (no range of their own); their sizes are those spec draws for the file."""
+    import h5py
+
+    if not spec.vlen or h5py.check_vlen_dtype(d.dtype) != np.dtype(np.uint8) or d.ndim != 1:
+        raise FormatError(path, f"dataset {spec.dataset!r} is {d.dtype} of shape {d.shape}, "
+                                f"expected {'1-D variable-length uint8' if spec.vlen else '2-D'}"
+                                " (dataset.hdf5_vlen)")
+    n = d.shape[0]
+    check_count(path, n, spec, f"rows in dataset {spec.dataset!r}")
+    sizes = content.sample_sizes(spec, file_index if file_index is not None else 0)
+    return FileIndex(NAME, size, sizes, np.full(n, -1, np.int64), np.zeros(n, np.int64),
+                     exact=False, rows=np.arange(n, dtype=np.int64), dataset=spec.dataset)
+
+
 def index_file(path, spec, file_index=None):
     if spec.volumes:
         from dlio_mpi.formats import volumes
@@ -195,6 +241,8 @@ def index_file(path, spec, file_index=None):
         d = f.get(spec.dataset)
         if not isinstance(d, h5py.Dataset):
             raise FormatError(path, f"no dataset {spec.dataset!r}")
+        if spec.vlen or h5py.check_vlen_dtype(d.dtype) is not None:
+            return _sequences_index(path, spec, file_index, d, size)
         want = np.dtype(spec.dtype)
         if d.dtype != want or d.ndim != 2:
             raise FormatError(path, f"dataset {spec.dataset!r} is {d.dtype} of shape {d.shape}, "

@@ -66,6 +66,9 @@ class FormatSpec:
     # parquet: the columns of a row, each a binary value holding this share of the sample's
     # bytes, in order; empty: one column
     columns: tuple = ()
+    # hdf5: each sample a variable-length sequence of bytes in a 1-D dataset (an encoded
+    # image), kept in libhdf5's global heap; samples of their own sizes
+    vlen: bool = False
     content_fill: float = 1.0     # the random share of the content's pages (the rest zeros)
 
     def __post_init__(self):
@@ -118,6 +121,10 @@ class FormatSpec:
             if not all(isinstance(c, (int, float, np.integer, np.floating)) and c > 0
                        for c in self.columns):
                 bad("columns", "expected positive shares of a sample's bytes")
+        if self.vlen and (self.format != "hdf5" or self.volumes or self.chunked
+                          or self.dtype != "uint8"):
+            bad("vlen", "variable-length samples are bytes in an HDF5 file's 1-D dataset, "
+                        "contiguous (dtype uint8, no chunks, compression or volumes)")
         if self.fields:
             if self.format != "hdf5" or self.volumes:
                 bad("fields", "fields are datasets beside an HDF5 file's rows")
@@ -159,7 +166,7 @@ class FormatSpec:
     def rows_share_size(self):
         """True when every sample of a file has the same size (rows of one array: a stacked
         NPZ file's x holds its samples as columns of one size)."""
-        return self.format == "hdf5" or (self.format in ("npy", "npz")
+        return (self.format == "hdf5" and not self.vlen) or (self.format in ("npy", "npz")
                                          and self.samples_per_file > 1
                                          and (self.format == "npy"
                                               or self.npz_layout == "stacked"))

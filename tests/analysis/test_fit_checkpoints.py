@@ -71,3 +71,17 @@ def test_how_checkpoints_were_read_back_is_fitted(emulate, pattern, tensors):
     ck = analysis.fit(out).workload["checkpoint"]
     assert ck.get("read_pattern", "pieces") == pattern
     assert ck.get("tensors_per_file") == tensors
+
+
+def test_safetensors_checkpoints_after_each_epoch():
+    """safetensors.torch.save_file after each epoch (a temporary name renamed into place, 3
+    writes: the header and the tensors), the last read back by a memory map Darshan cannot
+    see: 3 checkpoints of the file's bytes by the one process, none read back."""
+    name = "safetensors_epoch_checkpoints"
+    f = analysis.fit(log(name))
+    w = f.workload
+    ck = w["checkpoint"]
+    assert f.ranks == 1 and w["train"]["epochs"] == 3
+    assert (ck["checkpoint_after_epoch"], ck["epochs_between_checkpoints"]) == (1, 1)
+    assert w["model"]["model_size_bytes"] == 16783224
+    assert ck.get("num_checkpoints_read", 0) == 0
