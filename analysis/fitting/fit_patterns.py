@@ -529,9 +529,15 @@ def _natural(name):
 
 def _rank_file_orders(trace, names, at_once):
     """The names of each process's (or rank's) files in the order it took them (see
-    file_order_ascending); the lists of processes with fewer than two files are empty."""
+    file_order_ascending); the lists of processes with fewer than two files are empty, and
+    those of processes that read no data (a loader's main process reading each file's
+    metadata to build its index before its workers read the samples)."""
     out = []
+    middle = middle_byte_size(trace["length"].to_numpy())
     for _, reads in trace.groupby("process" if "process" in trace else "rank", sort=False):
+        if middle is not None and int(reads["length"].max()) < 0.5 * middle:
+            out.append([])
+            continue
         reads = reads.sort_values("start", kind="stable")
         if at_once > 1:
             ends = {}

@@ -551,3 +551,20 @@ def test_a_dataset_per_sample_opened_for_each_read():
     assert (rd["batch_size"], w["train"]["epochs"]) == (t["batch_size"], t["epochs"])
     assert (rd["hdf5_reads"], rd["sample_shuffle"]) == ("sample", "seed")
     assert io["interface"].startswith("hdf5")
+
+
+def test_a_main_process_reading_each_file_s_metadata_orders_nothing():
+    """A DataLoader's 2 persistent workers read shuffled (shard, row) samples of 8 HDF5
+    shards; before them the main process opened each shard in name order to read its shape
+    (metadata reads alone, of a few hundred bytes): its files' order is no sample order,
+    the samples are shuffled (before: taken in order from the main's index pass)."""
+    name = "torch_h5py_lzf_shards_persistent_workers2"
+    f = analysis.fit(log(name))
+    w, t = f.workload, TRUTH[name]
+    ds, rd = w["dataset"], w["reader"]
+    assert (f.ranks, rd["read_threads"], rd["batch_size"], w["train"]["epochs"]) \
+        == (t["ranks"], t["read_threads"], t["batch_size"], t["epochs"])
+    assert (ds["num_files_train"], ds["num_samples_per_file"]) \
+        == (t["num_files"], t["samples_per_file"])
+    assert rd["sample_shuffle"] == "seed"
+    assert f.evidence["files_in_name_order"] is None
