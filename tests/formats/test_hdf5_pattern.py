@@ -42,6 +42,21 @@ def strace_reads(path, code, tmp_path):
     return reads
 
 
+def engine_posix_reads(path, name, reads, check=None, **options):
+    """(offset, length) of the POSIX reads beneath the engine's H5Dread of each (start, count)
+    of rows of dataset `name` (the sec2 driver, the op log's view), check(start, rows) on
+    each read's rows."""
+    log = engines.OpLog(1 << 12)
+    with engines.H5Dataset(path, name, driver="sec2", oplog=log, file_id=1, **options) as d:
+        for start, count in reads:
+            out, n = d.read_rows([start], [count])
+            if check is not None:
+                check(start, out[:n])
+    a = log.arrays()
+    mine = (a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["posix"])
+    return list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist()))
+
+
 def h5py_reads(path, rows, tmp_path):
     """The preads of path while h5py opens it and reads rows of dataset records."""
     code = (f"import h5py\nf = h5py.File({str(path)!r}, 'r')\nd = f['records']\n"
@@ -91,15 +106,10 @@ def test_a_dataset_opened_for_each_read_reads_as_h5pys_indexing(tmp_path, chunks
     want = strace_reads(path, code, tmp_path)
 
     def engine_reads(per_read):
-        log = engines.OpLog(1 << 12)
-        with engines.H5Dataset(path, "records", driver="sec2", oplog=log, file_id=1,
-                               dataset_per_read=per_read) as d:
-            for s in starts:
-                out, n = d.read_rows([s], [8])
-                assert np.array_equal(out[:n].reshape(8, -1), data[s:s + 8])
-        a = log.arrays()
-        mine = (a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["posix"])
-        return list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist()))
+        def check(s, out):
+            assert np.array_equal(out.reshape(8, -1), data[s:s + 8])
+        return engine_posix_reads(path, "records", [(s, 8) for s in starts], check,
+                                  dataset_per_read=per_read)
 
     got = engine_reads(True)
     assert got == want
@@ -127,15 +137,10 @@ def test_no_chunk_cache_reads_as_h5py_without_one(tmp_path):
     want = strace_reads(path, code, tmp_path)
 
     def engine_reads(cache):
-        log = engines.OpLog(1 << 12)
-        with engines.H5Dataset(path, "x", driver="sec2", oplog=log, file_id=1,
-                               chunk_cache=cache) as d:
-            for r in rows:
-                out, n = d.read_rows([r], [1])
-                assert np.array_equal(out[:n], data[r])
-        a = log.arrays()
-        mine = (a["op"] == engines.OP["read"]) & (a["iface"] == engines.IFACE["posix"])
-        return list(zip(a["offset"][mine].tolist(), a["bytes"][mine].tolist()))
+        def check(r, out):
+            assert np.array_equal(out, data[r])
+        return engine_posix_reads(path, "x", [(r, 1) for r in rows], check,
+                                  chunk_cache=cache)
 
     got = engine_reads(False)
     assert got == want
@@ -246,3 +251,32 @@ def test_a_shared_hdf5_file_read_collectively_is_opened_only_through_mpi_io(tmp_
                  if call.startswith("open") and p and p.startswith(data)]
         assert len([p for p in opens if p == data]) == 1, (r, opens)
         assert opens[-1] == data and opens[-2].startswith(data + ".locktest"), (r, opens)
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace not installed (scripts/setup.sh installs it)")
+def test_variable_length_rows_read_as_h5py_reads_them(tmp_path):
+    """dataset.hdf5_vlen: h5py's ds[i] of a dataset of variable-length bytes reads the row's
+    descriptor, then the sequence's heap collection (a 4 KiB block and the rest); the
+    engine's read of the row with a native sequence type (the dataset opened for each read,
+    as f['records'][i] does) makes the same preads, call for call, and counts the sequence's
+    bytes."""
+    import h5py
+
+    from dlio_mpi import formats
+    from dlio_mpi.formats.spec import FormatSpec
+
+    path = tmp_path / "f.h5"
+    spec = FormatSpec(format="hdf5", samples_per_file=24, record_length=12000,
+                      record_length_stdev=5000, seed=7, vlen=True)
+    formats.write_file(str(path), 0, spec)
+    rows = [5, 0, 17, 9, 23, 12]
+    code = (f"import h5py\nf = h5py.File({str(path)!r}, 'r')\n"
+            + "".join(f"f['records'][{r}]\n" for r in rows) + "f.close()\n")
+    want = strace_reads(path, code, tmp_path)
+    # f['records'] opens the dataset anew for each read: its sieve buffer starts empty
+    assert engine_posix_reads(path, "records", [(r, 1) for r in rows],
+                              dataset_per_read=True) == want
+    with h5py.File(path, "r") as f:
+        lengths = [len(f["records"][r]) for r in rows]
+    with engines.H5Dataset(path, "records", driver="sec2") as d:
+        assert [d.read_rows([r], [1])[1] for r in rows] == lengths
