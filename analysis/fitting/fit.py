@@ -152,8 +152,6 @@ from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_read
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, stray_posix
 
 SHARED_SHARE = 0.5
-# Parquet footer reads at most this many a file and epoch: each file opened once an epoch
-PARQUET_FILE_OPENS = 1.1
 REPLICATED_COVERAGE = 0.9
 DOMINANT_SHARE = 0.5
 MAX_EPOCHS = 1000
@@ -378,12 +376,13 @@ def _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes
 
 
 def _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch, read_type,
-                             reader_extra, epochs_fixed):
+                             reader_extra, epochs_fixed, read=None):
     """The steps a rank made when the job read a part of its data files only, once (h5bench's
     strided or partial reads of its datasets, a run stopped within its first epoch): under
     PARTIAL_SHARE of the files' bytes, read by samples on demand. None otherwise (an epoch
-    or more: the epochs count)."""
-    read = int(data["bytes_read"].sum())
+    or more: the epochs count). ``read``: the bytes the samples' reads stand for, where they
+    are not the counters' (a Parquet table read in part: its row groups whole)."""
+    read = int(data["bytes_read"].sum()) if read is None else read
     if read_type != "on_demand" or epochs_fixed is not None or "access" in reader_extra \
             or read >= PARTIAL_SHARE * dataset_bytes:
         return None
@@ -1152,8 +1151,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             num_files = named
     if epochs_fixed is not None:
         epochs = epochs_fixed
-    steps_read = _steps_of_a_partial_read(data, dataset_bytes, record, ranks, batch,
-                                          read_type, reader_extra, epochs_fixed)
+    steps_read = _steps_of_a_partial_read(
+        data, dataset_bytes, record, ranks, batch, read_type, reader_extra, epochs_fixed,
+        int(trace["length"].sum()) if "parquet_columns" in evidence else None)
     if steps_read is not None:
         epochs = 1
         evidence["partial_read"] = {"share": int(data["bytes_read"].sum()) / dataset_bytes,
@@ -1170,7 +1170,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             data_reads, {int(i): int(v) for i, v in data["size"].items()})
         opened_files = len(data) * epochs
         evidence["parquet_footer_reads"] = {"footers": footers, "chunks": chunks}
-        if footers <= PARQUET_FILE_OPENS * opened_files < chunks / max(batch, 1):
+        # nearer one footer a file and epoch than one a batch (a file opened once an epoch,
+        # a few more for a library's look at a file's schema, as pyarrow.dataset makes)
+        per_batch = chunks / max(batch, 1)
+        if opened_files < per_batch and footers < (opened_files + per_batch) / 2:
             reader_extra["parquet_open"] = "file"
             notes.append(f"{footers} footer reads for {chunks} row-group reads of "
                          f"{len(data)} files in {epochs} epochs: a file opened once while its "

@@ -79,3 +79,17 @@ def test_replay_and_the_row_groups_read_whole(tmp_path, name, below):
     (tmp_path / "wrong").mkdir()
     wrong = run_changed(name, tmp_path / "wrong", whole)
     assert wrong.score < below, wrong.table
+
+
+def test_a_dataset_s_batches_of_two_columns_of_four(tmp_path):
+    """pyarrow.dataset's to_batches(columns=[emb, y]) over shards it was not built from: id
+    and text skipped in every row group (emb and y adjacent, one read); a footer read a file
+    and epoch, the first file's once more (the dataset's schema): a file kept open while its
+    row groups are read, 2 epochs (before: a read a batch's footers, and the projection's
+    bytes taken for a partial first epoch; 0.80), replayed at 0.99."""
+    name = "pyarrow_dataset_projection"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert w["dataset"]["parquet_columns"] == [205168, 106002]
+    assert w["reader"]["parquet_columns_read"] == [1]
+    assert w["reader"]["parquet_open"] == "file"
+    replay_like(name, tmp_path, bytes_rel=0.03)     # the 2 schema footers not emulated
