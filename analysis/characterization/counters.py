@@ -111,17 +111,33 @@ ALONE_COLLECTIVES = (("MPIIO_COLL_READS", "MPIIO_INDEP_READS"),
                      ("MPIIO_SPLIT_WRITES", "MPIIO_INDEP_WRITES"))
 
 
+def opened_alone(frame):
+    """The record ids of the MPI-IO records (a Table or a DataFrame) of files opened by one
+    process only (MPIIO_INDEP_OPENS and no MPIIO_COLL_OPENS: a communicator of one,
+    MPI_COMM_SELF), whose collective calls are independent I/O (alone_collectives)."""
+    alone = _alone(frame)
+    return set() if alone is None else {int(i) for i in np.asarray(frame["id"])[alone]}
+
+
+def _alone(frame):
+    """Per MPI-IO record, whether one process alone opened its file (None without the
+    counters)."""
+    if frame is None or frame.empty or "MPIIO_COLL_OPENS" not in frame \
+            or "MPIIO_INDEP_OPENS" not in frame:
+        return None
+    return (np.asarray(frame["MPIIO_COLL_OPENS"]) <= 0) \
+        & (np.asarray(frame["MPIIO_INDEP_OPENS"]) > 0)
+
+
 def alone_collectives(frame):
     """The MPI-IO records (a Table or a DataFrame) with the collective calls on files each
     opened by one process only (Darshan counts an open on a communicator of one process,
     MPI_COMM_SELF, as independent: MPIIO_INDEP_OPENS, no MPIIO_COLL_OPENS) counted as the
     independent calls they are: no other process takes part in them. The frame itself when
     there are none."""
-    if frame is None or frame.empty or "MPIIO_COLL_OPENS" not in frame \
-            or "MPIIO_INDEP_OPENS" not in frame:
+    alone = _alone(frame)
+    if alone is None:
         return frame
-    alone = (np.asarray(frame["MPIIO_COLL_OPENS"]) <= 0) \
-        & (np.asarray(frame["MPIIO_INDEP_OPENS"]) > 0)
     moved = [(c, i) for c, i in ALONE_COLLECTIVES if c in frame and i in frame
              and (alone & (np.asarray(frame[c]) > 0)).any()]
     if not moved:

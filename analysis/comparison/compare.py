@@ -118,9 +118,10 @@ import pandas as pd
 from dlio_mpi.display import tables, units
 
 from dlio_mpi_analysis.characterization.characterize import Characterization, characterize, data_formats
-from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals
+from dlio_mpi_analysis.characterization.counters import SIZE_BUCKETS, counter_sum, counter_totals, \
+    opened_alone
 from dlio_mpi_analysis.characterization.data_io import data_parts
-from dlio_mpi_analysis.characterization.layers import job_layer, parts_at
+from dlio_mpi_analysis.characterization.layers import dataset_file, job_layer, parts_at
 from dlio_mpi_analysis.characterization.layers import rank as layer_rank
 from dlio_mpi_analysis.characterization.module_metrics import file_counts, io_time, rank_balance
 from dlio_mpi_analysis.loading.oplog import MMAP_MARK
@@ -451,16 +452,25 @@ def _checkpoint_files(parts, roles):
 def interfaces_at(c, layer):
     """The interfaces of a job seen from ``layer`` up: all at POSIX; MPI-IO's and HDF5 at
     MPI-IO; at HDF5, "HDF5" with its driver as the H5F and H5D records say it ("HDF5 through
-    MPI-IO" by H5F_USE_MPIIO, "HDF5 collective" by H5D_USE_MPIIO_COLLECTIVE)."""
+    MPI-IO" by H5F_USE_MPIIO, "HDF5 collective" by H5D_USE_MPIIO_COLLECTIVE on a file more
+    than one process opened)."""
     if layer == "POSIX":
         return list(c.interfaces)
     if layer == "MPI-IO":
         return [i for i in c.interfaces if i.startswith("MPI-IO") or i == "HDF5"]
     used = ["HDF5"] if "HDF5" in c.interfaces else []
+    # a collective transfer on a file its process opened alone (MPI_COMM_SELF: IOR's -F -c)
+    # is independent I/O, as at MPI-IO (counters.alone_collectives)
+    alone = {c.names.get(i, "") for i in opened_alone(c.records.get("MPI-IO"))}
     for module, counter, label in (("H5F", "H5F_USE_MPIIO", "HDF5 through MPI-IO"),
                                    ("H5D", "H5D_USE_MPIIO_COLLECTIVE", "HDF5 collective")):
         frame = c.records.get(module)
-        if frame is not None and not frame.empty and int(frame[counter].max()) > 0:
+        if frame is None or frame.empty:
+            continue
+        if module == "H5D" and alone:
+            frame = frame[[dataset_file(c.names.get(int(i), "")) not in alone
+                           for i in frame["id"]]]
+        if not frame.empty and int(frame[counter].max()) > 0:
             used.append(label)
     return used
 

@@ -3,7 +3,8 @@ Darshan 3.5.0 with DXT, truth in truth.json): a batch's scattered samples in one
 MPI-IO call through a file view (mpiio_coll_view_batches), a batch's scattered rows of an HDF5
 dataset in one H5Dread, independent and collective (h5py_mpio_scattered_rows,
 h5py_mpio_coll_scattered_rows), a file's samples read in order a pread each, four to a step
-(c_pread_batches_in_order), and IOR's -C on four ranks (ior_fpp_reorder_4r: the shift's
+(c_pread_batches_in_order), collective transfers on files opened alone (mpi4py's Read_at_all
+and IOR's HDF5 -F -c), and IOR's -C on four ranks (ior_fpp_reorder_4r: the shift's
 direction, which two ranks cannot show)."""
 import pytest
 
@@ -51,6 +52,21 @@ def test_collective_calls_on_a_file_one_process_opened_are_independent(tmp_path)
     assert analysis.characterize(log(name)).interfaces == ["POSIX", "MPI-IO independent"]
     r = replay_like(name, tmp_path)
     assert r.emulated["interfaces"] == ["MPI-IO independent", "POSIX"]
+
+
+def test_collective_hdf5_transfers_on_a_file_one_process_opened_are_independent(tmp_path):
+    """IOR -a HDF5 -F -c: each rank's own file, opened on MPI_COMM_SELF, read through
+    collective H5Dread transfers (H5D_USE_MPIIO_COLLECTIVE) that no other process takes part
+    in: independent I/O at HDF5 as at MPI-IO, so a replay through independent transfers is
+    the same interfaces (0.625 before: "HDF5 collective" against none, the structure gate)."""
+    from dlio_mpi_analysis.comparison.compare import interfaces_at
+    name = "ior_hdf5_fpp_coll"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    assert (w["io"]["interface"], w["io"]["layout"]) == ("hdf5", "multi")
+    c = analysis.characterize(log(name))
+    assert int(c.records["H5D"]["H5D_USE_MPIIO_COLLECTIVE"].max()) == 1
+    assert interfaces_at(c, "HDF5") == ["HDF5", "HDF5 through MPI-IO"]
+    replay_like(name, tmp_path)
 
 
 def test_collective_slices_keep_the_calls_order(tmp_path):
