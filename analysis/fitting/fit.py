@@ -121,6 +121,7 @@ it.
 """
 
 import os
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,7 +145,7 @@ from dlio_mpi_analysis.fitting.fit_evaluation import schedule
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
                            FORWARD_SHARE, _data_interfaces, _data_trace, _direct, _early_share, _file_table,
                            _interface, _min_rank_coverage,
-                           _own_shares, _read_shift, _record_length, _sample_spread, _shuffle, _stem, _timeline,
+                           _own_shares, _read_shift, _reading_ranks, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first, collective_writes)
 from dlio_mpi_analysis.fitting import fit_parquet_columns
 from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
@@ -558,6 +559,16 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                          "type, order and timing come from the counters")
             evidence["partial_trace"] = {"traced": len(trace), "counted": counted}
             trace = None
+    whole_job = job
+    readers = _reading_ranks(job, trace, reading)
+    if readers < job.nprocs:
+        # the other ranks read none of the data (rank 0 loads it for all): the data's
+        # measures are those of a job of the reading ranks; checkpoints are the whole job's
+        evidence["reading_ranks"] = readers
+        who = "rank 0" if readers == 1 else f"ranks 0 to {readers - 1}"
+        notes.append(f"{who} alone read the data, the job's other {job.nprocs - readers} "
+                     f"of {job.nprocs} ranks none of it: reader.reading_ranks {readers}")
+        job = dataclasses.replace(job, nprocs=readers)
     data_reads = trace        # every traced data read, footers too
     if trace is not None and traits(fmt).row_groups:
         # pyarrow opens a file by reading its end: those footer reads are no sample's (a
@@ -1245,7 +1256,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     # the share of the data read before a checkpoint, over the trace's own reads (a trace of
     # POSIX alone misses numpy.fromfile's STDIO reads, which the counters hold)
     read_bytes = int(reads[1].sum()) if reads is not None else int(data["bytes_read"].sum())
-    checkpoints = fit_checkpoints(job, char.roles, reads, read_bytes,
+    checkpoints = fit_checkpoints(whole_job, char.roles, reads, read_bytes,
                                   epochs, max(1, per_rank // max(batch, 1)), output_folder,
                                   notes, evidence)
     eval_keys = _evaluation(evaluation, eval_files, epochs, record, file_size, starts, notes,
@@ -1349,7 +1360,9 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         and trace is not None else None
     if crops:
         _crop_workload(workload, crops, trace, len(data), notes, evidence)
-    return Fit(workload=workload, ranks=ranks, evidence=evidence, notes=notes,
+    if readers < whole_job.nprocs:
+        workload["reader"]["reading_ranks"] = readers
+    return Fit(workload=workload, ranks=whole_job.nprocs, evidence=evidence, notes=notes,
                sources=list(job.paths) if job.source == "darshan"
                else [os.path.dirname(job.paths[0])])
 

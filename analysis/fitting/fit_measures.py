@@ -382,6 +382,40 @@ def _data_trace(job, ids):
     return None
 
 
+# a rank whose data reads are under this share of the busiest rank's reads no data (libhdf5's
+# metadata reads on every rank that opened a file rank 0 alone reads the data of)
+READER_SHARE = 0.05
+
+
+def _reading_ranks(job, trace, reading):
+    """How many ranks read the data: K when ranks 0 to K - 1 alone read it and the job's
+    others none (rank 0 loading the data for all, IOR's -N, h5bench's read by rank 0), else
+    the job's ranks. From each rank's MPI-IO calls where the data was read through MPI-IO
+    (collective reads come from a few aggregators at POSIX), else the trace's reads, else the
+    counters (a record reduced over the ranks: all read)."""
+    if job.nprocs < 2:
+        return job.nprocs
+    mpiio = (job.dxt_segments or {}).get("DXT_MPIIO")
+    ids = set(reading["id"].tolist()) if reading is not None else set()
+    calls = None
+    if mpiio is not None:
+        calls = mpiio[(mpiio["op"] == "read") & mpiio["id"].isin(list(ids))]
+    if calls is not None and not calls.empty:
+        per_rank = calls.groupby("rank")["length"].sum()
+    elif trace is not None and not trace.empty:
+        per_rank = trace.groupby("rank")["length"].sum()
+    elif reading is not None and not reading.empty and not (reading["rank"] < 0).any():
+        per_rank = reading.groupby("rank")[reading.columns[
+            [c.endswith("BYTES_READ") for c in reading.columns]][0]].sum()
+    else:
+        return job.nprocs
+    readers = sorted(int(r) for r, b in per_rank.items()
+                     if b >= READER_SHARE * float(per_rank.max()))
+    if 0 < len(readers) < job.nprocs and readers == list(range(len(readers))):
+        return len(readers)
+    return job.nprocs
+
+
 def _early_share(job, trace, data, basis, reading):
     if trace is not None:
         total = int(trace["length"].sum())

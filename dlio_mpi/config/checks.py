@@ -140,6 +140,24 @@ def _check_checkpoint_calls(ck):
 
 def check_ranks(cfg, ranks):
     """Checks that need the job's size, run on every rank before any I/O."""
+    k = cfg.reader.reading_ranks
+    if k > ranks:
+        raise ConfigError(f"reader.reading_ranks={k} is more than the job's {ranks} ranks")
+    if 0 < k < ranks:
+        rd, wf = cfg.reader, cfg.workflow
+        other = ("reader.access=stream" if rd.access == "stream" else
+                 "reader.epoch_overrun" if rd.epoch_overrun else
+                 "io.write_each_epoch" if cfg.io.write_each_epoch else
+                 "an evaluation phase" if wf.evaluation and cfg.dataset.num_files_eval > 0
+                 else None)
+        if other:
+            raise ConfigError(f"reader.reading_ranks={k} does not combine with {other}: "
+                              "every rank reads there")
+    if cfg.checkpoint.writers == "strided" and cfg.checkpoint.writer_first >= ranks:
+        raise ConfigError(f"checkpoint.writer_first={cfg.checkpoint.writer_first} is not one "
+                          f"of the {ranks} ranks")
+    if 0 < k < ranks:
+        ranks = k       # the shares below are the reading ranks'
     if cfg.reader.access == "stream":
         ds = cfg.dataset
         if ds.num_files_train < ranks:
@@ -162,9 +180,6 @@ def check_ranks(cfg, ranks):
         raise ConfigError(
             f"reader.batch_size={cfg.reader.batch_size} is larger than a rank's share of the "
             f"dataset ({per_rank} samples of {cfg.num_samples} on {ranks} ranks)")
-    if cfg.checkpoint.writers == "strided" and cfg.checkpoint.writer_first >= ranks:
-        raise ConfigError(f"checkpoint.writer_first={cfg.checkpoint.writer_first} is not one "
-                          f"of the {ranks} ranks")
     if cfg.reader.shuffle_window % ranks:
         raise ConfigError(f"reader.shuffle_window={cfg.reader.shuffle_window} deals each "
                           f"window to the ranks: the {ranks} ranks must divide it")

@@ -223,6 +223,11 @@ SCHEMA = {
                           "ranks, the data another rank wrote with io.write_first (IOR's -C "
                           "read-back, which defeats the writer's page cache); 0: its own",
                           minimum=0),
+        "reading_ranks": Key("int", 0, "the first K ranks alone read the data, sharing "
+                             "each epoch's samples as a job of K ranks would; the other "
+                             "ranks run the same steps without reading (a program whose rank "
+                             "0 loads the data and broadcasts it, IOR's -N); 0: every rank",
+                             minimum=0),
         "hdf5_reads": Key("enum", "batch", "HDF5 read by samples: a batch's rows of a file in "
                           "one H5Dread, a union of hyperslabs (batch), or one H5Dread per "
                           "sample (sample: h5py indexing a row per item, as a Dataset's "

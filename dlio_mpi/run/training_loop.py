@@ -9,6 +9,7 @@ from dlio_mpi import engines
 from dlio_mpi.readers import access
 from dlio_mpi.readers import choice as reader_choice
 from dlio_mpi.data import sampler
+from dlio_mpi.run import reading_ranks
 from dlio_mpi.run import steploop
 from dlio_mpi.run import sysinfo
 from dlio_mpi.run import compute_time as timing
@@ -180,12 +181,17 @@ def run_epochs(cfg, comm, log, progress=None):
         if hook:
             hook(entry)
 
+    # the ranks that read (reader.reading_ranks): their own communicator, None on the others
+    readers = reading_ranks.readers_comm(cfg, comm)
     if cfg.io.write_first:
         from dlio_mpi.data import write_phase
-        phases.append(write_phase.write_dataset(cfg, comm, log))
+        phases.append(write_phase.write_dataset(cfg, readers, log) if readers else
+                      reading_ranks.idle_phase("write", -1, log))
+        if readers is not comm:
+            comm.Barrier()      # the data is whole before any rank trains
         said("phase_done", phases[-1])
         keep_log("write")
-    reader = reader_choice.make_reader(cfg, comm, log)
+    reader = reader_choice.make_reader(cfg, readers, log) if readers else reading_ranks.NoReads()
     exchange = Exchange(comm, cfg.io.allreduce_bytes, cfg.io.exchange_wait)
     rng = np.random.default_rng([cfg.train.seed, rank])
     shuffle = cfg.reader.sample_shuffle != "off"
@@ -210,7 +216,8 @@ def run_epochs(cfg, comm, log, progress=None):
         keep_log(f"{entry['phase']}{entry['epoch']}")
 
     if in_memory:
-        close_phase(load_into_memory(cfg, comm, reader, log))
+        close_phase(load_into_memory(cfg, readers, reader, log) if readers else
+                    reading_ranks.idle_phase("load", -1, log))
     for epoch in range(cfg.train.epochs):
         if cfg.io.write_each_epoch and epoch > 0:
             # the files are made anew: the reader's handles of the old ones are given back
@@ -220,8 +227,11 @@ def run_epochs(cfg, comm, log, progress=None):
             keep_log(f"write{epoch}")
             reader = reader_choice.make_reader(cfg, comm, log)
         seed_epoch = epoch if cfg.train.seed_change_epoch else 0
-        plan, files = epoch_plan(cfg, comm, reader, cfg.reader.batch_size, seed_epoch,
-                                 shuffle)
+        if readers:
+            plan, files = epoch_plan(cfg, readers, reader, cfg.reader.batch_size, seed_epoch,
+                                     shuffle)
+        else:
+            plan, files = reading_ranks.idle_plan(cfg, size, cfg.reader.batch_size), None
         if max_steps >= 0:      # steps of each epoch, as the DLIO benchmark counts them
             plan = plan[:max_steps]
         sleeps = timing.draw(cfg.train.computation_time, rng, len(plan),
@@ -301,4 +311,6 @@ def run_epochs(cfg, comm, log, progress=None):
     # files while the others wait in another call; the caller ends the job
     reader.close()
     exchange.close()
+    if readers is not None and readers is not comm:
+        readers.Free()
     return phases, oplogs, first_batch, checkpoints
