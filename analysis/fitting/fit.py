@@ -114,7 +114,9 @@ directory. Each value is derived as follows (the thresholds are the constants be
   data file through a reused descriptor (dlio_mpi_analysis.loading.reused_descriptors); its note is the fit's
   first note.
 The process count is not part of a workload: ``Fit.ranks`` (and the YAML's first comment) gives
-it.
+it. ``reader.reading_ranks`` K where ranks 0 to K - 1 alone read the data and the job's others
+none of it (fit_measures._reading_ranks): the data's measures above are then those of a job
+of K ranks.
 - Checkpoints (files the job wrote and never read, dlio_mpi_analysis.characterization.file_roles): how many, when
   (after which epoch or step of the data reads), by which ranks, their size, files and write
   calls, as the model and checkpoint keys of dlio_mpi_analysis.fitting.fit_checkpoints.
