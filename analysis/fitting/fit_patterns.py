@@ -1537,12 +1537,26 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                              f"benchmark's CSV reader), {epochs} epochs")
                 record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))
                 return record, spf, block, extra, epochs, True
+            # samples of about one block, as many as keep the file its real size
+            spf = max(1, int(round(file_size / block)))
+            sizes_seen = data["size"].to_numpy()
+            if spf == 1 and float(sizes_seen.std()) > SPREAD_SHARE * float(sizes_seen.mean()):
+                # files of about a block or less, of sizes far apart (a record a file, as
+                # the DLIO benchmark's cosmoflow writes them): a file's one sample, its size
+                # the file's, the mean and spread of the files'; a file of more than a block
+                # reads its tail apart, as the job's did
+                size, spread = _file_sizes(data, evidence)
+                notes.append("files read front to back in fixed blocks: a stream, a record a "
+                             "file of the files' sizes (dataset.record_length their mean, "
+                             f"record_length_stdev {spread}); a shuffle buffer cannot be "
+                             "seen: reader.sample_shuffle off")
+                record = whole_fields(fmt, max(1, int(round(float(size.mean())))
+                                               - framing(fmt)))
+                return record, 1, block, extra, None, True
             notes.append("files read front to back in fixed blocks: a stream; its records "
                          "cannot be seen, samples of about one block are chosen, as many "
                          "as keep the files their size; nor can a shuffle buffer: "
                          "reader.sample_shuffle off")
-            # samples of about one block, as many as keep the file its real size
-            spf = max(1, int(round(file_size / block)))
             record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))
             return record, spf, block, extra, None, True
     if t.rows:

@@ -266,6 +266,21 @@ def test_tfrecord_shards_whole_files_of_their_own_sizes():
     assert rd["access"] == "stream" and rd["transfer_size"] == 67659     # the largest file
 
 
+def test_a_record_a_file_of_sizes_far_apart(tmp_path):
+    """cosmoflow's record_length_bytes_stdev: files of 146 to 412 KB, each one record read
+    front to back in 256 KiB reads (one or two reads and a 0-byte read at the end): a record
+    a file of the files' mean size and spread, so that the files over a block read their
+    tails apart as the job's did (samples of about one block before: every file the same
+    size, one read each, 0.945)."""
+    name = "dlio_cosmoflow_sizes_tf_2r"
+    t = TRUTH[name]
+    f, w = fitted_shape(name, "sample_bytes")
+    assert w["dataset"]["record_length_stdev"] == t["files_bytes_stdev"]
+    assert w["reader"]["access"] == "stream" and w["reader"]["transfer_size"] == 262144
+    r = replay_like(name, tmp_path, bytes_rel=0.03)
+    assert r.emulated["read_ops"] == pytest.approx(r.real["read_ops"], rel=0.03)
+
+
 @pytest.mark.parametrize("name", ["dlio_resnet50_tf_shard", "tfdata_list_files_interleave",
                                   "dlio_cosmoflow_tf_2r"])
 def test_file_order_replays(tmp_path, name):
