@@ -742,8 +742,10 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
             notes.append(f"{opens} opens of the data files for {samples} samples' reads: "
                          "each sample's file opened for it (reader.reopen)")
     evidence["record_length"] = record
+    # (a load at start reads a rank's one block: no turns; IOR's segments read in one burst,
+    # through a file view too, are)
     turn = fit_patterns.round_robin_block(trace, record, job.nprocs) \
-        if layout == "shared" and trace is not None and read_type == "on_demand" else 0
+        if layout == "shared" and trace is not None else 0
     if not turn and layout == "shared" and interface in ("mpiio_coll", "hdf5_coll"):
         # collective calls: the ranks' own pieces from the aggregators' reads in each call
         lanes = collective_lanes(job.dxt_segments, set(data.index), job.nprocs,

@@ -262,6 +262,29 @@ def test_collective_pieces_side_by_side(tmp_path):
     assert r.emulated["read_ops"] == r.real["read_ops"]
 
 
+def test_an_hdf5_file_written_first_whose_extent_holds_alignment_gaps(tmp_path):
+    """IOR --hdf5.setAlignment=1m: 12 MiB of data written in a 14 MiB file (the aligned
+    objects' gaps), then read: the writes are the data's, io.write_first (not emulated
+    before, 86 % of the file's extent written: 0.87)."""
+    name = "ior_hdf5_coll_aligned_3r"
+    f = analysis.fit(log(name))
+    assert f.evidence["file_size"]["max"] == TRUTH[name]["file_bytes"]
+    assert f.workload["io"]["write_first"] is True
+    assert f.workload["io"]["interface"] == "hdf5_coll"
+    replay_like(name, tmp_path)
+
+
+def test_segments_read_in_one_burst_are_block_cyclic():
+    """IOR's 8 segments through a strided file view, read all at once: each rank's blocks of
+    4 transfers every other block, round robin (a load at start of half the file each before,
+    consecutive 0.97 for 0)."""
+    name = "ior_mpiio_strided_view_segments"
+    f, w = fitted_shape(name, "sample_bytes", "read_threads")
+    rd = w["reader"]
+    assert (rd["sharding"], rd["sharding_block"], w["io"]["read_type"]) \
+        == ("round_robin", 4, "on_demand")
+
+
 def test_hdf5_segments_read_by_each_rank_itself_are_round_robin():
     """IOR -a HDF5 -c -s 4 -b 64k -t 64k on 2 ranks: each rank reads its own pieces inside
     the collective calls, and both read libhdf5's object headers at the same places; those
