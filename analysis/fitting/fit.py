@@ -147,7 +147,7 @@ from dlio_mpi_analysis.fitting.fit_evaluation import schedule
 from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_reads,
                            FORWARD_SHARE, _data_interfaces, _data_trace, _direct, _early_share, _file_table,
                            _interface, _min_rank_coverage,
-                           _own_shares, _read_shift, _reading_ranks, _record_length, _sample_spread, _shuffle, _stem, _timeline,
+                           _idle_opens, _own_shares, _read_shift, _reading_ranks, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first, collective_writes)
 from dlio_mpi_analysis.fitting import fit_parquet_columns
 from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
@@ -568,8 +568,12 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         # measures are those of a job of the reading ranks; checkpoints are the whole job's
         evidence["reading_ranks"] = readers
         who = "rank 0" if readers == 1 else f"ranks 0 to {readers - 1}"
+        idle_open = _idle_opens(job, set(data.index), readers)
+        evidence["idle_ranks_open"] = idle_open
         notes.append(f"{who} alone read the data, the job's other {job.nprocs - readers} "
-                     f"of {job.nprocs} ranks none of it: reader.reading_ranks {readers}")
+                     f"of {job.nprocs} ranks none of it: reader.reading_ranks {readers}"
+                     + ("; they opened the data files (reader.idle_ranks_open)" if idle_open
+                        else ""))
         job = dataclasses.replace(job, nprocs=readers)
     data_reads = trace        # every traced data read, footers too
     if trace is not None and traits(fmt).row_groups:
@@ -1366,6 +1370,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         _crop_workload(workload, crops, trace, len(data), notes, evidence)
     if readers < whole_job.nprocs:
         workload["reader"]["reading_ranks"] = readers
+        if evidence["idle_ranks_open"]:
+            workload["reader"]["idle_ranks_open"] = True
     return Fit(workload=workload, ranks=whole_job.nprocs, evidence=evidence, notes=notes,
                sources=list(job.paths) if job.source == "darshan"
                else [os.path.dirname(job.paths[0])])

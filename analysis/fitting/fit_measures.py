@@ -419,6 +419,25 @@ def _reading_ranks(job, trace, reading):
     return job.nprocs
 
 
+def _idle_opens(job, ids, readers):
+    """Whether ranks beyond the first ``readers`` opened the data files ``ids`` (a record of
+    theirs, or one reduced over all ranks, counting opens): every rank opening the data that
+    some read (h5bench's cross-stencil read, H5Fopen on every rank)."""
+    for module in ("POSIX", "MPI-IO", "STDIO", "H5F"):
+        frame = job.records.get(module)
+        if frame is None or frame.empty:
+            continue
+        rows = frame[frame["id"].isin(list(ids))]
+        opens = [c for c in rows.columns if c.endswith("_OPENS")]
+        if rows.empty or not opens:
+            continue
+        opened = rows[opens].clip(lower=0).sum(axis=1) > 0
+        others = (rows["rank"] < 0) | (rows["rank"] >= readers)
+        if bool((opened & others).any()):
+            return True
+    return False
+
+
 def _early_share(job, trace, data, basis, reading):
     if trace is not None:
         total = int(trace["length"].sum())

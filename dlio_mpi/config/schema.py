@@ -228,6 +228,10 @@ SCHEMA = {
                              "ranks run the same steps without reading (a program whose rank "
                              "0 loads the data and broadcasts it, IOR's -N); 0: every rank",
                              minimum=0),
+        "idle_ranks_open": Key("bool", False, "with reader.reading_ranks, the other ranks "
+                               "open every data file once at start and close it, reading "
+                               "none of it (a program whose every rank opens the data that "
+                               "some read: h5bench's cross-stencil read)"),
         "hdf5_reads": Key("enum", "batch", "HDF5 read by samples: a batch's rows of a file in "
                           "one H5Dread, a union of hyperslabs (batch), or one H5Dread per "
                           "sample (sample: h5py indexing a row per item, as a Dataset's "

@@ -105,6 +105,10 @@ class Reader:
         anew, as a loader that opens a file per sample does."""
         self.files.reopen(i)
 
+    def open_file(self, i):
+        """Open file i as a read of it would, reading nothing (reader.idle_ranks_open)."""
+        self._open(i)
+
     def _open(self, i, keep=()):
         """The open handle of file i (opened now if it is not, room made by the policy;
         keep: files not to close for it)."""

@@ -17,15 +17,38 @@ def count(cfg, size):
     return size if k <= 0 or k >= size else k
 
 
-def readers_comm(cfg, comm):
-    """The communicator of the reading ranks for a rank that reads (``comm`` itself when
-    every rank reads), None for one that does not. Collective over ``comm``."""
+def split(cfg, comm):
+    """(the communicator of the reading ranks or None, that of the others or None): this
+    rank's group's own, the other None (``comm`` itself for the readers when every rank
+    reads). Collective over ``comm``."""
     k = count(cfg, comm.Get_size())
     if k == comm.Get_size():
-        return comm
-    from mpi4py import MPI
-    mine = comm.Split(0 if comm.Get_rank() < k else MPI.UNDEFINED, comm.Get_rank())
-    return None if mine == MPI.COMM_NULL else mine
+        return comm, None
+    reads = comm.Get_rank() < k
+    mine = comm.Split(0 if reads else 1, comm.Get_rank())
+    return (mine, None) if reads else (None, mine)
+
+
+def open_once(cfg, comm, log):
+    """reader.idle_ranks_open: a rank that reads no data opens every data file once and
+    closes it, through the run's interface, as a program whose every rank opens the data
+    that one of them reads (h5bench's cross-stencil read: H5Fopen on every rank); ``comm``
+    the non-reading ranks', over which a shared file is opened together."""
+    from dlio_mpi import backends
+    from dlio_mpi.readers.reader import H5Reader, MPIReader, Reader
+    b = backends.of(cfg)
+    if b.library == backends.HDF5:
+        kind = H5Reader
+    elif b.library == backends.MPIIO and cfg.io.layout != "multi":
+        kind = MPIReader
+    else:
+        kind = Reader
+    reader = kind(cfg, comm, log)
+    try:
+        for i in range(reader.data.num_files):
+            reader.open_file(i)
+    finally:
+        reader.close()
 
 
 def idle_plan(cfg, size, batch):

@@ -182,7 +182,7 @@ def run_epochs(cfg, comm, log, progress=None):
             hook(entry)
 
     # the ranks that read (reader.reading_ranks): their own communicator, None on the others
-    readers = reading_ranks.readers_comm(cfg, comm)
+    readers, idle = reading_ranks.split(cfg, comm)
     if cfg.io.write_first:
         from dlio_mpi.data import write_phase
         phases.append(write_phase.write_dataset(cfg, readers, log) if readers else
@@ -192,6 +192,8 @@ def run_epochs(cfg, comm, log, progress=None):
         said("phase_done", phases[-1])
         keep_log("write")
     reader = reader_choice.make_reader(cfg, readers, log) if readers else reading_ranks.NoReads()
+    if idle is not None and cfg.reader.idle_ranks_open:
+        reading_ranks.open_once(cfg, idle, log)
     exchange = Exchange(comm, cfg.io.allreduce_bytes, cfg.io.exchange_wait)
     rng = np.random.default_rng([cfg.train.seed, rank])
     shuffle = cfg.reader.sample_shuffle != "off"
@@ -311,6 +313,7 @@ def run_epochs(cfg, comm, log, progress=None):
     # files while the others wait in another call; the caller ends the job
     reader.close()
     exchange.close()
-    if readers is not None and readers is not comm:
-        readers.Free()
+    for mine in (readers, idle):
+        if mine is not None and mine is not comm:
+            mine.Free()
     return phases, oplogs, first_batch, checkpoints

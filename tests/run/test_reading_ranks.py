@@ -69,6 +69,21 @@ def test_a_load_at_start_by_rank_zero_alone(tmp_path):
     assert not any(reads[1][p] for p in reads[1])
 
 
+@pytest.mark.parametrize("extra", [["io.interface=posix"],
+                                   ["io.interface=hdf5", "dataset.format=hdf5"]])
+def test_the_other_ranks_open_every_file_once_reading_none(tmp_path, extra):
+    """reader.idle_ranks_open: the ranks that read nothing open each data file once, through
+    the run's interface, and close it."""
+    args = _args(tmp_path, "reader.reading_ranks=1", "reader.idle_ranks_open=true", *extra)
+    run_mpi(2, "run_cli.py", "run", *args, timeout=240)
+    z = load_npz(tmp_path / "out" / "latest" / "oplog_rank00001.npz")
+    ops = np.concatenate([z[f"e{k}_op"] for k in range(len(z["phases"]))])
+    files = np.concatenate([z[f"e{k}_file"] for k in range(len(z["phases"]))])
+    assert not (ops == 0).any()
+    assert sorted(set(files[ops == 2].tolist())) == list(range(6))
+    assert (ops == 2).sum() == 6
+
+
 def test_reading_ranks_that_the_job_cannot_have_are_refused():
     cfg = config.load(["workload=default", "reader.reading_ranks=3"])
     with pytest.raises(ConfigError, match="reader.reading_ranks=3 is more than the job's 2"):
