@@ -47,12 +47,21 @@ def extension(name):
     return os.path.splitext(base)[1].lower()
 
 
+# the suffixes of a whole file's compression, beneath which the name keeps its format's
+# (part-000.tfrecord.gz: TFRecords written with GZIP)
+COMPRESSED_SUFFIXES = frozenset({".gz", ".gzip", ".zst", ".bz2", ".xz", ".lz4", ".zlib"})
+
+
 def file_format(name, hdf5=False):
     """The dataset.format of a file: "hdf5" when ``hdf5`` (the file has HDF5 records) or its
-    extension says so, else the format of its extension, else "raw"."""
+    extension says so, else the format of its extension (of the name beneath a whole file's
+    compression suffix), else "raw"."""
     if hdf5:
         return "hdf5"
-    return FORMAT_OF_EXTENSION.get(extension(name), "raw")
+    ext = extension(name)
+    if ext in COMPRESSED_SUFFIXES:
+        ext = extension(os.path.splitext(name)[0])
+    return FORMAT_OF_EXTENSION.get(ext, "raw")
 
 
 # files a job's tools make beside its data: Open MPI's MPI-IO lock-test files, the emulator's

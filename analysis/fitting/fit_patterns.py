@@ -1483,82 +1483,87 @@ def library_pattern(job, trace, data, fmt, layout, read_type, file_size, notes, 
                          "from a sample's offset")
             return (record, spf, 0, {"access": "buffered", "buffer_size": buffer}, epochs,
                     None)
-    if t.streamed and layout == "multi":
-        # the formats whose readers stream (for others, reading samples in file order is
-        # the same I/O and is fitted as such)
-        stream = stream_block(trace, sizes)
-        if stream is not None:
-            block, eof, at_once = stream
-            evidence["stream_block"] = block
-            evidence["stream_files_at_once"] = at_once
-            extra = {"access": "stream", **({"eof_reads": eof} if eof else {}),
-                     **({"interleave": at_once} if at_once > 1 else {})}
-            if at_once > 1:
-                notes.append(f"a rank reads {at_once} of its files at once, a sample from "
-                             "each in turn (reader.interleave; tf.data's num_parallel_reads "
-                             "may be more, a rank with fewer files cannot show it)")
-            run, passes, visits = pass_runs(trace, sizes) if at_once == 1 else (1, 0, 0)
-            evidence["passes_in_a_row"] = run
-            ascending = file_order_ascending(trace, names, at_once)
-            evidence["files_in_name_order"] = ascending
-            if ascending is False and own_files_each_pass(trace):
-                # a file shuffle would deal the files to other ranks every epoch: the job
-                # kept each file on its rank, pass after pass, only its order its own
-                ascending = None
-                notes.append("a rank takes its files out of their names' order but keeps "
-                             "the same files every pass (each file read by one rank only): "
-                             "no file shuffle, which would move files between ranks; the "
-                             "emulator reads a rank's files in name order")
-            if ascending is False:
-                extra["file_shuffle"] = "seed"
-                notes.append("a rank takes its files out of their names' order: "
-                             "reader.file_shuffle seed")
-            if run > 1:
-                # each sample loads its whole file, the file's samples one after another
-                extra["stream_pass"] = "sample"
-                epochs = max(1, int(round(passes / (files * run))))
-                spf = run
-                if job.workers and visits:
-                    # a loader's workers each visit a file once an epoch (a new generation
-                    # of workers each epoch, or the same workers epoch after epoch), several
-                    # of them at once where a file's samples fill several batches: the
-                    # file's samples are its loads in an epoch
-                    by_visits = visits * max(1, worker_generations(job.workers))
-                    samples = int(round(passes / (files * by_visits)))
-                    if samples > run:
-                        epochs, spf = by_visits, samples
-                        evidence["worker_visits"] = {"visits": visits, "run": run}
-                notes.append(f"each file was read whole {run} times in a row, from a new open "
-                             f"each time, before the process reading it read another"
-                             + (f" (and as often by its sibling workers at once: {spf} loads "
-                                "a file an epoch)" if spf != run else "")
-                             + f": {spf} samples a file, each loading the whole file "
-                             "(reader.stream_pass=sample, as pandas.read_csv in the DLIO "
-                             f"benchmark's CSV reader), {epochs} epochs")
-                record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))
-                return record, spf, block, extra, epochs, True
-            # samples of about one block, as many as keep the file its real size
-            spf = max(1, int(round(file_size / block)))
-            sizes_seen = data["size"].to_numpy()
-            if spf == 1 and float(sizes_seen.std()) > SPREAD_SHARE * float(sizes_seen.mean()):
-                # files of about a block or less, of sizes far apart (a record a file, as
-                # the DLIO benchmark's cosmoflow writes them): a file's one sample, its size
-                # the file's, the mean and spread of the files'; a file of more than a block
-                # reads its tail apart, as the job's did
-                size, spread = _file_sizes(data, evidence)
-                notes.append("files read front to back in fixed blocks: a stream, a record a "
-                             "file of the files' sizes (dataset.record_length their mean, "
-                             f"record_length_stdev {spread}); a shuffle buffer cannot be "
-                             "seen: reader.sample_shuffle off")
-                record = whole_fields(fmt, max(1, int(round(float(size.mean())))
-                                               - framing(fmt)))
-                return record, 1, block, extra, None, True
-            notes.append("files read front to back in fixed blocks: a stream; its records "
-                         "cannot be seen, samples of about one block are chosen, as many "
-                         "as keep the files their size; nor can a shuffle buffer: "
-                         "reader.sample_shuffle off")
+    stream = stream_block(trace, sizes) if layout == "multi" and (
+        t.streamed or (t.opaque and t.decoder is None and not t.companions)) else None
+    if stream is not None and not t.streamed and stream[2] < 2:
+        # files of no streamed format read front to back one at a time: samples in file
+        # order are the same I/O, fitted as such below
+        stream = None
+    if stream is not None:
+        # the formats whose readers stream, and files of any other read front to back
+        # several at once, a block from each in turn (tf.data's interleave over files whose
+        # names tell no format: GZIP TFRecords, ImageNet's train-00000-of-01024)
+        block, eof, at_once = stream
+        evidence["stream_block"] = block
+        evidence["stream_files_at_once"] = at_once
+        extra = {"access": "stream", **({"eof_reads": eof} if eof else {}),
+                 **({"interleave": at_once} if at_once > 1 else {})}
+        if at_once > 1:
+            notes.append(f"a rank reads {at_once} of its files at once, a sample from "
+                         "each in turn (reader.interleave; tf.data's num_parallel_reads "
+                         "may be more, a rank with fewer files cannot show it)")
+        run, passes, visits = pass_runs(trace, sizes) if at_once == 1 else (1, 0, 0)
+        evidence["passes_in_a_row"] = run
+        ascending = file_order_ascending(trace, names, at_once)
+        evidence["files_in_name_order"] = ascending
+        if ascending is False and own_files_each_pass(trace):
+            # a file shuffle would deal the files to other ranks every epoch: the job
+            # kept each file on its rank, pass after pass, only its order its own
+            ascending = None
+            notes.append("a rank takes its files out of their names' order but keeps "
+                         "the same files every pass (each file read by one rank only): "
+                         "no file shuffle, which would move files between ranks; the "
+                         "emulator reads a rank's files in name order")
+        if ascending is False:
+            extra["file_shuffle"] = "seed"
+            notes.append("a rank takes its files out of their names' order: "
+                         "reader.file_shuffle seed")
+        if run > 1:
+            # each sample loads its whole file, the file's samples one after another
+            extra["stream_pass"] = "sample"
+            epochs = max(1, int(round(passes / (files * run))))
+            spf = run
+            if job.workers and visits:
+                # a loader's workers each visit a file once an epoch (a new generation
+                # of workers each epoch, or the same workers epoch after epoch), several
+                # of them at once where a file's samples fill several batches: the
+                # file's samples are its loads in an epoch
+                by_visits = visits * max(1, worker_generations(job.workers))
+                samples = int(round(passes / (files * by_visits)))
+                if samples > run:
+                    epochs, spf = by_visits, samples
+                    evidence["worker_visits"] = {"visits": visits, "run": run}
+            notes.append(f"each file was read whole {run} times in a row, from a new open "
+                         f"each time, before the process reading it read another"
+                         + (f" (and as often by its sibling workers at once: {spf} loads "
+                            "a file an epoch)" if spf != run else "")
+                         + f": {spf} samples a file, each loading the whole file "
+                         "(reader.stream_pass=sample, as pandas.read_csv in the DLIO "
+                         f"benchmark's CSV reader), {epochs} epochs")
             record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))
-            return record, spf, block, extra, None, True
+            return record, spf, block, extra, epochs, True
+        # samples of about one block, as many as keep the file its real size
+        spf = max(1, int(round(file_size / block)))
+        sizes_seen = data["size"].to_numpy()
+        if spf == 1 and float(sizes_seen.std()) > SPREAD_SHARE * float(sizes_seen.mean()):
+            # files of about a block or less, of sizes far apart (a record a file, as
+            # the DLIO benchmark's cosmoflow writes them): a file's one sample, its size
+            # the file's, the mean and spread of the files'; a file of more than a block
+            # reads its tail apart, as the job's did
+            size, spread = _file_sizes(data, evidence)
+            notes.append("files read front to back in fixed blocks: a stream, a record a "
+                         "file of the files' sizes (dataset.record_length their mean, "
+                         f"record_length_stdev {spread}); a shuffle buffer cannot be "
+                         "seen: reader.sample_shuffle off")
+            record = whole_fields(fmt, max(1, int(round(float(size.mean())))
+                                           - framing(fmt)))
+            return record, 1, block, extra, None, True
+        notes.append("files read front to back in fixed blocks: a stream; its records "
+                     "cannot be seen, samples of about one block are chosen, as many "
+                     "as keep the files their size; nor can a shuffle buffer: "
+                     "reader.sample_shuffle off")
+        record = whole_fields(fmt, max(1, file_size // spf - framing(fmt)))
+        return record, spf, block, extra, None, True
     if t.rows:
         libver = hdf5_libver(trace)
         if libver is not None:

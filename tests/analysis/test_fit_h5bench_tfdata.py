@@ -98,6 +98,21 @@ def test_tfdata_pipelines(name, threads, file_shuffle):
         == pytest.approx(t["file_bytes"], rel=0.01)
 
 
+def test_files_of_no_format_read_several_at_once_are_a_stream(tmp_path):
+    """GZIP TFRecords named train-0000N-of-00008 (no format in the name: raw), 4 at once
+    through tf.data's interleave, each front to back in 256 KiB blocks: a stream of 4 files
+    at once in a new file order each epoch (fitted before as raw samples in a shuffled order:
+    0.20, the order's gate)."""
+    name = "tfdata_gzip_unnamed_interleave"
+    f = analysis.fit(log(name))
+    w = f.workload
+    rd = w["reader"]
+    assert (w["dataset"]["num_files_train"], f.ranks, w["train"]["epochs"]) == (8, 1, 2)
+    assert (rd["access"], rd["transfer_size"], rd["interleave"]) == ("stream", 262144, 4)
+    assert (rd["file_shuffle"], rd["sample_shuffle"]) == ("seed", "off")
+    replay_like(name, tmp_path)
+
+
 @pytest.mark.parametrize("name", READS)
 def test_replay_looks_like_the_real_program(tmp_path, name):
     r = replay(log(name), tmp_path / "replay")

@@ -329,6 +329,10 @@ def test_extensions_are_the_emulators():
     assert {file_format("a" + ext) for ext in EMULATOR_EXTENSIONS.values()} \
         == set(EMULATOR_EXTENSIONS) - {"indexed_binary", "mmap_indexed_binary"}
     assert file_format("a.bin") == "raw"
+    # beneath a whole file's compression suffix, the name's own; no extension: raw
+    assert file_format("/d/part-000.tfrecord.gz") == "tfrecord"
+    assert file_format("/d/x.npz.zst") == "npz"
+    assert file_format("/d/train-00000-of-01024") == file_format("/d/a.gz") == "raw"
 
 
 def test_size_buckets_match_darshans_bounds():
