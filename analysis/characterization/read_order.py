@@ -71,24 +71,25 @@ def _merged(offs, lens):
     return starts, stops
 
 
-def _ranked_calls(reads):
+def _ranked_calls(reads, per=1):
     """The calls of one file from each rank's own requests (offsets known): call k is every
-    rank's k-th read."""
+    rank's k-th read (its k-th run of ``per`` reads: the reads beneath one call above)."""
     reads = reads.sorted_by("rank", "start")
-    k = _position_in_rank(reads["rank"])
+    k = _position_in_rank(reads["rank"]) // per
     offs, lens = reads["offset"], reads["length"]
     return [(offs[k == i], lens[k == i]) for i in range(int(k.max()) + 1 if len(k) else 0)]
 
 
-def _windowed_calls(collective, posix):
+def _windowed_calls(collective, posix, per=1):
     """The calls of one file from the aggregators' POSIX reads (module docstring): a rank's
-    POSIX read inside its own k-th collective read call is part of call k; None when the
-    ranks' call counts differ."""
+    POSIX read inside its own k-th collective read call is part of call k (inside its k-th
+    run of ``per`` calls: the calls beneath one call above); None when the ranks' call counts
+    differ."""
     collective = collective.sorted_by("rank", "start")
     ranks, counts = np.unique(collective["rank"], return_counts=True)
-    if len(np.unique(counts)) != 1:
+    if len(np.unique(counts)) != 1 or counts[0] % per:
         return None
-    n = int(counts[0])
+    n = int(counts[0]) // per
     pieces = [([], []) for _ in range(n)]
     for rank in ranks:
         own = collective[collective["rank"] == rank]
@@ -97,8 +98,8 @@ def _windowed_calls(collective, posix):
         offs, lens = mine["offset"], mine["length"]
         for k, (a, z) in enumerate(zip(own["start"], own["end"])):
             inside = (starts >= a) & (starts <= z)
-            pieces[k][0].append(offs[inside])
-            pieces[k][1].append(lens[inside])
+            pieces[k // per][0].append(offs[inside])
+            pieces[k // per][1].append(lens[inside])
     return [(np.concatenate(o), np.concatenate(n_)) for o, n_ in pieces]
 
 
@@ -110,13 +111,42 @@ def _position_in_rank(ranks):
     return np.arange(len(ranks)) - np.repeat(first, np.diff(np.r_[first, len(ranks)]))
 
 
-def read_order(segments, layer, ids=None, names=None):
+def read_order(segments, layer, ids=None, names=None, per_call=None):
     """The continuity share (module docstring) of the data reads at ``layer`` ("MPI-IO" or
     "HDF5") of a job's DXT segments (module -> Table), over the files ``ids`` (record ids;
     all when None; with ``names``, record id -> name, also the datasets in those files, as
     an op log's H5D trace names them); None when the traces cannot show it (no trace of the layer, collective
-    calls without an aggregators' POSIX trace, fewer than two calls per file)."""
-    return call_order(segments, layer, ids, names, "read")
+    calls without an aggregators' POSIX trace, fewer than two calls per file). ``per_call``
+    (file id -> n, reads_per_h5dread): at HDF5 from the MPI-IO calls beneath, each rank's
+    runs of n data reads are one H5Dread's."""
+    return call_order(segments, layer, ids, names, "read", per_call)
+
+
+def reads_per_h5dread(segments, records, names, ids):
+    """File id -> the MPI-IO data reads libhdf5 made for each H5Dread of the file (a box over
+    several chunks reads each chunk on its own), where Darshan traced the MPI-IO calls but
+    not the H5Dread calls above them: the file's data-sized independent DXT_MPIIO reads over
+    its datasets' H5D_READS, when a whole number above 1 (an H5Dread a call, as an op log's
+    H5D trace has them)."""
+    frame = as_trace_table((segments or {}).get("DXT_MPIIO"))
+    h5d = (records or {}).get("H5D")
+    if frame is None or frame.empty or "DXT_H5D" in (segments or {}) or h5d is None \
+            or h5d.empty or "H5D_READS" not in h5d:
+        return {}
+    reads = frame[frame["op"] == op_code("read")]
+    out = {}
+    for fid in set(ids or ()):
+        name = names.get(int(fid), "")
+        mine = np.asarray([dataset_file(names.get(int(i), "")) == name for i in h5d["id"]],
+                          dtype=bool)
+        calls = int(np.asarray(h5d["H5D_READS"])[mine].clip(min=0).sum()) if mine.any() else 0
+        of_file = reads[reads["id"] == np.uint64(fid)]
+        if not calls or of_file.empty:
+            continue
+        n = len(_data_sized(of_file))
+        if n % calls == 0 and n // calls > 1:
+            out[int(fid)] = n // calls
+    return out
 
 
 def write_order(segments, layer, ids=None, names=None):
@@ -124,10 +154,10 @@ def write_order(segments, layer, ids=None, names=None):
     return call_order(segments, layer, ids, names, "write")
 
 
-def call_order(segments, layer, ids, names, op):
+def call_order(segments, layer, ids, names, op, per_call=None):
     """The continuity share of the calls of ``op`` ("read" or "write"): see read_order."""
     continued = total = 0
-    for _, pieces in file_calls(segments, layer, ids, names, op):
+    for _, pieces in file_calls(segments, layer, ids, names, op, per_call):
         c, t = continuity(pieces)
         continued, total = continued + c, total + t
     return continued / total if total else None
@@ -162,7 +192,7 @@ def collective_lanes(segments, ids, ranks, layer="MPI-IO", piece=None):
     return pd.DataFrame(rows, columns=["rank", "offset", "length"])
 
 
-def file_calls(segments, layer, ids, names, op):
+def file_calls(segments, layer, ids, names, op, per_call=None):
     """(record id, its calls' pieces) of each file's calls of ``op`` at ``layer``: a list, in
     call order, of (offsets, lengths) arrays (module docstring: a collective call's from the
     aggregators' POSIX calls inside it), for the files whose calls can be told."""
@@ -197,14 +227,15 @@ def file_calls(segments, layer, ids, names, op):
             moved = np.zeros(len(sizes), np.int64)
             np.add.at(moved, of.reshape(-1), blind_calls["length"].astype(np.int64))
             data_calls = blind_calls[blind_calls["length"] == sizes[int(np.argmax(moved))]]
-            pieces = _windowed_calls(data_calls, posix[posix["id"] == fid])
+            pieces = _windowed_calls(data_calls, posix[posix["id"] == fid],
+                                     (per_call or {}).get(int(fid), 1))
         else:
             if layer == "HDF5":
                 # the rows' reads: a sample's fields read after them (an op log's H5D trace
                 # keeps them under the file's dataset) are no step of the rows' order, as the
                 # calls of the size moving the most bytes alone are beneath libhdf5
                 calls_of_file = _data_sized(calls_of_file)
-            pieces = _ranked_calls(calls_of_file)
+            pieces = _ranked_calls(calls_of_file, (per_call or {}).get(int(fid), 1))
         if pieces is not None:
             yield int(fid), pieces
 

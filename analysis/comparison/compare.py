@@ -126,7 +126,8 @@ from dlio_mpi_analysis.characterization.layers import rank as layer_rank
 from dlio_mpi_analysis.characterization.module_metrics import file_counts, io_time, rank_balance
 from dlio_mpi_analysis.loading.oplog import MMAP_MARK
 from dlio_mpi_analysis.characterization.evaluation_phases import evaluation_phases
-from dlio_mpi_analysis.characterization.read_order import read_order, write_order
+from dlio_mpi_analysis.characterization.read_order import read_order, reads_per_h5dread, \
+    write_order
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, stray_posix
 from dlio_mpi_analysis.loading.trace_ops import READ_OP, WRITE_OP
 
@@ -294,7 +295,10 @@ def profile(c, layer="POSIX"):
         "interfaces": sorted(_moved_data(interfaces_at(c, layer), parts)),
         "checkpoint_files": _checkpoint_files(parts, c.roles),
         "read_order": _posix_read_order(posix, c.dxt_segments) if layer == "POSIX" else read_order(
-            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
+            c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names,
+            reads_per_h5dread(c.dxt_segments, c.records, c.names,
+                              {int(i) for _, f in parts for i in f["id"]})
+            if layer == "HDF5" else None),
         "write_order": _posix_write_order(posix) if layer == "POSIX" else write_order(
             c.dxt_segments, layer, {int(i) for _, f in parts for i in f["id"]}, c.names),
         "syncs": syncs,

@@ -1367,7 +1367,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         if traits(fmt).rows and not io_extra.get("write_first") and read_type == "on_demand" \
         and trace is not None else None
     if crops:
-        _crop_workload(workload, crops, trace, len(data), notes, evidence)
+        _crop_workload(workload, crops, trace, len(data), notes, evidence, ranks)
     if readers < whole_job.nprocs:
         workload["reader"]["reading_ranks"] = readers
         if evidence["idle_ranks_open"]:
@@ -1377,7 +1377,7 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                else [os.path.dirname(job.paths[0])])
 
 
-def _crop_workload(workload, crops, trace, num_files, notes, evidence):
+def _crop_workload(workload, crops, trace, num_files, notes, evidence, ranks):
     """The workload of a job that read crops of N-D datasets (fit_patterns.h5d_crops): the
     emulator's HDF5 volumes (dataset.volumes), a crop of each a sample, as many crops as the
     job read (one epoch: crops at random positions make no pass over the data to count), the
@@ -1404,6 +1404,28 @@ def _crop_workload(workload, crops, trace, num_files, notes, evidence):
         io.pop(key)
     evidence["hdf5_crops"] = crops
     evidence["timeline"] = timing
+    parts = fit_patterns.crop_parts(crops, trace, ranks)
+    if parts is not None:
+        # each sample's volume cut among the ranks, each reading its own part of every
+        # sample: the crops tile the volume, dealt to the ranks a sample's parts at a time
+        k, shuffled = parts
+        evidence["crop_parts"] = k
+        ds["crop_placement"] = "tiled"
+        ds["num_samples_per_file"] = crops["shape"][0] * k
+        epochs = max(1, int(round(crops["reads"] / (num_files * crops["shape"][0] * k))))
+        workload["train"]["epochs"] = epochs
+        workload["reader"].update({"sharding": "round_robin",
+                                   "sample_shuffle": "seed" if shuffled else "off",
+                                   **({"shuffle_block": k} if shuffled else {})})
+        notes.append(f"each H5Dread a box of {crops['crop']} of a chunked N-D dataset (taken "
+                     f"as a cube of {crops['shape']}: Darshan keeps no dimensions): one index "
+                     f"of its first dimension, cut into {k} parts, one a rank, no chunk of a "
+                     "rank's read by another: each rank reads its part of every sample (a "
+                     "domain decomposition; dataset.crop_placement tiled, reader.sharding "
+                     f"round_robin{f', reader.shuffle_block {k}' if shuffled else ''}), "
+                     f"{epochs} epoch(s), the samples "
+                     + ("shuffled" if shuffled else "in order"))
+        return
     notes.append(f"each H5Dread a box of {crops['crop']} of a chunked N-D dataset (taken as a "
                  f"cube of {crops['shape']}: Darshan keeps no dimensions), not whole rows: "
                  f"crops, the emulator's HDF5 volumes (dataset.volumes "

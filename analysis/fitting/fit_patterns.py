@@ -2120,6 +2120,39 @@ def nonblocking_share(job, ids):
     return int(mine["MPIIO_NB_READS"].clip(lower=0).sum()) / total if total else 0.0
 
 
+# the share of a rank's chunk reads that another rank read too, at most, for the crops to be
+# each rank's own parts of the volume (random crops of different ranks meet in many chunks)
+PART_OVERLAP = 0.05
+
+
+def crop_parts(crops, trace, ranks):
+    """(parts a sample, shuffled) when the crops are the ranks' own parts of each sample's
+    volume, a domain decomposition: a crop of one index along the first dimension (the
+    sample) whose tiling of the other dimensions makes as many parts as ranks, each rank's
+    chunk reads (the data's reads beneath the crops, their file offsets) met by no other
+    rank's; shuffled when a rank's reads go back more often than its passes can explain (the
+    samples in a shuffled order). Else None."""
+    shape, crop = np.asarray(crops["shape"]), np.asarray(crops["crop"])
+    if len(crop) < 2 or crop[0] != 1 or ranks < 2 or trace is None:
+        return None
+    parts = int(np.prod(shape[1:] // crop[1:]))
+    if parts != ranks:
+        return None
+    reads = data_reads(trace)
+    owned = {int(r): set(zip(g["id"].tolist(), g["offset"].tolist()))
+             for r, g in reads.groupby("rank")}
+    if len(owned) != ranks:
+        return None
+    for r, mine in owned.items():
+        others = set().union(*(v for q, v in owned.items() if q != r))
+        if len(mine & others) > PART_OVERLAP * len(mine):
+            return None
+    passes = max(1, int(round(crops["reads"] / max(shape[0] * parts, 1))))
+    back = max(int((np.diff(g.sort_values("start")["offset"].to_numpy()) < 0).sum())
+               for _, g in reads.groupby(["rank", "id"]))
+    return parts, back > 2 * passes
+
+
 def h5d_crops(job, data_names):
     """The data files' N-D datasets read as crops (dataset.volumes): every H5Dread one
     regular hyperslab of one shape (H5D_ACCESS1, Darshan's lengths last dimension first: D5

@@ -95,6 +95,12 @@ SCHEMA = {
                             "file (a sample is then a crop of each; empty: a dataset of rows)"),
         "crop_shape": Key("list", [], "HDF5 volumes: the N-D shape of a sample's crop, at a "
                           "seeded random position"),
+        "crop_placement": Key("enum", "random", "HDF5 volumes: where a sample's crop lies: at "
+                              "a seeded random position (random), or the sample-th of the "
+                              "crops that tile the volume in row-major order (tiled: ranks "
+                              "reading their parts of each sample, a domain decomposition, "
+                              "with reader.sharding round_robin and reader.shuffle_block the "
+                              "parts a sample)", ("random", "tiled")),
         "volumes": Key("list", [], "HDF5 volumes: one mapping per dataset, read in this order: "
                        "name, dtype (uint8), chunks (N-D), compression (none, gzip, lzf), fill "
                        "(share of a chunk's bytes that are random, 1.0: the rest zeros)"),

@@ -56,6 +56,7 @@ def format_spec(cfg):
         chunked=ds.enable_chunking or ds.compression in ("gzip", "lzf"), chunk_rows=chunk_rows,
         chunk_elems=chunk_elems, libver=ds.hdf5_libver, npz_layout=ds.npz_layout,
         volume_shape=tuple(ds.volume_shape), crop_shape=tuple(ds.crop_shape),
+        crop_placement=ds.crop_placement,
         volumes=tuple((v["name"], v.get("dtype", "uint8"), tuple(v["chunks"]),
                        v.get("compression", "none"), float(v.get("fill", 1.0)))
                       for v in ds.volumes),

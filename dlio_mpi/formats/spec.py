@@ -54,6 +54,7 @@ class FormatSpec:
     # holds (name, dtype, chunk shape, compression, fill) per dataset; empty: one 2-D dataset
     volume_shape: tuple = ()
     crop_shape: tuple = ()
+    crop_placement: str = "random"  # random | tiled (volumes.crop_start)
     volumes: tuple = ()
     # the file each volume is kept in: "" the dataset's file, else a companion file named
     # after it (formats/volumes.py companion); empty: every volume in the dataset's file

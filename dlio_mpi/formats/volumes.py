@@ -69,7 +69,15 @@ def crop_bytes(spec):
 
 
 def crop_start(spec, file_index, sample):
-    """Where sample `sample` of file `file_index` lies: the crop's first index per dimension."""
+    """Where sample `sample` of file `file_index` lies: the crop's first index per dimension,
+    at a seeded random position, or (spec.crop_placement "tiled") the sample-th of the crops
+    that tile the volume, in row-major order of the tiles (again from the first after the
+    last): a volume cut into parts, as ranks that share each sample by a domain decomposition
+    read it, each its own part."""
+    if spec.crop_placement == "tiled":
+        tiles = np.asarray(spec.volume_shape) // np.asarray(spec.crop_shape)
+        at = np.unravel_index(sample % int(np.prod(tiles)), tuple(tiles))
+        return (np.asarray(at) * np.asarray(spec.crop_shape)).astype(np.int64)
     rng = np.random.default_rng([spec.seed, file_index, sample, CROP_SALT])
     top = np.asarray(spec.volume_shape) - np.asarray(spec.crop_shape)
     return rng.integers(0, top + 1).astype(np.int64)

@@ -69,6 +69,17 @@ def test_crops_are_seeded_and_inside():
     assert len({tuple(s) for s in starts}) > 150
 
 
+def test_tiled_crops_cut_the_volume_in_row_major_order():
+    """dataset.crop_placement tiled: sample k is the k-th tile (row-major), again from the
+    first after the last; a partial tile at an edge is no tile."""
+    spec = format_spec(config.load(BASE + ["dataset.crop_shape=[16,24,17]",
+                                           "dataset.crop_placement=tiled"]))
+    starts = [tuple(volumes.crop_start(spec, 0, k)) for k in range(13)]
+    assert starts[:6] == [(0, 0, 0), (0, 0, 17), (0, 24, 0), (0, 24, 17), (16, 0, 0),
+                          (16, 0, 17)]
+    assert starts[12] == starts[0] and len(set(starts)) == 12
+
+
 @pytest.mark.parametrize("overrides,words", [
     (["dataset.crop_shape=[49,17,17]"], "does not fit"),
     (["dataset.crop_shape=[17,17]"], "does not fit"),
