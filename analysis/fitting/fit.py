@@ -1038,6 +1038,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
                      "reader.hdf5_reads sample, not a batch's rows of a file in one union")
         order = fit_patterns.batch_order(trace, record, batch) \
             if trace is not None and shuffle == "off" else None
+        calls = fit_patterns.h5dread_calls(job, trace, set(data["name"]), record) \
+            if order is None and trace is not None and shuffle == "off" else None
+        if calls is not None:
+            # each H5Dread read in several pieces (a strided selection): the calls' order
+            order = fit_patterns.batch_order(calls, record, batch)
         if order is not None:
             reader_extra["batch_order"] = order
             notes.append(f"every step read its {batch} samples in one order of its own, not "

@@ -46,6 +46,7 @@ import os
 import re
 
 import numpy as np
+import pandas as pd
 
 EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
 # the share of a rank's steps that must take their samples in one order for batch_order
@@ -611,6 +612,30 @@ def batch_order(trace, sample_bytes, batch):
             or sum(len(r) // batch for _, r in trace.groupby("rank")) < 2:
         return None
     return list(found[0])
+
+
+def h5dread_calls(job, trace, data_names, sample_bytes):
+    """The data reads of ``trace`` taken back to the H5Dread calls they served, when libhdf5
+    made the same number of data reads for each (a strided selection read a block at a time:
+    the file's data-sized reads over its datasets' H5D_READS, a whole number above 1): one
+    row a call, its rank, start and lowest offset, ``sample_bytes`` long; else None."""
+    per_dataset = h5d_datasets(job, data_names)
+    calls = sum(r for r, _, _ in per_dataset.values()) if per_dataset else 0
+    reads = data_reads(trace) if trace is not None else None
+    if not calls or reads is None or reads.empty or len(reads) % calls \
+            or len(reads) // calls < 2:
+        return None
+    per = len(reads) // calls
+    rows = []
+    for rank, mine in reads.groupby("rank", sort=False):
+        mine = mine.sort_values("start", kind="stable")
+        if len(mine) % per:
+            return None
+        off = mine["offset"].to_numpy().reshape(-1, per).min(axis=1)
+        start = mine["start"].to_numpy().reshape(-1, per)[:, 0]
+        rows.append(pd.DataFrame({"rank": rank, "start": start, "offset": off,
+                                  "length": sample_bytes}))
+    return pd.concat(rows, ignore_index=True)
 
 
 def hdf5_chunk(trace, per_read):
