@@ -46,7 +46,6 @@ import os
 import re
 
 import numpy as np
-import pandas as pd
 
 EOCD = 22           # bytes of the zip end-of-central-directory record (no comment)
 # the share of a rank's steps that must take their samples in one order for batch_order
@@ -625,6 +624,8 @@ def h5dread_calls(job, trace, data_names, sample_bytes):
     if not calls or reads is None or reads.empty or len(reads) % calls \
             or len(reads) // calls < 2:
         return None
+    import pandas as pd     # (diagnose imports this module without pandas)
+
     per = len(reads) // calls
     rows = []
     for rank, mine in reads.groupby("rank", sort=False):
