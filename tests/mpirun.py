@@ -11,6 +11,13 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def signalled_job_env():
+    """The environment for a job a test signals. Open MPI's mpiexec kills the ranks 1 s after
+    passing a signal on (odls_base_sigkill_timeout); on a loaded 2-core machine a rank can
+    need longer to print its one line, which is what these tests check."""
+    return dict(os.environ, OMPI_MCA_odls_base_sigkill_timeout="10")
+
+
 def mpiexec_cmd(n):
     from dlio_mpi_analysis.replays.launch import LaunchError, mpiexec_command
     try:

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from mpirun import HERE, communicate_job, mpiexec_cmd, run_mpi, session_processes
+from mpirun import (HERE, communicate_job, mpiexec_cmd, run_mpi, session_processes,
+                    signalled_job_env)
 from datautil import run_summary
 
 pytestmark = pytest.mark.mpi      # its tests launch ranks under mpiexec
@@ -25,7 +26,7 @@ def start(tmp_path, n, *extra):
     # engines) carries Open MPI's own variables in its C environment, which would make the
     # child mpiexec believe it runs inside that job
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env=dict(os.environ),
+                            start_new_session=True, env=signalled_job_env(),
                             stdin=subprocess.DEVNULL)
 
 
@@ -322,7 +323,7 @@ def start_generate(tmp_path, n, *extra):
         sys.executable, os.path.join(HERE, "mpi", "run_cli.py"), "generate",
         f"dataset.data_folder={tmp_path}/d", f"output.folder={tmp_path}/o", *extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env=dict(os.environ),
+                            start_new_session=True, env=signalled_job_env(),
                             stdin=subprocess.DEVNULL)
 
 
