@@ -1403,8 +1403,6 @@ def _crop_workload(workload, crops, trace, num_files, notes, evidence, ranks):
     workload["reader"] = {"batch_size": max(1, int(batch)), "read_threads": 0,
                           "transfer_size": 0, "sample_shuffle": "off"}
     workload["train"] = {"epochs": 1, "computation_time": round(compute, 6)}
-    if io.get("interface") == "hdf5_coll":
-        io["interface"] = "hdf5"
     for key in [k for k in io if k.startswith("write_")]:
         io.pop(key)
     evidence["hdf5_crops"] = crops

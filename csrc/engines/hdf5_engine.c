@@ -571,40 +571,58 @@ int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *cou
                    ndims, h->rank_ndims, h->name, h->path);
         return -1;
     }
-    hsize_t st[8], ct[8], nelem = 1;
-    for (int d = 0; d < ndims; d++) {
+    /* a box of no elements (every count 0) reads nothing: a collective call of a rank with
+     * no crop in this round still joins the others' */
+    int empty = 1;
+    for (int d = 0; d < ndims; d++) empty = empty && count[d] == 0;
+    hsize_t st[8], ct[8], nelem = empty ? 0 : 1;
+    int bad = 0;
+    for (int d = 0; d < ndims && !empty && !bad; d++) {
         if (start[d] < 0 || count[d] < 1 || (hsize_t)(start[d] + count[d]) > h->dims[d]) {
             dm_err_set(e, DM_EARG, "box [%lld, %lld) out of dimension %d (%llu) of dataset %s "
                        "in %s", (long long)start[d], (long long)(start[d] + count[d]), d,
                        (unsigned long long)h->dims[d], h->name, h->path);
-            return -1;
+            bad = 1;
+            break;
         }
         st[d] = (hsize_t)start[d];
         ct[d] = (hsize_t)count[d];
         nelem *= ct[d];
     }
+    /* a bad box is this rank's alone: an independent read stops here, a collective one joins
+     * the others' with nothing selected and reports after */
+    if (bad && !h->collective) return -1;
+    if (bad) nelem = 0;
     dm_h5_lock();
     hid_t fs = H5Scopy(h->space);
-    hid_t ms = H5Screate_simple(ndims, ct, NULL);
+    hsize_t one = 1;
+    hid_t ms = nelem > 0 ? H5Screate_simple(ndims, ct, NULL) : H5Screate_simple(1, &one, NULL);
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
     int made = fs >= 0 && ms >= 0 && dxpl >= 0 &&
-               H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, ct, NULL) >= 0 &&
-               (h->driver != DM_H5_MPIO || H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT) >= 0);
+               (nelem > 0 ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, st, NULL, ct, NULL) >= 0
+                          : H5Sselect_none(fs) >= 0 && H5Sselect_none(ms) >= 0) &&
+               (h->driver != DM_H5_MPIO ||
+                H5Pset_dxpl_mpio(dxpl, h->collective ? H5FD_MPIO_COLLECTIVE
+                                                     : H5FD_MPIO_INDEPENDENT) >= 0);
     uint64_t t0 = dm_ticks();
-    herr_t rc = made && fresh_dataset(h) == 0 ? H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf)
-                                              : -1;
+    herr_t rc = 0;
+    if (nelem > 0 || h->collective)
+        rc = made && fresh_dataset(h) == 0 ? H5Dread(h->dset, h->dtype, ms, fs, dxpl, buf)
+                                           : -1;
     dataset_done(h);
     uint64_t t1 = dm_ticks();
-    if (rc < 0) h5_err(e, made ? "H5Dread" : "selecting the box", h, start[0]);
+    if (rc < 0 && !bad) h5_err(e, made ? "H5Dread" : "selecting the box", h, start[0]);
     if (dxpl >= 0) H5Pclose(dxpl);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
     dm_h5_unlock();
-    if (rc < 0) return -1;
+    if (rc < 0 || bad) return -1;
     int64_t bytes = (int64_t)(nelem * h->elem_size);
     *total = bytes;
-    dm_log(h->log, t0, t1, start[0] * h->own_row_bytes, bytes, h->file_id, DM_OP_READ,
-           h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2 : DM_IF_HDF5_IND);
+    if (nelem > 0 || h->collective)
+        dm_log(h->log, t0, t1, nelem > 0 ? start[0] * h->own_row_bytes : -1, bytes, h->file_id,
+               DM_OP_READ, h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+                           : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
     return 0;
 }
 

@@ -20,8 +20,9 @@ def _dims(where, value):
 
 
 def _crops(b):
-    """A crop of a volume is one independent read of an N-D box through libhdf5."""
-    return b.library == backends.HDF5 and not b.collective
+    """A crop of a volume is one read of an N-D box through libhdf5 (collective: one box of
+    every rank a call)."""
+    return b.library == backends.HDF5
 
 
 def _python_file(b):
@@ -70,7 +71,7 @@ def validate_volumes(cfg):
         raise ConfigError(f"dataset.volumes are HDF5 datasets: dataset.format must be "
                           f"{formats.listed(lambda t: t.rows)}, not {ds.format}")
     if not _crops(backends.of(cfg)):
-        raise ConfigError(f"dataset.volumes are read a crop at a time, independently: "
+        raise ConfigError(f"dataset.volumes are read a crop at a time through libhdf5: "
                           f"io.interface must be {backends.listed(_crops)}, not {io.interface}")
     if rd.read_threads or rd.access != "sample" or io.read_type != "on_demand" or rd.reopen:
         raise ConfigError("dataset.volumes are read a crop at a time in the training loop: "

@@ -108,8 +108,9 @@ cdef class H5Dataset(_Handle):
         return out, total
 
     def read_box(self, start, count, *, out=None):
-        """The box [start[d], start[d]+count[d]) of every dimension in one independent
-        H5Dread (C order into out). Returns (out, bytes)."""
+        """The box [start[d], start[d]+count[d]) of every dimension in one H5Dread (C order
+        into out), collective if the dataset was opened so. Every count 0 is a box of nothing:
+        a collective read of it joins the other ranks' calls. Returns (out, bytes)."""
         cdef dm_err e
         cdef int64_t total = 0
         cdef int rc = 0

@@ -436,6 +436,28 @@ def test_each_rank_s_part_of_every_sample_is_a_domain_decomposition(tmp_path):
     assert wrong.score < 0.6, wrong.table
 
 
+def test_sub_volumes_read_collectively_are_collective_crops(tmp_path):
+    """The same domain decomposition read with dset.collective (read_direct keeps it): each
+    step one collective H5Dread on every rank, its box of the sample. The emulator reads its
+    tiles so (hdf5_coll: one box of every rank a call); before, crops were read only
+    independently and the fit dropped the collective calls (0.626, the interfaces' gate)."""
+    name = "h5py_mpio_subvolumes_coll_2r"
+    f = analysis.fit(log(name))
+    ds, rd, io = f.workload["dataset"], f.workload["reader"], f.workload["io"]
+    assert (ds["crop_placement"], ds["crop_shape"]) == ("tiled", [1, 64, 64, 32])
+    assert (io["interface"], io["layout"]) == ("hdf5_coll", "shared")
+    assert (rd["sharding"], rd["sample_shuffle"], rd["shuffle_block"]) \
+        == ("round_robin", "seed", 2)
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["read_ops"] == r.real["read_ops"] == 256
+    assert "HDF5 collective" in r.emulated["interfaces"]
+    (tmp_path / "ind").mkdir()
+    independent = run_changed(name, tmp_path / "ind",
+                              lambda w: w["io"].update(interface="hdf5"))
+    assert independent.score < 0.7, independent.table
+
+
 def test_whole_chunks_read_at_their_places_are_samples_not_crops(tmp_path):
     """x[:, j:j + 256] of a (256, 16384) float32 dataset in (256, 256) chunks, j a shuffled
     multiple of 256: each H5Dread's box is a chunk's (Darshan's H5D_ACCESS1 lengths those of

@@ -87,7 +87,7 @@ def test_tiled_crops_cut_the_volume_in_row_major_order():
     (["dataset.volumes=[{name: a, chunks: [9, 9, 9], fill: 2}]"], "fill=2"),
     (["dataset.volumes=[{name: a, chunks: [9, 9, 9], colour: red}]"], "unknown key 'colour'"),
     (["dataset.volumes=[{name: a, chunks: [9, 9, 9], dtype: str}]"], "numeric type"),
-    (["io.interface=hdf5_coll"], "io.interface must be hdf5 or hdf5_sec2"),
+    (["io.interface=mpiio"], "io.interface must be hdf5, hdf5_coll or hdf5_sec2"),
     (["reader.read_threads=2"], "reader.read_threads=0"),
     (["dataset.volume_shape=[]"], "together"),
 ])
@@ -114,6 +114,40 @@ def test_a_run_reads_a_crop_of_every_volume_per_sample(tmp_path):
         assert sorted(set(nb[h5].tolist())) == [17 ** 3, 17 ** 3 * 8]
         posix += int(nb[(op == 0) & (iface == 0)].sum())
     assert s["bytes_moved"] == posix > 0
+
+
+def test_collective_crops_are_one_box_of_every_rank_a_call(tmp_path):
+    """io.interface=hdf5_coll: the ranks read their tiles of each sample (a domain
+    decomposition) in collective H5Dread calls, one box of every rank a call; each rank reads
+    each of its tiles once, and the ranks' tiles together cover every sample's volume."""
+    tiled = [a for a in BASE if not a.startswith(("io.interface=", "dataset.crop_shape=",
+                                                  "dataset.num_samples_per_file="))]
+    args = tiled + ["io.interface=hdf5_coll", "dataset.crop_shape=[1,48,24]",
+                    "dataset.crop_placement=tiled", "dataset.num_samples_per_file=8",
+                    "reader.sharding=round_robin", "reader.sample_shuffle=off",
+                    "reader.file_shuffle=off", f"dataset.data_folder={tmp_path}/d",
+                    f"output.folder={tmp_path}/o", "io.keep_oplog=true", "train.epochs=1",
+                    "train.computation_time=0", "workflow.generate_data=true"]
+    run_mpi(2, "run_cli.py", "run", *args[1:], timeout=240)
+    s = own_summary(tmp_path / "o")
+    assert s["steps_per_epoch"] == 2
+    coll = oplog_format.IFACE["hdf5_coll"]
+    for r in range(2):
+        z = load_npz(tmp_path / "o" / "latest" / f"oplog_rank{r:05d}.npz")
+        op, iface, nb = z["e0_op"], z["e0_iface"], z["e0_bytes"]
+        h5 = (op == 0) & (iface == coll)
+        # 2 steps of 2 crops, each crop one call a volume
+        assert h5.sum() == 2 * 2 * 2
+        assert sorted(nb[h5].tolist()) == [48 * 24] * 4 + [48 * 24 * 8] * 4
+        assert not ((op == 0) & (iface == oplog_format.IFACE["hdf5_ind"])).any()
+        # the box's first index is the call's offset in rows (raw: 48 x 48 bytes a row):
+        # each rank reads a tile of each of the 4 indices, once
+        raw = h5 & (nb == 48 * 24)
+        assert sorted((z["e0_offset"][raw] // (48 * 48)).tolist()) == [0, 1, 2, 3]
+    spec = format_spec(config.load(args))
+    # round robin over the 8 tiles (4 indices of 2 tiles): rank r the tiles at 24 r
+    starts = [tuple(volumes.crop_start(spec, 0, k)) for k in range(8)]
+    assert starts == [(i, 0, j) for i in range(4) for j in (0, 24)]
 
 
 SPLIT = ('[{name: labels, dtype: int64, chunks: [9, 11, 11], compression: gzip, fill: 0.03}, '
