@@ -327,7 +327,9 @@ int dm_mpiio_read_at_all(dm_mpiio *h, int64_t off, int64_t len, char *buf, int64
 int dm_mpiio_sync(dm_mpiio *h, dm_err *e);
 
 /* ------------------------------------------------------------------ HDF5 */
-enum { DM_H5_SEC2 = 0, DM_H5_MPIO = 1 };
+/* SEC2: libhdf5's reads go to the file; CORE: the whole file read into memory at open (as
+ * libhdf5's core driver, h5py's driver='core', does) and the reads served from there */
+enum { DM_H5_SEC2 = 0, DM_H5_MPIO = 1, DM_H5_CORE = 2 };
 
 /* A field of every sample kept in a dataset of its own beside the rows' dataset (an image's
  * label): its row i belongs to row i, and each read of rows reads the same rows of it after. */
@@ -344,7 +346,7 @@ typedef struct {
 
 typedef struct {
     hid_t file, dset, space, dtype;
-    int driver;              /* DM_H5_SEC2 or DM_H5_MPIO */
+    int driver;              /* DM_H5_SEC2, DM_H5_MPIO or DM_H5_CORE */
     int collective;
     int rank_ndims;
     hsize_t dims[8];
@@ -403,9 +405,10 @@ int dm_h5_flush(dm_h5 *h, dm_err *e);
 int dm_h5_unclosed(void);
 /* The logging sec2 driver (h5_logvfd.c): set on a file access property list, it makes libhdf5
  * read and write through pread/pwrite as sec2 does and records each call in log as a POSIX
- * call of file file_id. */
-typedef struct { dm_oplog *log; int32_t file_id; } dm_logvfd_info;
-int dm_logvfd_set(hid_t fapl, dm_oplog *log, int32_t file_id);
+ * call of file file_id. in_memory (a file opened for reading): the whole file read at open, as
+ * libhdf5's core driver reads it, and every later read served from that copy. */
+typedef struct { dm_oplog *log; int32_t file_id; int in_memory; } dm_logvfd_info;
+int dm_logvfd_set(hid_t fapl, dm_oplog *log, int32_t file_id, int in_memory);
 /* HDF5 is not thread-safe in this build: every HDF5 call goes through this lock. */
 void dm_h5_lock(void);
 void dm_h5_unlock(void);

@@ -149,7 +149,7 @@ from dlio_mpi_analysis.fitting.fit_measures import (_collective_order, _counted_
                            _interface, _min_rank_coverage,
                            _idle_opens, _own_shares, _read_shift, _reading_ranks, _record_length, _sample_spread, _shuffle, _stem, _timeline,
                            _transfer_size, _worker_files, _write_first, collective_writes)
-from dlio_mpi_analysis.fitting import fit_parquet_columns
+from dlio_mpi_analysis.fitting import fit_core_driver, fit_parquet_columns
 from dlio_mpi_analysis.fitting.fit_patterns import (framing, parquet_footer_reads, traits,
                                                     whole_fields)
 from dlio_mpi_analysis.loading.reused_descriptors import NOTE_MARK as REUSED_NOTE, stray_posix
@@ -1373,6 +1373,8 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         and trace is not None else None
     if crops:
         _crop_workload(workload, crops, trace, len(data), notes, evidence, ranks)
+    elif traits(fmt).rows and fit_core_driver.whole_file_reads(job, data):
+        fit_core_driver.core_workload(workload, job, data, ranks, notes, evidence)
     if readers < whole_job.nprocs:
         workload["reader"]["reading_ranks"] = readers
         if evidence["idle_ranks_open"]:

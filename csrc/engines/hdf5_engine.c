@@ -77,7 +77,7 @@ static hid_t make_fapl(int driver, MPI_Comm comm, int nhints, const char *const 
             H5Pclose(fapl);
             return -1;
         }
-    } else if (dm_logvfd_set(fapl, log, file_id) != 0) {
+    } else if (dm_logvfd_set(fapl, log, file_id, driver == DM_H5_CORE) != 0) {
         dm_err_set(e, DM_EHDF5, "cannot set up the logging sec2 driver for %s", path);
         H5Pclose(fapl);
         return -1;
@@ -189,7 +189,7 @@ static int opened(dm_h5 *h, uint64_t t0, uint64_t t1, dm_err *e) {
     dm_h5_unlock();
     if (rc == 0)
         dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_OPEN,
-               h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+               h->driver != DM_H5_MPIO ? DM_IF_HDF5_SEC2
                                        : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
     return rc;
 }
@@ -363,7 +363,7 @@ int dm_h5_close(dm_h5 *h, dm_err *e) {
     h->dtype = h->space = h->dset = h->file = -1;
     dm_h5_unlock();
     dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_CLOSE,
-           h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+           h->driver != DM_H5_MPIO ? DM_IF_HDF5_SEC2
                                    : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
     return r < 0 ? -1 : 0;
 }
@@ -542,7 +542,7 @@ static int transfer(dm_h5 *h, size_t n, const int64_t *start, const int64_t *cou
     free(r);
     if (local_fail || !made || !props || rc < 0) return -1;
     int64_t bytes = (int64_t)(nelem * h->elem_size);
-    int iface = h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+    int iface = h->driver != DM_H5_MPIO ? DM_IF_HDF5_SEC2
                                         : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND);
     *total = h->vlen ? heap : bytes;
     if (nelem > 0 || h->collective) {
@@ -621,7 +621,7 @@ int dm_h5_read_box(dm_h5 *h, int ndims, const int64_t *start, const int64_t *cou
     *total = bytes;
     if (nelem > 0 || h->collective)
         dm_log(h->log, t0, t1, nelem > 0 ? start[0] * h->own_row_bytes : -1, bytes, h->file_id,
-               DM_OP_READ, h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+               DM_OP_READ, h->driver != DM_H5_MPIO ? DM_IF_HDF5_SEC2
                            : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
     return 0;
 }
@@ -640,7 +640,7 @@ int dm_h5_flush(dm_h5 *h, dm_err *e) {
     dm_h5_unlock();
     if (r < 0) return -1;
     dm_log(h->log, t0, t1, -1, 0, h->file_id, DM_OP_FSYNC,
-           h->driver == DM_H5_SEC2 ? DM_IF_HDF5_SEC2
+           h->driver != DM_H5_MPIO ? DM_IF_HDF5_SEC2
                                    : (h->collective ? DM_IF_HDF5_COLL : DM_IF_HDF5_IND));
     return 0;
 }

@@ -33,7 +33,8 @@ class Backend:
     direct       O_DIRECT: offsets, lengths and buffers aligned to the file system's blocks
     mapped       reads are copies out of a memory mapping (no call per read)
     collective   every rank enters each read call, in the same order
-    hdf5_driver  libhdf5's file driver: "mpio" (MPI-IO) or "sec2" (POSIX), else None
+    hdf5_driver  libhdf5's file driver: "mpio" (MPI-IO), "sec2" (POSIX) or "core" (the file
+                 read whole at open, the reads served from memory), else None
     buffered     a buffered file as Python's open and C stdio make: what numpy.load and image
                  decoders read through
     reopen       a file may be opened for each sample a loader reads (reader.reopen)
@@ -151,6 +152,11 @@ BACKENDS = {b.name: b for b in (
             hdf5_driver="mpio", collective=True),
     Backend("hdf5_sec2", HDF5, "hdf5_sec2", ("H5D", "H5F", "POSIX"), "libhdf5, sec2 driver",
             byte_ranges=False, hdf5_driver="sec2", reopen=True),
+    # h5py's driver='core': one read of the whole file at open, the H5Dread calls copies out
+    # of memory (Darshan: the H5D calls, and beneath them only the read at open)
+    Backend("hdf5_core", HDF5, "hdf5_sec2", ("H5D", "H5F", "POSIX"),
+            "libhdf5, core driver (the file read whole at open)", byte_ranges=False,
+            hdf5_driver="core"),
     # Darshan intercepts the open and close of such a file, not the transfers the kernel takes
     # from the ring: its log shows the file with no reads
     Backend("io_uring", URING, "io_uring", ("POSIX",),

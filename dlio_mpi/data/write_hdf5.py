@@ -33,9 +33,13 @@ def check(cfg):
         raise ConfigError(f"io.write_first on dataset.format=hdf5 writes through "
                           f"{backends.listed(lambda x: x.library == backends.HDF5)}: "
                           f"not io.interface={io.interface}")
+    if b.hdf5_driver == "core":
+        raise ConfigError(f"io.write_first: io.interface={io.interface} reads files whole into "
+                          "memory and writes none: use hdf5_sec2 (a file per rank), hdf5 or "
+                          "hdf5_coll")
     if b.hdf5_driver != "mpio" and io.layout != "multi":
         raise ConfigError(f"io.write_first: one HDF5 file written by all ranks needs the MPI-IO "
-                          f"driver (io.interface hdf5 or hdf5_coll), not hdf5_sec2 with "
+                          f"driver (io.interface hdf5 or hdf5_coll), not {io.interface} with "
                           f"io.layout={io.layout}")
     if io.write_fsync and b.hdf5_driver != "mpio":
         raise ConfigError("io.write_fsync: libhdf5's sec2 driver never syncs a file (H5Fflush "

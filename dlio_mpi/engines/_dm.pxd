@@ -14,7 +14,7 @@ cdef extern from "dm.h" nogil:
     enum: DM_OP_N
     enum: DM_IF_N
     int DM_O_READ, DM_O_WRITE, DM_O_CREATE, DM_O_TRUNC, DM_O_DIRECT, DM_O_EXCL
-    int DM_H5_SEC2, DM_H5_MPIO
+    int DM_H5_SEC2, DM_H5_MPIO, DM_H5_CORE
 
     ctypedef struct dm_oplog:
         int64_t *start

@@ -6,12 +6,15 @@ cdef int _driver(driver) except -1:
         return DM_H5_MPIO
     if driver == "sec2":
         return DM_H5_SEC2
-    raise ValueError(f"unknown HDF5 driver {driver!r}: use 'mpio' or 'sec2'")
+    if driver == "core":
+        return DM_H5_CORE
+    raise ValueError(f"unknown HDF5 driver {driver!r}: use 'mpio', 'sec2' or 'core'")
 
 
 cdef class H5Dataset(_Handle):
     """One dataset of an HDF5 file, through the MPI-IO driver ("mpio", collective or
-    independent transfers) or sec2. A sample is a row (index along dimension 0). With create
+    independent transfers), sec2, or "core" (reading: the whole file read at open, as
+    libhdf5's core driver reads it, and the reads served from memory). A sample is a row (index along dimension 0). With create
     (the dataset's shape), the file is created: a new one with exclusive=True (failing when any
     entry, a link included, holds the name), else an existing file is truncated. deferred
     (reading, independent transfers on the rank's own): not opened here but by the read-ahead

@@ -458,6 +458,30 @@ def test_sub_volumes_read_collectively_are_collective_crops(tmp_path):
     assert independent.score < 0.7, independent.table
 
 
+def test_an_hdf5_file_read_whole_at_open_is_the_core_driver(tmp_path):
+    """h5py File(driver='core'): one POSIX read of the whole file at open, then 64 H5Dread
+    calls of 1 MiB with nothing beneath them. Fitted as io.interface hdf5_core (the emulator
+    reads the file whole at open, as libhdf5's core driver does, and serves its H5Dread calls
+    from memory), a sample an H5Dread (Darshan keeps no dimensions to tell its 16 rows), 2
+    epochs at the calls' pace. Before: a load at start through sec2, 0.455."""
+    name = "h5py_core_driver"
+    f = analysis.fit(log(name))
+    ds, rd, io, tr = (f.workload[k] for k in ("dataset", "reader", "io", "train"))
+    assert (io["interface"], io["read_type"]) == ("hdf5_core", "on_demand")
+    assert (ds["num_samples_per_file"], ds["record_length"]) == (32, 1 << 20)
+    assert tr["epochs"] == TRUTH[name]["epochs"]
+    assert 0.005 <= tr["computation_time"] <= 0.0065
+    assert not any("io.read_type memory" in n for n in f.notes)
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["read_ops"] == r.real["read_ops"] == 1
+    assert r.emulated["bytes_read"] == r.real["bytes_read"] == 33556480
+    (tmp_path / "sec2").mkdir()
+    sec2 = run_changed(name, tmp_path / "sec2",
+                       lambda w: w["io"].update(interface="hdf5_sec2"))
+    assert sec2.score < 0.6, sec2.table
+
+
 def test_whole_chunks_read_at_their_places_are_samples_not_crops(tmp_path):
     """x[:, j:j + 256] of a (256, 16384) float32 dataset in (256, 256) chunks, j a shuffled
     multiple of 256: each H5Dread's box is a chunk's (Darshan's H5D_ACCESS1 lengths those of

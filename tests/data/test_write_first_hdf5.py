@@ -113,6 +113,7 @@ def test_file_per_rank_through_sec2(tmp_path):
 @pytest.mark.parametrize("extra,message", [
     (["io.interface=hdf5_sec2", "io.layout=shared", "dataset.num_files_train=1"],
      "needs the MPI-IO driver"),
+    (["io.interface=hdf5_core", "io.layout=multi"], "reads files whole into memory"),
     (["io.interface=hdf5", "dataset.compression=gzip"], "writes uncompressed HDF5"),
     (["io.interface=hdf5_sec2", "io.write_fsync=true"], "sec2 driver never syncs"),
     (["io.interface=hdf5", "dataset.enable_chunking=true", "dataset.chunk_size=8k"],

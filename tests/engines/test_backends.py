@@ -15,7 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_every_interface_the_schema_takes_is_a_backend():
     assert SCHEMA["io"]["interface"].choices == backends.NAMES
     assert set(backends.NAMES) == {"posix", "posix_direct", "stdio", "mmap", "mpiio",
-                                   "mpiio_coll", "hdf5", "hdf5_coll", "hdf5_sec2", "io_uring"}
+                                   "mpiio_coll", "hdf5", "hdf5_coll", "hdf5_sec2", "hdf5_core",
+                                   "io_uring"}
     with pytest.raises(KeyError, match="no io.interface 'nfs'"):
         backends.get("nfs")
 
@@ -24,7 +25,8 @@ def test_traits():
     b = backends.BACKENDS
     assert [n for n in b if b[n].collective] == ["mpiio_coll", "hdf5_coll"]
     assert [n for n in b if b[n].threadable] == ["posix", "posix_direct", "stdio", "mmap",
-                                                 "mpiio", "hdf5", "hdf5_sec2", "io_uring"]
+                                                 "mpiio", "hdf5", "hdf5_sec2", "hdf5_core",
+                                                 "io_uring"]
     assert [n for n in b if b[n].streams] == ["posix", "posix_direct", "stdio", "mmap",
                                               "mpiio", "io_uring"]
     assert [n for n in b if b[n].reads_past_end] == ["posix", "stdio", "mpiio", "io_uring"]
@@ -32,7 +34,7 @@ def test_traits():
     assert [n for n in b if b[n].uses_mpi] == ["mpiio", "mpiio_coll", "hdf5", "hdf5_coll"]
     assert [n for n in b if b[n].mpi_threads] == ["mpiio", "hdf5"]
     assert {n: b[n].hdf5_driver for n in b if b[n].hdf5_driver} == {
-        "hdf5": "mpio", "hdf5_coll": "mpio", "hdf5_sec2": "sec2"}
+        "hdf5": "mpio", "hdf5_coll": "mpio", "hdf5_sec2": "sec2", "hdf5_core": "core"}
     # the op log's interfaces are the engines' own
     assert {x.oplog for x in b.values()} <= set(engines.IFACES)
     assert backends.listed(lambda x: x.buffered) == "posix or stdio"

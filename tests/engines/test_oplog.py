@@ -121,3 +121,29 @@ def test_overflow_keeps_the_interface(tmp_path):
     assert full_bytes == over_bytes >= 64 * 4096
     assert full_ops == over_ops
     assert int(full_hist.sum()) == int(over_hist.sum()) == full_ops
+
+
+def test_the_core_driver_reads_the_file_whole_at_open(tmp_path):
+    """driver="core": one POSIX read of the whole file from offset 0 at open (as libhdf5's
+    core driver reads it), the H5Dread calls logged as HDF5 calls with no POSIX read beneath
+    them, and the rows they return the file's."""
+    import os
+
+    import h5py
+    data = np.random.default_rng(3).integers(0, 255, (64, 4096), dtype=np.uint8)
+    with h5py.File(tmp_path / "d.h5", "w") as h:
+        h["x"] = data
+    size = os.path.getsize(tmp_path / "d.h5")
+    log = engines.OpLog(1000)
+    with engines.H5Dataset(tmp_path / "d.h5", "x", driver="core", oplog=log) as d:
+        for r in (40, 8, 16):
+            out, got = d.read_rows([r], [8])
+            assert got == 8 * 4096
+            assert np.array_equal(np.frombuffer(out, np.uint8)[:got].reshape(8, 4096),
+                                  data[r:r + 8])
+    a = log.arrays()
+    reads = a["op"] == engines.OP["read"]
+    posix = reads & (a["iface"] == engines.IFACE["posix"])
+    assert a["offset"][posix].tolist() == [0] and a["bytes"][posix].tolist() == [size]
+    h5 = reads & (a["iface"] == engines.IFACE["hdf5_sec2"])
+    assert a["bytes"][h5].tolist() == [8 * 4096] * 3
