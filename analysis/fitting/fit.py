@@ -750,13 +750,19 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
     # through a file view too, are)
     turn = fit_patterns.round_robin_block(trace, record, job.nprocs) \
         if layout == "shared" and trace is not None else 0
+    turns = trace
     if not turn and layout == "shared" and interface in ("mpiio_coll", "hdf5_coll"):
         # collective calls: the ranks' own pieces from the aggregators' reads in each call
         lanes = collective_lanes(job.dxt_segments, set(data.index), job.nprocs,
                                  piece=evidence.get("collective_piece"))
         turn = fit_patterns.round_robin_block(lanes, record, job.nprocs) \
             if lanes is not None else 0
+        turns = lanes
     if turn:
+        # (applied below unless the job wrote the file first: its shift is then its
+        # writers')
+        evidence["turn_shift"] = fit_patterns.round_robin_shift(turns, record, job.nprocs,
+                                                                turn)
         reader_extra["sharding"] = "round_robin"
         shuffle = "off"
         evidence["round_robin"] = True
@@ -1243,6 +1249,11 @@ def fit(source, *, data_folder="./data/fitted", output_folder="./dlio_output/fit
         shift = _read_shift(job, set(data.index), job.nprocs, notes, evidence)
         if shift:
             reader_extra["rank_shift"] = shift
+    elif evidence.get("turn_shift"):
+        shift = evidence["turn_shift"]
+        reader_extra["rank_shift"] = shift
+        notes.append(f"rank r read the turns of rank (r + {shift}) mod {job.nprocs} (IOR's -C "
+                     f"or -Z on a file it did not write): reader.rank_shift {shift}")
     window = fit_patterns.shuffle_window(trace, record, job.nprocs, num_files * spf) \
         if layout == "shared" and shuffle == "seed" and read_type == "on_demand" \
         and not traits(fmt).rows and "access" not in reader_extra else None

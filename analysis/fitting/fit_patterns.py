@@ -1165,6 +1165,20 @@ def round_robin_block(trace, record, ranks):
     return 0
 
 
+def round_robin_shift(trace, record, ranks, block):
+    """When the ranks read a shared file round robin, `block` samples a turn (round_robin):
+    the k for which every rank r read the turns of rank (r + k) mod n, the same k for all
+    (IOR's -C and -Z read another task's blocks); 0 when each read its own or the ranks'
+    places are no one shift."""
+    shifts = set()
+    for rank, reads in data_reads(trace).groupby("rank", sort=False):
+        turns = np.unique(reads["offset"].to_numpy() // record // block % ranks)
+        if len(turns) != 1 or int(rank) < 0:
+            return 0
+        shifts.add(int(turns[0] - int(rank)) % ranks)
+    return shifts.pop() if len(shifts) == 1 else 0
+
+
 def footer_reads(trace, sizes):
     """Per read, whether it ends at its file's end: pyarrow opens a Parquet file by reading
     its end (formats/parquet.footer_reads)."""

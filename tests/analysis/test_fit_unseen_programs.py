@@ -90,6 +90,27 @@ def test_collective_segments_of_blocks_are_block_cyclic(tmp_path):
         == [4, 5, 6, 7, 24, 25, 26, 27]
 
 
+def test_a_read_only_run_of_another_tasks_blocks_is_a_rank_shift(tmp_path):
+    """IOR -a HDF5 -r -Z -s 4 -b 4m -t 256k on 2 ranks of a file written before: -Z came out
+    as a swap, so rank 0 read task 1's blocks and rank 1 task 0's. The turns are found round
+    robin and their phase too: reader.rank_shift 1 (before: each rank its own blocks). The
+    replay's rank 0 reads the odd blocks of 16 transfers, as the job's did."""
+    name = "ior_hdf5_read_only_task_shift"
+    w = analysis.fit(log(name)).workload
+    rd = w["reader"]
+    assert (rd["sharding"], rd["sharding_block"], rd["rank_shift"]) == ("round_robin", 16, 1)
+    assert "write_first" not in w["io"]
+    r = replay(log(name), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    for rank in (0, 1):
+        z = np.load(tmp_path / "replay" / "run" / "latest" / f"oplog_rank{rank:05d}.npz")
+        blocks = set()
+        for phase in (p for p, n in enumerate(z["phases"]) if str(n).startswith("train")):
+            reads = (z[f"e{phase}_op"] == 0) & (z[f"e{phase}_iface"] == 6)
+            blocks |= set((z[f"e{phase}_offset"][reads] // (16 * 262144)).tolist())
+        assert blocks == {b for b in range(8) if b % 2 == (rank + 1) % 2}
+
+
 def test_samples_of_varied_sizes_read_by_index():
     """No read size dominates: the samples' mean and spread, not the size that happens to
     move the most bytes (which gave 337 samples of 49,126 bytes, the largest, and batches of
