@@ -127,10 +127,15 @@ def checkpoint_files(job, roles):
                                                                                 "POSIX_"))
             recs = recs.assign(POSIX_BYTES_WRITTEN=0, POSIX_WRITES=0)
         starts = recs["POSIX_F_WRITE_START_TIMESTAMP"]
+        # a stream's file synced through its descriptor (fflush, then fsync(fileno)): the
+        # fsync in a POSIX record that wrote no bytes
+        synced_fd = posix[posix["id"] == fid] if posix is not None and not posix.empty \
+            else None
         row = {"id": fid, "name": name, "ranks": _ranks(recs, job.nprocs),
                "bytes": _count(recs, ["POSIX_BYTES_WRITTEN"]),
                "writes": _count(recs, ["POSIX_WRITES"]),
-               "syncs": _count(recs, ["POSIX_FSYNCS", "POSIX_FDSYNCS"]),
+               "syncs": _count(synced_fd if synced_fd is not None and not synced_fd.empty
+                               else recs, ["POSIX_FSYNCS", "POSIX_FDSYNCS"]),
                "start": float(starts[starts > 0].min()) if (starts > 0).any() else 0.0,
                "end": float(recs["POSIX_F_WRITE_END_TIMESTAMP"].max()),
                "interface": "posix", "collective": False, "datasets": 0}

@@ -42,6 +42,11 @@ STEP_GAP_RATIO = 2.5
 CANDIDATE_GAP_RATIO = 1.5
 EVENNESS_GAIN = 0.25
 FEW_PAUSES = 3          # pauses above a jump that may be an epoch's ends and a prefetch's waits
+# a batch told by its period: the pauses after every k-th sample the longest, in at least this
+# share of the steps (_periodic_steps), over at least PERIODIC_STEPS steps
+PERIODIC_EVENNESS = 0.9
+PERIODIC_STEPS = 4
+PERIODIC_MAX_BATCH = 256
 TIME_RESOLUTION = 1e-6
 DXT_PREFERENCE = ("DXT_POSIX", "DXT_STDIO", "DXT_MPIIO")
 
@@ -757,7 +762,47 @@ def _steps_by(gaps, weights, lower=True):
         even = _batch_evenness(per_step)
         if best is None or even >= best[0] + EVENNESS_GAIN:
             best = (even, is_step, per_step, gaps)
+    if first <= STEP_GAP:
+        # no jump in the pauses told the steps: their period may
+        periodic = _periodic_steps(gaps, weights)
+        if periodic is not None and periodic[0] >= best[0] - EVENNESS_GAIN \
+                and float(np.median(periodic[2])) > float(np.median(best[2])):
+            best = periodic
     return best
+
+
+def _periodic_steps(gaps, weights):
+    """(evenness, is_step, samples per step, gaps) of the cut at the longest pauses that
+    come after every k-th sample, or None: for each batch k, the pauses as many as a rank's
+    steps of k samples are the longest, cut there; the smallest k whose cuts make batches of
+    k samples in PERIODIC_EVENNESS of the steps or more, its shortest pause STEP_GAP_RATIO times
+    the median pause inside the batches or more. A loader that works on each sample
+    (a decode, a file's open) pauses between a batch's samples too, as long or longer than a
+    jump in the pauses would tell; the step's own pause, longer still, comes after every
+    k-th. Pauses at random places make no batches of one size."""
+    total = float(np.sum(weights))
+    if len(gaps) < PERIODIC_STEPS or total < 2 * PERIODIC_STEPS:
+        return None
+    longest = np.sort(gaps)[::-1]
+    for k in range(2, min(PERIODIC_MAX_BATCH, int(total // PERIODIC_STEPS)) + 1):
+        cuts = int(round(total / k)) - 1
+        if cuts < PERIODIC_STEPS - 1 or cuts >= len(longest):
+            continue
+        if longest[cuts - 1] < STEP_GAP or longest[cuts - 1] <= longest[cuts]:
+            continue
+        threshold = float(np.sqrt(longest[cuts - 1] * max(longest[cuts], TIME_RESOLUTION)))
+        is_step = gaps >= threshold
+        per_step = np.bincount(np.concatenate([[0], np.cumsum(is_step)]), weights=weights)
+        even = _batch_evenness(per_step)
+        # the step's pauses clearly longer than a sample's work inside the batch (a file's
+        # open every k samples, a little longer than the steps' own pauses, is no batch)
+        inside = float(np.median(gaps[~is_step]))
+        if even >= PERIODIC_EVENNESS and abs(float(np.median(per_step)) - k) <= 0.5 \
+                and longest[cuts - 1] >= STEP_GAP_RATIO * inside:
+            # the smallest: a multiple of the batch can be even too, where a pause every few
+            # steps (an epoch's end, a checkpoint's writes) is longer than the steps'
+            return (even, is_step, per_step, gaps)
+    return None
 
 
 def _batch_evenness(per_step):

@@ -17,7 +17,8 @@ mmap, io_uring                  a read or write at its offset: Darshan itself re
                                 ring)
 stdio                 POSIX     STDIO records; a DXT_STDIO trace (not a Darshan module: Darshan
                                 traces POSIX and MPI-IO only; it is given so that STDIO runs
-                                get a timeline)
+                                get a timeline); a sync is fflush, then fsync of the stream's
+                                descriptor: STDIO_FLUSHES and POSIX_FSYNCS
 mpiio_ind             POSIX     MPI-IO records (independent), DXT_MPIIO; and the POSIX calls
                                 beneath: one per MPI-IO call that moved bytes, its opens, closes
                                 and syncs (what Open MPI issues for a contiguous independent

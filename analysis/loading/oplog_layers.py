@@ -63,8 +63,10 @@ def layers(ops, iface, names, ids):
     beneath = (~data_call | (ops.length > 0)) & ~above_posix & (ops.op != VIEW)
     # what Darshan cannot see: the mmap call and the copies out of the mapping
     unseen = (iface == MMAP_IFACE) & np.isin(ops.op, (READ, MMAP))
+    # a stream's sync is fflush, then fsync of its descriptor: a flush at STDIO and an fsync
+    # beneath at POSIX, as Darshan counts a program's fflush + fsync(fileno(fp))
     posix_mask = (np.isin(iface, POSIX_IFACES) & ~unseen) \
-        | (np.isin(iface, MPIIO_IFACES) & beneath)
+        | (np.isin(iface, MPIIO_IFACES) & beneath) | (np.isin(iface, STDIO_IFACES) & sync)
     posix = ops.select(posix_mask)
     # the open and close beneath an MPI-IO one take a system call's time, not the MPI-IO
     # call's (an MPI_File_open also makes lock tests, reads hints, agrees among ranks): they are

@@ -85,3 +85,17 @@ def test_safetensors_checkpoints_after_each_epoch():
     assert (ck["checkpoint_after_epoch"], ck["epochs_between_checkpoints"]) == (1, 1)
     assert w["model"]["model_size_bytes"] == 16783224
     assert ck.get("num_checkpoints_read", 0) == 0
+
+
+def test_a_stream_written_checkpoint_synced_through_its_descriptor(tmp_path):
+    """A C program's checkpoint: 4 fwrite calls of 4 MiB, fflush, then fsync(fileno(fp)).
+    Darshan counts the writes at STDIO and the fsync in a POSIX record of the file that wrote
+    no bytes (fitted before without checkpoint.fsync: syncs 1 against 0). The emulator's stream
+    sync is the same two calls, its op log a flush at STDIO and an fsync at POSIX."""
+    name = "c_pread_two_passes_ckpt_fsync_2r"
+    ck = analysis.fit(log(name)).workload["checkpoint"]
+    assert (ck["write_pattern"], ck["transfer_size"], ck["fsync"]) \
+        == ("stream", 4 << 20, True)
+    r = replay(log(name), tmp_path / "replay")
+    assert r.comparison.row("syncs") == (1, 1)
+    assert r.comparison.row("checkpoint_files") == (1, 1)

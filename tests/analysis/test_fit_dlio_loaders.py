@@ -760,3 +760,29 @@ def test_a_pickle_of_many_objects_in_frames(tmp_path):
     assert f.workload["train"]["epochs"] == TRUTH[name]["epochs"]
     r = replay_like(name, tmp_path)
     assert r.emulated["read_ops"] == r.real["read_ops"]
+
+
+@pytest.mark.parametrize("name", ["dlio_png_batches_of_8_2r", "dlio_jpeg_batches_of_4_4r",
+                                  "dlio_hdf5_open_per_sample_batches_2r",
+                                  "dlio_resnet50_jpeg_spawn3_batches"])
+def test_a_batch_is_the_period_of_the_longest_pauses(name):
+    """The DLIO benchmark's loop works on each sample between its reads (PIL's decode, an
+    HDF5 file's open: 1-2 ms, stretched to 10 ms where 4 ranks share 2 cores) and pauses for
+    the step's compute after every batch. No jump in the pauses sets the two apart (or too
+    few pauses lie above one), but the longest come after every k-th sample: batch k, the
+    compute their median (fitted before as batch 1 and a 1-6 ms compute). In a loader's
+    worker (3 spawned workers, batches of 16 JPEGs) the same: its waits for the loop come after
+    every 16th image."""
+    t = TRUTH[name]
+    w = analysis.fit(log(name)).workload
+    assert w["reader"]["batch_size"] == t["batch_size"]
+    assert t["computation_time_per_step_s"] <= w["train"]["computation_time"] \
+        <= 2.5 * t["computation_time_per_step_s"]
+    assert w["train"]["epochs"] == t["epochs"]
+    assert w["reader"]["read_threads"] == t["read_threads"]
+
+
+def test_a_periodic_batch_replays(tmp_path):
+    r = replay(log("dlio_png_batches_of_8_2r"), tmp_path / "replay")
+    assert r.score >= 0.95, r.comparison.table
+    assert r.emulated["read_ops"] == r.real["read_ops"]

@@ -87,7 +87,7 @@ def test_tiled_crops_cut_the_volume_in_row_major_order():
     (["dataset.volumes=[{name: a, chunks: [9, 9, 9], fill: 2}]"], "fill=2"),
     (["dataset.volumes=[{name: a, chunks: [9, 9, 9], colour: red}]"], "unknown key 'colour'"),
     (["dataset.volumes=[{name: a, chunks: [9, 9, 9], dtype: str}]"], "numeric type"),
-    (["io.interface=mpiio"], "io.interface must be hdf5, hdf5_coll or hdf5_sec2"),
+    (["io.interface=mpiio"], "io.interface must be hdf5, hdf5_coll, hdf5_sec2 or hdf5_core"),
     (["reader.read_threads=2"], "reader.read_threads=0"),
     (["dataset.volume_shape=[]"], "together"),
 ])
