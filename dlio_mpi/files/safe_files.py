@@ -59,7 +59,13 @@ def create(path, mode="wb", perms=0o644):
     try:
         return os.fdopen(fd, mode)
     except BaseException:
-        os.close(fd)
+        # a signal's exception raised inside fdopen after its file object took the
+        # descriptor: that object closed it already, and a second close's EBADF would
+        # replace the exception being raised
+        try:
+            os.close(fd)
+        except OSError:
+            pass
         raise
 
 

@@ -131,7 +131,8 @@ def test_sizes(text, value):
       "reader.batch_order=[1, 0]"], "needs reader.hdf5_reads=sample"),
     (["reader.hdf5_dataset_open=read"],
      "reader.hdf5_dataset_open=read opens an HDF5 dataset for each independent H5Dread: it "
-     "needs dataset.format hdf5 and io.interface hdf5 or hdf5_sec2, not raw through posix"),
+     "needs dataset.format hdf5 and io.interface hdf5, hdf5_sec2 or hdf5_core, not raw "
+     "through posix"),
     (["dataset.format=hdf5", "io.interface=hdf5_coll", "io.layout=shared",
       "dataset.num_files_train=1", "reader.hdf5_dataset_open=read"],
      "not hdf5 through hdf5_coll"),

@@ -102,3 +102,22 @@ def test_a_new_hdf5_file_never_goes_through_a_link(tmp_path, outside):
         f.create_dataset("x", data=[1, 2, 3])
     assert outside.read_text() == "keep me\n"
     assert not path.is_symlink() and path.stat().st_size > 0
+
+
+def test_a_signal_inside_fdopen_is_raised_not_a_second_close(tmp_path, monkeypatch):
+    """SIGTERM's exception raised inside os.fdopen after its file object took the
+    descriptor (and closed it as it was dropped): create raises that exception. Before, its
+    own close of the descriptor failed with EBADF, and generate said "Bad file descriptor"
+    instead of the signal."""
+    real = os.fdopen
+
+    class Stopped(BaseException):
+        pass
+
+    def fdopen(fd, mode):
+        real(fd, mode).close()
+        raise Stopped()
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    with pytest.raises(Stopped):
+        safe_files.create(str(tmp_path / "f"))
