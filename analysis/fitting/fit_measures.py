@@ -747,7 +747,8 @@ def _steps_by(gaps, weights, lower=True):
     cuts the reads into batches more even by EVENNESS_GAIN (the pauses between a loader's
     per-sample opens, longer than its reads' own, are no step's end), or, with ``lower``
     (a rank's reads, not one worker's few batches) and FEW_PAUSES or fewer above the first,
-    STEP_GAP does."""
+    STEP_GAP does; where no jump told the steps, the cut at the pauses' period
+    (_periodic_steps) when it makes larger batches about as even."""
     first, others = _step_gaps(gaps)
     # the shortest step pause too, below the jump, where a few pauses alone are above it:
     # an epoch's end and a loader's wait for its prefetch, two pauses above a jump that the
